@@ -1,0 +1,3 @@
+from gcjob.cli import main
+
+main()

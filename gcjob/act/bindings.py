@@ -1,0 +1,34 @@
+"""Deleting an orphaned binding: confirm its object is still absent, by name, unfiltered."""
+
+from __future__ import annotations
+
+from gcjob.act.deleter import Deleter, read_failure
+from gcjob.kube import reduce
+from gcjob.kube.errors import KubeError
+from gcjob.kube.reader import Reader
+from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
+from gcjob.model import Action, Outcome, Sweep, Verdict
+
+SWEEP = Sweep.BINDINGS
+
+
+def delete_binding(
+    verdict: Verdict, target: tuple[str, str], hub: Reader, deleter: Deleter
+) -> Outcome:
+    stopped = deleter.stopped(SWEEP, verdict)
+    if stopped is not None:
+        return stopped
+    kind, name = target
+    try:
+        found = hub.get(COMPANION_RESOURCES[kind], verdict.ref.namespace, name, reduce.name_of)
+    except KubeError as exc:
+        return read_failure(SWEEP, verdict, f"{kind} {name}", exc)
+    if found is not None:
+        return Outcome.of(
+            SWEEP,
+            verdict,
+            Action.SKIPPED,
+            "object-appeared",
+            f"{kind} {name} exists on a second look",
+        )
+    return deleter.delete(SWEEP, verdict, RESOURCEBINDINGS)

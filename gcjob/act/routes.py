@@ -1,0 +1,39 @@
+"""Deleting an orphaned route: read its parent Gateways upstream again, live, first."""
+
+from __future__ import annotations
+
+from gcjob.act.deleter import Deleter, read_failure
+from gcjob.decide.routes import RouteTarget
+from gcjob.enumerate.upstream import UpstreamIndex
+from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.resources import HTTPROUTES
+from gcjob.model import Action, Outcome, Sweep, Verdict
+
+SWEEP = Sweep.ROUTES
+
+
+def delete_route(
+    verdict: Verdict, target: RouteTarget, upstream: UpstreamIndex, deleter: Deleter
+) -> Outcome:
+    stopped = deleter.stopped(SWEEP, verdict)
+    if stopped is not None:
+        return stopped
+    for gateway in target.gateways:
+        where = f"Gateway {target.namespace}/{gateway} on cluster {target.cluster}"
+        try:
+            exists = upstream.gateway_exists(target.cluster, target.namespace, gateway)
+        except Stopped as exc:
+            return read_failure(SWEEP, verdict, where, exc)
+        except KubeError as exc:
+            return Outcome.of(
+                SWEEP, verdict, Action.SKIPPED, "upstream-unavailable", f"re-reading {where}: {exc}"
+            )
+        if exists:
+            return Outcome.of(
+                SWEEP,
+                verdict,
+                Action.SKIPPED,
+                "gateway-appeared",
+                f"{where} exists on a second look",
+            )
+    return deleter.delete(SWEEP, verdict, HTTPROUTES)

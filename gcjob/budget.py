@@ -1,0 +1,33 @@
+"""The run's time budget and stop requests (deadline, SIGTERM, SIGINT)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+class RunBudget:
+    """Answers "may I start another request / deletion?" for the whole run."""
+
+    def __init__(self, timeout: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._deadline = None if timeout is None else clock() + timeout
+        self._stop_reason: str | None = None
+
+    def request_stop(self, reason: str) -> None:
+        # Called from a signal handler: only set a flag; the request in flight completes.
+        if self._stop_reason is None:
+            self._stop_reason = reason
+
+    def remaining(self) -> float | None:
+        if self._deadline is None:
+            return None
+        return self._deadline - self._clock()
+
+    def stop_reason(self) -> str | None:
+        if self._stop_reason is not None:
+            return self._stop_reason
+        remaining = self.remaining()
+        if remaining is not None and remaining <= 0:
+            return "deadline"
+        return None

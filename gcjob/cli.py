@@ -1,0 +1,355 @@
+"""The `gcjob` command line: flags and environment -> Settings -> one run -> exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import click
+
+from gcjob import __version__, logs
+from gcjob.act.deleter import Deleter
+from gcjob.budget import RunBudget
+from gcjob.domain import is_reserved_namespace
+from gcjob.exitcodes import ExitCode, table
+from gcjob.kube.access import KubeAccess
+from gcjob.kube.connect import UpstreamResolver, hub_client
+from gcjob.kube.errors import ConfigError, KubeError
+from gcjob.kube.reader import Reader
+from gcjob.kube.snapshot import Snapshot, SnapshotUpstreams
+from gcjob.kube.transport import RequestStats, Timeouts, Transport
+from gcjob.kube.upstreams import LiveUpstreams
+from gcjob.lease import LeaseLock, LockHeld
+from gcjob.logs import log
+from gcjob.model import Sweep
+from gcjob.report.emitter import Reporter
+from gcjob.run import NotAHub, Run, check_hub
+from gcjob.settings import Settings, parse_duration
+
+LEASE_MARGIN = timedelta(minutes=1)
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class CommaList(click.ParamType):  # type: ignore[type-arg]
+    """A repeatable option whose environment variable is comma-separated."""
+
+    name = "TEXT"
+    envvar_list_splitter = ","
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return str(value).strip()
+
+
+def env(flag: str) -> str:
+    return "GCJOB_" + flag.upper().replace("-", "_")
+
+
+EPILOG = (
+    "Every flag but --delete can also be set as GCJOB_<FLAG_NAME> (repeatable ones "
+    "comma-separated), e.g. GCJOB_MIN_AGE=10m.\n\nExit codes (most severe first wins: "
+    "70, 2, 6, 5, 4, 3, 1, 0):\n\n\b\n" + table()
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="gcjob")
+def cli() -> None:
+    """Deletes what multi-cluster controllers leave behind on a Karmada hub."""
+
+
+FC = TypeVar("FC", bound=Callable[..., Any])
+
+
+def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
+    return click.option(f"--{flag}", *dest, envvar=env(flag), show_envvar=False, **kwargs)
+
+
+@cli.command(epilog=EPILOG)
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Delete for real. Without it: dry run. Never from the environment.",
+)
+@_opt(
+    "hub-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
+)
+@_opt("hub-context", help="Context of the hub kubeconfig.")
+@_opt(
+    "sweep",
+    "sweeps",
+    type=click.Choice([s.value for s in Sweep]),
+    multiple=True,
+    help="Sweep to run (repeatable; default: all).",
+)
+@_opt(
+    "min-age",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="Hold back candidates younger than this (30s, 5m, 1h, or seconds).",
+)
+@_opt(
+    "namespace",
+    "namespaces",
+    type=CommaList(),
+    multiple=True,
+    help="Sweep only this namespace (repeatable; default: all but reserved).",
+)
+@_opt(
+    "exclude-namespace",
+    "exclude_namespaces",
+    type=CommaList(),
+    multiple=True,
+    help="Never sweep this namespace (repeatable).",
+)
+@_opt(
+    "snapshot",
+    type=click.Path(file_okay=False),
+    help="Sweep offline from kubectl dumps in DIR (dry run only).",
+)
+@_opt(
+    "report-file",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Also write the whole report as one JSON document.",
+)
+@_opt("log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@_opt("report-healthy", is_flag=True, help="Report healthy objects one by one, not only as counts.")
+@_opt(
+    "page-size",
+    type=click.IntRange(1, 10000),
+    default=500,
+    show_default=True,
+    help="Items per list page.",
+)
+@_opt(
+    "upstream-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig whose context names are upstream cluster names.",
+)
+@_opt(
+    "upstream-server-template",
+    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
+)
+@_opt(
+    "max-deletions",
+    type=click.IntRange(0),
+    default=50,
+    show_default=True,
+    help="Brake: most deletions per run.",
+)
+@_opt(
+    "max-delete-percent",
+    type=click.FloatRange(0, 100),
+    default=50.0,
+    show_default=True,
+    help="Brake: most % of a sweep's scope.",
+)
+@_opt(
+    "brake-min-objects",
+    type=click.IntRange(0),
+    default=50,
+    show_default=True,
+    help="The % brake applies to sweeps with at least this many objects.",
+)
+@_opt(
+    "suspect-min-routes",
+    type=click.IntRange(0),
+    default=10,
+    show_default=True,
+    help="Distrust an upstream where this many routes find no Gateway (0: never).",
+)
+@_opt(
+    "timeout",
+    type=Duration(),
+    default="4m",
+    show_default=True,
+    help="Stop deleting after this long and exit 5.",
+)
+@_opt(
+    "delete-qps",
+    type=click.FloatRange(0),
+    default=10.0,
+    show_default=True,
+    help="Most deletions per second (0: no limit).",
+)
+@_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
+@_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
+@_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
+@_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
+@_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+def sweep(**options: Any) -> int:
+    """Find orphans on the hub and delete them (or, by default, only report them)."""
+    settings = _settings(options)
+    return run_sweep(settings)
+
+
+def _settings(options: dict[str, Any]) -> Settings:
+    sweeps = tuple(options["sweeps"]) or tuple(s.value for s in Sweep)
+    namespaces = _names(options["namespaces"])
+    for namespace in namespaces:
+        if is_reserved_namespace(namespace):
+            raise click.BadParameter(
+                f"{namespace} is reserved and never swept", param_hint="--namespace"
+            )
+    if options["snapshot"] and options["delete"]:
+        raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
+    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
+        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    return Settings(
+        delete=options["delete"],
+        hub_kubeconfig=options["hub_kubeconfig"],
+        hub_context=options["hub_context"],
+        sweeps=tuple(Sweep(s) for s in sweeps),
+        sweeps_explicit=bool(options["sweeps"]),
+        min_age=options["min_age"],
+        namespaces=namespaces,
+        exclude_namespaces=_names(options["exclude_namespaces"]),
+        snapshot=options["snapshot"],
+        report_file=options["report_file"],
+        log_format=options["log_format"],
+        report_healthy=options["report_healthy"],
+        page_size=options["page_size"],
+        upstream_kubeconfig=options["upstream_kubeconfig"],
+        upstream_server_template=options["upstream_server_template"],
+        max_deletions=options["max_deletions"],
+        max_delete_percent=options["max_delete_percent"],
+        brake_min_objects=options["brake_min_objects"],
+        suspect_min_routes=options["suspect_min_routes"],
+        timeout=options["timeout"],
+        delete_qps=options["delete_qps"],
+        lock=not options["no_lock"],
+        lock_namespace=options["lock_namespace"],
+        lock_name=options["lock_name"],
+        connect_timeout=options["connect_timeout"].total_seconds(),
+        read_timeout=options["read_timeout"].total_seconds(),
+    )
+
+
+def _names(values: Sequence[str]) -> tuple[str, ...]:
+    # Repeatable flags and comma-separated environment values both arrive here.
+    return tuple(dict.fromkeys(n.strip() for v in values for n in v.split(",") if n.strip()))
+
+
+def run_sweep(settings: Settings) -> int:
+    logs.setup(settings.log_format)
+    if os.environ.get("GCJOB_DELETE"):
+        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    budget = RunBudget(settings.timeout.total_seconds())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
+    stats = RequestStats()
+    timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
+
+    def make_access(client: Any, target: str) -> KubeAccess:
+        transport = Transport(client, target, stats=stats, budget=budget, timeouts=timeouts)
+        return KubeAccess(transport, settings.page_size)
+
+    access: KubeAccess | None = None
+    hub: Reader
+    upstreams: SnapshotUpstreams | LiveUpstreams | None = None
+    try:
+        if settings.snapshot:
+            snapshot = Snapshot(settings.snapshot)
+            hub = snapshot.hub
+            now = snapshot.captured_at or datetime.now(UTC)
+            upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
+        else:
+            access = make_access(hub_client(settings.hub_kubeconfig, settings.hub_context), "hub")
+            hub = access
+            now = datetime.now(UTC)
+            if settings.upstream_kubeconfig or settings.upstream_server_template:
+                resolver = UpstreamResolver(
+                    settings.upstream_kubeconfig, settings.upstream_server_template
+                )
+                upstreams = LiveUpstreams(resolver, make_access)
+        if upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
+            raise ConfigError("--sweep routes needs an upstream: pass --upstream-kubeconfig")
+    except ConfigError as exc:
+        return _fail(ExitCode.USAGE, str(exc))
+
+    run_id = str(uuid.uuid4())
+    progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
+    reporter = Reporter(
+        run_id=run_id,
+        dry_run=not settings.delete,
+        log_format=settings.log_format,
+        report_healthy=settings.report_healthy,
+        report_file=settings.report_file,
+        progress=progress,
+    )
+    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
+    run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id)
+    error = ""
+    lock: LeaseLock | None = None
+    try:
+        check_hub(hub, settings.sweeps)
+        if access is not None and settings.delete and settings.lock:
+            lock = LeaseLock(
+                access,
+                settings.lock_namespace,
+                settings.lock_name,
+                f"{socket.gethostname()}/{run_id}",
+                settings.timeout + LEASE_MARGIN,
+            )
+            lock.acquire(datetime.now(UTC))
+        run.execute()
+    except NotAHub as exc:
+        run.codes.add(ExitCode.USAGE)
+        error = str(exc)
+    except LockHeld as exc:
+        run.codes.add(ExitCode.LOCKED)
+        error = str(exc)
+    except KubeError as exc:
+        run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
+        error = f"cannot use the hub: {exc}"
+    except Exception as exc:  # a bug: say so in one line, keep the report's summary
+        log.exception("internal error")
+        run.codes.add(ExitCode.INTERNAL)
+        error = f"internal error: {type(exc).__name__}: {exc}"
+    finally:
+        if lock is not None:
+            try:
+                lock.release()
+            except KubeError as exc:
+                log.warning("could not release lease: %s (it expires by itself)", exc)
+    code = run.exit_code()
+    reporter.finish(run.summary(code, error))
+    if error:
+        click.echo(f"gcjob: error: {error}", err=True)
+    return int(code)
+
+
+def _fail(code: ExitCode, message: str) -> int:
+    click.echo(f"gcjob: error: {message}", err=True)
+    return int(code)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        result = cli.main(args=argv, prog_name="gcjob", standalone_mode=False)
+    except click.ClickException as exc:
+        message = " ".join(exc.format_message().split())
+        click.echo(f"gcjob: error: {message} (see gcjob sweep --help)", err=True)
+        sys.exit(ExitCode.USAGE)
+    except click.exceptions.Abort:
+        sys.exit(ExitCode.STOPPED)
+    sys.exit(result if isinstance(result, int) else 0)

@@ -1,0 +1,1 @@
+"""Decisions: pure functions over plain records. No I/O, no clock: `now` is passed in."""

@@ -1,0 +1,39 @@
+"""Rules every sweep shares: age gate, terminating objects, opt-out."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from gcjob.domain import PROTECT_ANNOTATION
+from gcjob.model import ObjectRef
+
+
+def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
+    if ref.created is None:
+        return None
+    return (now - ref.created).total_seconds()
+
+
+def hold_back(
+    ref: ObjectRef, now: datetime, min_age: timedelta, protected: bool
+) -> tuple[str, str] | None:
+    """The checks between "looks orphaned" and "delete": (reason, detail) to keep it, or None.
+
+    Shared by every sweep so that terminating, young and protected objects are held back
+    the same way and with the same reasons.
+    """
+    if ref.terminating:
+        return "terminating", "already being deleted; not deleted again"
+    if not ref.uid or not ref.resource_version:
+        return "unpinnable", "no uid or resourceVersion to pin a delete to"
+    age = age_seconds(ref, now)
+    if age is None:
+        return "age-unknown", "no creationTimestamp: its age cannot be proven"
+    if age < min_age.total_seconds():
+        return (
+            "too-young",
+            f"age {int(age)}s is below the minimum age {int(min_age.total_seconds())}s",
+        )
+    if protected:
+        return "protected", f"annotated {PROTECT_ANNOTATION}=true"
+    return None

@@ -1,0 +1,105 @@
+"""Sweep 1: a companion ConfigMap/Secret is an orphan when every referrer is gone."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Set
+from datetime import datetime, timedelta
+
+from gcjob.decide.common import hold_back
+from gcjob.domain import REFERRERS_ANNOTATION, is_dns1123_label, is_dns1123_subdomain
+from gcjob.model import BoundResource, Companion, ObjectRef, Verdict
+
+
+class ReferrersUnreadable(ValueError):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def parse_referrers(raw: str | None) -> tuple[str, ...]:
+    """The referrer keys of the referenced-by annotation, strictly; raises ReferrersUnreadable.
+
+    Anything but a non-empty JSON array of `<namespace>/<name>` strings is unreadable, so the
+    companion is preserved: an empty or odd annotation proves nothing about its referrers.
+    """
+    if raw is None:
+        raise ReferrersUnreadable("referrers-missing", f"no {REFERRERS_ANNOTATION} annotation")
+    if not raw.strip():
+        raise ReferrersUnreadable("referrers-empty", f"{REFERRERS_ANNOTATION} is empty")
+    try:
+        keys = json.loads(raw)
+    except ValueError:
+        raise ReferrersUnreadable(
+            "referrers-unparseable", f"{REFERRERS_ANNOTATION} is not JSON"
+        ) from None
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise ReferrersUnreadable(
+            "referrers-not-string-array", f"{REFERRERS_ANNOTATION} is not a JSON array of strings"
+        )
+    if not keys:
+        raise ReferrersUnreadable("referrers-empty", f"{REFERRERS_ANNOTATION} is []")
+    for key in keys:
+        if not is_referrer_key(key):
+            raise ReferrersUnreadable(
+                "referrer-key-malformed", f"referrer {key[:80]!r} is not <namespace>/<name>"
+            )
+    return tuple(keys)
+
+
+def is_referrer_key(key: str) -> bool:
+    namespace, sep, name = key.partition("/")
+    return sep == "/" and is_dns1123_label(namespace) and is_dns1123_subdomain(name)
+
+
+def referrer_name(key: str) -> str:
+    """The WorkloadDeployment name of a key: its namespace part is the project's, not the hub's."""
+    return key.partition("/")[2]
+
+
+def decide_companion(
+    companion: Companion, live_workloads: Set[str], now: datetime, min_age: timedelta
+) -> Verdict:
+    """live_workloads: names of the WorkloadDeployments in the companion's own namespace."""
+    ref = companion.ref
+    try:
+        keys = parse_referrers(companion.referrers_raw)
+    except ReferrersUnreadable as unreadable:
+        return Verdict(ref, False, unreadable.reason, unreadable.detail)
+    live = [k for k in keys if referrer_name(k) in live_workloads]
+    if live:
+        return Verdict(
+            ref,
+            False,
+            "referrer-live",
+            f"WorkloadDeployment {referrer_name(live[0])} exists",
+            healthy=True,
+            referrers=keys,
+        )
+    held = hold_back(ref, now, min_age, companion.protected)
+    if held is not None:
+        return Verdict(ref, False, *held, referrers=keys)
+    return Verdict(
+        ref,
+        True,
+        "orphaned",
+        f"no WorkloadDeployment named {', '.join(map(referrer_name, keys))} in {ref.namespace}",
+        referrers=keys,
+    )
+
+
+def binding_names_companion(resource: BoundResource | None, companion: ObjectRef) -> str | None:
+    """None when the binding's spec.resource names this very companion; else why not.
+
+    Deleting the binding of another object would remove that object's cell copies.
+    """
+    if resource is None:
+        return "binding has no spec.resource"
+    if resource.kind != companion.kind or resource.name != companion.name:
+        return f"binding binds {resource.kind} {resource.name}"
+    if resource.namespace and resource.namespace != companion.namespace:
+        return f"binding binds an object in namespace {resource.namespace}"
+    if resource.uid and resource.uid != companion.uid:
+        return f"binding binds uid {resource.uid}, the companion is {companion.uid}"
+    return None

@@ -1,0 +1,71 @@
+"""The names, labels and annotations of the world gcjob cleans up (see shared/domain.md)."""
+
+from __future__ import annotations
+
+import re
+
+COMPANION_LABEL = "compute.datumapis.com/referenced-data"
+REFERRERS_ANNOTATION = "compute.datumapis.com/referenced-by"
+
+POLICY_KEY = "propagationpolicy.karmada.io/name"
+CLUSTER_POLICY_KEY = "clusterpropagationpolicy.karmada.io/name"
+CITY_POLICY_PREFIX = "city-"
+
+UPSTREAM_CLUSTER_LABEL = "meta.datumapis.com/upstream-cluster-name"
+UPSTREAM_GROUP_LABEL = "meta.datumapis.com/upstream-group"
+UPSTREAM_KIND_LABEL = "meta.datumapis.com/upstream-kind"
+UPSTREAM_NAME_LABEL = "meta.datumapis.com/upstream-name"
+UPSTREAM_NAMESPACE_LABEL = "meta.datumapis.com/upstream-namespace"
+HTTP01_SOLVER_LABEL = "meta.datumapis.com/http01-solver"
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+GATEWAY_KIND = "Gateway"
+HTTPROUTE_KIND = "HTTPRoute"
+
+# Any object carrying this annotation with value "true" is never deleted by gcjob.
+PROTECT_ANNOTATION = "gcjob.datumapis.com/protect"
+
+# Label keys gcjob reads from downstream routes; every other label is dropped on read.
+ROUTE_LABELS = (
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_GROUP_LABEL,
+    UPSTREAM_KIND_LABEL,
+    UPSTREAM_NAME_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
+    HTTP01_SOLVER_LABEL,
+)
+
+_RESERVED_EXACT = frozenset({"karmada-system", "karmada-cluster"})
+_RESERVED_PREFIXES = ("kube-", "karmada-es-")
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_reserved_namespace(namespace: str) -> bool:
+    """Karmada's and Kubernetes' own namespaces: never swept, whatever the flags."""
+    return namespace in _RESERVED_EXACT or namespace.startswith(_RESERVED_PREFIXES)
+
+
+def is_dns1123_label(value: str) -> bool:
+    return len(value) <= 63 and _DNS1123_LABEL.fullmatch(value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    return len(value) <= 253 and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
+
+
+def binding_name(object_name: str, kind: str) -> str:
+    """Karmada's ResourceBinding name for an object: never strip a legacy prefix."""
+    return f"{object_name}-{kind}".lower().replace(":", ".")
+
+
+def decode_cluster_label(value: str) -> str | None:
+    """`cluster-<name>` with `/` written as `_` -> the upstream cluster name.
+
+    Older labels carry a leading `/` (`cluster-_proj`), which is stripped. Returns None for a
+    value that does not follow the encoding.
+    """
+    if not value.startswith("cluster-"):
+        return None
+    name = value.removeprefix("cluster-").replace("_", "/").removeprefix("/")
+    return name or None

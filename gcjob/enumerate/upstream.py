@@ -1,0 +1,150 @@
+"""What the upstream clusters say about the Gateways downstream routes hang on.
+
+Batched and cached per run: each cluster is probed once (resolves, authenticates, serves
+gateway.networking.k8s.io/v1 gateways); each (cluster, namespace) costs one metadata-only
+Gateway list, or one GET when a single Gateway is asked for there.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gcjob.decide.routes import ClusterStatus, RouteTarget, UpstreamView, is_suspect
+from gcjob.kube import reduce
+from gcjob.kube.errors import KubeError, UnknownCluster
+from gcjob.kube.reader import Reader
+from gcjob.kube.resources import GATEWAYS, NAMESPACES
+
+
+class UpstreamSource(Protocol):
+    def reader_for(self, cluster: str) -> Reader:
+        """A reader for that cluster; raises UnknownCluster."""
+        ...
+
+
+@dataclass
+class ClusterState:
+    status: ClusterStatus
+    detail: str = ""
+    server: str = ""
+    reader: Reader | None = None
+    routes: int = 0
+    gateways_found: int = 0
+
+
+@dataclass
+class _Namespace:
+    gateways: frozenset[str] | None = None
+    error: str = ""
+    exists: bool | None = None
+
+
+@dataclass
+class UpstreamIndex:
+    source: UpstreamSource
+    clusters: dict[str, ClusterState] = field(default_factory=dict)
+    _namespaces: dict[tuple[str, str], _Namespace] = field(default_factory=dict)
+
+    def cluster(self, name: str) -> ClusterState:
+        if name not in self.clusters:
+            self.clusters[name] = self._probe(name)
+        return self.clusters[name]
+
+    def _probe(self, name: str) -> ClusterState:
+        try:
+            reader = self.source.reader_for(name)
+        except UnknownCluster as exc:
+            return ClusterState(ClusterStatus.UNKNOWN, str(exc))
+        try:
+            served = reader.served(GATEWAYS)
+        except KubeError as exc:
+            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc), reader.server)
+        if not served:
+            return ClusterState(
+                ClusterStatus.UNAVAILABLE,
+                f"{reader.server} does not serve {GATEWAYS.api_version} gateways",
+                reader.server,
+            )
+        return ClusterState(ClusterStatus.OK, "", reader.server, reader)
+
+    def load(self, targets: Iterable[RouteTarget], suspect_min_routes: int) -> None:
+        """Look up every Gateway the targets name; then distrust clusters that found none."""
+        wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for target in targets:
+            state = self.cluster(target.cluster)
+            state.routes += 1
+            if state.status is ClusterStatus.OK:
+                wanted[(target.cluster, target.namespace)].update(target.gateways)
+        for (cluster, namespace), names in sorted(wanted.items()):
+            entry = self._lookup(cluster, namespace, names)
+            self._namespaces[(cluster, namespace)] = entry
+            if entry.gateways is not None:
+                self.clusters[cluster].gateways_found += len(entry.gateways)
+        for state in self.clusters.values():
+            if state.status is ClusterStatus.OK and is_suspect(
+                state.routes, state.gateways_found, suspect_min_routes
+            ):
+                state.status = ClusterStatus.SUSPECT
+                state.detail = (
+                    f"{state.routes} routes hang on Gateways here and none was found; "
+                    f"suspected wrong endpoint or emptied cluster (--suspect-min-routes)"
+                )
+
+    def _lookup(self, cluster: str, namespace: str, names: set[str]) -> _Namespace:
+        reader = self.clusters[cluster].reader
+        assert reader is not None
+        try:
+            if len(names) == 1:
+                (name,) = names
+                found = reader.get(GATEWAYS, namespace, name, reduce.name_of)
+                return _Namespace(frozenset() if found is None else frozenset({found}))
+            listed = reader.list(GATEWAYS, reduce.name_of, namespace=namespace)
+            return _Namespace(frozenset(n for n in listed if n))
+        except KubeError as exc:
+            return _Namespace(None, str(exc))
+
+    def namespace_exists(self, cluster: str, namespace: str) -> bool | None:
+        """Whether the upstream namespace still exists: None when that cannot be told."""
+        entry = self._namespaces.setdefault((cluster, namespace), _Namespace())
+        if entry.exists is None:
+            reader = self.cluster(cluster).reader
+            if reader is None:
+                return None
+            try:
+                entry.exists = reader.get(NAMESPACES, None, namespace, reduce.name_of) is not None
+            except KubeError:
+                return None
+        return entry.exists
+
+    def view(self, target: RouteTarget) -> UpstreamView:
+        state = self.cluster(target.cluster)
+        entry = self._namespaces.get((target.cluster, target.namespace), _Namespace())
+        return UpstreamView(
+            cluster_status=state.status,
+            cluster_detail=state.detail,
+            gateways=entry.gateways,
+            lookup_error=entry.error,
+            namespace_exists=entry.exists,
+        )
+
+    def gateway_exists(self, cluster: str, namespace: str, name: str) -> bool:
+        """A live read, right before deleting. Raises KubeError when it cannot be proven."""
+        reader = self.cluster(cluster).reader
+        if reader is None:
+            raise KubeError(f"upstream cluster {cluster} has no reader")
+        return reader.get(GATEWAYS, namespace, name, reduce.name_of) is not None
+
+    def summary(self) -> dict[str, dict[str, object]]:
+        return {
+            name: {
+                "status": state.status.value,
+                "detail": state.detail,
+                "server": state.server,
+                "routes": state.routes,
+                "gateways_found": state.gateways_found,
+            }
+            for name, state in sorted(self.clusters.items())
+        }

@@ -1,0 +1,52 @@
+"""Exit codes: one table for the README, `--help` and the report."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ITEM_FAILED = 1
+    USAGE = 2
+    INCOMPLETE = 3
+    BRAKE = 4
+    STOPPED = 5
+    LOCKED = 6
+    INTERNAL = 70
+
+
+DESCRIPTIONS = {
+    ExitCode.OK: "completed",
+    ExitCode.ITEM_FAILED: "completed, but an item failed (a delete or lookup errored, "
+    "or an upstream cluster was unavailable)",
+    ExitCode.USAGE: "bad usage or configuration, or the target is not a hub: nothing touched",
+    ExitCode.INCOMPLETE: "incomplete: a sweep could not read what it needed, so it deleted nothing",
+    ExitCode.BRAKE: "safety brake engaged: a sweep would have deleted too much, deleted nothing",
+    ExitCode.STOPPED: "stopped by --timeout or a signal before finishing",
+    ExitCode.LOCKED: "another run holds the lock",
+    ExitCode.INTERNAL: "internal error",
+}
+
+# Most severe first: when several apply, the first in this list is the exit code.
+SEVERITY = (
+    ExitCode.INTERNAL,
+    ExitCode.USAGE,
+    ExitCode.LOCKED,
+    ExitCode.STOPPED,
+    ExitCode.BRAKE,
+    ExitCode.INCOMPLETE,
+    ExitCode.ITEM_FAILED,
+    ExitCode.OK,
+)
+
+
+def most_severe(codes: set[ExitCode]) -> ExitCode:
+    for code in SEVERITY:
+        if code in codes:
+            return code
+    return ExitCode.OK
+
+
+def table() -> str:
+    return "\n".join(f"{int(code):>3}  {DESCRIPTIONS[code]}" for code in ExitCode)

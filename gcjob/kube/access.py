@@ -1,0 +1,202 @@
+"""The one door to a Kubernetes API: discovery, paginated lists, proven NotFound, pinned deletes.
+
+Every page is reduced to compact records as it arrives (`reduce`), so no raw object, no
+managedFields and no Secret payload outlives the page it came in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, TypeVar
+
+from gcjob.kube import requests
+from gcjob.kube.errors import ApiError, KubeError, Unavailable
+from gcjob.kube.resources import Resource
+from gcjob.kube.transport import Response, Transport
+
+T = TypeVar("T")
+Reduce = Callable[[dict[str, Any]], T | None]
+
+MAX_LIST_RESTARTS = 3
+
+
+class DeleteResult(Enum):
+    DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
+    GONE = "already-gone"  # 404: someone else deleted it first
+    CONFLICT = "conflict"  # 409: it changed since it was observed
+
+
+class KubeAccess:
+    def __init__(self, transport: Transport, page_size: int = 500) -> None:
+        self.transport = transport
+        self.page_size = page_size
+
+    @property
+    def server(self) -> str:
+        return self.transport.server
+
+    def served(self, resource: Resource) -> bool:
+        """Does the API serve this resource at this group/version? Raises when it cannot tell."""
+        response = self.transport.send(requests.discovery(resource))
+        if response.status == 404:
+            return False
+        body = _expect_ok(response, resource.group_version_path)
+        names = {r.get("name") for r in body.get("resources", []) if isinstance(r, dict)}
+        return resource.plural in names
+
+    def list(
+        self,
+        resource: Resource,
+        reduce: Reduce[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> list[T]:
+        """Every object, page by page. A 410 on a continue token restarts the list from
+        scratch (partial pages discarded), a bounded number of times."""
+        for _ in range(MAX_LIST_RESTARTS + 1):
+            records: list[T] = []
+            token: str | None = None
+            while True:
+                request = requests.list_page(
+                    resource,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    limit=self.page_size,
+                    continue_token=token,
+                    metadata_only=metadata_only or resource.sensitive,
+                )
+                response = self.transport.send(request)
+                if response.status == 410 and token is not None:
+                    break  # continue token expired mid-list: restart
+                page = _expect_ok(response, request.path)
+                items = page.get("items")
+                if not isinstance(items, list):
+                    raise ApiError(response.status, "Malformed", "list without items", request.path)
+                for item in items:
+                    if isinstance(item, dict):
+                        record = reduce(item)
+                        if record is not None:
+                            records.append(record)
+                token = (page.get("metadata") or {}).get("continue") or None
+                if token is None:
+                    return records
+        raise Unavailable(
+            f"list {resource.path(namespace)}: continue token expired {MAX_LIST_RESTARTS + 1} times"
+        )
+
+    def get(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        reduce: Reduce[T],
+        *,
+        metadata_only: bool = True,
+    ) -> T | None:
+        """The object, or None only when the server proved it absent: a NotFound for that very
+        name. Any other answer (a 404 for the path, 403, 5xx, timeouts) raises."""
+        request = requests.get(
+            resource, namespace, name, metadata_only=metadata_only or resource.sensitive
+        )
+        response = self.transport.send(request)
+        if response.status == 404 and is_not_found_for(response, resource, name):
+            return None
+        return reduce(_expect_ok(response, request.path))
+
+    def delete(
+        self, resource: Resource, namespace: str | None, name: str, uid: str, resource_version: str
+    ) -> DeleteResult:
+        if not uid or not resource_version:
+            raise KubeError(f"refusing to delete {name}: no uid/resourceVersion to pin it to")
+        request = requests.delete(resource, namespace, name, uid, resource_version)
+        response = self.transport.send(request)
+        # The body is the object (metadata only); a Secret's is never read.
+        if 200 <= response.status < 300:
+            return DeleteResult.DELETED
+        if response.status == 404 and is_not_found_for(response, resource, name):
+            if response.resent_after_disconnect:
+                return DeleteResult.DELETED  # our first attempt applied before the line dropped
+            return DeleteResult.GONE
+        if response.status == 409:
+            if response.resent_after_disconnect:
+                return self._settle_resent_delete(resource, namespace, name, uid)
+            return DeleteResult.CONFLICT
+        raise _api_error(response, request.path)
+
+    def _settle_resent_delete(
+        self, resource: Resource, namespace: str | None, name: str, uid: str
+    ) -> DeleteResult:
+        """A resent delete met 409: did our first attempt apply? Look, do not guess."""
+        seen = self.get(resource, namespace, name, _uid_and_terminating)
+        if seen is None:
+            return DeleteResult.DELETED
+        seen_uid, terminating = seen
+        if seen_uid == uid and terminating:
+            return DeleteResult.DELETED
+        return DeleteResult.CONFLICT
+
+    def create(self, resource: Resource, namespace: str | None, body: dict[str, Any]) -> Any:
+        request = requests.create(resource, namespace, body)
+        return _expect_ok(self.transport.send(request), request.path)
+
+    def replace(
+        self, resource: Resource, namespace: str | None, name: str, body: dict[str, Any]
+    ) -> Any:
+        request = requests.replace(resource, namespace, name, body)
+        return _expect_ok(self.transport.send(request), request.path)
+
+    def read(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The full object (never used for Secrets), or None when proven absent."""
+        if resource.sensitive:
+            raise KubeError("full reads of Secrets are not allowed")
+        return self.get(resource, namespace, name, lambda obj: obj, metadata_only=False)
+
+
+def _uid_and_terminating(obj: dict[str, Any]) -> tuple[str, bool]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid") or ""), bool(meta.get("deletionTimestamp"))
+
+
+def _status_body(response: Response) -> dict[str, Any]:
+    try:
+        body = json.loads(response.body)
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def is_not_found_for(response: Response, resource: Resource, name: str) -> bool:
+    """A 404 proves absence only as a NotFound Status naming that object; a 404 for the
+    path (resource not served, wrong server URL) proves nothing."""
+    body = _status_body(response)
+    details = body.get("details") or {}
+    if body.get("kind") != "Status" or body.get("reason") != "NotFound":
+        return False
+    if not isinstance(details, dict) or details.get("name") != name:
+        return False
+    kind = details.get("kind")
+    return kind in (None, "", resource.plural, resource.kind)
+
+
+def _api_error(response: Response, path: str) -> ApiError:
+    body = _status_body(response)
+    reason = str(body.get("reason") or "Unknown")
+    message = str(body.get("message") or response.body[:200].decode("utf-8", "replace"))
+    if response.status == 403:
+        message = f"forbidden (grant the missing RBAC permission): {message}"
+    if response.status == 401:
+        message = f"unauthorized: the credentials were refused: {message}"
+    return ApiError(response.status, reason, message.strip(), path)
+
+
+def _expect_ok(response: Response, path: str) -> Any:
+    if not 200 <= response.status < 300:
+        raise _api_error(response, path)
+    try:
+        return json.loads(response.body)
+    except ValueError:
+        raise ApiError(response.status, "Malformed", "response is not JSON", path) from None

@@ -1,0 +1,31 @@
+"""Errors of the access layer: each carries a one-line message fit for the report."""
+
+from __future__ import annotations
+
+
+class KubeError(Exception):
+    """A request could not be answered with what gcjob needs."""
+
+
+class ApiError(KubeError):
+    def __init__(self, status: int, reason: str, message: str, path: str) -> None:
+        self.status = status
+        self.reason = reason
+        self.path = path
+        super().__init__(f"HTTP {status} {reason} on {path}: {message}"[:300])
+
+
+class Unavailable(KubeError):
+    """No answer: connection refused or dropped, timeouts, retries used up."""
+
+
+class Stopped(KubeError):
+    """The run was stopped (deadline or signal) before this request could be made."""
+
+
+class ConfigError(Exception):
+    """Bad kubeconfig, context or flag combination: exit 2, nothing touched."""
+
+
+class UnknownCluster(Exception):
+    """No endpoint is configured for this upstream cluster name."""

@@ -1,0 +1,37 @@
+"""What the sweeps need to read: served by a live API (KubeAccess) or a snapshot on disk."""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+from gcjob.kube.access import Reduce
+from gcjob.kube.resources import Resource
+
+T = TypeVar("T")
+
+
+class Reader(Protocol):
+    @property
+    def server(self) -> str: ...
+
+    def served(self, resource: Resource) -> bool: ...
+
+    def list(
+        self,
+        resource: Resource,
+        reduce: Reduce[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> list[T]: ...
+
+    def get(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        reduce: Reduce[T],
+        *,
+        metadata_only: bool = True,
+    ) -> T | None: ...

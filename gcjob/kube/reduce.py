@@ -1,0 +1,160 @@
+"""Raw API objects -> compact records. Tolerant of malformed input: an odd field becomes a
+value the decisions refuse to delete on (no uid, no age, an unreadable annotation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from gcjob.domain import (
+    CLUSTER_POLICY_KEY,
+    POLICY_KEY,
+    PROTECT_ANNOTATION,
+    REFERRERS_ANNOTATION,
+    ROUTE_LABELS,
+)
+from gcjob.kube.resources import HTTPROUTES, RESOURCEBINDINGS, Resource
+from gcjob.model import Binding, BoundResource, Companion, ObjectRef, ParentRef, Route
+
+Obj = dict[str, Any]
+
+
+def parse_time(value: object) -> datetime | None:
+    if isinstance(value, datetime):  # YAML loads unquoted timestamps itself
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _meta(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _str_map(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def object_ref(obj: Obj, resource: Resource) -> ObjectRef:
+    meta = _meta(obj)
+    return ObjectRef(
+        api_version=resource.api_version,
+        kind=resource.kind,
+        namespace=_text(meta.get("namespace")),
+        name=_text(meta.get("name")),
+        uid=_text(meta.get("uid")),
+        resource_version=_text(meta.get("resourceVersion")),
+        created=parse_time(meta.get("creationTimestamp")),
+        terminating=meta.get("deletionTimestamp") is not None,
+    )
+
+
+def _annotation(meta: Obj, key: str) -> str | None:
+    value = _str_map(meta.get("annotations")).get(key)
+    if value is None:
+        return None
+    return value if isinstance(value, str) else "<not a string>"
+
+
+def _label(meta: Obj, key: str) -> str | None:
+    value = _str_map(meta.get("labels")).get(key)
+    return value if isinstance(value, str) else None
+
+
+def is_protected(obj: Obj) -> bool:
+    return _annotation(_meta(obj), PROTECT_ANNOTATION) == "true"
+
+
+def companion(resource: Resource) -> Callable[[Obj], Companion]:
+    def reduce(obj: Obj) -> Companion:
+        return Companion(
+            ref=object_ref(obj, resource),
+            referrers_raw=_annotation(_meta(obj), REFERRERS_ANNOTATION),
+            protected=is_protected(obj),
+        )
+
+    return reduce
+
+
+def _bound_resource(obj: Obj) -> BoundResource | None:
+    spec = _str_map(obj.get("spec"))
+    res = spec.get("resource")
+    if not isinstance(res, dict):
+        return None
+    return BoundResource(
+        api_version=_text(res.get("apiVersion")),
+        kind=_text(res.get("kind")),
+        namespace=_text(res.get("namespace")),
+        name=_text(res.get("name")),
+        uid=_text(res.get("uid")),
+    )
+
+
+def binding(obj: Obj) -> Binding:
+    meta = _meta(obj)
+    return Binding(
+        ref=object_ref(obj, RESOURCEBINDINGS),
+        policy_annotation=_annotation(meta, POLICY_KEY),
+        policy_label=_label(meta, POLICY_KEY),
+        cluster_policy=(
+            _annotation(meta, CLUSTER_POLICY_KEY) is not None
+            or _label(meta, CLUSTER_POLICY_KEY) is not None
+        ),
+        resource=_bound_resource(obj),
+        protected=is_protected(obj),
+    )
+
+
+def _parent_ref(value: object) -> ParentRef:
+    if not isinstance(value, dict):
+        # Not understood: a parent that is no Gateway, so the route is kept.
+        return ParentRef(name="", group="<malformed>", kind="<malformed>", namespace=None)
+
+    def optional(key: str) -> str | None:
+        if key not in value:
+            return None
+        return value[key] if isinstance(value[key], str) else "<malformed>"
+
+    return ParentRef(
+        name=_text(value.get("name")),
+        group=optional("group"),
+        kind=optional("kind"),
+        namespace=optional("namespace") or None,
+    )
+
+
+def route(obj: Obj) -> Route:
+    meta = _meta(obj)
+    labels = {k: v for k in ROUTE_LABELS if (v := _label(meta, k)) is not None}
+    refs = _str_map(obj.get("spec")).get("parentRefs")
+    parents = tuple(_parent_ref(p) for p in refs) if isinstance(refs, list) else ()
+    return Route(
+        ref=object_ref(obj, HTTPROUTES),
+        labels=labels,
+        parent_refs=parents,
+        protected=is_protected(obj),
+    )
+
+
+def name_of(obj: Obj) -> str | None:
+    return _text(_meta(obj).get("name")) or None
+
+
+def namespace_and_name(obj: Obj) -> tuple[str, str] | None:
+    meta = _meta(obj)
+    name = _text(meta.get("name"))
+    return (_text(meta.get("namespace")), name) if name else None
+
+
+def ref_of(resource: Resource) -> Callable[[Obj], ObjectRef]:
+    return lambda obj: object_ref(obj, resource)

@@ -1,0 +1,89 @@
+"""Request building, apart from transport: every request gcjob can make, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gcjob.kube.resources import Resource
+
+JSON = "application/json"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    accept: str = JSON
+    body: dict[str, Any] | None = field(default=None, hash=False)
+    content_type: str | None = None
+
+
+def _accept(resource: Resource, metadata_only: bool, media: str) -> str:
+    # A Secret's payload is never asked for: with no JSON fallback a server that cannot
+    # strip it answers 406 instead of sending it.
+    if resource.sensitive:
+        return media
+    return f"{media},{JSON}" if metadata_only else JSON
+
+
+def discovery(resource: Resource) -> Request:
+    return Request("GET", resource.group_version_path)
+
+
+def list_page(
+    resource: Resource,
+    *,
+    namespace: str | None,
+    label_selector: str | None,
+    limit: int,
+    continue_token: str | None,
+    metadata_only: bool,
+) -> Request:
+    query: list[tuple[str, str]] = [("limit", str(limit))]
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if continue_token:
+        query.append(("continue", continue_token))
+    return Request(
+        "GET",
+        resource.path(namespace),
+        tuple(query),
+        accept=_accept(resource, metadata_only, METADATA_LIST),
+    )
+
+
+def get(resource: Resource, namespace: str | None, name: str, *, metadata_only: bool) -> Request:
+    return Request(
+        "GET", resource.path(namespace, name), accept=_accept(resource, metadata_only, METADATA)
+    )
+
+
+def delete(resource: Resource, namespace: str | None, name: str, uid: str, rv: str) -> Request:
+    """A delete pinned to what was observed: a 409 then means "changed since I looked"."""
+    body = {
+        "kind": "DeleteOptions",
+        "apiVersion": "v1",
+        "propagationPolicy": "Background",
+        "preconditions": {"uid": uid, "resourceVersion": rv},
+    }
+    # The answer is the object itself: ask for metadata only (always, for a Secret).
+    return Request(
+        "DELETE",
+        resource.path(namespace, name),
+        accept=_accept(resource, True, METADATA),
+        body=body,
+        content_type=JSON,
+    )
+
+
+def create(resource: Resource, namespace: str | None, body: dict[str, Any]) -> Request:
+    return Request("POST", resource.path(namespace), body=body, content_type=JSON)
+
+
+def replace(resource: Resource, namespace: str | None, name: str, body: dict[str, Any]) -> Request:
+    """PUT carrying metadata.resourceVersion: a 409 means another writer won."""
+    return Request("PUT", resource.path(namespace, name), body=body, content_type=JSON)

@@ -1,0 +1,47 @@
+"""The API resources gcjob reads or deletes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    sensitive: bool = False  # payload is a customer secret: only ever ask for metadata
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version_path(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        parts = [self.group_version_path]
+        if namespace is not None and self.namespaced:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(quote(name, safe=""))
+        return "/".join(parts)
+
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", "Secret", sensitive=True)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+WORKLOADDEPLOYMENTS = Resource(
+    "compute.datumapis.com", "v1alpha", "workloaddeployments", "WorkloadDeployment"
+)
+RESOURCEBINDINGS = Resource("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding")
+HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+COMPANION_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}

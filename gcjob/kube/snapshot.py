@@ -1,0 +1,189 @@
+"""Sweep offline from `kubectl get -o json|yaml` dumps: the demo, and post-mortems.
+
+Layout of a snapshot directory:
+    snapshot.yaml            optional: {capturedAt: RFC 3339, server: a label for the report}
+    hub/**.{json,yaml,yml}   the hub's objects: Lists, single objects, multi-document YAML
+    upstream/<cluster>/**    one directory per upstream cluster (its Gateways and Namespaces)
+
+"now" is the capture time, so a demo never goes stale; without `capturedAt` it is the newest
+timestamp found in the dumps. Secret `data`/`stringData` are dropped as each file is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from gcjob.kube.access import Reduce
+from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
+from gcjob.kube.reduce import parse_time
+from gcjob.kube.resources import Resource
+
+T = TypeVar("T")
+Key = tuple[str, str]  # (group, kind)
+_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def _documents(path: Path) -> Iterator[Any]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        yield json.loads(text)
+    else:
+        yield from yaml.safe_load_all(text)
+
+
+def _objects(document: Any) -> Iterator[dict[str, Any]]:
+    if not isinstance(document, dict):
+        return
+    items = document.get("items")
+    if isinstance(items, list) and str(document.get("kind", "")).endswith("List"):
+        for item in items:
+            yield from _objects(item)
+    elif "kind" in document and "apiVersion" in document:
+        yield document
+
+
+def _matches(labels: dict[str, Any], selector: str | None) -> bool:
+    """Equality selectors only (`k=v,k2=v2`): the only form gcjob sends."""
+    if not selector:
+        return True
+    for term in selector.split(","):
+        key, _, value = term.partition("=")
+        if labels.get(key.strip()) != value.strip():
+            return False
+    return True
+
+
+class SnapshotStore:
+    """Objects of one plane (the hub, or one upstream cluster), read-only."""
+
+    def __init__(self, label: str, files: list[Path]) -> None:
+        self.label = label
+        self._objects: dict[Key, dict[Key, dict[str, Any]]] = {}
+        self.newest: datetime | None = None
+        for path in files:
+            try:
+                for document in _documents(path):
+                    for obj in _objects(document):
+                        self._add(obj)
+            except (OSError, ValueError, yaml.YAMLError) as exc:
+                raise ConfigError(
+                    f"snapshot file {path}: {' '.join(str(exc).split())[:200]}"
+                ) from exc
+
+    def _add(self, obj: dict[str, Any]) -> None:
+        if obj.get("kind") == "Secret":
+            obj = {k: v for k, v in obj.items() if k not in ("data", "stringData")}
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        assert isinstance(meta, dict)
+        key = (_group(str(obj.get("apiVersion", ""))), str(obj.get("kind", "")))
+        name = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        self._objects.setdefault(key, {})[name] = obj
+        for field in ("creationTimestamp", "deletionTimestamp"):
+            seen = parse_time(meta.get(field))
+            if seen is not None and (self.newest is None or seen > self.newest):
+                self.newest = seen
+
+    @property
+    def server(self) -> str:
+        return self.label
+
+    def served(self, resource: Resource) -> bool:
+        return True  # a dump of a hub or upstream: whatever it holds was served
+
+    def list(
+        self,
+        resource: Resource,
+        reduce: Reduce[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> list[T]:
+        found: list[T] = []
+        objects = self._objects.get((resource.group, resource.kind), {})
+        for (ns, _), obj in sorted(objects.items()):
+            if namespace is not None and ns != namespace:
+                continue
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            if _matches(labels, label_selector):
+                record = reduce(obj)
+                if record is not None:
+                    found.append(record)
+        return found
+
+    def get(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        reduce: Reduce[T],
+        *,
+        metadata_only: bool = True,
+    ) -> T | None:
+        obj = self._objects.get((resource.group, resource.kind), {}).get((namespace or "", name))
+        return None if obj is None else reduce(obj)
+
+    def delete(self, *args: object, **kwargs: object) -> None:
+        raise KubeError("a snapshot is read-only")
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+
+
+class Snapshot:
+    def __init__(self, directory: str) -> None:
+        root = Path(directory)
+        if not root.is_dir():
+            raise ConfigError(f"--snapshot {directory}: not a directory")
+        meta: dict[str, Any] = {}
+        meta_file = root / "snapshot.yaml"
+        if meta_file.exists():
+            loaded = yaml.safe_load(meta_file.read_text(encoding="utf-8"))
+            meta = loaded if isinstance(loaded, dict) else {}
+        hub_dir = root / "hub"
+        hub_files = (
+            _files(hub_dir)
+            if hub_dir.is_dir()
+            else [
+                p for p in _files(root) if p.name != "snapshot.yaml" and "upstream" not in p.parts
+            ]
+        )
+        self.hub = SnapshotStore(str(meta.get("server") or f"snapshot:{root}"), hub_files)
+        self.upstreams: dict[str, SnapshotStore] = {}
+        upstream_dir = root / "upstream"
+        if upstream_dir.is_dir():
+            for cluster_dir in sorted(p for p in upstream_dir.iterdir() if p.is_dir()):
+                self.upstreams[cluster_dir.name] = SnapshotStore(
+                    f"snapshot:{cluster_dir}", _files(cluster_dir)
+                )
+        captured = meta.get("capturedAt")
+        self.captured_at: datetime | None = parse_time(captured)
+        if captured is not None and self.captured_at is None:
+            raise ConfigError(f"{meta_file}: capturedAt {captured!r} is not an RFC 3339 time")
+        if self.captured_at is None:
+            stores = [self.hub, *self.upstreams.values()]
+            times = [s.newest for s in stores if s.newest is not None]
+            self.captured_at = max(times) if times else None
+
+
+class SnapshotUpstreams:
+    """The upstream clusters captured in a snapshot: one directory each."""
+
+    def __init__(self, stores: dict[str, SnapshotStore]) -> None:
+        self.stores = stores
+
+    def reader_for(self, cluster: str) -> SnapshotStore:
+        if cluster not in self.stores:
+            raise UnknownCluster(f"no upstream/{cluster} directory in the snapshot")
+        return self.stores[cluster]

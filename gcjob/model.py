@@ -1,0 +1,135 @@
+"""Plain records that flow from enumerate to decide to act to report.
+
+Every record holds only what a decision or the report needs: raw API objects are reduced
+to these as each page arrives, so memory stays flat as the hub grows and nothing of a
+Secret's payload survives the read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    DELETED = "deleted"
+    WOULD_DELETE = "would-delete"
+    ALREADY_GONE = "already-gone"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+class Sweep(StrEnum):
+    COMPANIONS = "companions"
+    BINDINGS = "bindings"
+    ROUTES = "routes"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """What was observed of one object: enough to report it and to pin a delete to it."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    created: datetime | None
+    terminating: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Companion:
+    ref: ObjectRef
+    referrers_raw: str | None  # the referenced-by annotation, verbatim; None when absent
+    protected: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BoundResource:
+    """A ResourceBinding's spec.resource: what it says it binds."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    ref: ObjectRef
+    policy_annotation: str | None
+    policy_label: str | None
+    cluster_policy: bool  # bound by a ClusterPropagationPolicy: never ours to touch
+    resource: BoundResource | None = None
+    protected: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ParentRef:
+    name: str
+    group: str | None  # None: key absent (defaults to the Gateway API group)
+    kind: str | None  # None: key absent (defaults to Gateway)
+    namespace: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    ref: ObjectRef
+    labels: dict[str, str]  # only the meta.datumapis.com/* labels gcjob reads
+    parent_refs: tuple[ParentRef, ...]
+    protected: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A decision about one object. `delete` is the only thing that can lead to a deletion."""
+
+    ref: ObjectRef
+    delete: bool
+    reason: str
+    detail: str
+    healthy: bool = False  # kept because it is in use: reported as a count only
+    referrers: tuple[str, ...] = ()
+    cluster: str | None = None
+    gateways: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What happened to one object in this run: one report record."""
+
+    sweep: Sweep
+    ref: ObjectRef
+    action: Action
+    reason: str
+    detail: str
+    healthy: bool = False
+    referrers: tuple[str, ...] = ()
+    cluster: str | None = None
+    gateways: tuple[str, ...] = ()
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        sweep: Sweep,
+        verdict: Verdict,
+        action: Action,
+        reason: str | None = None,
+        detail: str | None = None,
+    ) -> Outcome:
+        return cls(
+            sweep=sweep,
+            ref=verdict.ref,
+            action=action,
+            reason=reason or verdict.reason,
+            detail=detail if detail is not None else verdict.detail,
+            healthy=verdict.healthy,
+            referrers=verdict.referrers,
+            cluster=verdict.cluster,
+            gateways=verdict.gateways,
+        )

@@ -1,0 +1,59 @@
+"""Run settings, as plain data, and the parsing of their values."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from gcjob.model import Sweep
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+
+
+def parse_duration(text: str) -> timedelta:
+    """`30s`, `5m`, `1h`, `1h30m`, or plain seconds; raises ValueError."""
+    value = text.strip()
+    if not value:
+        raise ValueError("empty duration")
+    try:
+        seconds = float(value)
+    except ValueError:
+        match = _DURATION.fullmatch(value)
+        if match is None or not any(match.groups()):
+            raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)") from None
+        hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
+        seconds = hours * 3600 + minutes * 60 + secs
+    if seconds < 0 or seconds != seconds:
+        raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)")
+    return timedelta(seconds=seconds)
+
+
+@dataclass(frozen=True)
+class Settings:
+    delete: bool = False
+    hub_kubeconfig: str | None = None
+    hub_context: str | None = None
+    sweeps: tuple[Sweep, ...] = tuple(Sweep)
+    sweeps_explicit: bool = False
+    min_age: timedelta = timedelta(minutes=5)
+    namespaces: tuple[str, ...] = ()
+    exclude_namespaces: tuple[str, ...] = ()
+    snapshot: str | None = None
+    report_file: str | None = None
+    log_format: str = "json"
+    report_healthy: bool = False
+    page_size: int = 500
+    upstream_kubeconfig: str | None = None
+    upstream_server_template: str | None = None
+    max_deletions: int = 50
+    max_delete_percent: float = 50.0
+    brake_min_objects: int = 50
+    suspect_min_routes: int = 10
+    timeout: timedelta = timedelta(minutes=4)
+    delete_qps: float = 10.0
+    lock: bool = True
+    lock_namespace: str = "default"
+    lock_name: str = "gcjob"
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
