@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import timedelta
 
 from gcjob.model import Sweep
 
+MAX_DURATION_SECONDS = 365 * 24 * 3600
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
 
 
@@ -24,8 +26,8 @@ def parse_duration(text: str) -> timedelta:
             raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)") from None
         hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
         seconds = hours * 3600 + minutes * 60 + secs
-    if seconds < 0 or seconds != seconds:
-        raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)")
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_DURATION_SECONDS:
+        raise ValueError(f"{text!r} is not a duration between 0 and 1 year (e.g. 30s, 5m, 1h, 90)")
     return timedelta(seconds=seconds)
 
 

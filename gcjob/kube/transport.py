@@ -87,10 +87,13 @@ class Transport:
         self.retry = retry
         self._sleep = sleep
         self._rng = rng or random.Random()
+        # Pinned now: the client's token refresh hook re-applies the kubeconfig, host included,
+        # on every request, which would silently send a templated upstream's requests elsewhere.
+        self._server = str(api_client.configuration.host).rstrip("/")
 
     @property
     def server(self) -> str:
-        return str(self.api_client.configuration.host)
+        return self._server
 
     def send(self, request: Request) -> Response:
         started = time.monotonic()
@@ -148,6 +151,7 @@ class Transport:
             header_params=headers,
             body=request.body,
             auth_settings=["BearerToken"],
+            _host=self._server,
         )
         raw = self.api_client.call_api(
             method,

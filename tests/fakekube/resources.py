@@ -171,6 +171,7 @@ class Registry:
 
     resources: dict[tuple[str, str], Resource] = field(default_factory=dict)
     _unserved: set[tuple[str, str]] = field(default_factory=set)
+    _by_kind: dict[tuple[str, str], Resource] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -192,6 +193,7 @@ class Registry:
     def add(self, res: Resource) -> None:
         with self._lock:
             self.resources[res.key] = res
+            self._by_kind[(res.group, res.kind)] = res
 
     def add_crd(self, crd: dict[str, Any]) -> Resource:
         res = resource_from_crd(crd)
@@ -235,10 +237,10 @@ class Registry:
     def by_kind(self, api_version: str, kind: str) -> Resource:
         """The resource of ``apiVersion`` + ``kind`` (any declared version; served or not)."""
         group = api_version.rpartition("/")[0]
-        for res in list(self.resources.values()):
-            if res.group == group and res.kind == kind:
-                return res
-        raise KeyError(f"unknown kind {kind!r} in {api_version!r}")
+        res = self._by_kind.get((group, kind))
+        if res is None:
+            raise KeyError(f"unknown kind {kind!r} in {api_version!r}")
+        return res
 
     def groups(self) -> dict[str, list[str]]:
         """Served non-core groups -> served versions, preferred version first."""

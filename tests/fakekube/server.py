@@ -2,6 +2,22 @@
 
 Bare means no controller manager: finalizers hold forever, ownerReferences cascade nothing and
 namespaces never finish deleting. See ``FakeKube`` for the test-facing API.
+
+Behaviours copied from the real server that a client may trip over:
+- DELETE that removes the object at once answers a ``Status`` (status Success, details with
+  name/group/kind=plural/uid), not the object; a DELETE that only marks it terminating answers
+  the object. (This client's delete_* methods return plain dicts.)
+- propagationPolicy Foreground / Orphan add the foregroundDeletion / orphan finalizer: with no
+  garbage collector the object then stays terminating forever.
+- Lists of built-in kinds carry no kind/apiVersion per item; CR lists do. remainingItemCount
+  is left out when a label or field selector filters the list.
+- PATCH takes merge-patch+json and json-patch+json only: strategic merge (what CoreV1Api sends
+  for a dict body unless ``_content_type`` is given) answers 415.
+- PUT without metadata.resourceVersion: allowed for built-in kinds, 422 for custom resources.
+- POST: a set resourceVersion is a 500, names are validated (422), deletionTimestamp is dropped,
+  a terminating namespace refuses new objects (403). A given creationTimestamp is KEPT (test
+  leniency: the real server overwrites it).
+- No-op updates do not bump resourceVersion. ``dryRun=All`` is honoured. No watch (405).
 """
 
 from __future__ import annotations
@@ -585,6 +601,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # headers and body go out in separate writes: without this, Nagle + delayed ACK
+        # add ~40 ms to every response
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self._srv.conn_lock:
             self._srv.connections.add(self.connection)
 

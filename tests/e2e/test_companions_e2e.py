@@ -1,0 +1,253 @@
+"""End to end: the companions and bindings sweeps against an API server over HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import run_gcjob
+from tests.e2e.objects import SECRET_VALUE, binding, companion, workload
+
+
+def bound_pair(hub: TestCluster, kind: str, ns: str, name: str, referrers: list[str]) -> str:
+    """A companion and its ResourceBinding; returns the binding's name."""
+    created = hub.create(companion(kind, ns, name, referrers))
+    rb_name = f"{name}-{kind.lower()}"
+    hub.create(binding(ns, rb_name, kind=kind, target=name, target_uid=created["metadata"]["uid"]))
+    return rb_name
+
+
+def test_orphaned_companions_and_their_bindings_are_deleted(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(workload(ns, "web-dfw"))
+    cm_binding = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
+    secret_binding = bound_pair(hub, "Secret", ns, "db-creds", ["default/api-gone"])
+    legacy_binding = bound_pair(hub, "ConfigMap", ns, "configmap.legacy", ["default/old-gone"])
+    live_binding = bound_pair(hub, "ConfigMap", ns, "live-config", ["default/web-dfw"])
+    both_binding = bound_pair(hub, "Secret", ns, "shared", ["default/web-dfw", "default/web-gone"])
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert result.exit_code == 0, result.stderr
+    for kind, name, rb in (
+        ("ConfigMap", "app-config", cm_binding),
+        ("Secret", "db-creds", secret_binding),
+        ("ConfigMap", "configmap.legacy", legacy_binding),
+    ):
+        assert hub.gone(kind, ns, name)
+        assert hub.gone("ResourceBinding", ns, rb), rb
+        assert result.outcome(kind, name) == ("deleted", "orphaned")
+        assert result.outcome("ResourceBinding", rb) == ("deleted", "companion-deleted")
+    assert legacy_binding == "configmap.legacy-configmap"  # never a stripped prefix
+    for kind, name, rb in (
+        ("ConfigMap", "live-config", live_binding),
+        ("Secret", "shared", both_binding),
+    ):
+        assert hub.present(kind, ns, name)
+        assert hub.present("ResourceBinding", ns, rb)
+        assert result.item(kind, name) is None  # healthy: a count, not a record
+    counts = result.summary["counts"]["companions"]
+    assert counts["deleted"] == {"orphaned": 3, "companion-deleted": 3}
+    assert counts["skipped"]["referrer-live"] == 2
+
+
+def test_dry_run_reports_what_delete_would_do_and_touches_nothing(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/gone"])
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+
+    dry = run_gcjob(*gcjob_hub_args, "--namespace", ns)
+
+    assert dry.exit_code == 0
+    assert dry.summary["dry_run"] is True
+    assert dry.outcome("ConfigMap", "app-config") == ("would-delete", "orphaned")
+    assert dry.outcome("ResourceBinding", rb) == ("would-delete", "companion-deleted")
+    assert dry.outcome("ResourceBinding", "gone-config-configmap") == ("would-delete", "orphaned")
+    assert hub.present("ConfigMap", ns, "app-config")
+    assert hub.present("ResourceBinding", ns, rb)
+    assert hub.present("ResourceBinding", ns, "gone-config-configmap")
+
+    real = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+
+    acted = {(i["kind"], i["name"], i["reason"]) for i in real.items if i["action"] == "deleted"}
+    would = {
+        (i["kind"], i["name"], i["reason"]) for i in dry.items if i["action"] == "would-delete"
+    }
+    assert acted == would
+
+
+def test_preserve_cases_are_kept_with_their_reasons(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    cases = {
+        "no-annotation": (None, "referrers-missing"),
+        "empty-list": ("[]", "referrers-empty"),
+        "empty-string": ("", "referrers-empty"),
+        "not-json": ("not-json", "referrers-unparseable"),
+        "json-object": ('{"default/web": true}', "referrers-not-string-array"),
+        "null-in-list": ("[null]", "referrers-not-string-array"),
+        "bare-string": ('"default/web"', "referrers-not-string-array"),
+        "two-slashes": ('["default/web/x"]', "referrer-key-malformed"),
+        "upper-case": ('["Default/Web"]', "referrer-key-malformed"),
+    }
+    for name, (raw, _) in cases.items():
+        hub.create(companion("ConfigMap", ns, name, raw))
+    hub.create(
+        companion(
+            "Secret",
+            ns,
+            "protected",
+            ["default/gone"],
+            annotations={"gcjob.datumapis.com/protect": "true"},
+        )
+    )
+    hub.create(companion("ConfigMap", ns, "terminating", ["default/gone"]))
+    hub.make_terminating("ConfigMap", ns, "terminating")
+    # A terminating WorkloadDeployment still counts as live.
+    hub.create(workload(ns, "leaving"))
+    hub.make_terminating("WorkloadDeployment", ns, "leaving")
+    hub.create(companion("ConfigMap", ns, "referrer-leaving", ["default/leaving"]))
+    # A WorkloadDeployment with the companion label is not a companion.
+    hub.create(
+        workload(ns, "labelled-wd", labels={"compute.datumapis.com/referenced-data": "true"})
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert result.exit_code == 0, result.stderr
+    for name, (_, reason) in cases.items():
+        assert result.outcome("ConfigMap", name) == ("skipped", reason), name
+        assert hub.present("ConfigMap", ns, name)
+    assert result.outcome("Secret", "protected") == ("skipped", "protected")
+    assert result.outcome("ConfigMap", "terminating") == ("skipped", "terminating")
+    assert result.item("ConfigMap", "referrer-leaving") is None
+    assert hub.present("ConfigMap", ns, "referrer-leaving")
+    assert hub.present("WorkloadDeployment", ns, "labelled-wd")
+    assert all(i["kind"] != "WorkloadDeployment" for i in result.items)
+
+
+def test_young_orphans_are_held_back(hub: TestCluster, hub_kubeconfig: str) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "fresh", ["default/gone"]))
+    args = ["--hub-kubeconfig", hub_kubeconfig, "--no-lock", "--namespace", ns, "--delete"]
+    if hub.context:
+        args += ["--hub-context", hub.context]
+
+    result = run_gcjob(*args, "--min-age", "1h")
+
+    assert result.outcome("ConfigMap", "fresh") == ("skipped", "too-young")
+    assert hub.present("ConfigMap", ns, "fresh")
+
+
+def test_binding_naming_another_object_is_left_alone(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "app-config", ["default/gone"]))
+    hub.create(binding(ns, "app-config-configmap", kind="ConfigMap", target="other-config"))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert result.outcome("ConfigMap", "app-config") == ("deleted", "orphaned")
+    assert result.outcome("ResourceBinding", "app-config-configmap") == (
+        "skipped",
+        "binding-mismatch",
+    )
+    assert hub.present("ResourceBinding", ns, "app-config-configmap")
+
+
+def test_bindings_sweep_deletes_only_city_bindings_of_absent_objects(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    hub.create(
+        binding(ns, "gone-creds-secret", kind="Secret", target="gone-creds", policy_in="label")
+    )
+    # An unlabelled object of that name still owns its binding.
+    hub.create(companion("ConfigMap", ns, "plain", None, labelled=False))
+    hub.create(binding(ns, "plain-configmap", kind="ConfigMap", target="plain"))
+    untouchable = {
+        "other-configmap": binding(
+            ns, "other-configmap", kind="ConfigMap", target="other", policy="default-policy"
+        ),
+        "cpp-configmap": binding(
+            ns, "cpp-configmap", kind="ConfigMap", target="cpp", policy_in="cluster"
+        ),
+        "web-dfw-workloaddeployment": binding(
+            ns, "web-dfw-workloaddeployment", kind="WorkloadDeployment", target="web-dfw"
+        ),
+        "web-httproute": binding(ns, "web-httproute", kind="HTTPRoute", target="web"),
+        # The annotation wins over an older label: not city-*, so out of scope.
+        "mixed-configmap": binding(
+            ns, "mixed-configmap", kind="ConfigMap", target="mixed", policy="legacy-policy"
+        ),
+    }
+    untouchable["mixed-configmap"]["metadata"].setdefault("labels", {})[
+        "propagationpolicy.karmada.io/name"
+    ] = "city-dfw"
+    for obj in untouchable.values():
+        hub.create(obj)
+    hub.create(binding(ns, "leaving-configmap", kind="ConfigMap", target="leaving"))
+    hub.delete("ResourceBinding", ns, "leaving-configmap")  # Karmada's finalizer holds it
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("ResourceBinding", "gone-config-configmap") == ("deleted", "orphaned")
+    assert result.outcome("ResourceBinding", "gone-creds-secret") == ("deleted", "orphaned")
+    assert hub.gone("ResourceBinding", ns, "gone-config-configmap")
+    assert hub.gone("ResourceBinding", ns, "gone-creds-secret")
+    assert result.item("ResourceBinding", "plain-configmap") is None
+    assert hub.present("ResourceBinding", ns, "plain-configmap")
+    for name in untouchable:
+        assert result.item("ResourceBinding", name) is None, name
+        assert hub.present("ResourceBinding", ns, name), name
+    assert result.outcome("ResourceBinding", "leaving-configmap") == ("skipped", "terminating")
+
+
+def test_secret_payloads_are_never_requested(
+    hub: TestCluster, hub_server, gcjob_hub_args: list[str]
+) -> None:
+    if hub_server is None:
+        pytest.skip("request recording needs the loopback server")
+    ns = hub.namespace()
+    bound_pair(hub, "Secret", ns, "db-creds", ["default/gone"])
+    hub.create(binding(ns, "gone-secret", kind="Secret", target="gone"))
+    hub_server.clear_requests()
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+
+    assert result.outcome("Secret", "db-creds") == ("deleted", "orphaned")
+    secret_requests = [r for r in hub_server.requests if "/secrets" in r.path]
+    assert {r.method for r in secret_requests} >= {"GET", "DELETE"}
+    for request in secret_requests:
+        accept = request.headers.get("accept", "")
+        assert "as=PartialObjectMetadata" in accept, (request.method, request.path, accept)
+        assert ",application/json" not in accept  # no fallback that could carry a payload
+    assert SECRET_VALUE not in result.stdout + result.stderr
+
+
+def test_deletes_are_pinned_to_what_was_observed(
+    hub: TestCluster, hub_server, gcjob_hub_args: list[str]
+) -> None:
+    if hub_server is None:
+        pytest.skip("request recording needs the loopback server")
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "app-config", ["default/gone"]))
+    hub_server.clear_requests()
+
+    run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    deletes = [r for r in hub_server.requests if r.method == "DELETE"]
+    assert len(deletes) == 1
+    assert deletes[0].body["preconditions"] == {
+        "uid": created["metadata"]["uid"],
+        "resourceVersion": created["metadata"]["resourceVersion"],
+    }
+    assert deletes[0].body["propagationPolicy"] == "Background"

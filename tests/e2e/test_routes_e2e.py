@@ -1,0 +1,337 @@
+"""End to end: the routes sweep, hub and upstream API servers over HTTP."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
+from tests.e2e.objects import gateway, route
+
+LABEL = f"cluster-{UPSTREAM_CLUSTER}"
+
+
+def gw(name: str) -> dict[str, str]:
+    return {"name": name}
+
+
+@pytest.fixture
+def project(upstream: TestCluster) -> str:
+    """An upstream project namespace with Gateways `gw-a` and `gw-b`."""
+    ns = upstream.namespace("project")
+    upstream.create(gateway(ns, "gw-a"))
+    upstream.create(gateway(ns, "gw-b"))
+    return ns
+
+
+@pytest.fixture
+def routes_args(gcjob_hub_args: list[str], upstream_kubeconfig: str) -> list[str]:
+    return [*gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes"]
+
+
+def test_seed_plan_orphaned_healthy_and_multi_parent_routes(
+    hub: TestCluster, project: str, routes_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    gone_ns = f"deleted-project-{uuid.uuid4().hex[:6]}"
+    cases = {
+        "orphaned": (LABEL, project, [gw("gw-gone")]),
+        "healthy": (LABEL, project, [gw("gw-a")]),
+        "one-of-two-left": (LABEL, project, [gw("gw-gone"), gw("gw-b")]),
+        "both-gone": (LABEL, project, [gw("gw-gone"), gw("gw-gone-too")]),
+        "legacy-label": (f"cluster-_{UPSTREAM_CLUSTER}", project, [gw("gw-gone")]),
+        "explicit-defaults": (
+            LABEL,
+            project,
+            [
+                {
+                    "name": "gw-gone",
+                    "group": "gateway.networking.k8s.io",
+                    "kind": "Gateway",
+                    "namespace": ns,
+                    "sectionName": "http",
+                }
+            ],
+        ),
+        "namespace-gone": (LABEL, gone_ns, [gw("gw-a")]),
+    }
+    for name, (label, up_ns, parents) in cases.items():
+        hub.create(route(ns, name, cluster_label=label, upstream_namespace=up_ns, parents=parents))
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+
+    assert result.exit_code == 0, result.stderr
+    expected_deleted = {
+        "orphaned": "upstream-gateways-gone",
+        "both-gone": "upstream-gateways-gone",
+        "legacy-label": "upstream-gateways-gone",
+        "explicit-defaults": "upstream-gateways-gone",
+        "namespace-gone": "upstream-namespace-gone",
+    }
+    for name, reason in expected_deleted.items():
+        assert result.outcome("HTTPRoute", name) == ("deleted", reason), name
+        assert hub.gone("HTTPRoute", ns, name), name
+    for name in ("healthy", "one-of-two-left"):
+        assert result.item("HTTPRoute", name) is None
+        assert hub.present("HTTPRoute", ns, name)
+    orphan = result.item("HTTPRoute", "orphaned")
+    assert orphan is not None
+    assert orphan["cluster"] == UPSTREAM_CLUSTER
+    assert orphan["gateways"] == [f"{project}/gw-gone"]
+    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "ok"
+
+
+def test_preserve_cases_are_kept(hub: TestCluster, project: str, routes_args: list[str]) -> None:
+    ns = hub.namespace()
+    other_ns = hub.namespace("elsewhere")
+    specs = {
+        "http01": dict(parents=[gw("gw-gone")], http01=True),
+        "no-name-label": dict(
+            parents=[gw("gw-gone")], drop_labels=("meta.datumapis.com/upstream-name",)
+        ),
+        "no-parents": dict(parents=[]),
+        "service-parent": dict(parents=[{"name": "svc", "group": "", "kind": "Service"}]),
+        "gateway-and-service": dict(
+            parents=[gw("gw-gone"), {"name": "svc", "group": "", "kind": "Service"}]
+        ),
+        "cross-namespace": dict(parents=[{"name": "gw-gone", "namespace": other_ns}]),
+        "protected": dict(
+            parents=[gw("gw-gone")], annotations={"gcjob.datumapis.com/protect": "true"}
+        ),
+    }
+    for name, spec in specs.items():
+        hub.create(route(ns, name, cluster_label=LABEL, upstream_namespace=project, **spec))
+    hub.create(
+        route(
+            ns,
+            "terminating",
+            cluster_label=LABEL,
+            upstream_namespace=project,
+            parents=[gw("gw-gone")],
+        )
+    )
+    hub.make_terminating("HTTPRoute", ns, "terminating")
+    other_owner = route(
+        ns,
+        "grpc-owned",
+        cluster_label=LABEL,
+        upstream_namespace=project,
+        parents=[gw("gw-gone")],
+        extra_labels={"meta.datumapis.com/upstream-kind": "GRPCRoute"},
+    )
+    hub.create(other_owner)
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+
+    assert result.exit_code == 0, result.stderr
+    expected = {
+        "http01": "http01-solver",
+        "no-name-label": "labels-missing",
+        "no-parents": "no-parent-refs",
+        "service-parent": "non-gateway-parent",
+        "gateway-and-service": "non-gateway-parent",
+        "cross-namespace": "cross-namespace-parent",
+        "protected": "protected",
+        "terminating": "terminating",
+    }
+    for name, reason in expected.items():
+        assert result.outcome("HTTPRoute", name) == ("skipped", reason), name
+    for name in [*specs, "grpc-owned"]:
+        assert hub.present("HTTPRoute", ns, name), name
+    assert result.item("HTTPRoute", "grpc-owned") is None  # another owner: not ours to report
+
+
+def test_young_route_not_deleted(hub: TestCluster, project: str, routes_args: list[str]) -> None:
+    ns = hub.namespace()
+    hub.create(
+        route(ns, "fresh", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-gone")])
+    )
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete", "--min-age", "5m")
+
+    assert result.outcome("HTTPRoute", "fresh") == ("skipped", "too-young")
+    assert hub.present("HTTPRoute", ns, "fresh")
+
+
+def test_no_downstream_routes_is_a_no_op(hub: TestCluster, routes_args: list[str]) -> None:
+    ns = hub.namespace()
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+
+    assert result.exit_code == 0
+    assert result.items == []
+    assert result.summary["sweeps"]["routes"] == {
+        "status": "completed",
+        "detail": "",
+        "scanned": 0,
+        "in_scope": 0,
+    }
+
+
+def two_clusters_kubeconfig(upstream_kubeconfig: str, tmp_path: Path, dead_server: str) -> str:
+    """The upstream kubeconfig plus a context `e2e-dead` whose server answers nothing."""
+    config = yaml.safe_load(Path(upstream_kubeconfig).read_text())
+    config["clusters"].append({"name": "dead", "cluster": {"server": dead_server}})
+    config["users"].append({"name": "dead", "user": {"token": "x"}})
+    config["contexts"].append({"name": "e2e-dead", "context": {"cluster": "dead", "user": "dead"}})
+    path = tmp_path / "upstreams"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_unknown_and_unreachable_clusters_are_never_proof(
+    hub: TestCluster,
+    project: str,
+    gcjob_hub_args: list[str],
+    upstream_kubeconfig: str,
+    tmp_path: Path,
+) -> None:
+    ns = hub.namespace()
+    kubeconfig = two_clusters_kubeconfig(upstream_kubeconfig, tmp_path, "http://127.0.0.1:9")
+    hub.create(
+        route(
+            ns,
+            "unknown",
+            cluster_label="cluster-nowhere",
+            upstream_namespace=project,
+            parents=[gw("gw-gone")],
+        )
+    )
+    hub.create(
+        route(
+            ns,
+            "unreachable",
+            cluster_label="cluster-e2e-dead",
+            upstream_namespace=project,
+            parents=[gw("gw-gone")],
+        )
+    )
+    hub.create(
+        route(
+            ns, "orphaned", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-gone")]
+        )
+    )
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--upstream-kubeconfig",
+        kubeconfig,
+        "--sweep",
+        "routes",
+        "--namespace",
+        ns,
+        "--delete",
+        "--connect-timeout",
+        "1s",
+    )
+
+    assert result.outcome("HTTPRoute", "unknown") == ("skipped", "upstream-cluster-unknown")
+    assert result.outcome("HTTPRoute", "unreachable") == ("skipped", "upstream-unavailable")
+    assert result.outcome("HTTPRoute", "orphaned") == ("deleted", "upstream-gateways-gone")
+    assert hub.present("HTTPRoute", ns, "unknown")
+    assert hub.present("HTTPRoute", ns, "unreachable")
+    clusters = result.summary["upstream_clusters"]
+    assert clusters["nowhere"]["status"] == "unknown"
+    assert clusters["e2e-dead"]["status"] == "unavailable"
+    assert clusters[UPSTREAM_CLUSTER]["status"] == "ok"
+    assert result.exit_code == 1  # an unavailable upstream is a failure to decide
+
+
+def test_wrong_server_template_is_unavailable_not_gone(
+    hub: TestCluster,
+    project: str,
+    gcjob_hub_args: list[str],
+    upstream_kubeconfig: str,
+    upstream_server,
+) -> None:
+    if upstream_server is None:
+        pytest.skip("needs a loopback upstream to point a wrong path at")
+    ns = hub.namespace()
+    hub.create(
+        route(
+            ns,
+            "orphan-looking",
+            cluster_label="cluster-proj-x",
+            upstream_namespace=project,
+            parents=[gw("gw-gone")],
+        )
+    )
+    template = f"{upstream_server.url}/apis/resourcemanager.example/v1/projects/{{cluster}}/cp"
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--upstream-kubeconfig",
+        upstream_kubeconfig,
+        "--upstream-server-template",
+        template,
+        "--sweep",
+        "routes",
+        "--namespace",
+        ns,
+        "--delete",
+    )
+
+    assert result.outcome("HTTPRoute", "orphan-looking") == ("skipped", "upstream-unavailable")
+    assert hub.present("HTTPRoute", ns, "orphan-looking")
+    assert result.summary["upstream_clusters"]["proj-x"]["status"] == "unavailable"
+    assert result.exit_code == 1
+
+
+def test_server_template_names_the_cluster_in_the_url(
+    hub: TestCluster,
+    project: str,
+    gcjob_hub_args: list[str],
+    upstream_kubeconfig: str,
+    upstream_server,
+) -> None:
+    if upstream_server is None:
+        pytest.skip("the loopback upstream serves any path prefix only in tests")
+    ns = hub.namespace()
+    hub.create(
+        route(
+            ns,
+            "via-template",
+            cluster_label="cluster-proj-x",
+            upstream_namespace=project,
+            parents=[gw("gw-gone")],
+        )
+    )
+    upstream_server.clear_requests()
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--upstream-kubeconfig",
+        upstream_kubeconfig,
+        "--upstream-server-template",
+        upstream_server.url + "/{cluster}",
+        "--sweep",
+        "routes",
+        "--namespace",
+        ns,
+    )
+
+    # The template puts the decoded cluster name in the path; the loopback server does not
+    # serve that prefix, so the cluster is unavailable: what matters is the URL it asked.
+    assert any(
+        r.path.startswith("/proj-x/apis/gateway.networking.k8s.io/v1")
+        for r in upstream_server.requests
+    )
+    assert result.outcome("HTTPRoute", "via-template") == ("skipped", "upstream-unavailable")
+
+
+def test_routes_sweep_without_upstream_is_not_configured(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    default = run_gcjob(*gcjob_hub_args, "--namespace", ns)
+    explicit = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "routes")
+
+    assert default.exit_code == 0
+    assert default.summary["sweeps"]["routes"]["status"] == "not-configured"
+    assert explicit.exit_code == 2
+    assert explicit.records == []
+    assert "--upstream-kubeconfig" in explicit.stderr

@@ -1,0 +1,251 @@
+"""Sweep 1 decisions (gcjob.decide.companions), from shared/domain.md "Sweep 1: companions"."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from gcjob.decide.companions import (
+    ReferrersUnreadable,
+    binding_names_companion,
+    decide_companion,
+    parse_referrers,
+)
+from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, bound, companion, ref
+
+# --- parse_referrers ---------------------------------------------------------------------
+
+
+def test_parse_referrers_reads_sorted_array_of_keys() -> None:
+    assert parse_referrers('["default/web-dfw"]') == ("default/web-dfw",)
+    assert parse_referrers('["default/api", "proj-b/web.v2"]') == (
+        "default/api",
+        "proj-b/web.v2",
+    )
+
+
+# (raw annotation, reason the companion is preserved)
+UNREADABLE = [
+    pytest.param(None, "referrers-missing", id="missing"),
+    pytest.param("", "referrers-empty", id="empty"),
+    pytest.param("   ", "referrers-empty", id="blank"),
+    pytest.param("[]", "referrers-empty", id="empty-array"),
+    pytest.param("default/web", "referrers-unparseable", id="not-json"),
+    pytest.param("[default/web]", "referrers-unparseable", id="unquoted"),
+    pytest.param('{"default/web": true}', "referrers-not-string-array", id="object"),
+    pytest.param('"default/web"', "referrers-not-string-array", id="bare-string"),
+    pytest.param("[null]", "referrers-not-string-array", id="null-item"),
+    pytest.param("[1]", "referrers-not-string-array", id="number-item"),
+    pytest.param('[["default/web"]]', "referrers-not-string-array", id="nested-array"),
+    pytest.param('["default/web", null]', "referrers-not-string-array", id="mixed"),
+    pytest.param("null", "referrers-not-string-array", id="json-null"),
+    pytest.param("true", "referrers-not-string-array", id="json-bool"),
+    pytest.param('["web"]', "referrer-key-malformed", id="no-slash"),
+    pytest.param('["a/b/c"]', "referrer-key-malformed", id="two-slashes"),
+    pytest.param('["/web"]', "referrer-key-malformed", id="empty-namespace"),
+    pytest.param('["default/"]', "referrer-key-malformed", id="empty-name"),
+    pytest.param('["/"]', "referrer-key-malformed", id="slash-only"),
+    pytest.param('[""]', "referrer-key-malformed", id="empty-key"),
+    pytest.param('["Default/web"]', "referrer-key-malformed", id="upper-namespace"),
+    pytest.param('["default/Web"]', "referrer-key-malformed", id="upper-name"),
+    pytest.param(json.dumps(["x" * 64 + "/web"]), "referrer-key-malformed", id="long-ns"),
+    pytest.param(json.dumps(["default/" + "x" * 254]), "referrer-key-malformed", id="long-name"),
+    pytest.param('["default/web", "bad key"]', "referrer-key-malformed", id="one-bad-of-two"),
+    pytest.param('["default/web_dfw"]', "referrer-key-malformed", id="underscore"),
+]
+
+
+@pytest.mark.parametrize(("raw", "reason"), UNREADABLE)
+def test_parse_referrers_rejects(raw: str | None, reason: str) -> None:
+    with pytest.raises(ReferrersUnreadable) as caught:
+        parse_referrers(raw)
+    assert caught.value.reason == reason
+    assert caught.value.detail
+
+
+@pytest.mark.parametrize(("raw", "reason"), UNREADABLE)
+def test_unreadable_referrers_preserve_the_companion(raw: str | None, reason: str) -> None:
+    # No WorkloadDeployment exists at all: still an odd annotation proves nothing.
+    verdict = decide_companion(companion(raw), frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == reason
+
+
+# --- decide_companion --------------------------------------------------------------------
+
+
+def test_orphan_when_every_referrer_absent() -> None:
+    c = companion('["default/api", "default/web"]')
+    verdict = decide_companion(c, frozenset({"other", "web-dfw"}), NOW, MIN_AGE)
+    assert verdict.delete is True
+    assert verdict.reason == "orphaned"
+    assert verdict.referrers == ("default/api", "default/web")
+    assert verdict.ref == c.ref
+
+
+def test_secret_companion_orphan() -> None:
+    c = companion('["default/web"]', kind="Secret", name="db-creds")
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is True
+    assert verdict.reason == "orphaned"
+
+
+def test_legacy_prefixed_companion_orphan() -> None:
+    c = companion('["default/web"]', name="configmap.app-config")
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is True
+    assert verdict.reason == "orphaned"
+
+
+def test_live_when_referrer_name_exists() -> None:
+    verdict = decide_companion(companion('["default/web"]'), frozenset({"web"}), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "referrer-live"
+    assert verdict.healthy is True
+
+
+def test_live_when_any_one_referrer_exists() -> None:
+    c = companion('["default/api", "default/web", "default/worker"]')
+    verdict = decide_companion(c, frozenset({"worker"}), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "referrer-live"
+
+
+@pytest.mark.parametrize("project_ns", ["default", "proj-b", "ns-other", "kube-system"])
+def test_live_lookup_is_by_name_only_whatever_the_key_namespace(project_ns: str) -> None:
+    # The key's namespace part is the project namespace, never the hub namespace.
+    c = companion(json.dumps([f"{project_ns}/web"]))
+    verdict = decide_companion(c, frozenset({"web"}), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "referrer-live"
+
+
+def test_key_namespace_is_not_matched_against_live_names() -> None:
+    # A WD named like the key's namespace part is not a referrer.
+    c = companion('["web/api"]')
+    verdict = decide_companion(c, frozenset({"web"}), NOW, MIN_AGE)
+    assert verdict.delete is True
+    assert verdict.reason == "orphaned"
+
+
+def test_too_young_companion_preserved() -> None:
+    c = companion('["default/web"]', created=YOUNG)
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "too-young"
+
+
+def test_companion_just_under_min_age_preserved() -> None:
+    c = companion('["default/web"]', created=NOW - MIN_AGE + timedelta(seconds=1))
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "too-young"
+
+
+def test_companion_exactly_min_age_is_not_younger() -> None:
+    c = companion('["default/web"]', created=NOW - MIN_AGE)
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is True
+    assert verdict.reason == "orphaned"
+
+
+def test_companion_created_in_the_future_preserved() -> None:
+    c = companion('["default/web"]', created=NOW + timedelta(minutes=10))
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "too-young"
+
+
+def test_companion_without_creation_time_never_deleted() -> None:
+    c = companion('["default/web"]', created=None)
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "age-unknown"
+
+
+def test_terminating_companion_preserved() -> None:
+    c = companion('["default/web"]', terminating=True)
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "terminating"
+
+
+def test_protected_companion_preserved() -> None:
+    c = companion('["default/web"]', protected=True)
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "protected"
+
+
+def test_companion_without_uid_never_deleted() -> None:
+    c = companion('["default/web"]', uid="")
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "unpinnable"
+
+
+def test_companion_without_resource_version_never_deleted() -> None:
+    c = companion('["default/web"]', resource_version="")
+    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    assert verdict.delete is False
+    assert verdict.reason == "unpinnable"
+
+
+# --- binding_names_companion -------------------------------------------------------------
+
+
+def test_binding_names_its_companion() -> None:
+    assert binding_names_companion(bound(), ref()) is None
+
+
+def test_binding_without_uid_names_its_companion_by_kind_and_name() -> None:
+    # "same kind, name and, where set, uid"
+    assert binding_names_companion(bound(uid=""), ref()) is None
+
+
+def test_binding_names_legacy_prefixed_companion() -> None:
+    name = "configmap.app-config"
+    assert binding_names_companion(bound(name=name), ref(name=name)) is None
+
+
+def test_binding_without_resource_does_not_name_companion() -> None:
+    reason = binding_names_companion(None, ref())
+    assert reason is not None
+    assert "spec.resource" in reason
+
+
+def test_binding_of_secret_does_not_name_configmap_of_same_name() -> None:
+    reason = binding_names_companion(bound(kind="Secret"), ref(kind="ConfigMap"))
+    assert reason is not None
+    assert "Secret" in reason
+
+
+def test_binding_of_configmap_does_not_name_secret_of_same_name() -> None:
+    reason = binding_names_companion(bound(kind="ConfigMap"), ref(kind="Secret"))
+    assert reason is not None
+    assert "ConfigMap" in reason
+
+
+def test_binding_of_other_name_does_not_name_companion() -> None:
+    reason = binding_names_companion(bound(name="app-config-2"), ref(name="app-config"))
+    assert reason is not None
+    assert "app-config-2" in reason
+
+
+def test_binding_of_unprefixed_name_does_not_name_prefixed_companion() -> None:
+    reason = binding_names_companion(bound(name="app-config"), ref(name="configmap.app-config"))
+    assert reason is not None
+
+
+def test_binding_in_other_namespace_does_not_name_companion() -> None:
+    reason = binding_names_companion(bound(namespace="ns-other"), ref(namespace=HUB_NS))
+    assert reason is not None
+    assert "ns-other" in reason
+
+
+def test_binding_of_other_uid_does_not_name_companion() -> None:
+    reason = binding_names_companion(bound(uid="uid-2"), ref(uid="uid-1"))
+    assert reason is not None
+    assert "uid-2" in reason

@@ -1,0 +1,298 @@
+"""The built-in demo snapshot (fixtures/demo) through the real CLI: every case of every sweep.
+
+Expectations follow shared/domain.md, not whatever gcjob happens to print.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gcjob.cli import cli
+
+DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
+
+WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"  # upstream single/default
+SHOP = "ns-c7e2a9d4-1b3f-4e8a-a6d2-5f9b0c1e3a7d"  # upstream single/shop
+RETIRED = "ns-e8b6d4c2-0a9f-4d7e-b5c3-a1f2e3d4c5b6"  # upstream single/retired (gone)
+ALPHA = "ns-91d3e5f7-2a4c-4b6e-8d0f-1c3e5a7b9d2f"  # upstream proj-alpha/default
+UNKNOWN = "ns-2d4f6a8c-0e1b-4c3d-9e5f-7a9b1c3d5e7f"  # upstream proj-unknown/default
+
+CM, SECRET, RB, ROUTE = "ConfigMap", "Secret", "ResourceBinding", "HTTPRoute"
+WOULD, SKIP = "would-delete", "skipped"
+
+# (sweep, kind, namespace, name) -> (action, reason): every object the report must itemise.
+EXPECTED: dict[tuple[str, str, str, str], tuple[str, str]] = {
+    # -- companions ---------------------------------------------------------------------
+    # 1. orphan (its referrer's name exists only in another hub namespace) + its binding
+    ("companions", CM, SHOP, "orphan-app-config"): (WOULD, "orphaned"),
+    ("companions", RB, SHOP, "orphan-app-config-configmap"): (WOULD, "companion-deleted"),
+    # 2. orphan Secret + its binding
+    ("companions", SECRET, WEB, "orphan-db-creds"): (WOULD, "orphaned"),
+    ("companions", RB, WEB, "orphan-db-creds-secret"): (WOULD, "companion-deleted"),
+    # 3. legacy name: the binding keeps the prefix
+    ("companions", CM, WEB, "configmap.legacy-settings"): (WOULD, "orphaned"),
+    ("companions", RB, WEB, "configmap.legacy-settings-configmap"): (WOULD, "companion-deleted"),
+    # 4. ConfigMap and Secret share a name: the ConfigMap is the orphan, the Secret is live
+    ("companions", CM, WEB, "shared-settings"): (WOULD, "orphaned"),
+    ("companions", RB, WEB, "shared-settings-configmap"): (WOULD, "companion-deleted"),
+    # 8. unreadable referrers
+    ("companions", CM, WEB, "no-referrers-annotation"): (SKIP, "referrers-missing"),
+    ("companions", CM, WEB, "empty-referrers-list"): (SKIP, "referrers-empty"),
+    ("companions", CM, WEB, "blank-referrers"): (SKIP, "referrers-empty"),
+    ("companions", CM, WEB, "unparseable-referrers"): (SKIP, "referrers-unparseable"),
+    ("companions", CM, WEB, "object-referrers"): (SKIP, "referrers-not-string-array"),
+    ("companions", CM, WEB, "null-referrer"): (SKIP, "referrers-not-string-array"),
+    ("companions", CM, WEB, "bare-string-referrers"): (SKIP, "referrers-not-string-array"),
+    ("companions", CM, WEB, "malformed-referrer-key"): (SKIP, "referrer-key-malformed"),
+    ("companions", CM, WEB, "uppercase-referrer-key"): (SKIP, "referrer-key-malformed"),
+    # 9, 10, 13. held back
+    ("companions", CM, WEB, "young-orphan-config"): (SKIP, "too-young"),
+    ("companions", CM, WEB, "terminating-orphan-config"): (SKIP, "terminating"),
+    ("companions", CM, WEB, "protected-orphan-config"): (SKIP, "protected"),
+    # 11. orphan deleted, but its binding binds another object: kept
+    ("companions", CM, WEB, "mismatched-binding-config"): (WOULD, "orphaned"),
+    ("companions", RB, WEB, "mismatched-binding-config-configmap"): (SKIP, "binding-mismatch"),
+    # -- bindings -----------------------------------------------------------------------
+    ("bindings", RB, WEB, "gone-config-configmap"): (WOULD, "orphaned"),  # 14. annotation
+    ("bindings", RB, WEB, "gone-creds-secret"): (WOULD, "orphaned"),  # 15. label only
+    ("bindings", RB, WEB, "terminating-gone-config-configmap"): (SKIP, "terminating"),  # 20.
+    ("bindings", RB, WEB, "young-gone-config-configmap"): (SKIP, "too-young"),  # 21.
+    # -- routes -------------------------------------------------------------------------
+    ("routes", ROUTE, WEB, "orphan-route"): (WOULD, "upstream-gateways-gone"),  # 22.
+    ("routes", ROUTE, WEB, "both-gateways-gone-route"): (WOULD, "upstream-gateways-gone"),  # 25.
+    ("routes", ROUTE, RETIRED, "retired-namespace-route"): (WOULD, "upstream-namespace-gone"),
+    ("routes", ROUTE, ALPHA, "legacy-label-orphan-route"): (WOULD, "upstream-gateways-gone"),
+    ("routes", ROUTE, WEB, "young-orphan-route"): (SKIP, "too-young"),  # 28.
+    ("routes", ROUTE, WEB, "terminating-orphan-route"): (SKIP, "terminating"),  # 29.
+    ("routes", ROUTE, WEB, "http01-solver-route"): (SKIP, "http01-solver"),  # 30.
+    ("routes", ROUTE, WEB, "missing-upstream-name-route"): (SKIP, "labels-missing"),  # 31.
+    ("routes", ROUTE, WEB, "no-parent-refs-route"): (SKIP, "no-parent-refs"),  # 32.
+    ("routes", ROUTE, WEB, "service-parent-route"): (SKIP, "non-gateway-parent"),  # 33.
+    ("routes", ROUTE, WEB, "mixed-parents-route"): (SKIP, "non-gateway-parent"),  # 33.
+    ("routes", ROUTE, WEB, "cross-namespace-parent-route"): (SKIP, "cross-namespace-parent"),
+    ("routes", ROUTE, UNKNOWN, "unknown-cluster-route"): (SKIP, "upstream-cluster-unknown"),
+}
+
+# Healthy (counted, never itemised) and out of scope (neither): (kind, namespace, name).
+NOT_ITEMISED = [
+    (CM, WEB, "web-config"),  # 5. live referrer
+    (CM, WEB, "shared-config"),  # 6. one of two referrers live
+    (CM, WEB, "api-config"),  # 7. terminating WorkloadDeployment is live
+    (SECRET, WEB, "shared-settings"),  # 4. the live half
+    ("WorkloadDeployment", WEB, "worker-ord"),  # 12. labelled WD: not a companion
+    (CM, WEB, "unlabelled-config"),  # not labelled: not a companion
+    (CM, "kube-system", "orphan-in-reserved-namespace"),  # reserved namespace
+    (RB, WEB, "shared-settings-secret"),  # binds the live Secret
+    (RB, WEB, "web-config-configmap"),
+    (RB, WEB, "unlabelled-config-configmap"),  # 16. object exists, unlabelled
+    (RB, WEB, "default-policy-config-configmap"),  # 17. not city-*
+    (RB, WEB, "web-dfw-workloaddeployment"),  # 18.
+    (RB, WEB, "web-httproute"),  # 18.
+    (RB, WEB, "global-config-configmap"),  # 19. ClusterPropagationPolicy
+    (ROUTE, WEB, "web"),  # 23.
+    (ROUTE, WEB, "api"),  # 24. one Gateway left
+    (ROUTE, ALPHA, "alpha-web"),
+    (ROUTE, WEB, "grpc-route-copy"),  # 36. another owner
+]
+
+EXPECTED_COUNTS = {
+    "companions": {
+        "would-delete": {"orphaned": 5, "companion-deleted": 4},
+        "skipped": {
+            "binding-mismatch": 1,
+            "protected": 1,
+            "referrer-key-malformed": 2,
+            "referrer-live": 4,
+            "referrers-empty": 2,
+            "referrers-missing": 1,
+            "referrers-not-string-array": 3,
+            "referrers-unparseable": 1,
+            "terminating": 1,
+            "too-young": 1,
+        },
+    },
+    "bindings": {
+        "would-delete": {"orphaned": 2},
+        "skipped": {"object-exists": 7, "terminating": 1, "too-young": 1},
+    },
+    "routes": {
+        "would-delete": {"upstream-gateways-gone": 3, "upstream-namespace-gone": 1},
+        "skipped": {
+            "cross-namespace-parent": 1,
+            "gateway-exists": 3,
+            "http01-solver": 1,
+            "labels-missing": 1,
+            "no-parent-refs": 1,
+            "non-gateway-parent": 2,
+            "terminating": 1,
+            "too-young": 1,
+            "upstream-cluster-unknown": 1,
+        },
+    },
+}
+
+
+def _sweep(tmp_path: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
+    report_file = tmp_path / "r.json"
+    args = ["sweep", "--snapshot", str(DEMO), "--report-file", str(report_file), *extra]
+    # standalone_mode=False: the command's return value is the process exit code.
+    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    return result, report
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any]]:
+    return _sweep(tmp_path_factory.mktemp("demo"))
+
+
+def _key(item: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (item["sweep"], item["kind"], item["namespace"], item["name"])
+
+
+def _secret_values() -> list[str]:
+    """Every Secret payload value in the fixture, base64 and decoded."""
+    values: list[str] = []
+    for document in yaml.safe_load_all((DEMO / "hub" / "secrets.yaml").read_text("utf-8")):
+        for item in document["items"]:
+            for encoded in item.get("data", {}).values():
+                values += [encoded, base64.b64decode(encoded).decode()]
+    return values
+
+
+def test_exit_code_zero(demo: tuple[Any, dict[str, Any]]) -> None:
+    result, report = demo
+    assert result.exit_code == 0, result.output
+    assert result.return_value == 0
+    assert report["summary"]["exit_code"] == 0
+    assert report["summary"]["dry_run"] is True
+    assert report["summary"]["decided_at"] == "2026-11-20T12:00:00Z"
+    assert report["summary"]["hub"] == "demo-hub (snapshot)"
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED), ids=lambda k: f"{k[0]}:{k[1]}:{k[3]}")
+def test_case(demo: tuple[Any, dict[str, Any]], key: tuple[str, str, str, str]) -> None:
+    _, report = demo
+    found = [i for i in report["items"] if _key(i) == key]
+    assert len(found) == 1, f"{key}: {len(found)} records"
+    assert (found[0]["action"], found[0]["reason"]) == EXPECTED[key], found[0]["detail"]
+    assert found[0]["dry_run"] is True
+
+
+def test_only_expected_objects_itemised(demo: tuple[Any, dict[str, Any]]) -> None:
+    _, report = demo
+    keys = [_key(i) for i in report["items"]]
+    assert len(keys) == len(set(keys)), "an object is reported twice"
+    assert set(keys) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("kind,namespace,name", NOT_ITEMISED, ids=lambda v: str(v))
+def test_not_itemised(
+    demo: tuple[Any, dict[str, Any]], kind: str, namespace: str, name: str
+) -> None:
+    _, report = demo
+    assert not [
+        i
+        for i in report["items"]
+        if (i["kind"], i["namespace"], i["name"]) == (kind, namespace, name)
+    ]
+
+
+def test_no_workloaddeployment_or_reserved_namespace_reported(
+    demo: tuple[Any, dict[str, Any]],
+) -> None:
+    _, report = demo
+    assert all(i["kind"] != "WorkloadDeployment" for i in report["items"])
+    assert all(i["namespace"].startswith("ns-") for i in report["items"])
+
+
+def test_summary_counts(demo: tuple[Any, dict[str, Any]]) -> None:
+    _, report = demo
+    summary = report["summary"]
+    assert summary["counts"] == EXPECTED_COUNTS
+    assert summary["totals"]["would-delete"] == 15
+    assert summary["totals"]["deleted"] == 0
+    assert summary["totals"]["failed"] == 0
+    sweeps = summary["sweeps"]
+    assert {s: v["status"] for s, v in sweeps.items()} == {
+        "companions": "completed",
+        "bindings": "completed",
+        "routes": "completed",
+    }
+    # scanned: every labelled companion outside reserved namespaces, every binding, every
+    # route labelled as an upstream HTTPRoute copy. in_scope: city-* ConfigMap/Secret
+    # bindings not already handled with their companion.
+    assert {s: (v["scanned"], v["in_scope"]) for s, v in sweeps.items()} == {
+        "companions": (21, 21),
+        "bindings": (20, 11),
+        "routes": (16, 16),
+    }
+    clusters = summary["upstream_clusters"]
+    assert {c: (v["status"], v["routes"]) for c, v in clusters.items()} == {
+        "single": ("ok", 7),
+        "proj-alpha": ("ok", 2),
+        "proj-unknown": ("unknown", 1),
+    }
+    itemised = sum(
+        n
+        for sweep, actions in EXPECTED_COUNTS.items()
+        for action, reasons in actions.items()
+        for reason, n in reasons.items()
+        if (sweep, reason) not in {("companions", "referrer-live"), ("routes", "gateway-exists")}
+        and (sweep, reason) != ("bindings", "object-exists")
+    )
+    assert itemised == len(report["items"]) == len(EXPECTED)
+
+
+def test_record_details(demo: tuple[Any, dict[str, Any]]) -> None:
+    _, report = demo
+    items = {_key(i): i for i in report["items"]}
+    legacy = items[("routes", ROUTE, ALPHA, "legacy-label-orphan-route")]
+    assert legacy["cluster"] == "proj-alpha"
+    assert legacy["gateways"] == ["default/deleted-alpha-gateway"]
+    both = items[("routes", ROUTE, WEB, "both-gateways-gone-route")]
+    assert both["gateways"] == ["default/deleted-gateway", "default/retired-gateway"]
+    assert items[("companions", CM, SHOP, "orphan-app-config")]["referrers"] == ["shop/web-dfw"]
+    assert items[("companions", CM, WEB, "young-orphan-config")]["age_seconds"] == 60
+
+
+def test_no_secret_payload_in_output(demo: tuple[Any, dict[str, Any]], tmp_path: Path) -> None:
+    result, report = demo
+    values = _secret_values()
+    assert "cG9zdGdyZXM6Ly9hcHA6ZGVtby1zM2NyM3QtcHctN2YzYUBkYi5pbnRlcm5hbDo1NDMyL2FwcA==" in values
+    dumped = json.dumps(report)
+    text_result, _ = _sweep(tmp_path, "--log-format", "text")
+    for value in values:
+        assert value not in result.stdout
+        assert value not in result.stderr
+        assert value not in dumped
+        assert value not in text_result.stdout
+
+
+def test_text_format_summary_table(tmp_path: Path) -> None:
+    result, report = _sweep(tmp_path, "--log-format", "text")
+    assert result.exit_code == 0
+    assert result.return_value == 0
+    lines = result.stdout.splitlines()
+    assert any(
+        line.split() == ["sweep", "status", "action", "reason", "count"] for line in lines
+    ), result.stdout
+    rows = [line.split() for line in lines]
+    assert ["companions", "completed", "skipped", "binding-mismatch", "1"] in rows
+    assert ["bindings", "completed", "skipped", "object-exists", "7"] in rows
+    assert ["would-delete", "upstream-namespace-gone", "1"] in rows
+    assert any(
+        line.startswith("would-delete")
+        and "orphan-route" in line
+        and "[upstream-gateways-gone]" in line
+        for line in lines
+    )
+    assert "exit 0: completed" in result.stdout
+    assert len(report["items"]) == len(EXPECTED)
