@@ -356,3 +356,29 @@ def test_young_route_in_gone_namespace_not_deleted() -> None:
 )
 def test_is_suspect(checked: int, found: int, min_routes: int, expected: bool) -> None:
     assert is_suspect(checked, found, min_routes) is expected
+
+
+def test_parent_ref_with_empty_namespace_is_set_and_preserved() -> None:
+    from gcjob.kube.reduce import route as reduce_route
+
+    obj = {
+        "metadata": {
+            "name": "r",
+            "namespace": "ns-a",
+            "uid": "u",
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {
+                "meta.datumapis.com/upstream-cluster-name": "cluster-single",
+                "meta.datumapis.com/upstream-group": "gateway.networking.k8s.io",
+                "meta.datumapis.com/upstream-kind": "HTTPRoute",
+                "meta.datumapis.com/upstream-name": "r",
+                "meta.datumapis.com/upstream-namespace": "default",
+            },
+        },
+        "spec": {"parentRefs": [{"name": "gw", "namespace": ""}]},
+    }
+    verdict = route_target(reduce_route(obj))
+    assert isinstance(verdict, Verdict)
+    assert verdict.reason == "cross-namespace-parent"
+    assert verdict.delete is False

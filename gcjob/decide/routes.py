@@ -97,7 +97,9 @@ def route_target(route: Route) -> RouteTarget | Verdict:
             f"parent {other.group!r}/{other.kind} {other.name} is not a Gateway",
             cluster=cluster,
         )
-    foreign = [p for p in route.parent_refs if p.namespace and p.namespace != ref.namespace]
+    foreign = [
+        p for p in route.parent_refs if p.namespace is not None and p.namespace != ref.namespace
+    ]
     if foreign:
         return Verdict(
             ref,

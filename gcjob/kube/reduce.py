@@ -129,7 +129,7 @@ def _parent_ref(value: object) -> ParentRef:
         name=_text(value.get("name")),
         group=optional("group"),
         kind=optional("kind"),
-        namespace=optional("namespace") or None,
+        namespace=optional("namespace"),  # "" is set, and not the route's namespace
     )
 
 
