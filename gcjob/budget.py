@@ -9,6 +9,8 @@ from collections.abc import Callable
 class RunBudget:
     """Answers "may I start another request / deletion?" for the whole run."""
 
+    TICK = 0.1  # how soon a sleeping run notices a stop request
+
     def __init__(self, timeout: float | None, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._deadline = None if timeout is None else clock() + timeout
@@ -23,6 +25,16 @@ class RunBudget:
         if self._deadline is None:
             return None
         return self._deadline - self._clock()
+
+    def sleep(self, seconds: float, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Sleep, but wake within a tick of a stop request (SIGTERM must not wait out a
+        backoff), and never past the deadline."""
+        end = self._clock() + seconds
+        while self.stop_reason() is None:
+            left = end - self._clock()
+            if left <= 0:
+                return
+            sleep(min(left, self.TICK))
 
     def stop_reason(self) -> str | None:
         if self._stop_reason is not None:

@@ -78,8 +78,7 @@ class Deleter:
         if self._last is not None:
             wait = self._last + self._interval - now
             if wait > 0:
-                remaining = self.budget.remaining()
-                self._sleep(wait if remaining is None else max(0.0, min(wait, remaining)))
+                self.budget.sleep(wait, self._sleep)
         self._last = self._clock()
 
 

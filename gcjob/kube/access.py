@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from gcjob.kube import requests
 from gcjob.kube.errors import ApiError, KubeError, Unavailable
+from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
 from gcjob.kube.transport import Response, Transport
 
@@ -39,10 +40,11 @@ class KubeAccess:
 
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""
-        response = self.transport.send(requests.discovery(resource))
+        request = requests.discovery(resource)
+        response = self.transport.send(request)
         if response.status == 404:
             return False
-        body = _expect_ok(response, resource.group_version_path)
+        body = _expect_ok(response, request)
         names = {r.get("name") for r in body.get("resources", []) if isinstance(r, dict)}
         return resource.plural in names
 
@@ -72,7 +74,7 @@ class KubeAccess:
                 response = self.transport.send(request)
                 if response.status == 410 and token is not None:
                     break  # continue token expired mid-list: restart
-                page = _expect_ok(response, request.path)
+                page = _expect_ok(response, request)
                 items = page.get("items")
                 if not isinstance(items, list):
                     raise ApiError(response.status, "Malformed", "list without items", request.path)
@@ -105,7 +107,7 @@ class KubeAccess:
         response = self.transport.send(request)
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
-        return reduce(_expect_ok(response, request.path))
+        return reduce(_expect_ok(response, request))
 
     def delete(
         self, resource: Resource, namespace: str | None, name: str, uid: str, resource_version: str
@@ -125,7 +127,7 @@ class KubeAccess:
             if response.resent_after_disconnect:
                 return self._settle_resent_delete(resource, namespace, name, uid)
             return DeleteResult.CONFLICT
-        raise _api_error(response, request.path)
+        raise _api_error(response, request)
 
     def _settle_resent_delete(
         self, resource: Resource, namespace: str | None, name: str, uid: str
@@ -141,13 +143,13 @@ class KubeAccess:
 
     def create(self, resource: Resource, namespace: str | None, body: dict[str, Any]) -> Any:
         request = requests.create(resource, namespace, body)
-        return _expect_ok(self.transport.send(request), request.path)
+        return _expect_ok(self.transport.send(request), request)
 
     def replace(
         self, resource: Resource, namespace: str | None, name: str, body: dict[str, Any]
     ) -> Any:
         request = requests.replace(resource, namespace, name, body)
-        return _expect_ok(self.transport.send(request), request.path)
+        return _expect_ok(self.transport.send(request), request)
 
     def read(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The full object (never used for Secrets), or None when proven absent."""
@@ -182,21 +184,27 @@ def is_not_found_for(response: Response, resource: Resource, name: str) -> bool:
     return kind in (None, "", resource.plural, resource.kind)
 
 
-def _api_error(response: Response, path: str) -> ApiError:
+def _verb(request: Request) -> str:
+    if request.method == "GET":
+        return "list" if any(k == "limit" for k, _ in request.query) else "get"
+    return {"DELETE": "delete", "POST": "create", "PUT": "update"}.get(request.method, "patch")
+
+
+def _api_error(response: Response, request: Request) -> ApiError:
     body = _status_body(response)
     reason = str(body.get("reason") or "Unknown")
-    message = str(body.get("message") or response.body[:200].decode("utf-8", "replace"))
+    message = str(body.get("message") or response.body[:200].decode("utf-8", "replace")).strip()
     if response.status == 403:
-        message = f"forbidden (grant the missing RBAC permission): {message}"
-    if response.status == 401:
+        message = f"forbidden: grant '{_verb(request)}' on {request.path}: {message}"
+    elif response.status == 401:
         message = f"unauthorized: the credentials were refused: {message}"
-    return ApiError(response.status, reason, message.strip(), path)
+    return ApiError(response.status, reason, message, request.path)
 
 
-def _expect_ok(response: Response, path: str) -> Any:
+def _expect_ok(response: Response, request: Request) -> Any:
     if not 200 <= response.status < 300:
-        raise _api_error(response, path)
+        raise _api_error(response, request)
     try:
         return json.loads(response.body)
     except ValueError:
-        raise ApiError(response.status, "Malformed", "response is not JSON", path) from None
+        raise ApiError(response.status, "Malformed", "response is not JSON", request.path) from None

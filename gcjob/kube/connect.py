@@ -11,11 +11,15 @@ import copy
 import os
 from urllib.parse import quote
 
+import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 
 from gcjob.kube.errors import ConfigError, UnknownCluster
+
+# What a missing, unreadable or malformed kubeconfig raises from inside the client.
+_UNLOADABLE = (ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError)
 
 
 def _client(configuration: Configuration) -> ApiClient:
@@ -33,7 +37,7 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
             client_configuration=configuration,
             persist_config=False,
         )
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+    except _UNLOADABLE as exc:
         where = f"context {context!r} of " if context else ""
         raise ConfigError(f"cannot load {where}kubeconfig {path}: {_one_line(exc)}") from exc
     return configuration
@@ -76,7 +80,7 @@ class UpstreamResolver:
         if kubeconfig:
             try:
                 contexts, _ = kube_config.list_kube_config_contexts(config_file=kubeconfig)
-            except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+            except _UNLOADABLE as exc:
                 raise ConfigError(
                     f"cannot load upstream kubeconfig {kubeconfig}: {_one_line(exc)}"
                 ) from exc

@@ -74,13 +74,13 @@ class SnapshotStore:
             try:
                 for document in _documents(path):
                     for obj in _objects(document):
-                        self._add(obj)
+                        self.add(obj)
             except (OSError, ValueError, yaml.YAMLError) as exc:
                 raise ConfigError(
                     f"snapshot file {path}: {' '.join(str(exc).split())[:200]}"
                 ) from exc
 
-    def _add(self, obj: dict[str, Any]) -> None:
+    def add(self, obj: dict[str, Any]) -> None:
         if obj.get("kind") == "Secret":
             obj = {k: v for k, v in obj.items() if k not in ("data", "stringData")}
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
@@ -149,7 +149,10 @@ class Snapshot:
         meta: dict[str, Any] = {}
         meta_file = root / "snapshot.yaml"
         if meta_file.exists():
-            loaded = yaml.safe_load(meta_file.read_text(encoding="utf-8"))
+            try:
+                loaded = yaml.safe_load(meta_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError, yaml.YAMLError) as exc:
+                raise ConfigError(f"{meta_file}: {' '.join(str(exc).split())[:200]}") from exc
             meta = loaded if isinstance(loaded, dict) else {}
         hub_dir = root / "hub"
         hub_files = (

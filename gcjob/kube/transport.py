@@ -131,7 +131,7 @@ class Transport:
             remaining = self.budget.remaining()
             if remaining is not None and delay >= remaining:
                 raise Stopped(f"{request.method} {request.path}: deadline before next retry")
-            self._sleep(delay)
+            self.budget.sleep(delay, self._sleep)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:

@@ -1,0 +1,591 @@
+"""End to end: injected API faults (loopback servers only) and how gcjob rides them out.
+
+Each test injects one fault whose path regex names the test's own namespace or object, runs
+the real CLI, and checks what was deleted on the server, what the report says, and the exit
+code (README: retries, proven NotFound, resent deletes, restarted lists, exit codes).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
+from tests.e2e.objects import binding, companion, gateway, route, workload
+from tests.fakekube import FakeKube, Fault, RecordedRequest
+
+LABEL = f"cluster-{UPSTREAM_CLUSTER}"
+WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"
+RB_PATH = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
+GW_PATH = "/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/gateways"
+
+
+@pytest.fixture
+def faults(hub: TestCluster, hub_server: FakeKube | None) -> Iterator[FakeKube]:
+    """The loopback hub, its faults cleared afterwards (before `hub` cleans up)."""
+    if hub_server is None:
+        pytest.skip("fault injection needs the loopback server")
+    yield hub_server
+    hub_server.clear_faults()
+
+
+@pytest.fixture
+def upstream_faults(upstream: TestCluster, upstream_server: FakeKube | None) -> Iterator[FakeKube]:
+    if upstream_server is None:
+        pytest.skip("fault injection needs the loopback upstream server")
+    yield upstream_server
+    upstream_server.clear_faults()
+
+
+@pytest.fixture
+def stamps(faults: FakeKube, monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, Any]]:
+    """(monotonic time, request) for every request the hub receives from now on."""
+    seen: list[tuple[float, Any]] = []
+    original = faults._record
+
+    def record(rec: RecordedRequest) -> None:
+        seen.append((time.monotonic(), rec))
+        original(rec)
+
+    monkeypatch.setattr(faults, "_record", record)
+    return seen
+
+
+def test_500_once_on_configmap_list_is_retried(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(workload(ns, "web-live"))
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    hub.create(companion("ConfigMap", ns, "live", ["default/web-live"]))
+    fault = faults.add_fault(
+        Fault(method="GET", path=rf"^/api/v1/namespaces/{ns}/configmaps$", status=500)
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert fault.hits == 1
+    assert hub.gone("ConfigMap", ns, "orphan")
+    assert hub.present("ConfigMap", ns, "live")
+    assert result.outcome("ConfigMap", "orphan") == ("deleted", "orphaned")
+    assert result.item("ConfigMap", "live") is None
+    assert result.summary["sweeps"]["companions"]["status"] == "completed"
+    assert result.exit_code == 0, result.stderr
+
+
+def test_503_forever_on_workload_list_makes_companions_incomplete(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(workload(ns, "web-live"))
+    orphan = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    hub.create(
+        binding(
+            ns,
+            "orphan-configmap",
+            kind="ConfigMap",
+            target="orphan",
+            target_uid=orphan["metadata"]["uid"],
+        )
+    )
+    hub.create(companion("Secret", ns, "live", ["default/web-live"]))
+    # Proof that the bindings sweep ran: a binding whose ConfigMap is gone.
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    fault = faults.add_fault(
+        Fault(method="GET", path="^" + WD_PATH.format(ns=ns) + "$", status=503, times=None)
+    )
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--delete",
+        "--sweep",
+        "companions",
+        "--sweep",
+        "bindings",
+    )
+
+    assert fault.hits >= 2  # retried before giving up
+    assert hub.present("ConfigMap", ns, "orphan")
+    assert hub.present("Secret", ns, "live")
+    assert hub.present("ResourceBinding", ns, "orphan-configmap")
+    assert hub.gone("ResourceBinding", ns, "gone-config-configmap")
+    assert not [i for i in result.items if i["sweep"] == "companions"]
+    assert result.item("ConfigMap", "orphan") is None
+    assert result.item("ResourceBinding", "orphan-configmap") is None  # object-exists: healthy
+    assert result.outcome("ResourceBinding", "gone-config-configmap") == ("deleted", "orphaned")
+    sweeps = result.summary["sweeps"]
+    assert sweeps["companions"]["status"] == "incomplete"
+    assert "WorkloadDeployment" in sweeps["companions"]["detail"]
+    assert sweeps["bindings"]["status"] == "completed"
+    assert result.exit_code == 3, result.stderr
+
+
+def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
+    hub: TestCluster,
+    faults: FakeKube,
+    stamps: list[tuple[float, Any]],
+    gcjob_hub_args: list[str],
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
+    faults.add_fault(
+        Fault(method="DELETE", path=f"^{path}$", status=429, headers={"Retry-After": "1"})
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    deletes = [(t, r) for t, r in stamps if r.method == "DELETE" and r.path == path]
+    assert [r.status for _, r in deletes] == [429, 200]
+    assert deletes[1][0] - deletes[0][0] >= 0.9  # Retry-After honoured
+    assert hub.gone("ConfigMap", ns, "orphan")
+    assert result.outcome("ConfigMap", "orphan") == ("deleted", "orphaned")
+    assert result.summary["counts"]["companions"]["deleted"] == {"orphaned": 1}
+    assert result.exit_code == 0, result.stderr
+
+
+def test_slow_referrer_reread_past_read_timeout_is_retried(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    path = WD_PATH.format(ns=ns) + "/web-gone"
+    fault = faults.add_fault(Fault(method="GET", path=f"^{path}$", delay=2.0))
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--delete",
+        "--sweep",
+        "companions",
+        "--read-timeout",
+        "1s",
+    )
+
+    assert fault.hits == 1
+    gets = [r for r in faults.requests if r.method == "GET" and r.path == path]
+    assert len(gets) == 2  # timed out once, then answered NotFound
+    assert hub.gone("ConfigMap", ns, "orphan")
+    assert result.outcome("ConfigMap", "orphan") == ("deleted", "orphaned")
+    assert result.summary["sweeps"]["companions"]["status"] == "completed"
+    assert result.exit_code == 0, result.stderr
+
+
+def test_delete_dropped_before_applying_is_resent(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
+    fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert fault.hits == 1
+    deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
+    assert [r.status for r in deletes] == [None, 200]
+    assert hub.gone("ConfigMap", ns, "orphan")
+    assert result.outcome("ConfigMap", "orphan") == ("deleted", "orphaned")
+    assert result.summary["counts"]["companions"]["deleted"] == {"orphaned": 1}
+    assert result.exit_code == 0, result.stderr
+
+
+def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    hub.create(
+        binding(
+            ns,
+            "orphan-configmap",
+            kind="ConfigMap",
+            target="orphan",
+            target_uid=created["metadata"]["uid"],
+        )
+    )
+    path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
+    fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True, apply_first=True))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert fault.hits == 1
+    deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
+    assert [r.status for r in deletes] == [None, 404]
+    assert hub.gone("ConfigMap", ns, "orphan")
+    assert result.outcome("ConfigMap", "orphan") == ("deleted", "orphaned")
+    # our own delete applied: the binding goes with it
+    assert result.outcome("ResourceBinding", "orphan-configmap") == (
+        "deleted",
+        "companion-deleted",
+    )
+    assert hub.gone("ResourceBinding", ns, "orphan-configmap")
+    counts = result.summary["counts"]["companions"]
+    assert "already-gone" not in counts
+    assert counts["deleted"] == {"orphaned": 1, "companion-deleted": 1}
+    assert result.exit_code == 0, result.stderr
+
+
+def test_binding_delete_dropped_after_applying_meets_409_and_is_settled(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    path = RB_PATH.format(ns=ns) + "/gone-config-configmap"
+    fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True, apply_first=True))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+
+    assert fault.hits == 1
+    deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
+    assert [r.status for r in deletes] == [None, 409]  # the finalizer holds it: rv changed
+    left = hub.get("ResourceBinding", ns, "gone-config-configmap")
+    assert left is not None and left["metadata"].get("deletionTimestamp")  # terminating
+    assert result.outcome("ResourceBinding", "gone-config-configmap") == ("deleted", "orphaned")
+    counts = result.summary["counts"]["bindings"]
+    assert counts["deleted"] == {"orphaned": 1}
+    assert "skipped" not in counts
+    assert result.summary["sweeps"]["bindings"]["status"] == "completed"
+    assert result.exit_code == 0, result.stderr
+
+
+def _paged_companions(hub: TestCluster, ns: str) -> list[str]:
+    """Five orphaned ConfigMaps and one live one (three pages of two)."""
+    hub.create(workload(ns, "web-live"))
+    orphans = [f"orphan-{i}" for i in range(5)]
+    for name in orphans:
+        hub.create(companion("ConfigMap", ns, name, ["default/web-gone"]))
+    hub.create(companion("ConfigMap", ns, "live", ["default/web-live"]))
+    return orphans
+
+
+def test_410_once_on_list_continue_restarts_the_list(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    orphans = _paged_companions(hub, ns)
+    list_path = f"/api/v1/namespaces/{ns}/configmaps"
+    fault = faults.add_fault(
+        Fault(method="GET", path=f"^{list_path}$", query={"continue": "*"}, status=410)
+    )
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--delete",
+        "--sweep",
+        "companions",
+        "--page-size",
+        "2",
+    )
+
+    assert fault.hits == 1
+    firsts = [
+        r
+        for r in faults.requests
+        if r.method == "GET" and r.path == list_path and "continue" not in r.query
+    ]
+    assert len(firsts) == 2  # restarted from scratch
+    for name in orphans:
+        deletes = [
+            r for r in faults.requests if r.method == "DELETE" and r.path == f"{list_path}/{name}"
+        ]
+        assert len(deletes) == 1, name
+        assert hub.gone("ConfigMap", ns, name)
+        assert result.outcome("ConfigMap", name) == ("deleted", "orphaned")
+    assert hub.present("ConfigMap", ns, "live")
+    assert result.summary["counts"]["companions"]["deleted"] == {"orphaned": 5}
+    assert result.summary["sweeps"]["companions"]["in_scope"] == 6
+    assert result.exit_code == 0, result.stderr
+
+
+def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    orphans = _paged_companions(hub, ns)
+    list_path = f"/api/v1/namespaces/{ns}/configmaps"
+    fault = faults.add_fault(
+        Fault(method="GET", path=f"^{list_path}$", query={"continue": "*"}, status=410, times=None)
+    )
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--delete",
+        "--sweep",
+        "companions",
+        "--page-size",
+        "2",
+    )
+
+    assert 2 <= fault.hits <= 4  # restarted, but a bounded number of times
+    for name in [*orphans, "live"]:
+        assert hub.present("ConfigMap", ns, name), name
+    assert not [r for r in faults.requests if r.method == "DELETE" and f"/{ns}/" in r.path]
+    assert result.items == []
+    assert result.summary["sweeps"]["companions"]["status"] == "incomplete"
+    assert result.exit_code == 3, result.stderr
+
+
+def test_409_on_delete_is_changed_since_observed(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    hub.create(
+        binding(
+            ns,
+            "orphan-configmap",
+            kind="ConfigMap",
+            target="orphan",
+            target_uid=created["metadata"]["uid"],
+        )
+    )
+    path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
+    faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=409))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert hub.present("ConfigMap", ns, "orphan")
+    assert hub.present("ResourceBinding", ns, "orphan-configmap")  # kept with its companion
+    assert result.outcome("ConfigMap", "orphan") == ("skipped", "changed-since-observed")
+    assert result.item("ResourceBinding", "orphan-configmap") is None
+    assert not [
+        r
+        for r in faults.requests
+        if r.method == "DELETE" and "resourcebindings" in r.path and f"/{ns}/" in r.path
+    ]
+    assert result.summary["sweeps"]["companions"]["status"] == "completed"
+    assert result.exit_code == 0, result.stderr
+
+
+def test_404_naming_the_object_on_delete_is_already_gone(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
+    not_found = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'configmaps "orphan" not found',
+        "reason": "NotFound",
+        "details": {"name": "orphan", "kind": "configmaps"},
+        "code": 404,
+    }
+    faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=404, body=not_found))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
+    assert [r.status for r in deletes] == [404]  # never resent
+    assert result.outcome("ConfigMap", "orphan") == ("already-gone", "already-gone")
+    assert result.summary["sweeps"]["companions"]["status"] == "completed"
+    assert result.exit_code == 0, result.stderr
+
+
+def test_403_on_secret_list_makes_companions_incomplete(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    hub.create(companion("Secret", ns, "orphan-secret", ["default/web-gone"]))
+    fault = faults.add_fault(
+        Fault(method="GET", path=rf"^/api/v1/namespaces/{ns}/secrets$", status=403, times=None)
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert fault.hits == 1  # 403 is never retried
+    assert hub.present("ConfigMap", ns, "orphan")
+    assert hub.present("Secret", ns, "orphan-secret")
+    assert result.items == []
+    sweep = result.summary["sweeps"]["companions"]
+    assert sweep["status"] == "incomplete"
+    message = sweep["detail"] + "\n" + result.stderr
+    assert "secrets" in sweep["detail"]
+    assert "403" in sweep["detail"] or "forbidden" in sweep["detail"].lower()
+    assert re.search(r"\blist\b", message), message  # the RBAC verb to grant
+    assert result.exit_code == 3, result.stderr
+
+
+def test_403_on_delete_is_delete_failed(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
+    fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=403, times=None))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+
+    assert fault.hits == 1  # never retried
+    assert hub.present("ConfigMap", ns, "orphan")
+    assert result.outcome("ConfigMap", "orphan") == ("failed", "delete-failed")
+    item = result.item("ConfigMap", "orphan")
+    assert item is not None
+    assert re.search(r"\bdelete\b", item["detail"]), item["detail"]
+    assert "403" in item["detail"] or "forbidden" in item["detail"].lower()
+    assert result.exit_code == 1, result.stderr
+
+
+# -- upstream faults ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def routes_args(gcjob_hub_args: list[str], upstream_kubeconfig: str) -> list[str]:
+    return [*gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes"]
+
+
+def _orphan_route(hub: TestCluster, ns: str, name: str, project: str, gateways: list[str]) -> None:
+    parents = [{"name": g} for g in gateways]
+    hub.create(route(ns, name, cluster_label=LABEL, upstream_namespace=project, parents=parents))
+
+
+def test_403_on_upstream_gateway_reads_keeps_routes(
+    hub: TestCluster,
+    upstream: TestCluster,
+    upstream_faults: FakeKube,
+    routes_args: list[str],
+) -> None:
+    ns = hub.namespace()
+    one = upstream.namespace("project")  # one Gateway asked for: a GET
+    two = upstream.namespace("project")  # two asked for: a list
+    for project in (one, two):
+        upstream.create(gateway(project, "gw-a"))
+    _orphan_route(hub, ns, "by-get", one, ["gw-gone"])
+    _orphan_route(hub, ns, "by-list", two, ["gw-gone", "gw-gone-too"])
+    for project in (one, two):
+        upstream_faults.add_fault(
+            Fault(method="GET", path="^" + GW_PATH.format(ns=project), status=403, times=None)
+        )
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+
+    for name in ("by-get", "by-list"):
+        assert hub.present("HTTPRoute", ns, name), name
+        assert result.outcome("HTTPRoute", name) == ("skipped", "upstream-unavailable"), name
+    assert not [r for r in upstream_faults.requests if r.method == "DELETE"]
+    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "ok"
+    assert result.exit_code == 1, result.stderr
+
+
+def test_slow_upstream_discovery_makes_the_cluster_unavailable(
+    hub: TestCluster,
+    upstream: TestCluster,
+    upstream_faults: FakeKube,
+    routes_args: list[str],
+) -> None:
+    ns = hub.namespace()
+    project = upstream.namespace("project")
+    _orphan_route(hub, ns, "orphan", project, ["gw-gone"])
+    upstream_faults.add_fault(
+        Fault(
+            method="GET",
+            path=r"^/apis/gateway\.networking\.k8s\.io/v1/?$",
+            delay=1.5,
+            times=None,
+        )
+    )
+
+    # 0.5 s rather than 1 s: five timed-out attempts plus backoff stay under ~8 s
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete", "--read-timeout", "0.5s")
+
+    assert hub.present("HTTPRoute", ns, "orphan")
+    assert result.outcome("HTTPRoute", "orphan") == ("skipped", "upstream-unavailable")
+    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "unavailable"
+    assert result.exit_code == 1, result.stderr
+
+
+def test_upstream_not_serving_gateways_is_unavailable(
+    hub: TestCluster,
+    upstream: TestCluster,
+    upstream_faults: FakeKube,
+    routes_args: list[str],
+) -> None:
+    ns = hub.namespace()
+    project = upstream.namespace("project")
+    _orphan_route(hub, ns, "orphan", project, ["gw-gone"])
+    upstream_faults.unserve("gateway.networking.k8s.io", "v1")
+    try:
+        result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+    finally:
+        upstream_faults.serve("gateway.networking.k8s.io", "v1")
+
+    assert hub.present("HTTPRoute", ns, "orphan")
+    assert result.outcome("HTTPRoute", "orphan") == ("skipped", "upstream-unavailable")
+    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "unavailable"
+    assert result.exit_code == 1, result.stderr
+
+
+# -- the hub itself ----------------------------------------------------------------------
+
+
+def test_unreachable_hub_is_incomplete_with_one_summary(tmp_path: Path) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "dead", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "dead", "user": {"token": "x"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}],
+        "current-context": "dead",
+    }
+    kubeconfig = tmp_path / "dead-hub"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    ns = f"gcjob-e2e-{uuid.uuid4().hex[:8]}"
+
+    result = run_gcjob(
+        "--hub-kubeconfig",
+        str(kubeconfig),
+        "--no-lock",
+        "--min-age",
+        "0s",
+        "--namespace",
+        ns,
+        "--delete",
+        "--connect-timeout",
+        "1s",
+    )
+
+    assert result.exit_code == 3, result.stderr
+    assert len(result.records) == 1
+    assert result.summary["exit_code"] == 3
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gcjob: error:")]
+    assert len(errors) == 1, result.stderr
+    assert "127.0.0.1:9" in errors[0] or "hub" in errors[0]
+
+
+def test_hub_without_karmada_is_refused(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    faults.unserve("work.karmada.io", "v1alpha2")
+    try:
+        result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    finally:
+        faults.serve("work.karmada.io", "v1alpha2")
+
+    assert result.exit_code == 2, result.stderr
+    assert result.items == []
+    assert hub.present("ConfigMap", ns, "orphan")
+    assert hub.present("ResourceBinding", ns, "gone-config-configmap")
+    assert not [r for r in faults.requests if r.method == "DELETE" and f"/{ns}/" in r.path]
+    assert "not a Karmada hub" in result.stderr

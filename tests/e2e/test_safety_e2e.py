@@ -1,0 +1,299 @@
+"""End to end: the blast-radius brake, the hub Lease, --timeout and SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import run_gcjob
+from tests.e2e.objects import binding, companion, workload
+from tests.fakekube import FakeKube, Fault
+
+
+def orphans(hub: TestCluster, ns: str, count: int, *, bound: bool = False) -> list[str]:
+    names = [f"orphan-{i}" for i in range(count)]
+    for name in names:
+        created = hub.create(companion("ConfigMap", ns, name, [f"default/gone-{name}"]))
+        if bound:
+            hub.create(
+                binding(
+                    ns,
+                    f"{name}-configmap",
+                    kind="ConfigMap",
+                    target=name,
+                    target_uid=created["metadata"]["uid"],
+                )
+            )
+    return names
+
+
+def live(hub: TestCluster, ns: str, count: int) -> None:
+    hub.create(workload(ns, "web"))
+    for i in range(count):
+        hub.create(companion("ConfigMap", ns, f"live-{i}", ["default/web"]))
+
+
+@pytest.fixture
+def faults(hub_server: FakeKube | None) -> Iterator[FakeKube]:
+    if hub_server is None:
+        pytest.skip("fault injection needs the loopback server")
+    yield hub_server
+    hub_server.clear_faults()
+
+
+# -- brake -------------------------------------------------------------------------------
+
+
+def test_max_deletions_brakes_the_sweep(hub: TestCluster, gcjob_hub_args: list[str]) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 4)
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "3")
+
+    assert result.exit_code == 4
+    assert result.summary["sweeps"]["companions"]["status"] == "braked"
+    for name in names:
+        assert result.outcome("ConfigMap", name) == ("would-delete", "brake")
+        assert hub.present("ConfigMap", ns, name)
+    assert "--max-deletions 3" in result.item("ConfigMap", names[0])["detail"]
+
+
+def test_a_dry_run_reports_the_brake_and_exits_as_usual(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    orphans(hub, ns, 4)
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--max-deletions", "3")
+
+    assert result.exit_code == 0
+    assert result.summary["counts"]["companions"]["would-delete"] == {"brake": 4}
+
+
+def test_a_companion_and_its_binding_count_as_one_deletion(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 2, bound=True)
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "2")
+
+    assert result.exit_code == 0, result.stderr
+    for name in names:
+        assert hub.gone("ConfigMap", ns, name)
+        assert hub.gone("ResourceBinding", ns, f"{name}-configmap")
+
+
+def test_percent_brake_applies_only_above_its_minimum(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 6)
+    live(hub, ns, 4)
+    args = [
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--delete",
+        "--max-delete-percent",
+        "50",
+        "--sweep",
+        "companions",
+    ]
+
+    braked = run_gcjob(*args, "--brake-min-objects", "10")
+
+    assert braked.exit_code == 4
+    assert "6 of 10 objects (60%)" in braked.item("ConfigMap", names[0])["detail"]
+    assert all(hub.present("ConfigMap", ns, n) for n in names)
+
+    small_hub = run_gcjob(*args, "--brake-min-objects", "11")
+
+    assert small_hub.exit_code == 0
+    assert all(hub.gone("ConfigMap", ns, n) for n in names)
+
+
+def test_a_braked_sweep_does_not_stop_the_others(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    orphans(hub, ns, 3)
+    hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "2")
+
+    assert result.exit_code == 4
+    assert result.summary["sweeps"]["bindings"]["status"] == "completed"
+    assert result.outcome("ResourceBinding", "gone-configmap") == ("deleted", "orphaned")
+
+
+# -- lease -------------------------------------------------------------------------------
+
+
+def lease(ns: str, holder: str, renewed: datetime, seconds: int) -> dict[str, Any]:
+    stamp = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "gcjob", "namespace": ns},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": seconds,
+            "acquireTime": stamp,
+            "renewTime": stamp,
+        },
+    }
+
+
+def locked_args(hub_kubeconfig: str, hub: TestCluster, ns: str) -> list[str]:
+    args = [
+        "--hub-kubeconfig",
+        hub_kubeconfig,
+        "--min-age",
+        "0s",
+        "--namespace",
+        ns,
+        "--lock-namespace",
+        ns,
+        "--delete",
+    ]
+    return [*args, "--hub-context", hub.context] if hub.context else args
+
+
+def test_a_live_lease_holder_keeps_a_run_out(hub: TestCluster, hub_kubeconfig: str) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 1)
+    hub.create(lease(ns, "other-pod/run-1", datetime.now(UTC), 600))
+
+    result = run_gcjob(*locked_args(hub_kubeconfig, hub, ns))
+
+    assert result.exit_code == 6
+    assert "other-pod/run-1" in result.stderr
+    assert result.items == []
+    assert hub.present("ConfigMap", ns, names[0])
+
+
+def test_an_expired_lease_is_taken_over_and_released(hub: TestCluster, hub_kubeconfig: str) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 1)
+    hub.create(lease(ns, "dead-pod/run-0", datetime.now(UTC) - timedelta(hours=1), 300))
+
+    result = run_gcjob(*locked_args(hub_kubeconfig, hub, ns))
+
+    assert result.exit_code == 0, result.stderr
+    assert hub.gone("ConfigMap", ns, names[0])
+    released = hub.get("Lease", ns, "gcjob")
+    assert released is not None
+    assert not released["spec"].get("holderIdentity")
+    assert released["spec"]["leaseTransitions"] >= 1
+
+
+def gcjob_process(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gcjob", "sweep", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def summary_of(stdout: str) -> dict[str, Any]:
+    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    assert records and records[-1]["record"] == "summary", stdout
+    return records[-1]
+
+
+def wait_for(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_two_runs_at_once_one_waits_out(
+    hub: TestCluster, hub_kubeconfig: str, faults: FakeKube
+) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 2)
+    # Hold the first run inside its sweep, after it took the lease.
+    faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/workloaddeployments$", delay=2.0))
+    first = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
+    wait_for(lambda: (hub.get("Lease", ns, "gcjob") or {}).get("spec", {}).get("holderIdentity"))
+
+    second = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
+    second_out, second_err = second.communicate(timeout=30)
+    first_out, first_err = first.communicate(timeout=30)
+
+    assert second.returncode == 6, second_err
+    assert "held by" in second_err
+    assert summary_of(second_out)["exit_code"] == 6
+    assert first.returncode == 0, first_err
+    assert summary_of(first_out)["totals"]["deleted"] == 2
+    assert all(hub.gone("ConfigMap", ns, n) for n in names)
+
+
+# -- timeout and signals -----------------------------------------------------------------
+
+
+def test_timeout_stops_the_run_and_says_what_is_left(
+    hub: TestCluster, gcjob_hub_args: list[str], faults: FakeKube
+) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 2)
+    faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", delay=2.0))
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--timeout", "1s")
+
+    assert result.exit_code == 5
+    assert result.summary["sweeps"]["companions"]["status"] == "stopped"
+    assert all(
+        s["status"] == "stopped"
+        for s in result.summary["sweeps"].values()
+        if s["status"] != "not-configured"
+    )
+    assert all(hub.present("ConfigMap", ns, n) for n in names)
+
+
+def test_sigterm_mid_run_stops_after_the_request_in_flight(
+    hub: TestCluster, hub_kubeconfig: str, faults: FakeKube
+) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 3)
+    args = [
+        "--hub-kubeconfig",
+        hub_kubeconfig,
+        "--no-lock",
+        "--min-age",
+        "0s",
+        "--namespace",
+        ns,
+        "--delete",
+        "--delete-qps",
+        "0.2",
+    ]  # 5 s between deletions
+    faults.clear_requests()
+    process = gcjob_process(*args)
+    wait_for(lambda: any(r.method == "DELETE" for r in faults.requests))
+    started = time.monotonic()
+
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=20)
+
+    assert time.monotonic() - started < 3.0  # a backoff or throttle sleep wakes at once
+    assert process.returncode == 5, err
+    summary = summary_of(out)
+    assert summary["exit_code"] == 5
+    assert summary["totals"]["deleted"] == 1
+    assert summary["counts"]["companions"]["skipped"]["stopped"] == 2
+    assert sum(hub.present("ConfigMap", ns, n) for n in names) == 2

@@ -1,0 +1,291 @@
+"""gcjob/run.py: whole runs over random worlds (hypothesis), in memory.
+
+Whatever the labels, annotations and references, a run never chooses to delete an object
+that is in use, never itemises a reserved namespace, and never crashes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gcjob.act.deleter import Deleter
+from gcjob.budget import RunBudget
+from gcjob.domain import is_reserved_namespace
+from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
+from gcjob.kube.transport import RequestStats
+from gcjob.model import Sweep
+from gcjob.report.emitter import Reporter
+from gcjob.run import Run
+from gcjob.settings import Settings
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+NAMESPACES = ["ns-a", "ns-b", "kube-system", "karmada-es-member1"]
+WD_NAMES = ["web", "api", "db"]
+GW_NAMES = ["gw-1", "gw-2", "gw-3"]
+OBJ_NAMES = ["app", "creds", "configmap.app", "web", "x-secret"]
+
+OLD = NOW - timedelta(days=3)
+# Weighted towards plausible objects, so that every sweep reaches its deletions too.
+stamp = st.sampled_from([OLD, OLD, OLD, OLD, NOW - timedelta(seconds=30), None])
+junk = st.one_of(
+    st.text(max_size=12),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+        max_leaves=4,
+    ).map(json.dumps),
+)
+referrer_keys = st.lists(
+    st.sampled_from([*(f"default/{n}" for n in WD_NAMES), "default/gone", "p/gone-2", "Bad/Key"]),
+    min_size=1,
+    max_size=3,
+).map(json.dumps)
+
+
+def route_labels(name: str, cluster: str, upstream_namespace: str) -> dict[str, str]:
+    return {
+        "meta.datumapis.com/upstream-cluster-name": cluster,
+        "meta.datumapis.com/upstream-group": "gateway.networking.k8s.io",
+        "meta.datumapis.com/upstream-kind": "HTTPRoute",
+        "meta.datumapis.com/upstream-name": name,
+        "meta.datumapis.com/upstream-namespace": upstream_namespace,
+    }
+
+
+def meta(draw: Any, namespace: str, name: str, **extra: Any) -> dict[str, Any]:
+    created = draw(stamp)
+    out: dict[str, Any] = {"namespace": namespace, "name": name, **extra}
+    if draw(st.integers(0, 9)):
+        out["uid"] = f"uid-{namespace}-{name}-{draw(st.integers(0, 9))}"
+        out["resourceVersion"] = "1"
+    if created is not None:
+        out["creationTimestamp"] = created.isoformat().replace("+00:00", "Z")
+    if draw(st.integers(0, 9)) == 0:
+        out["deletionTimestamp"] = NOW.isoformat().replace("+00:00", "Z")
+    if draw(st.integers(0, 9)) == 0:
+        out.setdefault("annotations", {})["gcjob.datumapis.com/protect"] = "true"
+    return out
+
+
+@st.composite
+def worlds(draw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    hub: list[dict[str, Any]] = []
+    upstream: list[dict[str, Any]] = []
+    for ns in NAMESPACES:
+        for wd in draw(st.sets(st.sampled_from(WD_NAMES), max_size=2)):
+            hub.append(
+                {
+                    "apiVersion": "compute.datumapis.com/v1alpha",
+                    "kind": "WorkloadDeployment",
+                    "metadata": meta(draw, ns, wd),
+                }
+            )
+        for name in draw(st.sets(st.sampled_from(OBJ_NAMES), max_size=3)):
+            kind = draw(st.sampled_from(["ConfigMap", "Secret"]))
+            m = meta(draw, ns, name)
+            if draw(st.integers(0, 4)):
+                m["labels"] = {"compute.datumapis.com/referenced-data": "true"}
+            raw = draw(st.one_of(st.none(), referrer_keys, referrer_keys, referrer_keys, junk))
+            if raw is not None:
+                m.setdefault("annotations", {})["compute.datumapis.com/referenced-by"] = raw
+            hub.append({"apiVersion": "v1", "kind": kind, "metadata": m})
+        for target in draw(st.sets(st.sampled_from(OBJ_NAMES), max_size=3)):
+            suffix = draw(st.sampled_from(["configmap", "secret", "workloaddeployment"]))
+            m = meta(draw, ns, f"{target}-{suffix}")
+            policy = draw(st.sampled_from(["city-dfw", "other", None]))
+            where = draw(st.sampled_from(["annotations", "labels", "cluster"]))
+            if policy is not None:
+                key = (
+                    "clusterpropagationpolicy.karmada.io/name"
+                    if where == "cluster"
+                    else "propagationpolicy.karmada.io/name"
+                )
+                m.setdefault("labels" if where == "labels" else "annotations", {})[key] = policy
+            kind = {"configmap": "ConfigMap", "secret": "Secret"}.get(suffix, "WorkloadDeployment")
+            hub.append(
+                {
+                    "apiVersion": "work.karmada.io/v1alpha2",
+                    "kind": "ResourceBinding",
+                    "metadata": m,
+                    "spec": {
+                        "resource": {
+                            "apiVersion": "v1",
+                            "kind": kind,
+                            "name": draw(st.sampled_from([target, "someone-else"])),
+                        }
+                    },
+                }
+            )
+        # A plausible candidate per namespace; whether it is in use is left to the world.
+        hub.append(
+            {
+                "apiVersion": "v1",
+                "kind": draw(st.sampled_from(["ConfigMap", "Secret"])),
+                "metadata": {
+                    **meta(draw, ns, "planted"),
+                    "labels": {"compute.datumapis.com/referenced-data": "true"},
+                    "annotations": {"compute.datumapis.com/referenced-by": draw(referrer_keys)},
+                },
+            }
+        )
+        planted = route_labels("planted", "cluster-single", draw(st.sampled_from(["p1", "p2"])))
+        hub.append(
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "HTTPRoute",
+                "metadata": meta(draw, ns, "planted", labels=planted),
+                "spec": {
+                    "parentRefs": [
+                        {"name": g}
+                        for g in draw(st.sets(st.sampled_from(GW_NAMES), min_size=1, max_size=2))
+                    ]
+                },
+            }
+        )
+        for index in range(draw(st.integers(0, 3))):
+            labels = {
+                "meta.datumapis.com/upstream-cluster-name": draw(
+                    st.sampled_from(
+                        ["cluster-single"] * 3 + ["cluster-_single", "cluster-gone", "single", ""]
+                    )
+                ),
+                "meta.datumapis.com/upstream-group": "gateway.networking.k8s.io",
+                "meta.datumapis.com/upstream-kind": draw(
+                    st.sampled_from(["HTTPRoute"] * 4 + ["Other"])
+                ),
+                "meta.datumapis.com/upstream-name": f"r{index}",
+                "meta.datumapis.com/upstream-namespace": draw(st.sampled_from(["p1", "p2"])),
+            }
+            if draw(st.integers(0, 4)) == 0:
+                del labels[draw(st.sampled_from(sorted(labels)))]
+            if draw(st.integers(0, 5)) == 0:
+                labels["meta.datumapis.com/http01-solver"] = "true"
+            parents = draw(
+                st.lists(
+                    st.fixed_dictionaries(
+                        {"name": st.sampled_from(GW_NAMES)},
+                        optional={
+                            "group": st.sampled_from(["gateway.networking.k8s.io"] * 3 + ["", "x"]),
+                            "kind": st.sampled_from(["Gateway"] * 3 + ["Service"]),
+                            "namespace": st.sampled_from([ns, ns, ns, "elsewhere", ""]),
+                        },
+                    ),
+                    max_size=3,
+                )
+            )
+            m = meta(draw, ns, f"r{index}", labels=labels)
+            hub.append(
+                {
+                    "apiVersion": "gateway.networking.k8s.io/v1",
+                    "kind": "HTTPRoute",
+                    "metadata": m,
+                    "spec": {"parentRefs": parents},
+                }
+            )
+    for up_ns in draw(st.sets(st.sampled_from(["p1", "p2"]))):
+        upstream.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": up_ns}})
+        for gw in draw(st.sets(st.sampled_from(GW_NAMES), max_size=2)):
+            upstream.append(
+                {
+                    "apiVersion": "gateway.networking.k8s.io/v1",
+                    "kind": "Gateway",
+                    "metadata": {"namespace": up_ns, "name": gw},
+                }
+            )
+    return hub, upstream
+
+
+def run_world(hub_objects: list[dict[str, Any]], upstream_objects: list[dict[str, Any]]):
+    hub = SnapshotStore("hub", [])
+    for obj in hub_objects:
+        hub.add(obj)
+    upstream = SnapshotStore("single", [])
+    for obj in upstream_objects:
+        upstream.add(obj)
+    config = Settings(max_deletions=10**6, max_delete_percent=100, suspect_min_routes=0)
+    budget = RunBudget(None)
+    out = io.StringIO()
+    reporter = Reporter(
+        run_id="r",
+        dry_run=True,
+        log_format="json",
+        report_healthy=False,
+        report_file=None,
+        stream=out,
+    )
+    run = Run(
+        config,
+        hub,
+        Deleter(None, dry_run=True, budget=budget, qps=0),
+        reporter,
+        budget,
+        RequestStats(),
+        NOW,
+        SnapshotUpstreams({"single": upstream}),
+        "r",
+    )
+    run.execute()
+    items = [json.loads(line) for line in out.getvalue().splitlines()]
+    return run, items
+
+
+def by_name(objects: list[dict[str, Any]], kind: str) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+        for o in objects
+        if o["kind"] == kind
+    }
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds())
+def test_a_run_never_chooses_an_object_in_use(world: Any) -> None:
+    hub_objects, upstream_objects = world
+    run, items = run_world(hub_objects, upstream_objects)
+
+    assert run.exit_code() in (0, 1)
+    workloads = by_name(hub_objects, "WorkloadDeployment")
+    gateways = by_name(upstream_objects, "Gateway")
+    objects = {
+        **{("ConfigMap", *k): v for k, v in by_name(hub_objects, "ConfigMap").items()},
+        **{("Secret", *k): v for k, v in by_name(hub_objects, "Secret").items()},
+    }
+    routes = by_name(hub_objects, "HTTPRoute")
+    for item in items:
+        assert not is_reserved_namespace(item["namespace"]), item
+        if item["action"] != "would-delete":
+            continue
+        ns, name = item["namespace"], item["name"]
+        if item["sweep"] == Sweep.COMPANIONS and item["kind"] != "ResourceBinding":
+            keys = item["referrers"]
+            assert keys and all((ns, k.split("/", 1)[1]) not in workloads for k in keys), item
+        elif item["kind"] == "ResourceBinding" and item["reason"] == "orphaned":
+            kind = "ConfigMap" if name.endswith("-configmap") else "Secret"
+            target = name.rsplit("-", 1)[0]
+            assert (kind, ns, target) not in objects, item
+        elif item["kind"] == "HTTPRoute":
+            route = routes[(ns, name)]
+            labels = route["metadata"]["labels"]
+            up_ns = labels["meta.datumapis.com/upstream-namespace"]
+            assert item["cluster"] == "single"
+            for parent in route["spec"]["parentRefs"]:
+                assert parent.get("group", "gateway.networking.k8s.io") == (
+                    "gateway.networking.k8s.io"
+                )
+                assert parent.get("kind", "Gateway") == "Gateway"
+                assert parent.get("namespace", ns) == ns
+                assert (up_ns, parent["name"]) not in gateways, item
+            assert "meta.datumapis.com/http01-solver" not in labels
+
+
+def test_a_quiet_world_reports_nothing_and_exits_zero() -> None:
+    run, items = run_world([], [])
+    assert items == []
+    assert run.exit_code() == 0
+    assert {s.status for s in run.sweeps.values()} == {"completed"}
