@@ -1,0 +1,310 @@
+"""gcjob.cli: flags and environment -> settings -> one run -> exit code (README "Running it").
+
+Runs go through the demo snapshot (fixtures/demo), so nothing is contacted; usage errors go
+through `gcjob.cli.main`, the console entry point, which exits 2 with a one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from gcjob.cli import cli, main
+from gcjob.exitcodes import DESCRIPTIONS, ExitCode
+
+DEMO = str(Path(__file__).resolve().parent.parent / "fixtures" / "demo")
+WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
+SHOP = "ns-c7e2a9d4-1b3f-4e8a-a6d2-5f9b0c1e3a7d"
+ALPHA = "ns-91d3e5f7-2a4c-4b6e-8d0f-1c3e5a7b9d2f"
+
+
+@pytest.fixture(autouse=True)
+def clean_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No ambient GCJOB_*/KUBECONFIG; put back the signal handlers and log handlers a run sets."""
+    for key in list(os.environ):
+        if key.startswith("GCJOB_"):
+            monkeypatch.delenv(key)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    log = logging.getLogger("gcjob")
+    log_handlers = list(log.handlers)
+    yield
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
+    log.handlers[:] = log_handlers
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    result = CliRunner().invoke(
+        cli, ["sweep", *args], env=env, standalone_mode=False, catch_exceptions=False
+    )
+    return result
+
+
+def records(result: Result) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def summary_of(result: Result) -> dict[str, Any]:
+    last = records(result)[-1]
+    assert last["record"] == "summary"
+    return last
+
+
+def items_of(result: Result) -> list[dict[str, Any]]:
+    return [r for r in records(result) if r["record"] == "item"]
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run the entry point; assert exit 2 with a one-line message; return that line."""
+    with pytest.raises(SystemExit) as raised:
+        main(list(argv))
+    assert raised.value.code == ExitCode.USAGE == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("gcjob: error: ")
+    assert captured.out == ""
+    return lines[0]
+
+
+# -- help -----------------------------------------------------------------------------------
+
+
+def test_help_lists_the_exit_code_table() -> None:
+    result = CliRunner().invoke(cli, ["sweep", "--help"], standalone_mode=False)
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    for code, description in DESCRIPTIONS.items():
+        assert f"{int(code)} {' '.join(description.split())}" in text
+    assert "70, 2, 6, 5, 4, 3, 1, 0" in text
+    assert "GCJOB_" in text
+
+
+def test_help_through_main_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["sweep", "--help"])
+    assert raised.value.code == 0
+    assert "another run holds the lock" in capsys.readouterr().out
+
+
+# -- usage errors: exit 2, one line ---------------------------------------------------------
+
+
+def test_bad_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--no-such-flag")
+    assert "--no-such-flag" in line
+
+
+def test_bad_command(capsys: pytest.CaptureFixture[str]) -> None:
+    usage_error(capsys, "sweeep")
+
+
+@pytest.mark.parametrize("flag", ["--min-age", "--timeout", "--connect-timeout"])
+@pytest.mark.parametrize("value", ["5x", "-1m", "1d", "forever"])
+def test_bad_duration(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert flag in line
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "karmada-system", "karmada-es-member1"])
+def test_reserved_namespace(capsys: pytest.CaptureFixture[str], namespace: str) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--namespace", namespace)
+    assert namespace in line
+
+
+def test_reserved_namespace_from_env(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCJOB_NAMESPACE", f"{WEB},kube-system")
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO)
+    assert "kube-system" in line
+
+
+def test_snapshot_with_delete(capsys: pytest.CaptureFixture[str]) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--delete")
+    assert "--delete" in line
+
+
+def test_snapshot_with_hub_kubeconfig(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    line = usage_error(
+        capsys, "sweep", "--snapshot", DEMO, "--hub-kubeconfig", str(tmp_path / "hub.yaml")
+    )
+    assert "--hub-kubeconfig" in line
+
+
+def test_bad_env_duration(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCJOB_MIN_AGE", "soon")
+    usage_error(capsys, "sweep", "--snapshot", DEMO)
+
+
+def test_sweep_routes_without_upstream_on_a_snapshot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "snap"
+    (snapshot / "hub").mkdir(parents=True)
+    (snapshot / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
+    line = usage_error(capsys, "sweep", "--snapshot", str(snapshot), "--sweep", "routes")
+    assert "upstream" in line
+
+
+def _kubeconfig(path: Path) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "hub", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "hub", "user": {"token": "tok"}}],
+                "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "hub"}}],
+                "current-context": "hub",
+            }
+        )
+    )
+    return path
+
+
+def test_sweep_routes_without_upstream_on_a_live_hub(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # refused before any request: the hub at 127.0.0.1:1 is never contacted
+    kubeconfig = _kubeconfig(tmp_path / "hub.yaml")
+    line = usage_error(
+        capsys, "sweep", "--hub-kubeconfig", str(kubeconfig), "--sweep", "routes", "--delete"
+    )
+    assert "upstream" in line
+
+
+def test_missing_hub_context(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    kubeconfig = _kubeconfig(tmp_path / "hub.yaml")
+    line = usage_error(
+        capsys, "sweep", "--hub-kubeconfig", str(kubeconfig), "--hub-context", "no-such"
+    )
+    assert "no-such" in line
+
+
+def test_unparsable_hub_kubeconfig(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # README: bad configuration is exit 2 with a one-line message, nothing touched
+    broken = tmp_path / "hub.yaml"
+    broken.write_text("clusters: [\n")
+    usage_error(capsys, "sweep", "--hub-kubeconfig", str(broken))
+
+
+# -- the demo snapshot ----------------------------------------------------------------------
+
+
+def test_demo_run_exits_zero_with_json_lines_only() -> None:
+    result = invoke("--snapshot", DEMO)
+    assert result.return_value == 0
+    lines = result.stdout.splitlines()
+    assert lines
+    parsed = [json.loads(line) for line in lines]  # every stdout line is one JSON record
+    assert all(isinstance(p, dict) for p in parsed)
+    assert all(p["record"] == "item" for p in parsed[:-1])
+    summary = parsed[-1]
+    assert summary["record"] == "summary"
+    assert summary["exit_code"] == 0
+    assert summary["dry_run"] is True
+    assert summary["min_age_seconds"] == 300  # the default 5m
+
+
+def test_demo_without_upstreams_and_no_explicit_sweep(tmp_path: Path) -> None:
+    # routes only "not-configured" when not asked for explicitly
+    snapshot = tmp_path / "snap"
+    (snapshot / "hub").mkdir(parents=True)
+    result = invoke("--snapshot", str(snapshot))
+    assert result.return_value == 0
+    assert summary_of(result)["sweeps"]["routes"]["status"] == "not-configured"
+
+
+def test_sweep_flag_selects_sweeps() -> None:
+    result = invoke("--snapshot", DEMO, "--sweep", "bindings")
+    assert result.return_value == 0
+    assert list(summary_of(result)["sweeps"]) == ["bindings"]
+    assert {i["sweep"] for i in items_of(result)} == {"bindings"}
+
+
+# -- environment ----------------------------------------------------------------------------
+
+
+def test_env_min_age() -> None:
+    result = invoke("--snapshot", DEMO, env={"GCJOB_MIN_AGE": "10m"})
+    assert result.return_value == 0
+    assert summary_of(result)["min_age_seconds"] == 600
+
+
+def test_env_namespaces_comma_separated() -> None:
+    result = invoke("--snapshot", DEMO, env={"GCJOB_NAMESPACE": f"{WEB},{SHOP}"})
+    assert result.return_value == 0
+    namespaces = {i["namespace"] for i in items_of(result)}
+    assert namespaces == {WEB, SHOP}
+
+
+def test_env_delete_is_ignored_and_warned_about() -> None:
+    result = invoke("--snapshot", DEMO, env={"GCJOB_DELETE": "true"})
+    assert result.return_value == 0
+    summary = summary_of(result)
+    assert summary["dry_run"] is True
+    assert summary["totals"]["deleted"] == 0
+    assert all(i["dry_run"] is True for i in items_of(result))
+    assert "GCJOB_DELETE" in result.stderr
+
+
+def test_env_other_flags() -> None:
+    result = invoke(
+        "--snapshot",
+        DEMO,
+        env={"GCJOB_SWEEP": "companions", "GCJOB_REPORT_HEALTHY": "true"},
+    )
+    assert result.return_value == 0
+    assert list(summary_of(result)["sweeps"]) == ["companions"]
+    assert "referrer-live" in {i["reason"] for i in items_of(result)}
+
+
+def test_env_log_format_text() -> None:
+    result = invoke("--snapshot", DEMO, env={"GCJOB_LOG_FORMAT": "text"})
+    assert result.return_value == 0
+    assert "exit 0: completed" in result.stdout
+
+
+def test_flag_wins_over_env_min_age() -> None:
+    result = invoke("--snapshot", DEMO, "--min-age", "1m", env={"GCJOB_MIN_AGE": "10m"})
+    assert summary_of(result)["min_age_seconds"] == 60
+
+
+def test_flag_wins_over_env_namespace() -> None:
+    result = invoke("--snapshot", DEMO, "--namespace", ALPHA, env={"GCJOB_NAMESPACE": WEB})
+    assert result.return_value == 0
+    assert {i["namespace"] for i in items_of(result)} == {ALPHA}
+
+
+def test_repeated_namespace_flag() -> None:
+    result = invoke("--snapshot", DEMO, "--namespace", SHOP, "--namespace", ALPHA)
+    assert {i["namespace"] for i in items_of(result)} == {SHOP, ALPHA}
+
+
+def test_exclude_namespace_from_env() -> None:
+    result = invoke("--snapshot", DEMO, env={"GCJOB_EXCLUDE_NAMESPACE": f"{WEB},{SHOP}"})
+    namespaces = {i["namespace"] for i in items_of(result)}
+    assert namespaces
+    assert not namespaces & {WEB, SHOP}
+
+
+def test_report_file(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    result = invoke("--snapshot", DEMO, "--report-file", str(path))
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["summary"] == summary_of(result)
+    assert document["items"] == items_of(result)

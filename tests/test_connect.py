@@ -1,0 +1,294 @@
+"""gcjob.kube.connect: which API server gcjob talks to, and with what credentials.
+
+Kubeconfigs are written to tmp_path; their servers are http://127.0.0.1:1 and friends, and
+nothing is contacted: building a client makes no request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes.config import incluster_config
+
+from gcjob.kube.connect import UpstreamResolver, hub_client
+from gcjob.kube.errors import ConfigError, UnknownCluster
+
+TEMPLATE = "https://api.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/{cluster}/control-plane"
+
+
+def kubeconfig(
+    path: Path, contexts: dict[str, str], current: str | None = None, token: str = "tok"
+) -> Path:
+    """A kubeconfig with one context per name -> server, each with its own token user."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": f"c-{n}", "cluster": {"server": s}} for n, s in contexts.items()],
+        "users": [{"name": f"u-{n}", "user": {"token": f"{token}-{n}"}} for n in contexts],
+        "contexts": [
+            {"name": n, "context": {"cluster": f"c-{n}", "user": f"u-{n}"}} for n in contexts
+        ],
+        "current-context": current if current is not None else next(iter(contexts)),
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No $KUBECONFIG, no in-cluster environment: each test states its own."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+    # never read a real pod's service account, even when the tests run in one
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(tmp_path / "no-token"))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(tmp_path / "no-ca.crt"))
+
+
+@pytest.fixture
+def in_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    token = tmp_path / "sa-token"
+    token.write_text("in-cluster-token")
+    ca = tmp_path / "sa-ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.3")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "1")
+
+
+def _token(client: object) -> str:
+    settings = client.configuration.auth_settings()  # type: ignore[attr-defined]
+    return str(settings["BearerToken"]["value"])
+
+
+# -- hub_client -----------------------------------------------------------------------------
+
+
+def test_explicit_kubeconfig(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "hub.yaml", {"hub": "http://127.0.0.1:1"})
+    client = hub_client(str(path), None)
+    assert client.configuration.host == "http://127.0.0.1:1"
+    assert _token(client) == "Bearer tok-hub"
+
+
+def test_explicit_kubeconfig_wins_over_env_and_in_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_cluster: None
+) -> None:
+    explicit = kubeconfig(tmp_path / "hub.yaml", {"hub": "http://127.0.0.1:1"})
+    env = kubeconfig(tmp_path / "env.yaml", {"env": "http://127.0.0.2:1"})
+    monkeypatch.setenv("KUBECONFIG", str(env))
+    client = hub_client(str(explicit), None)
+    assert client.configuration.host == "http://127.0.0.1:1"
+
+
+def test_env_kubeconfig_wins_over_in_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_cluster: None
+) -> None:
+    env = kubeconfig(tmp_path / "env.yaml", {"env": "http://127.0.0.2:1"})
+    monkeypatch.setenv("KUBECONFIG", str(env))
+    client = hub_client(None, None)
+    assert client.configuration.host == "http://127.0.0.2:1"
+    assert _token(client) == "Bearer tok-env"
+
+
+def test_in_cluster_last(in_cluster: None) -> None:
+    client = hub_client(None, None)
+    assert client.configuration.host == "https://127.0.0.3:1"
+    assert _token(client).lower() == "bearer in-cluster-token"
+    assert client.configuration.retries is False
+
+
+def test_empty_kubeconfig_env_is_unset(monkeypatch: pytest.MonkeyPatch, in_cluster: None) -> None:
+    monkeypatch.setenv("KUBECONFIG", "")
+    assert hub_client(None, None).configuration.host == "https://127.0.0.3:1"
+
+
+def test_nothing_configured_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as raised:
+        hub_client(None, None)
+    message = str(raised.value)
+    assert message
+    assert "\n" not in message
+    assert "--hub-kubeconfig" in message
+
+
+def test_in_cluster_env_without_service_account_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.3")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "1")
+    with pytest.raises(ConfigError) as raised:
+        hub_client(None, None)
+    assert "\n" not in str(raised.value)
+
+
+def test_hub_context_selects_the_context(tmp_path: Path) -> None:
+    path = kubeconfig(
+        tmp_path / "hub.yaml",
+        {"mgmt": "http://127.0.0.1:1", "hub": "http://127.0.0.2:1"},
+        current="mgmt",
+    )
+    assert hub_client(str(path), None).configuration.host == "http://127.0.0.1:1"
+    client = hub_client(str(path), "hub")
+    assert client.configuration.host == "http://127.0.0.2:1"
+    assert _token(client) == "Bearer tok-hub"
+
+
+def test_hub_context_applies_to_env_kubeconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = kubeconfig(
+        tmp_path / "env.yaml", {"mgmt": "http://127.0.0.1:1", "hub": "http://127.0.0.2:1"}
+    )
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    assert hub_client(None, "hub").configuration.host == "http://127.0.0.2:1"
+
+
+def test_bad_hub_context_is_a_config_error(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "hub.yaml", {"hub": "http://127.0.0.1:1"})
+    with pytest.raises(ConfigError) as raised:
+        hub_client(str(path), "no-such-context")
+    assert "no-such-context" in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_hub_context_without_kubeconfig_is_a_config_error(in_cluster: None) -> None:
+    # never silently fall back to the pod's own credentials when a context was asked for
+    with pytest.raises(ConfigError):
+        hub_client(None, "hub")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [None, "", "not: [a kubeconfig", "apiVersion: v1\nkind: Config\ncontexts: []\n"],
+)
+def test_unusable_kubeconfig_is_a_config_error(tmp_path: Path, content: str | None) -> None:
+    path = tmp_path / "hub.yaml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError) as raised:
+        hub_client(str(path), None)
+    assert "\n" not in str(raised.value)
+
+
+def test_hub_client_does_not_retry_itself(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "hub.yaml", {"hub": "http://127.0.0.1:1"})
+    assert hub_client(str(path), None).configuration.retries is False
+
+
+# -- UpstreamResolver -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def upstreams(tmp_path: Path) -> Path:
+    return kubeconfig(
+        tmp_path / "upstreams.yaml",
+        {
+            "milo": "http://127.0.0.1:1",
+            "single": "http://127.0.0.2:1",
+            "org/proj": "http://127.0.0.4:1",
+        },
+        current="milo",
+    )
+
+
+def test_context_names_are_cluster_names(upstreams: Path) -> None:
+    resolver = UpstreamResolver(str(upstreams), None)
+    assert resolver.configured
+    client = resolver.client_for("single")
+    assert client.configuration.host == "http://127.0.0.2:1"
+    assert _token(client) == "Bearer tok-single"
+    assert client.configuration.retries is False
+    assert resolver.client_for("org/proj").configuration.host == "http://127.0.0.4:1"
+    assert resolver.describe("single") == "context 'single'"
+
+
+def test_unknown_cluster_without_template(upstreams: Path) -> None:
+    resolver = UpstreamResolver(str(upstreams), None)
+    assert resolver.describe("proj-unknown") == "none"
+    with pytest.raises(UnknownCluster):
+        resolver.client_for("proj-unknown")
+
+
+def test_template_substitutes_and_percent_encodes(upstreams: Path) -> None:
+    resolver = UpstreamResolver(str(upstreams), TEMPLATE)
+    client = resolver.client_for("proj-beta/sub")
+    expected = (
+        "https://api.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/"
+        "proj-beta%2Fsub/control-plane"
+    )
+    assert client.configuration.host == expected
+    assert resolver.server_url("proj-beta/sub") == expected
+    assert resolver.describe("proj-beta/sub") == expected
+    # the credentials of the kubeconfig's current context
+    assert _token(client) == "Bearer tok-milo"
+    assert client.configuration.retries is False
+
+
+def test_template_org_proj(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "milo.yaml", {"milo": "http://127.0.0.1:1"})
+    resolver = UpstreamResolver(str(path), "http://127.0.0.1:1/projects/{cluster}/cp")
+    assert resolver.server_url("org/proj") == "http://127.0.0.1:1/projects/org%2Fproj/cp"
+    assert (
+        resolver.client_for("org/proj").configuration.host
+        == "http://127.0.0.1:1/projects/org%2Fproj/cp"
+    )
+
+
+def test_template_encodes_every_reserved_character(upstreams: Path) -> None:
+    resolver = UpstreamResolver(str(upstreams), TEMPLATE)
+    url = resolver.server_url("a b?c#d/../e")
+    assert "projects/a%20b%3Fc%23d%2F..%2Fe/control-plane" in url
+
+
+def test_context_wins_over_template(upstreams: Path) -> None:
+    resolver = UpstreamResolver(str(upstreams), TEMPLATE)
+    assert resolver.client_for("single").configuration.host == "http://127.0.0.2:1"
+    assert resolver.client_for("org/proj").configuration.host == "http://127.0.0.4:1"
+    assert resolver.describe("single") == "context 'single'"
+
+
+def test_template_clients_are_independent(upstreams: Path) -> None:
+    resolver = UpstreamResolver(str(upstreams), TEMPLATE)
+    first = resolver.client_for("proj-a")
+    second = resolver.client_for("proj-b")
+    assert "projects/proj-a/" in first.configuration.host
+    assert "projects/proj-b/" in second.configuration.host
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://api.example/projects/control-plane",  # no {cluster}
+        "ftp://api.example/projects/{cluster}",
+        "api.example/projects/{cluster}",
+        "{cluster}",
+        "",
+    ],
+)
+def test_template_validation(upstreams: Path, template: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        UpstreamResolver(str(upstreams), template)
+    assert "\n" not in str(raised.value)
+
+
+def test_template_needs_a_kubeconfig() -> None:
+    with pytest.raises(ConfigError, match="--upstream-kubeconfig"):
+        UpstreamResolver(None, TEMPLATE)
+
+
+def test_unreadable_upstream_kubeconfig(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        UpstreamResolver(str(tmp_path / "missing.yaml"), None)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("contexts: [\n")
+    with pytest.raises(ConfigError):
+        UpstreamResolver(str(broken), None)
+
+
+def test_not_configured() -> None:
+    resolver = UpstreamResolver(None, None)
+    assert not resolver.configured

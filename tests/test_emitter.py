@@ -1,0 +1,312 @@
+"""gcjob.report.emitter.Reporter: JSON lines or text, healthy objects as counts only."""
+
+from __future__ import annotations
+
+import io
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from gcjob.model import Action, Outcome, Sweep
+from gcjob.report.emitter import Reporter
+from tests.builders import HUB_NS, NOW, ref
+
+RUN_ID = "0b6f3a52-1c1d-4d0a-9b7e-8f2e4c6a1d3b"
+
+
+@pytest.fixture(scope="module")
+def validator() -> Draft202012Validator:
+    schema = json.loads(
+        resources.files("gcjob.report").joinpath("schema.json").read_text(encoding="utf-8")
+    )
+    return Draft202012Validator(schema)
+
+
+def orphan() -> Outcome:
+    return Outcome(
+        Sweep.COMPANIONS,
+        ref("ConfigMap", "orphan-app-config"),
+        Action.WOULD_DELETE,
+        "orphaned",
+        f"no WorkloadDeployment named web-dfw in {HUB_NS}",
+        referrers=("shop/web-dfw",),
+    )
+
+
+def healthy() -> Outcome:
+    return Outcome(
+        Sweep.COMPANIONS,
+        ref("ConfigMap", "web-config", uid="uid-2"),
+        Action.SKIPPED,
+        "referrer-live",
+        "WorkloadDeployment web-dfw exists",
+        healthy=True,
+        referrers=("default/web-dfw",),
+    )
+
+
+def gone_route() -> Outcome:
+    return Outcome(
+        Sweep.ROUTES,
+        ref("HTTPRoute", "orphan-route", uid="uid-3"),
+        Action.WOULD_DELETE,
+        "upstream-gateways-gone",
+        "no Gateway default/deleted-gateway on upstream cluster single",
+        cluster="single",
+        gateways=("default/deleted-gateway",),
+    )
+
+
+def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
+    """A minimal summary with every key the schema requires."""
+    return {
+        "record": "summary",
+        "run_id": RUN_ID,
+        "version": "0.1.0",
+        "hub": "test-hub",
+        "dry_run": True,
+        "started": "2026-07-01T12:00:00Z",
+        "finished": "2026-07-01T12:00:01Z",
+        "decided_at": "2026-07-01T12:00:00Z",
+        "min_age_seconds": 300,
+        "sweeps": {
+            "companions": {"status": "completed", "detail": "", "scanned": 2, "in_scope": 2},
+            "bindings": {"status": "completed", "detail": "", "scanned": 0, "in_scope": 0},
+            "routes": {
+                "status": "not-configured",
+                "detail": "no upstream configured (--upstream-kubeconfig)",
+                "scanned": 0,
+                "in_scope": 0,
+            },
+        },
+        "counts": reporter.tally.as_dict(),
+        "totals": reporter.tally.totals(),
+        "upstream_clusters": {
+            "single": {
+                "status": "ok",
+                "detail": "",
+                "server": "http://127.0.0.1:1",
+                "routes": 1,
+                "gateways_found": 0,
+            }
+        },
+        "api_requests": {"total": 7, "by_target": {"hub": 7}},
+        "exit_code": exit_code,
+        "exit_reason": "completed",
+    }
+
+
+def reporter(
+    stream: io.StringIO,
+    *,
+    log_format: str = "json",
+    report_healthy: bool = False,
+    report_file: str | None = None,
+    progress: io.StringIO | None = None,
+) -> Reporter:
+    return Reporter(
+        run_id=RUN_ID,
+        dry_run=True,
+        log_format=log_format,
+        report_healthy=report_healthy,
+        report_file=report_file,
+        stream=stream,
+        progress=progress,
+    )
+
+
+def _lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+# -- JSON lines -----------------------------------------------------------------------------
+
+
+def test_json_lines(validator: Draft202012Validator) -> None:
+    stream = io.StringIO()
+    rep = reporter(stream)
+    rep.outcome(orphan(), NOW)
+    rep.outcome(gone_route(), NOW)
+    rep.finish(summary(rep))
+    lines = _lines(stream)
+    assert [line["record"] for line in lines] == ["item", "item", "summary"]
+    for line in lines:
+        validator.validate(line)
+    assert lines[0]["name"] == "orphan-app-config"
+    assert lines[0]["referrers"] == ["shop/web-dfw"]
+    assert lines[0]["age_seconds"] == 3600
+    assert lines[0]["run_id"] == RUN_ID
+    assert lines[0]["dry_run"] is True
+    assert lines[1]["cluster"] == "single"
+    assert lines[2]["totals"]["would-delete"] == 2
+
+
+def test_every_line_is_one_json_object() -> None:
+    stream = io.StringIO()
+    rep = reporter(stream)
+    detail_with_newline = Outcome(
+        Sweep.BINDINGS,
+        ref("ResourceBinding", "gone-config-configmap"),
+        Action.FAILED,
+        "delete-failed",
+        "HTTP 500 InternalError\non a second line",
+    )
+    rep.outcome(detail_with_newline, NOW)
+    rep.finish(summary(rep, exit_code=1))
+    raw = stream.getvalue().splitlines()
+    assert len(raw) == 2
+    assert json.loads(raw[0])["detail"] == "HTTP 500 InternalError\non a second line"
+
+
+def test_healthy_outcomes_are_counts_only() -> None:
+    stream = io.StringIO()
+    rep = reporter(stream)
+    rep.outcome(healthy(), NOW)
+    rep.outcome(orphan(), NOW)
+    rep.finish(summary(rep))
+    lines = _lines(stream)
+    assert [line.get("name") for line in lines if line["record"] == "item"] == ["orphan-app-config"]
+    assert lines[-1]["counts"]["companions"]["skipped"] == {"referrer-live": 1}
+    assert rep.tally.total(Action.SKIPPED) == 1
+
+
+def test_report_healthy_itemises_them(validator: Draft202012Validator) -> None:
+    stream = io.StringIO()
+    rep = reporter(stream, report_healthy=True)
+    rep.outcome(healthy(), NOW)
+    items = [line for line in _lines(stream) if line["record"] == "item"]
+    assert [i["reason"] for i in items] == ["referrer-live"]
+    validator.validate(items[0])
+
+
+def test_report_file(tmp_path: Path, validator: Draft202012Validator) -> None:
+    stream = io.StringIO()
+    path = tmp_path / "report.json"
+    rep = reporter(stream, report_file=str(path))
+    rep.outcome(orphan(), NOW)
+    rep.outcome(healthy(), NOW)
+    rep.outcome(gone_route(), NOW)
+    rep.finish(summary(rep))
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert set(document) == {"items", "summary"}
+    assert [i["name"] for i in document["items"]] == ["orphan-app-config", "orphan-route"]
+    for item in document["items"]:
+        validator.validate(item)
+    validator.validate(document["summary"])
+    assert document["summary"]["counts"]["companions"]["skipped"] == {"referrer-live": 1}
+    # the stream carries the same records
+    assert _lines(stream)[:-1] == document["items"]
+
+
+def test_report_file_with_report_healthy(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    rep = reporter(io.StringIO(), report_file=str(path), report_healthy=True)
+    rep.outcome(healthy(), NOW)
+    rep.finish(summary(rep))
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert [i["reason"] for i in document["items"]] == ["referrer-live"]
+
+
+def test_report_file_in_text_format(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    rep = reporter(io.StringIO(), log_format="text", report_file=str(path))
+    rep.outcome(orphan(), NOW)
+    rep.finish(summary(rep))
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert [i["name"] for i in document["items"]] == ["orphan-app-config"]
+    assert document["summary"]["record"] == "summary"
+
+
+# -- text -----------------------------------------------------------------------------------
+
+
+def test_text_format() -> None:
+    stream = io.StringIO()
+    rep = reporter(stream, log_format="text")
+    rep.outcome(orphan(), NOW)
+    rep.outcome(healthy(), NOW)
+    rep.outcome(gone_route(), NOW)
+    rep.finish(summary(rep))
+    text = stream.getvalue()
+    lines = text.splitlines()
+    item_lines = [line for line in lines if line.startswith(("would-delete", "skipped"))]
+    assert len(item_lines) == 2
+    assert item_lines[0].split()[:3] == ["would-delete", "companions", "ConfigMap"]
+    assert f"{HUB_NS}/orphan-app-config" in item_lines[0]
+    assert "[orphaned]" in item_lines[0]
+    assert "[upstream-gateways-gone]" in item_lines[1]
+    assert "web-config" not in text  # healthy: counts only
+    rows = [line.split() for line in lines]
+    assert ["sweep", "status", "action", "reason", "count"] in rows
+    assert ["companions", "completed", "skipped", "referrer-live", "1"] in rows
+    assert ["would-delete", "orphaned", "1"] in rows
+    assert ["routes", "not-configured", "would-delete", "upstream-gateways-gone", "1"] in rows
+    assert ["bindings", "completed", "-", "-", "0"] in rows
+    assert any(line.startswith("upstream single: ok") for line in lines)
+    assert "exit 0: completed" in text
+    assert "API requests: 7" in text
+    assert "dry run" in text
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(lines[0] or lines[1])
+
+
+def test_text_cluster_wide_object_has_no_namespace_prefix() -> None:
+    stream = io.StringIO()
+    rep = reporter(stream, log_format="text")
+    rep.outcome(
+        Outcome(
+            Sweep.BINDINGS,
+            ref("ResourceBinding", "gone-config-configmap", namespace=""),
+            Action.SKIPPED,
+            "lookup-failed",
+            "could not read ConfigMap gone-config",
+        ),
+        NOW,
+    )
+    (line,) = stream.getvalue().splitlines()
+    assert " gone-config-configmap  [lookup-failed]" in line
+    assert "/gone-config-configmap" not in line
+
+
+# -- progress -------------------------------------------------------------------------------
+
+
+def test_progress_goes_to_its_own_stream() -> None:
+    stream, progress = io.StringIO(), io.StringIO()
+    rep = reporter(stream, log_format="text", progress=progress)
+    rep.progress("companions: sweeping")
+    rep.finish(summary(rep))
+    assert "companions: sweeping" in progress.getvalue()
+    assert progress.getvalue().endswith("\r\x1b[K")  # cleared at the end
+    assert "sweeping" not in stream.getvalue()
+
+
+def test_no_progress_stream_means_no_progress() -> None:
+    stream = io.StringIO()
+    rep = reporter(stream)
+    rep.progress("companions: sweeping")
+    assert stream.getvalue() == ""
+
+
+def test_json_report_does_not_leak_to_other_loggers(capsys: pytest.CaptureFixture[str]) -> None:
+    stream = io.StringIO()
+    rep = reporter(stream)
+    rep.outcome(orphan(), NOW)
+    rep.finish(summary(rep))
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ""
+    assert len(stream.getvalue().splitlines()) == 2
+
+
+def test_a_second_reporter_does_not_write_to_the_first_stream() -> None:
+    first, second = io.StringIO(), io.StringIO()
+    reporter(first)
+    rep = reporter(second)
+    rep.outcome(orphan(), NOW)
+    assert first.getvalue() == ""
+    assert len(second.getvalue().splitlines()) == 1

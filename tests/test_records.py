@@ -1,0 +1,226 @@
+"""gcjob.report.records: item records (checked against the shipped JSON Schema) and Tally."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from importlib import resources
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from gcjob.model import Action, Outcome, Sweep
+from gcjob.report.records import Tally, item_record, rfc3339
+from tests.builders import HUB_NS, NOW, OLD, ref
+
+RUN_ID = "5f0c6c1e-6a1b-4f1e-9d7e-3c2b1a0f9e8d"
+
+
+@pytest.fixture(scope="module")
+def validator() -> Draft202012Validator:
+    schema = json.loads(
+        resources.files("gcjob.report").joinpath("schema.json").read_text(encoding="utf-8")
+    )
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def outcome(
+    sweep: Sweep = Sweep.COMPANIONS,
+    action: Action = Action.WOULD_DELETE,
+    reason: str = "orphaned",
+    kind: str = "ConfigMap",
+    **kwargs: Any,
+) -> Outcome:
+    ref_kwargs = {k: kwargs.pop(k) for k in ("created", "uid", "name") if k in kwargs}
+    return Outcome(
+        sweep=sweep,
+        ref=ref(kind, **ref_kwargs),
+        action=action,
+        reason=reason,
+        detail=kwargs.pop("detail", f"no WorkloadDeployment named web-dfw in {HUB_NS}"),
+        **kwargs,
+    )
+
+
+def test_companion_record(validator: Draft202012Validator) -> None:
+    record = item_record(outcome(referrers=("default/web-dfw",)), RUN_ID, NOW, True)
+    validator.validate(record)
+    assert record == {
+        "record": "item",
+        "run_id": RUN_ID,
+        "sweep": "companions",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "namespace": HUB_NS,
+        "name": "app-config",
+        "uid": "uid-1",
+        "age_seconds": 3600,
+        "action": "would-delete",
+        "reason": "orphaned",
+        "detail": f"no WorkloadDeployment named web-dfw in {HUB_NS}",
+        "dry_run": True,
+        "referrers": ["default/web-dfw"],
+    }
+
+
+def test_route_record_carries_cluster_and_gateways(validator: Draft202012Validator) -> None:
+    record = item_record(
+        outcome(
+            Sweep.ROUTES,
+            Action.DELETED,
+            "upstream-gateways-gone",
+            kind="HTTPRoute",
+            name="web",
+            cluster="org/proj",
+            gateways=("default/gw-a", "default/gw-b"),
+        ),
+        RUN_ID,
+        NOW,
+        False,
+    )
+    validator.validate(record)
+    assert record["apiVersion"] == "gateway.networking.k8s.io/v1"
+    assert record["cluster"] == "org/proj"
+    assert record["gateways"] == ["default/gw-a", "default/gw-b"]
+    assert record["dry_run"] is False
+    assert "referrers" not in record
+
+
+def test_optional_fields_only_when_present(validator: Draft202012Validator) -> None:
+    record = item_record(
+        outcome(Sweep.BINDINGS, Action.SKIPPED, "too-young", kind="ResourceBinding"),
+        RUN_ID,
+        NOW,
+        True,
+    )
+    validator.validate(record)
+    assert "referrers" not in record
+    assert "cluster" not in record
+    assert "gateways" not in record
+
+
+def test_empty_cluster_name_is_still_reported(validator: Draft202012Validator) -> None:
+    record = item_record(
+        outcome(Sweep.ROUTES, Action.SKIPPED, "no-parent-refs", kind="HTTPRoute", cluster=""),
+        RUN_ID,
+        NOW,
+        True,
+    )
+    validator.validate(record)
+    assert record["cluster"] == ""
+
+
+def test_age_unknown_is_null(validator: Draft202012Validator) -> None:
+    record = item_record(
+        outcome(action=Action.SKIPPED, reason="age-unknown", created=None), RUN_ID, NOW, True
+    )
+    validator.validate(record)
+    assert record["age_seconds"] is None
+
+
+def test_age_is_whole_seconds(validator: Draft202012Validator) -> None:
+    created = NOW - timedelta(seconds=59, milliseconds=900)
+    record = item_record(outcome(created=created), RUN_ID, NOW, True)
+    validator.validate(record)
+    assert record["age_seconds"] == 59
+    assert isinstance(record["age_seconds"], int)
+
+
+def test_unpinnable_object_with_empty_uid_validates(validator: Draft202012Validator) -> None:
+    record = item_record(
+        outcome(action=Action.SKIPPED, reason="unpinnable", uid=""), RUN_ID, NOW, True
+    )
+    validator.validate(record)
+    assert record["uid"] == ""
+
+
+@pytest.mark.parametrize("action", list(Action))
+@pytest.mark.parametrize("kind", ["ConfigMap", "Secret", "ResourceBinding", "HTTPRoute"])
+def test_every_action_and_kind_validates(
+    validator: Draft202012Validator, action: Action, kind: str
+) -> None:
+    record = item_record(
+        outcome(action=action, reason="delete-failed", kind=kind), RUN_ID, NOW, False
+    )
+    validator.validate(record)
+    assert record["action"] == action.value
+
+
+def test_schema_rejects_an_unknown_field(validator: Draft202012Validator) -> None:
+    record = item_record(outcome(), RUN_ID, NOW, True)
+    record["data"] = {"x": "y"}
+    assert not validator.is_valid(record)
+
+
+def test_extra_is_not_reported(validator: Draft202012Validator) -> None:
+    record = item_record(outcome(extra={"note": "internal"}), RUN_ID, NOW, True)
+    validator.validate(record)
+    assert "extra" not in record and "note" not in record
+
+
+def test_record_is_json_serialisable() -> None:
+    record = item_record(
+        outcome(referrers=("a/b",), cluster="single", gateways=("a/gw",)), RUN_ID, NOW, True
+    )
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_rfc3339() -> None:
+    assert rfc3339(datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=UTC)) == "2026-11-20T12:00:00Z"
+    plus_two = datetime(2026, 11, 20, 14, 0, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert rfc3339(plus_two) == "2026-11-20T12:00:00Z"
+    assert rfc3339(OLD) == "2026-07-01T11:00:00Z"
+
+
+# -- Tally ----------------------------------------------------------------------------------
+
+
+def test_tally_counts() -> None:
+    tally = Tally()
+    tally.add(outcome(Sweep.COMPANIONS, Action.WOULD_DELETE, "orphaned"))
+    tally.add(outcome(Sweep.COMPANIONS, Action.WOULD_DELETE, "orphaned"))
+    tally.add(outcome(Sweep.COMPANIONS, Action.WOULD_DELETE, "companion-deleted"))
+    tally.add(outcome(Sweep.COMPANIONS, Action.SKIPPED, "referrer-live", healthy=True))
+    tally.add(outcome(Sweep.BINDINGS, Action.SKIPPED, "object-exists", healthy=True))
+    tally.add(outcome(Sweep.ROUTES, Action.FAILED, "delete-failed", kind="HTTPRoute"))
+    tally.add(outcome(Sweep.ROUTES, Action.WOULD_DELETE, "upstream-namespace-gone"))
+    assert tally.as_dict() == {
+        "companions": {
+            "would-delete": {"companion-deleted": 1, "orphaned": 2},
+            "skipped": {"referrer-live": 1},
+        },
+        "bindings": {"skipped": {"object-exists": 1}},
+        "routes": {"failed": {"delete-failed": 1}, "would-delete": {"upstream-namespace-gone": 1}},
+    }
+    assert tally.total(Action.WOULD_DELETE) == 4
+    assert tally.total(Action.SKIPPED) == 2
+    assert tally.total(Action.DELETED) == 0
+    assert tally.totals() == {
+        "deleted": 0,
+        "would-delete": 4,
+        "already-gone": 0,
+        "skipped": 2,
+        "failed": 1,
+    }
+
+
+def test_tally_reasons_sorted() -> None:
+    tally = Tally()
+    for reason in ("too-young", "protected", "terminating"):
+        tally.add(outcome(action=Action.SKIPPED, reason=reason))
+    assert list(tally.as_dict()["companions"]["skipped"]) == [
+        "protected",
+        "terminating",
+        "too-young",
+    ]
+
+
+def test_empty_tally() -> None:
+    tally = Tally()
+    assert tally.as_dict() == {}
+    assert set(tally.totals()) == {a.value for a in Action}
+    assert all(n == 0 for n in tally.totals().values())
+    # asking does not create entries
+    assert tally.as_dict() == {}

@@ -1,0 +1,457 @@
+"""gcjob.kube.reduce: raw API objects -> records, never raising on malformed input.
+
+An odd field must become a value the decisions refuse to delete on: an empty uid, no
+creation time, an unreadable referrers annotation, a parent that is not a Gateway.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from gcjob.decide.common import hold_back
+from gcjob.decide.companions import binding_names_companion, decide_companion
+from gcjob.decide.routes import is_gateway, route_target
+from gcjob.domain import PROTECT_ANNOTATION, REFERRERS_ANNOTATION, ROUTE_LABELS
+from gcjob.kube import reduce
+from gcjob.kube.resources import CONFIGMAPS, RESOURCEBINDINGS, SECRETS
+from gcjob.model import ParentRef, Verdict
+from tests.builders import HUB_NS, MIN_AGE, route_labels
+
+NOW = datetime(2026, 11, 20, 12, 0, 0, tzinfo=UTC)
+
+
+def configmap(**meta_overrides: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "annotations": {REFERRERS_ANNOTATION: '["default/web-dfw"]'},
+        "creationTimestamp": "2026-11-12T09:14:27Z",
+        "labels": {"compute.datumapis.com/referenced-data": "true"},
+        "name": "app-config",
+        "namespace": HUB_NS,
+        "resourceVersion": "48213137",
+        "uid": "79fe62ff-c667-52f3-9e89-927a2484143e",
+    }
+    meta.update(meta_overrides)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "data": {"APP_MODE": "production"},
+    }
+
+
+def resourcebinding(**meta_overrides: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "annotations": {"propagationpolicy.karmada.io/name": "city-dfw"},
+        "creationTimestamp": "2026-11-12T09:14:28Z",
+        "finalizers": ["karmada.io/binding-controller"],
+        "name": "app-config-configmap",
+        "namespace": HUB_NS,
+        "resourceVersion": "48213150",
+        "uid": "0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f",
+    }
+    meta.update(meta_overrides)
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": meta,
+        "spec": {
+            "resource": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "namespace": HUB_NS,
+                "name": "app-config",
+                "uid": "79fe62ff-c667-52f3-9e89-927a2484143e",
+                "resourceVersion": "48213137",
+            }
+        },
+    }
+
+
+def httproute(parent_refs: Any = None, **meta_overrides: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "creationTimestamp": "2026-11-12T09:14:27Z",
+        "labels": {
+            **route_labels(),
+            "app.kubernetes.io/managed-by": "network-services-operator",
+            "meta.datumapis.com/something-else": "x",
+        },
+        "name": "web",
+        "namespace": HUB_NS,
+        "resourceVersion": "48223412",
+        "uid": "763cfcc0-885b-562c-a707-4cc4abca0768",
+    }
+    meta.update(meta_overrides)
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": meta,
+        "spec": {
+            "parentRefs": [{"name": "web-gateway"}] if parent_refs is None else parent_refs,
+            "rules": [{"backendRefs": [{"name": "web", "port": 8080}]}],
+        },
+    }
+
+
+def _decide(obj: dict[str, Any]) -> Verdict:
+    return decide_companion(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
+
+
+# -- realistic objects ----------------------------------------------------------------------
+
+
+def test_realistic_companion() -> None:
+    record = reduce.companion(CONFIGMAPS)(configmap())
+    assert record.ref.api_version == "v1"
+    assert record.ref.kind == "ConfigMap"
+    assert (record.ref.namespace, record.ref.name) == (HUB_NS, "app-config")
+    assert record.ref.uid == "79fe62ff-c667-52f3-9e89-927a2484143e"
+    assert record.ref.resource_version == "48213137"
+    assert record.ref.created == datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC)
+    assert record.ref.terminating is False
+    assert record.referrers_raw == '["default/web-dfw"]'
+    assert record.protected is False
+    # sanity: a well-formed orphan is deletable, so the refusals below are meaningful
+    assert _decide(configmap()).delete is True
+
+
+def test_secret_companion_keeps_only_metadata() -> None:
+    obj = configmap(name="db-creds")
+    obj["kind"] = "Secret"
+    obj["data"] = {"DATABASE_URL": "cG9zdGdyZXM6Ly9zM2NyM3Q="}
+    record = reduce.companion(SECRETS)(obj)
+    assert record.ref.kind == "Secret"
+    assert "cG9zdGdyZXM6Ly9zM2NyM3Q=" not in repr(record)
+
+
+def test_terminating_object() -> None:
+    record = reduce.companion(CONFIGMAPS)(configmap(deletionTimestamp="2026-11-20T11:59:00Z"))
+    assert record.ref.terminating is True
+    assert _decide(configmap(deletionTimestamp="2026-11-20T11:59:00Z")).delete is False
+
+
+def test_realistic_binding() -> None:
+    record = reduce.binding(resourcebinding())
+    assert record.ref.api_version == "work.karmada.io/v1alpha2"
+    assert record.ref.kind == "ResourceBinding"
+    assert record.policy_annotation == "city-dfw"
+    assert record.policy_label is None
+    assert record.cluster_policy is False
+    assert record.resource is not None
+    assert (record.resource.kind, record.resource.name) == ("ConfigMap", "app-config")
+    assert record.resource.uid == "79fe62ff-c667-52f3-9e89-927a2484143e"
+
+
+def test_binding_policy_in_label_and_cluster_policy() -> None:
+    legacy = reduce.binding(
+        resourcebinding(annotations={}, labels={"propagationpolicy.karmada.io/name": "city-ord"})
+    )
+    assert legacy.policy_annotation is None
+    assert legacy.policy_label == "city-ord"
+    by_label = reduce.binding(
+        resourcebinding(labels={"clusterpropagationpolicy.karmada.io/name": "global"})
+    )
+    by_annotation = reduce.binding(
+        resourcebinding(annotations={"clusterpropagationpolicy.karmada.io/name": "global"})
+    )
+    assert by_label.cluster_policy is True
+    assert by_annotation.cluster_policy is True
+
+
+def test_realistic_route() -> None:
+    record = reduce.route(httproute())
+    assert record.ref.kind == "HTTPRoute"
+    assert record.ref.api_version == "gateway.networking.k8s.io/v1"
+    assert record.parent_refs == (ParentRef("web-gateway", None, None, None),)
+    assert record.protected is False
+
+
+def test_route_keeps_only_the_labels_gcjob_reads() -> None:
+    obj = httproute()
+    obj["metadata"]["labels"]["meta.datumapis.com/http01-solver"] = "true"
+    record = reduce.route(obj)
+    assert set(record.labels) == set(ROUTE_LABELS)
+    assert all(key.startswith("meta.datumapis.com/") for key in record.labels)
+    assert "app.kubernetes.io/managed-by" not in record.labels
+    assert "meta.datumapis.com/something-else" not in record.labels
+    assert record.labels["meta.datumapis.com/upstream-cluster-name"] == "cluster-single"
+
+
+def test_route_drops_non_string_label_values() -> None:
+    obj = httproute()
+    obj["metadata"]["labels"]["meta.datumapis.com/upstream-name"] = 42
+    record = reduce.route(obj)
+    assert "meta.datumapis.com/upstream-name" not in record.labels
+    target = route_target(record)
+    assert isinstance(target, Verdict)
+    assert target.reason == "labels-missing"
+
+
+# -- protect annotation ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("annotations", "protected"),
+    [
+        ({PROTECT_ANNOTATION: "true"}, True),
+        ({PROTECT_ANNOTATION: "false"}, False),
+        ({PROTECT_ANNOTATION: ""}, False),
+        ({}, False),
+        (None, False),
+        ("not-a-dict", False),
+    ],
+)
+def test_protect_annotation(annotations: Any, protected: bool) -> None:
+    assert reduce.is_protected(configmap(annotations=annotations)) is protected
+    assert reduce.companion(CONFIGMAPS)(configmap(annotations=annotations)).protected is protected
+    assert reduce.binding(resourcebinding(annotations=annotations)).protected is protected
+    assert reduce.route(httproute(annotations=annotations)).protected is protected
+
+
+def test_protected_companion_is_held_back() -> None:
+    obj = configmap()
+    obj["metadata"]["annotations"][PROTECT_ANNOTATION] = "true"
+    verdict = _decide(obj)
+    assert (verdict.delete, verdict.reason) == (False, "protected")
+
+
+# -- malformed metadata ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metadata", ["missing", None, "a string", ["a", "list"], 7])
+def test_metadata_missing_or_not_a_dict(metadata: Any) -> None:
+    obj = configmap()
+    if metadata == "missing":
+        del obj["metadata"]
+    else:
+        obj["metadata"] = metadata
+    record = reduce.companion(CONFIGMAPS)(obj)
+    assert record.ref.uid == ""
+    assert record.ref.resource_version == ""
+    assert record.ref.created is None
+    assert record.referrers_raw is None
+    assert record.protected is False
+    assert _decide(obj).delete is False
+    assert hold_back(record.ref, NOW, MIN_AGE, False) == (
+        "unpinnable",
+        "no uid or resourceVersion to pin a delete to",
+    )
+    assert reduce.binding(copy.deepcopy(obj)).ref.uid == ""
+    assert reduce.route(copy.deepcopy(obj)).labels == {}
+    assert reduce.name_of(obj) is None
+    assert reduce.namespace_and_name(obj) is None
+
+
+def test_empty_object() -> None:
+    assert reduce.companion(CONFIGMAPS)({}).ref.uid == ""
+    assert reduce.binding({}).resource is None
+    assert reduce.route({}).parent_refs == ()
+
+
+@pytest.mark.parametrize("field", ["uid", "resourceVersion"])
+@pytest.mark.parametrize("value", [None, 12345, {"x": 1}])
+def test_non_string_uid_or_resource_version_is_unpinnable(field: str, value: Any) -> None:
+    obj = configmap(**{field: value})
+    record = reduce.companion(CONFIGMAPS)(obj)
+    assert getattr(record.ref, "uid" if field == "uid" else "resource_version") == ""
+    verdict = _decide(obj)
+    assert (verdict.delete, verdict.reason) == (False, "unpinnable")
+
+
+@pytest.mark.parametrize("annotations", [None, "a string", ["x"], 3])
+def test_annotations_not_a_dict(annotations: Any) -> None:
+    obj = configmap(annotations=annotations)
+    record = reduce.companion(CONFIGMAPS)(obj)
+    assert record.referrers_raw is None
+    verdict = _decide(obj)
+    assert (verdict.delete, verdict.reason) == (False, "referrers-missing")
+
+
+@pytest.mark.parametrize("value", [["default/web-dfw"], 1, True, {"default": "web-dfw"}])
+def test_non_string_referrers_annotation_is_unreadable(value: Any) -> None:
+    obj = configmap(annotations={REFERRERS_ANNOTATION: value})
+    record = reduce.companion(CONFIGMAPS)(obj)
+    assert isinstance(record.referrers_raw, str)
+    verdict = _decide(obj)
+    assert verdict.delete is False
+    assert verdict.reason.startswith("referrers-")
+
+
+def test_non_string_policy_annotation_is_not_a_city_policy() -> None:
+    record = reduce.binding(
+        resourcebinding(annotations={"propagationpolicy.karmada.io/name": ["city-dfw"]})
+    )
+    assert record.policy_annotation is not None
+    assert not record.policy_annotation.startswith("city-")
+
+
+# -- timestamps -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "timestamp",
+    [
+        "missing",
+        None,
+        "",
+        "yesterday",
+        "2026-13-45T00:00:00Z",
+        "2026-11-12T09:14:27",  # naive: no zone, its age cannot be proven
+        "2026-11-12",
+        1763000000,
+        ["2026-11-12T09:14:27Z"],
+    ],
+)
+def test_bad_creation_timestamp_means_age_unknown(timestamp: Any) -> None:
+    obj = configmap()
+    if timestamp == "missing":
+        del obj["metadata"]["creationTimestamp"]
+    else:
+        obj["metadata"]["creationTimestamp"] = timestamp
+    record = reduce.companion(CONFIGMAPS)(obj)
+    assert record.ref.created is None
+    verdict = _decide(obj)
+    assert (verdict.delete, verdict.reason) == (False, "age-unknown")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-11-12T09:14:27Z", datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC)),
+        ("2026-11-12T09:14:27.5Z", datetime(2026, 11, 12, 9, 14, 27, 500000, tzinfo=UTC)),
+        (
+            "2026-11-12T11:14:27+02:00",
+            datetime(2026, 11, 12, 11, 14, 27, tzinfo=timezone(timedelta(hours=2))),
+        ),
+        # what PyYAML makes of an unquoted timestamp with a zone
+        (
+            datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC),
+            datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC),
+        ),
+    ],
+)
+def test_parse_time(value: Any, expected: datetime) -> None:
+    parsed = reduce.parse_time(value)
+    assert parsed == expected
+    assert parsed is not None and parsed.tzinfo is not None
+
+
+# -- bindings: spec.resource ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["missing", None, "str", {}, {"resource": None}, {"resource": 1}])
+def test_binding_without_spec_resource(spec: Any) -> None:
+    obj = resourcebinding()
+    if spec == "missing":
+        del obj["spec"]
+    else:
+        obj["spec"] = spec
+    record = reduce.binding(obj)
+    assert record.resource is None
+    companion = reduce.companion(CONFIGMAPS)(configmap())
+    assert binding_names_companion(record.resource, companion.ref) is not None
+
+
+def test_binding_spec_resource_with_odd_fields() -> None:
+    obj = resourcebinding()
+    obj["spec"]["resource"] = {"kind": 5, "name": None}
+    record = reduce.binding(obj)
+    assert record.resource is not None
+    assert (record.resource.kind, record.resource.name, record.resource.uid) == ("", "", "")
+    companion = reduce.companion(CONFIGMAPS)(configmap())
+    assert binding_names_companion(record.resource, companion.ref) is not None
+
+
+# -- routes: parentRefs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("refs", [None, "web-gateway", {"name": "web-gateway"}, 3, []])
+def test_parent_refs_not_a_list_means_no_parents(refs: Any) -> None:
+    obj = httproute()
+    obj["spec"]["parentRefs"] = refs
+    record = reduce.route(obj)
+    assert record.parent_refs == ()
+    verdict = route_target(record)
+    assert isinstance(verdict, Verdict)
+    assert (verdict.delete, verdict.reason) == (False, "no-parent-refs")
+
+
+@pytest.mark.parametrize("spec", ["missing", None, "str", []])
+def test_route_spec_missing_or_not_a_dict(spec: Any) -> None:
+    obj = httproute()
+    if spec == "missing":
+        del obj["spec"]
+    else:
+        obj["spec"] = spec
+    assert reduce.route(obj).parent_refs == ()
+
+
+@pytest.mark.parametrize("item", ["web-gateway", None, 1, ["web-gateway"]])
+def test_parent_ref_item_not_a_dict_is_no_gateway(item: Any) -> None:
+    record = reduce.route(httproute([{"name": "web-gateway"}, item]))
+    assert len(record.parent_refs) == 2
+    assert not is_gateway(record.parent_refs[1])
+    verdict = route_target(record)
+    assert isinstance(verdict, Verdict)
+    assert (verdict.delete, verdict.reason) == (False, "non-gateway-parent")
+
+
+def test_parent_ref_absent_keys_are_none() -> None:
+    (parent,) = reduce.route(httproute([{"name": "web-gateway"}])).parent_refs
+    assert parent == ParentRef("web-gateway", None, None, None)
+    assert is_gateway(parent)
+
+
+def test_parent_ref_explicit_gateway() -> None:
+    ref = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "web-gateway"}
+    (parent,) = reduce.route(httproute([ref])).parent_refs
+    assert parent == ParentRef("web-gateway", "gateway.networking.k8s.io", "Gateway", None)
+    assert is_gateway(parent)
+
+
+def test_parent_ref_empty_group_is_the_core_group() -> None:
+    ref = {"group": "", "kind": "Service", "name": "web"}
+    (parent,) = reduce.route(httproute([ref])).parent_refs
+    assert parent.group == ""
+    assert not is_gateway(parent)
+    (only_group,) = reduce.route(httproute([{"group": "", "name": "gw"}])).parent_refs
+    assert only_group.group == "" and only_group.kind is None
+    assert not is_gateway(only_group)
+
+
+def test_parent_ref_empty_namespace_is_set() -> None:
+    record = reduce.route(httproute([{"name": "web-gateway", "namespace": ""}]))
+    assert record.parent_refs[0].namespace == ""
+    verdict = route_target(record)
+    assert isinstance(verdict, Verdict)
+    assert (verdict.delete, verdict.reason) == (False, "cross-namespace-parent")
+
+
+@pytest.mark.parametrize("key", ["group", "kind"])
+@pytest.mark.parametrize("value", [None, 1, ["Gateway"]])
+def test_parent_ref_non_string_group_or_kind_is_no_gateway(key: str, value: Any) -> None:
+    record = reduce.route(httproute([{"name": "web-gateway", key: value}]))
+    assert not is_gateway(record.parent_refs[0])
+    verdict = route_target(record)
+    assert isinstance(verdict, Verdict)
+    assert verdict.reason == "non-gateway-parent"
+
+
+def test_parent_ref_without_name() -> None:
+    (parent,) = reduce.route(httproute([{"kind": "Gateway"}])).parent_refs
+    assert parent.name == ""
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def test_name_helpers() -> None:
+    obj = configmap()
+    assert reduce.name_of(obj) == "app-config"
+    assert reduce.namespace_and_name(obj) == (HUB_NS, "app-config")
+    assert reduce.ref_of(RESOURCEBINDINGS)(resourcebinding()).kind == "ResourceBinding"
+    assert reduce.name_of(configmap(name="")) is None
+    assert reduce.namespace_and_name(configmap(namespace=None)) == ("", "app-config")

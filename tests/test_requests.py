@@ -1,0 +1,245 @@
+"""gcjob.kube.requests (and the paths of gcjob.kube.resources): every request as plain data.
+
+Secrets: metadata only, with no JSON fallback, on list, get and delete (shared/domain.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gcjob.kube import requests
+from gcjob.kube.requests import JSON, METADATA, METADATA_LIST
+from gcjob.kube.resources import (
+    CONFIGMAPS,
+    GATEWAYS,
+    HTTPROUTES,
+    LEASES,
+    NAMESPACES,
+    RESOURCEBINDINGS,
+    SECRETS,
+    WORKLOADDEPLOYMENTS,
+    Resource,
+)
+
+NS = "ns-6f1c2a9e-0d4b-4c1e-9a7f-2b3c4d5e6f70"
+
+
+def _media_types(accept: str) -> list[str]:
+    return [part.strip() for part in accept.split(",")]
+
+
+# -- Accept headers -------------------------------------------------------------------------
+
+
+def test_configmap_metadata_list_falls_back_to_json() -> None:
+    request = requests.list_page(
+        CONFIGMAPS,
+        namespace=None,
+        label_selector=None,
+        limit=500,
+        continue_token=None,
+        metadata_only=True,
+    )
+    assert _media_types(request.accept) == [METADATA_LIST, JSON]
+
+
+def test_configmap_metadata_get_falls_back_to_json() -> None:
+    request = requests.get(CONFIGMAPS, NS, "app-config", metadata_only=True)
+    assert _media_types(request.accept) == [METADATA, JSON]
+
+
+def test_full_objects_ask_for_json_only() -> None:
+    listed = requests.list_page(
+        WORKLOADDEPLOYMENTS,
+        namespace=NS,
+        label_selector=None,
+        limit=500,
+        continue_token=None,
+        metadata_only=False,
+    )
+    got = requests.get(HTTPROUTES, NS, "web", metadata_only=False)
+    assert listed.accept == JSON
+    assert got.accept == JSON
+
+
+@pytest.mark.parametrize("metadata_only", [True, False])
+def test_secret_list_is_metadata_only_without_fallback(metadata_only: bool) -> None:
+    request = requests.list_page(
+        SECRETS,
+        namespace=NS,
+        label_selector="compute.datumapis.com/referenced-data=true",
+        limit=500,
+        continue_token=None,
+        metadata_only=metadata_only,
+    )
+    assert request.accept == METADATA_LIST
+    assert JSON not in _media_types(request.accept)
+
+
+@pytest.mark.parametrize("metadata_only", [True, False])
+def test_secret_get_is_metadata_only_without_fallback(metadata_only: bool) -> None:
+    request = requests.get(SECRETS, NS, "db-creds", metadata_only=metadata_only)
+    assert request.accept == METADATA
+    assert JSON not in _media_types(request.accept)
+
+
+def test_secret_delete_is_metadata_only_without_fallback() -> None:
+    request = requests.delete(SECRETS, NS, "db-creds", "uid-1", "100")
+    assert request.accept == METADATA
+    assert JSON not in _media_types(request.accept)
+
+
+def test_configmap_delete_asks_for_metadata_with_fallback() -> None:
+    request = requests.delete(CONFIGMAPS, NS, "app-config", "uid-1", "100")
+    assert _media_types(request.accept) == [METADATA, JSON]
+
+
+def test_metadata_media_types_name_partial_object_metadata() -> None:
+    assert "as=PartialObjectMetadataList" in METADATA_LIST
+    assert "as=PartialObjectMetadata;" in METADATA
+    for media in (METADATA, METADATA_LIST):
+        assert "g=meta.k8s.io" in media
+        assert "v=v1" in media
+
+
+# -- delete body ----------------------------------------------------------------------------
+
+
+def test_delete_is_preconditioned_and_background() -> None:
+    request = requests.delete(RESOURCEBINDINGS, NS, "app-config-configmap", "uid-42", "4711")
+    assert request.method == "DELETE"
+    assert request.path == (
+        f"/apis/work.karmada.io/v1alpha2/namespaces/{NS}/resourcebindings/app-config-configmap"
+    )
+    assert request.body == {
+        "kind": "DeleteOptions",
+        "apiVersion": "v1",
+        "propagationPolicy": "Background",
+        "preconditions": {"uid": "uid-42", "resourceVersion": "4711"},
+    }
+    assert request.content_type == JSON
+    assert request.query == ()
+
+
+# -- list query -----------------------------------------------------------------------------
+
+
+def test_list_query_first_page() -> None:
+    request = requests.list_page(
+        CONFIGMAPS,
+        namespace=None,
+        label_selector="compute.datumapis.com/referenced-data=true",
+        limit=250,
+        continue_token=None,
+        metadata_only=True,
+    )
+    assert request.method == "GET"
+    assert request.path == "/api/v1/configmaps"
+    assert request.query == (
+        ("limit", "250"),
+        ("labelSelector", "compute.datumapis.com/referenced-data=true"),
+    )
+    assert request.body is None
+
+
+def test_list_query_next_page_carries_continue() -> None:
+    request = requests.list_page(
+        WORKLOADDEPLOYMENTS,
+        namespace=NS,
+        label_selector=None,
+        limit=500,
+        continue_token="eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ",
+        metadata_only=False,
+    )
+    query = dict(request.query)
+    assert query == {"limit": "500", "continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"}
+    assert "labelSelector" not in query  # WorkloadDeployments are read unfiltered
+    assert (
+        request.path == f"/apis/compute.datumapis.com/v1alpha/namespaces/{NS}/workloaddeployments"
+    )
+
+
+def test_list_query_omits_empty_selector_and_token() -> None:
+    request = requests.list_page(
+        GATEWAYS,
+        namespace="default",
+        label_selector="",
+        limit=1,
+        continue_token="",
+        metadata_only=False,
+    )
+    assert request.query == (("limit", "1"),)
+
+
+# -- discovery, create, replace ---------------------------------------------------------------
+
+
+def test_discovery_paths() -> None:
+    assert requests.discovery(RESOURCEBINDINGS).path == "/apis/work.karmada.io/v1alpha2"
+    assert requests.discovery(CONFIGMAPS).path == "/api/v1"
+    assert requests.discovery(GATEWAYS).method == "GET"
+
+
+def test_create_and_replace_carry_json_bodies() -> None:
+    body = {"metadata": {"name": "gcjob", "resourceVersion": "7"}}
+    created = requests.create(LEASES, "default", body)
+    replaced = requests.replace(LEASES, "default", "gcjob", body)
+    assert (created.method, created.path) == (
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+    )
+    assert (replaced.method, replaced.path) == (
+        "PUT",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases/gcjob",
+    )
+    assert created.body == replaced.body == body
+    assert created.content_type == replaced.content_type == JSON
+
+
+# -- paths (gcjob.kube.resources) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("resource", "namespace", "name", "path"),
+    [
+        (CONFIGMAPS, NS, "app-config", f"/api/v1/namespaces/{NS}/configmaps/app-config"),
+        (CONFIGMAPS, None, None, "/api/v1/configmaps"),
+        (SECRETS, NS, None, f"/api/v1/namespaces/{NS}/secrets"),
+        (NAMESPACES, None, "default", "/api/v1/namespaces/default"),
+        # a cluster-wide resource ignores a namespace
+        (NAMESPACES, "ignored", "default", "/api/v1/namespaces/default"),
+        (
+            GATEWAYS,
+            "default",
+            "web-gateway",
+            "/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/web-gateway",
+        ),
+        (HTTPROUTES, None, None, "/apis/gateway.networking.k8s.io/v1/httproutes"),
+        (
+            RESOURCEBINDINGS,
+            NS,
+            "configmap.legacy-settings-configmap",
+            f"/apis/work.karmada.io/v1alpha2/namespaces/{NS}/resourcebindings/"
+            "configmap.legacy-settings-configmap",
+        ),
+    ],
+)
+def test_paths(resource: Resource, namespace: str | None, name: str | None, path: str) -> None:
+    assert resource.path(namespace, name) == path
+
+
+def test_names_and_namespaces_are_percent_encoded() -> None:
+    assert (
+        CONFIGMAPS.path("a/b", "x/../y z?")
+        == "/api/v1/namespaces/a%2Fb/configmaps/x%2F..%2Fy%20z%3F"
+    )
+    request = requests.get(SECRETS, NS, "../../configmaps/x", metadata_only=True)
+    assert request.path == f"/api/v1/namespaces/{NS}/secrets/..%2F..%2Fconfigmaps%2Fx"
+
+
+def test_api_versions() -> None:
+    assert CONFIGMAPS.api_version == "v1"
+    assert RESOURCEBINDINGS.api_version == "work.karmada.io/v1alpha2"
+    assert WORKLOADDEPLOYMENTS.api_version == "compute.datumapis.com/v1alpha"
+    assert SECRETS.sensitive and not CONFIGMAPS.sensitive
+    assert not NAMESPACES.namespaced

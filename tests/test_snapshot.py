@@ -1,0 +1,371 @@
+"""gcjob.kube.snapshot: sweeping offline from `kubectl get -o json|yaml` dumps."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gcjob.kube import reduce
+from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
+from gcjob.kube.resources import (
+    CONFIGMAPS,
+    GATEWAYS,
+    HTTPROUTES,
+    NAMESPACES,
+    RESOURCEBINDINGS,
+    SECRETS,
+)
+from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
+
+WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
+SHOP = "ns-c7e2a9d4-1b3f-4e8a-a6d2-5f9b0c1e3a7d"
+LABEL = "compute.datumapis.com/referenced-data"
+PAYLOAD = "cG9zdGdyZXM6Ly9hcHA6czNjcjN0QGRiOjU0MzIvYXBw"
+STRING_PAYLOAD = "postgres://app:s3cr3t@db:5432/app"
+
+
+def _raw(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj
+
+
+def _meta(
+    name: str,
+    namespace: str | None,
+    created: str = "2026-11-12T09:14:27Z",
+    labels: dict[str, str] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "uid": f"uid-{name}",
+        "resourceVersion": "100",
+        "creationTimestamp": created,
+    }
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if labels is not None:
+        meta["labels"] = labels
+    meta.update(extra)
+    return meta
+
+
+def configmap(name: str, namespace: str, labelled: bool = True, **extra: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(name, namespace, labels={LABEL: "true"} if labelled else {}, **extra),
+        "data": {"APP_MODE": "production"},
+    }
+
+
+def secret(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta(name, namespace, labels={LABEL: "true"}),
+        "data": {"DATABASE_URL": PAYLOAD},
+        "stringData": {"DATABASE_URL": STRING_PAYLOAD},
+    }
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _list(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": list(items), "metadata": {}}
+
+
+@pytest.fixture
+def snapshot_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "snap"
+    _write(
+        root / "snapshot.yaml",
+        'capturedAt: "2026-11-20T12:00:00Z"\nserver: "test-hub (snapshot)"\n',
+    )
+    # a JSON List, as `kubectl get configmaps -A -o json` writes it
+    _write(
+        root / "hub" / "configmaps.json",
+        json.dumps(
+            _list(
+                configmap("app-config", WEB),
+                configmap("other-config", SHOP),
+                configmap("unlabelled-config", WEB, labelled=False),
+            )
+        ),
+    )
+    # multi-document YAML: a List, then a single object
+    _write(
+        root / "hub" / "secrets.yaml",
+        yaml.safe_dump(_list(secret("db-creds", WEB)))
+        + "---\n"
+        + yaml.safe_dump(secret("api-token", SHOP)),
+    )
+    # nested, .yml, with a single object and an empty document
+    _write(
+        root / "hub" / "karmada" / "bindings.yml",
+        "---\n"
+        + yaml.safe_dump(
+            {
+                "apiVersion": "work.karmada.io/v1alpha2",
+                "kind": "ResourceBinding",
+                "metadata": _meta("app-config-configmap", WEB),
+                "spec": {"resource": {"kind": "ConfigMap", "name": "app-config"}},
+            }
+        )
+        + "---\n",
+    )
+    _write(root / "hub" / "README.txt", "not a dump: ignored")
+    _write(
+        root / "upstream" / "single" / "gateways.yaml",
+        yaml.safe_dump(
+            _list(
+                {
+                    "apiVersion": "gateway.networking.k8s.io/v1",
+                    "kind": "Gateway",
+                    "metadata": _meta("web-gateway", "default"),
+                }
+            )
+        ),
+    )
+    _write(
+        root / "upstream" / "single" / "namespaces.yaml",
+        yaml.safe_dump(
+            _list({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta("default", None)})
+        ),
+    )
+    _write(root / "upstream" / "proj-alpha" / "gateways.json", json.dumps(_list()))
+    return root
+
+
+def test_captured_at_and_server(snapshot_dir: Path) -> None:
+    snapshot = Snapshot(str(snapshot_dir))
+    assert snapshot.captured_at == datetime(2026, 11, 20, 12, 0, 0, tzinfo=UTC)
+    assert snapshot.hub.server == "test-hub (snapshot)"
+    assert sorted(snapshot.upstreams) == ["proj-alpha", "single"]
+
+
+def test_unquoted_captured_at(snapshot_dir: Path) -> None:
+    _write(snapshot_dir / "snapshot.yaml", "capturedAt: 2026-11-20T12:00:00Z\n")
+    assert Snapshot(str(snapshot_dir)).captured_at == datetime(2026, 11, 20, 12, tzinfo=UTC)
+
+
+def test_json_list_loaded(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    names = hub.list(CONFIGMAPS, reduce.namespace_and_name)
+    assert sorted(names) == sorted(
+        [(WEB, "app-config"), (SHOP, "other-config"), (WEB, "unlabelled-config")]
+    )
+
+
+def test_multi_document_yaml_loaded(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert sorted(hub.list(SECRETS, reduce.name_of)) == ["api-token", "db-creds"]
+    assert hub.list(RESOURCEBINDINGS, reduce.name_of) == ["app-config-configmap"]
+
+
+def test_secret_payload_dropped_on_load(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    secrets = hub.list(SECRETS, _raw)
+    assert len(secrets) == 2
+    for obj in secrets:
+        assert "data" not in obj
+        assert "stringData" not in obj
+        assert obj["metadata"]["name"] in {"db-creds", "api-token"}
+    got = hub.get(SECRETS, WEB, "db-creds", _raw)
+    assert got is not None and "data" not in got and "stringData" not in got
+    # nothing of the payload is kept anywhere in the store
+    assert PAYLOAD not in repr(hub.__dict__)
+    assert STRING_PAYLOAD not in repr(hub.__dict__)
+
+
+def test_configmap_data_is_kept(snapshot_dir: Path) -> None:
+    got = Snapshot(str(snapshot_dir)).hub.get(CONFIGMAPS, WEB, "app-config", _raw)
+    assert got is not None
+    assert got["data"] == {"APP_MODE": "production"}
+
+
+def test_list_by_namespace(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert hub.list(CONFIGMAPS, reduce.name_of, namespace=SHOP) == ["other-config"]
+    assert hub.list(CONFIGMAPS, reduce.name_of, namespace="nowhere") == []
+
+
+def test_list_by_equality_label_selector(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    labelled = hub.list(CONFIGMAPS, reduce.namespace_and_name, label_selector=f"{LABEL}=true")
+    assert sorted(labelled) == sorted([(WEB, "app-config"), (SHOP, "other-config")])
+    both = hub.list(CONFIGMAPS, reduce.name_of, namespace=WEB, label_selector=f"{LABEL}=true")
+    assert both == ["app-config"]
+    assert hub.list(CONFIGMAPS, reduce.name_of, label_selector=f"{LABEL}=false") == []
+
+
+def test_list_drops_records_reduced_to_none(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert hub.list(CONFIGMAPS, lambda obj: None) == []
+
+
+def test_list_of_an_absent_kind_is_empty(snapshot_dir: Path) -> None:
+    assert Snapshot(str(snapshot_dir)).hub.list(HTTPROUTES, reduce.name_of) == []
+
+
+def test_get(snapshot_dir: Path) -> None:
+    snapshot = Snapshot(str(snapshot_dir))
+    assert snapshot.hub.get(CONFIGMAPS, WEB, "unlabelled-config", reduce.name_of) == (
+        "unlabelled-config"
+    )
+    assert snapshot.hub.get(CONFIGMAPS, SHOP, "app-config", reduce.name_of) is None
+    assert snapshot.hub.get(SECRETS, WEB, "app-config", reduce.name_of) is None
+    single = snapshot.upstreams["single"]
+    assert single.get(GATEWAYS, "default", "web-gateway", reduce.name_of) == "web-gateway"
+    assert single.get(GATEWAYS, "default", "gone-gateway", reduce.name_of) is None
+    assert single.get(NAMESPACES, None, "default", reduce.name_of) == "default"
+    assert snapshot.upstreams["proj-alpha"].list(GATEWAYS, reduce.name_of) == []
+
+
+def test_served_is_true(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert hub.served(RESOURCEBINDINGS)
+    assert hub.served(HTTPROUTES)
+
+
+def test_delete_refused(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    with pytest.raises(KubeError):
+        hub.delete(CONFIGMAPS, WEB, "app-config", "uid-app-config", "100")
+    assert hub.get(CONFIGMAPS, WEB, "app-config", reduce.name_of) == "app-config"
+
+
+def test_captured_at_falls_back_to_newest_timestamp(tmp_path: Path) -> None:
+    root = tmp_path / "snap"
+    _write(root / "snapshot.yaml", "server: no-time\n")
+    _write(
+        root / "hub" / "cms.yaml",
+        yaml.safe_dump(
+            _list(
+                configmap("a", WEB, created="2026-11-01T00:00:00Z"),
+                configmap(
+                    "b",
+                    WEB,
+                    created="2026-11-02T00:00:00Z",
+                    deletionTimestamp="2026-11-15T08:30:00Z",
+                ),
+            )
+        ),
+    )
+    _write(
+        root / "upstream" / "single" / "gws.yaml",
+        yaml.safe_dump(
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "Gateway",
+                "metadata": _meta("gw", "default", created="2026-11-16T10:00:00Z"),
+            }
+        ),
+    )
+    snapshot = Snapshot(str(root))
+    assert snapshot.captured_at == datetime(2026, 11, 16, 10, 0, 0, tzinfo=UTC)
+
+
+def test_captured_at_fallback_without_snapshot_yaml(tmp_path: Path) -> None:
+    root = tmp_path / "snap"
+    _write(
+        root / "hub" / "cms.json",
+        json.dumps(_list(configmap("a", WEB, created="2026-11-03T04:05:06Z"))),
+    )
+    snapshot = Snapshot(str(root))
+    assert snapshot.captured_at == datetime(2026, 11, 3, 4, 5, 6, tzinfo=UTC)
+    assert snapshot.upstreams == {}
+
+
+def test_no_time_at_all(tmp_path: Path) -> None:
+    root = tmp_path / "snap"
+    (root / "hub").mkdir(parents=True)
+    assert Snapshot(str(root)).captured_at is None
+
+
+@pytest.mark.parametrize(
+    "captured",
+    ['"yesterday"', '"2026-11-20T12:00:00"', '"2026-13-01T00:00:00Z"', "12345", '""', "[1]"],
+)
+def test_invalid_captured_at(tmp_path: Path, captured: str) -> None:
+    root = tmp_path / "snap"
+    _write(root / "snapshot.yaml", f"capturedAt: {captured}\n")
+    (root / "hub").mkdir()
+    with pytest.raises(ConfigError, match="capturedAt"):
+        Snapshot(str(root))
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("broken.json", '{"apiVersion": "v1", "kind": "List", "items": ['),
+        ("broken.yaml", "apiVersion: v1\nkind: List\nitems: [\n  - {a: b\n"),
+        ("tabs.yaml", "kind: ConfigMap\n\tmetadata: {}\n"),
+    ],
+)
+def test_unparsable_hub_file(tmp_path: Path, name: str, text: str) -> None:
+    root = tmp_path / "snap"
+    _write(root / "hub" / name, text)
+    with pytest.raises(ConfigError) as raised:
+        Snapshot(str(root))
+    assert name in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_unparsable_upstream_file(tmp_path: Path) -> None:
+    root = tmp_path / "snap"
+    (root / "hub").mkdir(parents=True)
+    _write(root / "upstream" / "single" / "gateways.json", "{not json")
+    with pytest.raises(ConfigError):
+        Snapshot(str(root))
+
+
+def test_undecodable_file(tmp_path: Path) -> None:
+    root = tmp_path / "snap"
+    (root / "hub").mkdir(parents=True)
+    (root / "hub" / "binary.yaml").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ConfigError):
+        Snapshot(str(root))
+
+
+def test_unparsable_snapshot_yaml(tmp_path: Path) -> None:
+    root = tmp_path / "snap"
+    (root / "hub").mkdir(parents=True)
+    _write(root / "snapshot.yaml", 'capturedAt: "2026-11-20T12:00:00Z\n  server: [\n')
+    with pytest.raises(ConfigError):
+        Snapshot(str(root))
+
+
+def test_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        Snapshot(str(tmp_path / "missing"))
+    file = tmp_path / "file"
+    file.write_text("x")
+    with pytest.raises(ConfigError):
+        Snapshot(str(file))
+
+
+def test_snapshot_upstreams(snapshot_dir: Path) -> None:
+    snapshot = Snapshot(str(snapshot_dir))
+    upstreams = SnapshotUpstreams(snapshot.upstreams)
+    single = upstreams.reader_for("single")
+    assert isinstance(single, SnapshotStore)
+    assert single.list(GATEWAYS, reduce.name_of, namespace="default") == ["web-gateway"]
+    with pytest.raises(UnknownCluster):
+        upstreams.reader_for("proj-unknown")
+    with pytest.raises(UnknownCluster):
+        SnapshotUpstreams({}).reader_for("single")
+
+
+def test_upstream_objects_are_not_on_the_hub(snapshot_dir: Path) -> None:
+    snapshot = Snapshot(str(snapshot_dir))
+    assert snapshot.hub.list(GATEWAYS, reduce.name_of) == []
+    assert snapshot.upstreams["single"].list(CONFIGMAPS, reduce.name_of) == []
