@@ -1,0 +1,92 @@
+"""gcjob/enumerate/upstream.py: one probe per cluster, one read per (cluster, namespace)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gcjob.decide.routes import ClusterStatus, RouteTarget
+from gcjob.enumerate.upstream import UpstreamIndex
+from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
+
+
+class CountingStore(SnapshotStore):
+    """An upstream that counts its reads, to check what the index costs."""
+
+    def __init__(self, *objects: dict[str, Any], serves: bool = True) -> None:
+        super().__init__("upstream", [])
+        self.calls: list[str] = []
+        self.serves = serves
+        for obj in objects:
+            self.add(obj)
+
+    def served(self, resource):  # type: ignore[no-untyped-def]
+        self.calls.append("discovery")
+        return self.serves
+
+    def list(self, resource, reduce, **kwargs):  # type: ignore[no-untyped-def]
+        self.calls.append(f"list {resource.plural} {kwargs.get('namespace')}")
+        return super().list(resource, reduce, **kwargs)
+
+    def get(self, resource, namespace, name, reduce, **kwargs):  # type: ignore[no-untyped-def]
+        self.calls.append(f"get {resource.plural} {namespace}/{name}")
+        return super().get(resource, namespace, name, reduce, **kwargs)
+
+
+def gateway(ns: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"namespace": ns, "name": name},
+    }
+
+
+def test_one_probe_and_one_read_per_namespace() -> None:
+    store = CountingStore(gateway("p1", "gw-a"), gateway("p2", "gw-b"))
+    index = UpstreamIndex(SnapshotUpstreams({"single": store}))
+    targets = [
+        RouteTarget("single", "p1", ("gw-a",)),
+        RouteTarget("single", "p1", ("gw-b",)),
+        RouteTarget("single", "p1", ("gw-a", "gw-c")),
+        RouteTarget("single", "p2", ("gw-b",)),
+    ]
+
+    index.load(targets, suspect_min_routes=10)
+
+    # p1 needs three names: one list; p2 needs one: one GET. One discovery in all.
+    assert store.calls == ["discovery", "list gateways p1", "get gateways p2/gw-b"]
+    assert index.view(targets[0]).gateways == frozenset({"gw-a"})
+    assert index.view(targets[3]).gateways == frozenset({"gw-b"})
+    assert index.clusters["single"].routes == 4
+
+
+def test_a_cluster_that_does_not_serve_gateways_is_unavailable() -> None:
+    index = UpstreamIndex(SnapshotUpstreams({"single": CountingStore(serves=False)}))
+    index.load([RouteTarget("single", "p1", ("gw-a",))], suspect_min_routes=10)
+    assert index.clusters["single"].status is ClusterStatus.UNAVAILABLE
+
+
+def test_many_routes_and_no_gateway_at_all_is_suspect() -> None:
+    index = UpstreamIndex(SnapshotUpstreams({"single": CountingStore()}))
+    targets = [RouteTarget("single", f"p{i}", ("gw",)) for i in range(3)]
+
+    index.load(targets, suspect_min_routes=3)
+
+    assert index.clusters["single"].status is ClusterStatus.SUSPECT
+    assert index.view(targets[0]).cluster_status is ClusterStatus.SUSPECT
+
+
+def test_one_gateway_found_is_enough_to_trust_the_cluster() -> None:
+    index = UpstreamIndex(SnapshotUpstreams({"single": CountingStore(gateway("p0", "gw"))}))
+    index.load([RouteTarget("single", f"p{i}", ("gw",)) for i in range(3)], suspect_min_routes=3)
+    assert index.clusters["single"].status is ClusterStatus.OK
+
+
+def test_namespace_existence_is_read_once() -> None:
+    store = CountingStore({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "p1"}})
+    index = UpstreamIndex(SnapshotUpstreams({"single": store}))
+    index.load([RouteTarget("single", "p1", ("gw",))], suspect_min_routes=0)
+
+    assert index.namespace_exists("single", "p1") is True
+    assert index.namespace_exists("single", "p1") is True
+    assert index.namespace_exists("single", "gone") is False
+    assert store.calls.count("get namespaces None/p1") == 1
