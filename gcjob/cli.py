@@ -31,6 +31,7 @@ from gcjob.model import Sweep
 from gcjob.report.emitter import Reporter
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings, parse_duration
+from gcjob.sweeps import execute
 
 LEASE_MARGIN = timedelta(minutes=1)
 
@@ -311,7 +312,7 @@ def run_sweep(settings: Settings) -> int:
                 settings.timeout + LEASE_MARGIN,
             )
             lock.acquire(datetime.now(UTC))
-        run.execute()
+        execute(run)
     except NotAHub as exc:
         run.codes.add(ExitCode.USAGE)
         error = str(exc)

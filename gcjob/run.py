@@ -8,31 +8,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcjob import __version__
-from gcjob.act.bindings import delete_binding
 from gcjob.act.brake import BrakeLimits, brake_reason
-from gcjob.act.companions import delete_companion
 from gcjob.act.deleter import Deleter
-from gcjob.act.routes import delete_route
 from gcjob.budget import RunBudget
-from gcjob.decide.bindings import Presence, bound_target, decide_binding
-from gcjob.decide.companions import decide_companion
-from gcjob.decide.routes import ClusterStatus, RouteTarget, decide_route, in_scope, route_target
-from gcjob.enumerate.hub import read_bindings, read_companions, read_routes, read_workload_index
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
-from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.reader import Reader
-from gcjob.kube.resources import (
-    COMPANION_RESOURCES,
-    HTTPROUTES,
-    RESOURCEBINDINGS,
-    WORKLOADDEPLOYMENTS,
-)
+from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
-from gcjob.model import Action, Companion, Outcome, Sweep, Verdict
+from gcjob.model import Action, Outcome, Sweep, Verdict
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339
 from gcjob.settings import Settings
@@ -81,9 +68,9 @@ class Run:
     codes: set[ExitCode] = field(default_factory=set)
     sweeps: dict[Sweep, SweepState] = field(default_factory=dict)
     deleted: int = 0  # deletions this run, for --max-deletions (a companion + binding: one)
-    acted_on: set[str] = field(default_factory=set)  # uids already reported this run
+    handled_bindings: set[str] = field(default_factory=set)  # uids reported with a companion
+    companion_keys: set[tuple[str, str, str]] | None = None  # (kind, namespace, name)
     upstream_index: UpstreamIndex | None = None
-    _companions: list[Companion] | None = None
 
     @property
     def scope(self) -> Scope:
@@ -98,8 +85,8 @@ class Run:
 
     def record(self, outcome: Outcome) -> None:
         self.reporter.outcome(outcome, self.now)
-        if outcome.ref.uid:
-            self.acted_on.add(outcome.ref.uid)
+        if outcome.sweep is Sweep.COMPANIONS and outcome.ref.kind == RESOURCEBINDINGS.kind:
+            self.handled_bindings.add(outcome.ref.uid)
         if outcome.action is Action.FAILED or outcome.reason in ERROR_REASONS:
             self.codes.add(ExitCode.ITEM_FAILED)
         if outcome.reason == "stopped":
@@ -140,164 +127,6 @@ class Run:
             self.deleted += 1
         for outcome in outcomes:
             self.record(outcome)
-
-    # -- sweeps ------------------------------------------------------------------------
-
-    def companions(self) -> list[Companion]:
-        if self._companions is None:
-            self._companions = read_companions(self.hub, self.scope)
-        return self._companions
-
-    def sweep_companions(self) -> None:
-        sweep = Sweep.COMPANIONS
-        try:
-            companions = self.companions()
-        except KubeError as exc:
-            return self.incomplete(sweep, "cannot list companions", exc)
-        try:
-            workloads = read_workload_index(self.hub, self.scope)
-        except KubeError as exc:
-            # No index is not an empty index: every companion would look orphaned.
-            return self.incomplete(sweep, "cannot read WorkloadDeployments", exc)
-        state = self.sweeps[sweep]
-        state.scanned = state.in_scope = len(companions)
-        min_age = self.settings.min_age
-        verdicts = [
-            decide_companion(c, workloads.get(c.ref.namespace, frozenset()), self.now, min_age)
-            for c in companions
-        ]
-        for verdict in verdicts:
-            if not verdict.delete:
-                self.keep(sweep, verdict)
-        candidates = [v for v in verdicts if v.delete]
-        if self.braked(sweep, candidates, len(companions)):
-            return None
-        for verdict in candidates:
-            self.count_deletion(delete_companion(verdict, self.hub, self.deleter))
-        state.status = "completed"
-        return None
-
-    def sweep_bindings(self) -> None:
-        sweep = Sweep.BINDINGS
-        try:
-            bindings = read_bindings(self.hub, self.scope)
-        except KubeError as exc:
-            return self.incomplete(sweep, "cannot list ResourceBindings", exc)
-        try:
-            labelled = {(c.ref.kind, c.ref.namespace, c.ref.name) for c in self.companions()}
-        except KubeError:
-            labelled = set()  # every candidate is then confirmed by its own read
-        state = self.sweeps[sweep]
-        state.scanned = len(bindings)
-        candidates: list[tuple[Verdict, tuple[str, str]]] = []
-        for binding in bindings:
-            target = bound_target(binding)
-            if target is None or binding.ref.uid in self.acted_on:
-                continue
-            state.in_scope += 1
-            kind, name = target
-            error = ""
-            if (kind, binding.ref.namespace, name) in labelled:
-                presence = Presence.EXISTS
-            else:
-                # A labelled list only nominates: an unlabelled object still owns the binding.
-                try:
-                    found = self.hub.get(
-                        COMPANION_RESOURCES[kind], binding.ref.namespace, name, reduce.name_of
-                    )
-                except Stopped as exc:
-                    return self.incomplete(sweep, "stopped while confirming absences", exc)
-                except KubeError as exc:
-                    presence, error = Presence.UNKNOWN, str(exc)
-                else:
-                    presence = Presence.EXISTS if found is not None else Presence.ABSENT
-            verdict = decide_binding(binding, presence, self.now, self.settings.min_age, error)
-            if verdict.delete:
-                candidates.append((verdict, target))
-            else:
-                self.keep(sweep, verdict)
-        if self.braked(sweep, [v for v, _ in candidates], state.in_scope):
-            return None
-        for verdict, target in candidates:
-            self.count_deletion([delete_binding(verdict, target, self.hub, self.deleter)])
-        state.status = "completed"
-        return None
-
-    def sweep_routes(self) -> None:
-        sweep = Sweep.ROUTES
-        state = self.sweeps[sweep]
-        if self.upstreams is None:
-            state.status = "not-configured"
-            state.detail = "no upstream configured (--upstream-kubeconfig)"
-            log.warning("routes sweep not configured: %s", state.detail)
-            return None
-        try:
-            if not self.hub.served(HTTPROUTES):
-                return self.incomplete(
-                    sweep, f"hub does not serve {HTTPROUTES.api_version} httproutes"
-                )
-            routes = read_routes(self.hub, self.scope)
-        except KubeError as exc:
-            return self.incomplete(sweep, "cannot list HTTPRoutes", exc)
-        state.scanned = len(routes)
-        shaped: list[tuple[Any, RouteTarget]] = []
-        for route in routes:
-            if not in_scope(route):
-                continue
-            state.in_scope += 1
-            target = route_target(route)
-            if isinstance(target, Verdict):
-                self.keep(sweep, target)
-            else:
-                shaped.append((route, target))
-        index = self.upstream_index = UpstreamIndex(self.upstreams)
-        try:
-            index.load((t for _, t in shaped), self.settings.suspect_min_routes)
-        except Stopped as exc:
-            return self.incomplete(sweep, "stopped while reading upstream Gateways", exc)
-        candidates: list[tuple[Verdict, RouteTarget]] = []
-        for route, target in shaped:
-            view = index.view(target)
-            if (
-                view.cluster_status is ClusterStatus.OK
-                and view.gateways is not None
-                and not (set(target.gateways) & view.gateways)
-            ):
-                index.namespace_exists(target.cluster, target.namespace)
-                view = index.view(target)
-            verdict = decide_route(route, target, view, self.now, self.settings.min_age)
-            if verdict.delete:
-                candidates.append((verdict, target))
-            else:
-                self.keep(sweep, verdict)
-                if verdict.reason == "upstream-suspect" and self.settings.delete:
-                    self.codes.add(ExitCode.BRAKE)
-        if self.braked(sweep, [v for v, _ in candidates], state.in_scope):
-            return None
-        for verdict, target in candidates:
-            self.count_deletion([delete_route(verdict, target, index, self.deleter)])
-        state.status = "completed"
-        return None
-
-    def execute(self) -> None:
-        runners = {
-            Sweep.COMPANIONS: self.sweep_companions,
-            Sweep.BINDINGS: self.sweep_bindings,
-            Sweep.ROUTES: self.sweep_routes,
-        }
-        for sweep in Sweep:  # companions before bindings: their bindings go with them
-            if sweep in self.settings.sweeps:
-                self.sweeps[sweep] = SweepState()
-        for sweep in self.sweeps:
-            stop = self.budget.stop_reason()
-            if stop is not None:
-                self.sweeps[sweep].status, self.sweeps[sweep].detail = "stopped", stop
-                self.codes.add(ExitCode.STOPPED)
-                continue
-            self.reporter.progress(f"{sweep.value}: sweeping")
-            runners[sweep]()
-        if self.budget.stop_reason() is not None and self.codes & {ExitCode.STOPPED}:
-            log.warning("run stopped: %s", self.budget.stop_reason())
 
     # -- summary -----------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from gcjob.model import Sweep
 from gcjob.report.emitter import Reporter
 from gcjob.run import Run
 from gcjob.settings import Settings
+from gcjob.sweeps import execute
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NAMESPACES = ["ns-a", "ns-b", "kube-system", "karmada-es-member1"]
@@ -230,7 +231,7 @@ def run_world(hub_objects: list[dict[str, Any]], upstream_objects: list[dict[str
         SnapshotUpstreams({"single": upstream}),
         "r",
     )
-    run.execute()
+    execute(run)
     items = [json.loads(line) for line in out.getvalue().splitlines()]
     return run, items
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from gcjob.domain import (
     COMPANION_LABEL,
@@ -14,7 +15,7 @@ from gcjob.domain import (
 )
 from gcjob.enumerate.scope import Scope
 from gcjob.kube import reduce
-from gcjob.kube.access import Reduce
+from gcjob.kube.access import Reduce, Sink
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
     COMPANION_RESOURCES,
@@ -23,7 +24,7 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
     Resource,
 )
-from gcjob.model import Binding, Companion, ObjectRef, Route
+from gcjob.model import ObjectRef, Route
 
 COMPANION_SELECTOR = f"{COMPANION_LABEL}=true"
 ROUTE_SELECTOR = f"{UPSTREAM_GROUP_LABEL}={GATEWAY_GROUP},{UPSTREAM_KIND_LABEL}={HTTPROUTE_KIND}"
@@ -35,6 +36,41 @@ class HasRef(Protocol):
 
 
 R = TypeVar("R", bound=HasRef)
+S = TypeVar("S", bound=Sink)
+
+
+def _in_scope(reduce_item: Reduce[R], scope: Scope) -> Reduce[R]:
+    """Drop out-of-scope objects as they arrive, before anything keeps them."""
+
+    def reduce_in_scope(obj: dict[str, Any]) -> R | None:
+        record = reduce_item(obj)
+        return record if record is not None and scope.allows(record.ref.namespace) else None
+
+    return reduce_in_scope
+
+
+def scan_in_scope(
+    reader: Reader,
+    resource: Resource,
+    reduce_item: Reduce[R],
+    scope: Scope,
+    start: Callable[[], S],
+    *,
+    label_selector: str | None = None,
+    metadata_only: bool = True,
+) -> list[S]:
+    """One sink per listed namespace (or one for the whole cluster)."""
+    return [
+        reader.fold(
+            resource,
+            _in_scope(reduce_item, scope),
+            start,
+            namespace=namespace,
+            label_selector=label_selector,
+            metadata_only=metadata_only,
+        )
+        for namespace in scope.list_targets()
+    ]
 
 
 def read_in_scope(
@@ -48,31 +84,33 @@ def read_in_scope(
 ) -> list[R]:
     records: list[R] = []
     for namespace in scope.list_targets():
-        page = reader.list(
-            resource,
-            reduce_item,
-            namespace=namespace,
-            label_selector=label_selector,
-            metadata_only=metadata_only,
+        records.extend(
+            reader.list(
+                resource,
+                _in_scope(reduce_item, scope),
+                namespace=namespace,
+                label_selector=label_selector,
+                metadata_only=metadata_only,
+            )
         )
-        records.extend(r for r in page if scope.allows(r.ref.namespace))
     return records
 
 
-def read_companions(reader: Reader, scope: Scope) -> list[Companion]:
-    """Labelled ConfigMaps and Secrets, metadata only (selected on the server)."""
-    companions: list[Companion] = []
-    for resource in COMPANION_RESOURCES.values():
-        companions.extend(
-            read_in_scope(
-                reader,
-                resource,
-                reduce.companion(resource),
-                scope,
-                label_selector=COMPANION_SELECTOR,
-            )
+def scan_companions(reader: Reader, scope: Scope, start: Callable[[], S]) -> list[S]:
+    """Labelled ConfigMaps and Secrets, metadata only (selected on the server), into one sink
+    per resource and listed namespace: nothing but what the sinks keep stays in memory."""
+    return [
+        sink
+        for resource in COMPANION_RESOURCES.values()
+        for sink in scan_in_scope(
+            reader,
+            resource,
+            reduce.companion(resource),
+            scope,
+            start,
+            label_selector=COMPANION_SELECTOR,
         )
-    return companions
+    ]
 
 
 def read_workload_index(reader: Reader, scope: Scope) -> dict[str, frozenset[str]]:
@@ -87,9 +125,9 @@ def read_workload_index(reader: Reader, scope: Scope) -> dict[str, frozenset[str
     return {ns: frozenset(names) for ns, names in index.items()}
 
 
-def read_bindings(reader: Reader, scope: Scope) -> list[Binding]:
-    # spec.resource is read again, live, for the bindings gcjob deletes with a companion.
-    return read_in_scope(reader, RESOURCEBINDINGS, reduce.binding, scope)
+def scan_bindings(reader: Reader, scope: Scope, start: Callable[[], S]) -> list[S]:
+    # Metadata only: spec.resource is read live for the bindings deleted with a companion.
+    return scan_in_scope(reader, RESOURCEBINDINGS, reduce.binding, scope, start)
 
 
 def read_routes(reader: Reader, scope: Scope) -> list[Route]:

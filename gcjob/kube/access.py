@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from gcjob.kube import requests
 from gcjob.kube.errors import ApiError, KubeError, Unavailable
@@ -19,6 +19,26 @@ from gcjob.kube.transport import Response, Transport
 
 T = TypeVar("T")
 Reduce = Callable[[dict[str, Any]], T | None]
+
+
+class Sink(Protocol):
+    """Takes the records of one list as they arrive, so a caller keeps only what it needs."""
+
+    def add(self, record: Any) -> None: ...
+
+
+S = TypeVar("S", bound=Sink)
+
+
+class Collected(Generic[T]):
+    """A sink that keeps every record: a plain list."""
+
+    def __init__(self) -> None:
+        self.records: list[T] = []
+
+    def add(self, record: T) -> None:
+        self.records.append(record)
+
 
 MAX_LIST_RESTARTS = 3
 
@@ -57,10 +77,31 @@ class KubeAccess:
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> list[T]:
-        """Every object, page by page. A 410 on a continue token restarts the list from
-        scratch (partial pages discarded), a bounded number of times."""
+        collected: Collected[T] = self.fold(
+            resource,
+            reduce,
+            Collected,
+            namespace=namespace,
+            label_selector=label_selector,
+            metadata_only=metadata_only,
+        )
+        return collected.records
+
+    def fold(
+        self,
+        resource: Resource,
+        reduce: Reduce[Any],
+        start: Callable[[], S],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> S:
+        """Every object, page by page, into a sink from `start()`. A 410 on a continue token
+        restarts the list from scratch into a fresh sink (partial pages discarded), a bounded
+        number of times."""
         for _ in range(MAX_LIST_RESTARTS + 1):
-            records: list[T] = []
+            sink = start()
             token: str | None = None
             while True:
                 request = requests.list_page(
@@ -82,10 +123,10 @@ class KubeAccess:
                     if isinstance(item, dict):
                         record = reduce(item)
                         if record is not None:
-                            records.append(record)
+                            sink.add(record)
                 token = (page.get("metadata") or {}).get("continue") or None
                 if token is None:
-                    return records
+                    return sink
         raise Unavailable(
             f"list {resource.path(namespace)}: continue token expired {MAX_LIST_RESTARTS + 1} times"
         )

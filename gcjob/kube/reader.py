@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
-from gcjob.kube.access import Reduce
+from gcjob.kube.access import Reduce, Sink
 from gcjob.kube.resources import Resource
 
 T = TypeVar("T")
+S = TypeVar("S", bound=Sink)
 
 
 class Reader(Protocol):
@@ -25,6 +27,17 @@ class Reader(Protocol):
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> list[T]: ...
+
+    def fold(
+        self,
+        resource: Resource,
+        reduce: Reduce[Any],
+        start: Callable[[], S],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> S: ...
 
     def get(
         self,

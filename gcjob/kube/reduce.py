@@ -3,6 +3,7 @@ value the decisions refuse to delete on (no uid, no age, an unreadable annotatio
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -50,7 +51,7 @@ def object_ref(obj: Obj, resource: Resource) -> ObjectRef:
     return ObjectRef(
         api_version=resource.api_version,
         kind=resource.kind,
-        namespace=_text(meta.get("namespace")),
+        namespace=sys.intern(_text(meta.get("namespace"))),  # shared by every record in it
         name=_text(meta.get("name")),
         uid=_text(meta.get("uid")),
         resource_version=_text(meta.get("resourceVersion")),

@@ -12,19 +12,20 @@ timestamp found in the dumps. Secret `data`/`stringData` are dropped as each fil
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
-from gcjob.kube.access import Reduce
+from gcjob.kube.access import Collected, Reduce, Sink
 from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
 from gcjob.kube.reduce import parse_time
 from gcjob.kube.resources import Resource
 
 T = TypeVar("T")
+S = TypeVar("S", bound=Sink)
 Key = tuple[str, str]  # (group, kind)
 _SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -109,7 +110,22 @@ class SnapshotStore:
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> list[T]:
-        found: list[T] = []
+        collected: Collected[T] = self.fold(
+            resource, reduce, Collected, namespace=namespace, label_selector=label_selector
+        )
+        return collected.records
+
+    def fold(
+        self,
+        resource: Resource,
+        reduce: Reduce[Any],
+        start: Callable[[], S],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> S:
+        sink = start()
         objects = self._objects.get((resource.group, resource.kind), {})
         for (ns, _), obj in sorted(objects.items()):
             if namespace is not None and ns != namespace:
@@ -118,8 +134,8 @@ class SnapshotStore:
             if _matches(labels, label_selector):
                 record = reduce(obj)
                 if record is not None:
-                    found.append(record)
-        return found
+                    sink.add(record)
+        return sink
 
     def get(
         self,

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from pythonjsonlogger.json import JsonFormatter
 
-from gcjob.model import Outcome
+from gcjob.model import Action, Outcome, Sweep
 from gcjob.report.records import Tally, item_record
 
 
@@ -65,6 +65,10 @@ class Reporter:
         else:
             self.stream.write(_text_line(record) + "\n")
             self.stream.flush()
+
+    def count_healthy(self, sweep: Sweep, reason: str, count: int) -> None:
+        """Healthy objects decided without keeping an Outcome for each: counts only."""
+        self.tally.add_count(sweep, Action.SKIPPED, reason, count)
 
     def progress(self, message: str) -> None:
         if self.progress_stream is not None:

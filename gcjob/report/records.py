@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcjob.decide.common import age_seconds
-from gcjob.model import Action, Outcome
+from gcjob.model import Action, Outcome, Sweep
 
 
 def rfc3339(moment: datetime) -> str:
@@ -51,7 +51,10 @@ class Tally:
         )
 
     def add(self, outcome: Outcome) -> None:
-        self.counts[outcome.sweep.value][outcome.action.value][outcome.reason] += 1
+        self.add_count(outcome.sweep, outcome.action, outcome.reason)
+
+    def add_count(self, sweep: Sweep, action: Action, reason: str, count: int = 1) -> None:
+        self.counts[sweep.value][action.value][reason] += count
 
     def total(self, action: Action) -> int:
         return sum(

@@ -1,0 +1,110 @@
+"""Sweep 2: city-* bindings of ConfigMaps/Secrets that no longer exist."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+
+from gcjob.act.bindings import delete_binding
+from gcjob.decide.bindings import Presence, bound_target, decide_binding
+from gcjob.enumerate.hub import scan_bindings
+from gcjob.kube import reduce
+from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.resources import COMPANION_RESOURCES
+from gcjob.model import Binding, Sweep, Verdict
+from gcjob.run import Run
+from gcjob.sweeps.companions import CompanionKey, companion_keys
+
+SWEEP = Sweep.BINDINGS
+Target = tuple[str, str]  # (kind, name) of the object a binding is for
+
+
+class BindingScan:
+    """Keeps the in-scope bindings whose object is not a known companion: those need a read
+    of that exact name. Bindings of known companions are healthy: counted, not kept."""
+
+    def __init__(
+        self,
+        labelled: set[CompanionKey],
+        handled: set[str],
+        now: datetime,
+        min_age: timedelta,
+        keep_healthy: bool,
+    ) -> None:
+        self.labelled = labelled
+        self.handled = handled
+        self.now = now
+        self.min_age = min_age
+        self.keep_healthy = keep_healthy
+        self.scanned = 0
+        self.in_scope = 0
+        self.unconfirmed: list[tuple[Binding, Target]] = []
+        self.kept: list[Verdict] = []
+        self.healthy: Counter[str] = Counter()
+
+    def add(self, binding: Binding) -> None:
+        self.scanned += 1
+        target = bound_target(binding)
+        if target is None or binding.ref.uid in self.handled:
+            return  # not ours, or already reported with its companion this run
+        self.in_scope += 1
+        kind, name = target
+        if (kind, binding.ref.namespace, name) not in self.labelled:
+            self.unconfirmed.append((binding, target))
+            return
+        verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age)
+        if self.keep_healthy:
+            self.kept.append(verdict)
+        else:
+            self.healthy[verdict.reason] += 1
+
+
+def sweep(run: Run) -> None:
+    state = run.sweeps[SWEEP]
+    settings = run.settings
+    try:
+        labelled = companion_keys(run)
+    except KubeError:
+        labelled = set()  # every candidate is then confirmed by its own read
+
+    def start() -> BindingScan:
+        return BindingScan(
+            labelled, run.handled_bindings, run.now, settings.min_age, settings.report_healthy
+        )
+
+    try:
+        scans = scan_bindings(run.hub, run.scope, start)
+    except KubeError as exc:
+        return run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
+    candidates: list[tuple[Verdict, Target]] = []
+    for scan in scans:
+        state.scanned += scan.scanned
+        state.in_scope += scan.in_scope
+        for verdict in scan.kept:
+            run.keep(SWEEP, verdict)
+        for reason, count in scan.healthy.items():
+            run.reporter.count_healthy(SWEEP, reason, count)
+        for binding, (kind, name) in scan.unconfirmed:
+            # A labelled list only nominates: an unlabelled object still owns the binding.
+            error = ""
+            try:
+                found = run.hub.get(
+                    COMPANION_RESOURCES[kind], binding.ref.namespace, name, reduce.name_of
+                )
+            except Stopped as exc:
+                return run.incomplete(SWEEP, "stopped while confirming absences", exc)
+            except KubeError as exc:
+                presence, error = Presence.UNKNOWN, str(exc)
+            else:
+                presence = Presence.EXISTS if found is not None else Presence.ABSENT
+            verdict = decide_binding(binding, presence, run.now, settings.min_age, error)
+            if verdict.delete:
+                candidates.append((verdict, (kind, name)))
+            else:
+                run.keep(SWEEP, verdict)
+    if run.braked(SWEEP, [v for v, _ in candidates], state.in_scope):
+        return None
+    for verdict, target in candidates:
+        run.count_deletion([delete_binding(verdict, target, run.hub, run.deleter)])
+    state.status = "completed"
+    return None

@@ -1,0 +1,71 @@
+"""Sweep 3: downstream HTTPRoutes whose upstream Gateways are all proven gone."""
+
+from __future__ import annotations
+
+from gcjob.act.routes import delete_route
+from gcjob.decide.routes import ClusterStatus, RouteTarget, decide_route, in_scope, route_target
+from gcjob.enumerate.hub import read_routes
+from gcjob.enumerate.upstream import UpstreamIndex
+from gcjob.exitcodes import ExitCode
+from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.resources import HTTPROUTES
+from gcjob.logs import log
+from gcjob.model import Route, Sweep, Verdict
+from gcjob.run import Run
+
+SWEEP = Sweep.ROUTES
+
+
+def sweep(run: Run) -> None:
+    state = run.sweeps[SWEEP]
+    if run.upstreams is None:
+        state.status = "not-configured"
+        state.detail = "no upstream configured (--upstream-kubeconfig)"
+        log.warning("routes sweep not configured: %s", state.detail)
+        return None
+    try:
+        if not run.hub.served(HTTPROUTES):
+            return run.incomplete(SWEEP, f"hub does not serve {HTTPROUTES.api_version} httproutes")
+        routes = read_routes(run.hub, run.scope)
+    except KubeError as exc:
+        return run.incomplete(SWEEP, "cannot list HTTPRoutes", exc)
+    state.scanned = len(routes)
+    shaped: list[tuple[Route, RouteTarget]] = []
+    for route in routes:
+        if not in_scope(route):
+            continue  # another owner's route
+        state.in_scope += 1
+        target = route_target(route)
+        if isinstance(target, Verdict):
+            run.keep(SWEEP, target)
+        else:
+            shaped.append((route, target))
+    index = run.upstream_index = UpstreamIndex(run.upstreams)
+    try:
+        index.load((t for _, t in shaped), run.settings.suspect_min_routes)
+    except Stopped as exc:
+        return run.incomplete(SWEEP, "stopped while reading upstream Gateways", exc)
+    candidates: list[tuple[Verdict, RouteTarget]] = []
+    for route, target in shaped:
+        view = index.view(target)
+        if (
+            view.cluster_status is ClusterStatus.OK
+            and view.gateways is not None
+            and not set(target.gateways) & view.gateways
+        ):
+            # Every Gateway is gone: is the whole upstream namespace? (its own reason)
+            index.namespace_exists(target.cluster, target.namespace)
+            view = index.view(target)
+        verdict = decide_route(route, target, view, run.now, run.settings.min_age)
+        if verdict.delete:
+            candidates.append((verdict, target))
+            continue
+        run.keep(SWEEP, verdict)
+        if verdict.reason == "upstream-suspect" and run.settings.delete:
+            run.codes.add(ExitCode.BRAKE)
+    if run.braked(SWEEP, [v for v, _ in candidates], state.in_scope):
+        return None
+    for verdict, target in candidates:
+        run.count_deletion([delete_route(verdict, target, index, run.deleter)])
+    state.status = "completed"
+    return None
