@@ -40,33 +40,20 @@ class Collected(Generic[T]):
         self.records.append(record)
 
 
-MAX_LIST_RESTARTS = 3
+class ListsByFolding:
+    """`list` for any reader that can `fold`: one way to list, live or from a snapshot."""
 
-
-class DeleteResult(Enum):
-    DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
-    GONE = "already-gone"  # 404: someone else deleted it first
-    CONFLICT = "conflict"  # 409: it changed since it was observed
-
-
-class KubeAccess:
-    def __init__(self, transport: Transport, page_size: int = 500) -> None:
-        self.transport = transport
-        self.page_size = page_size
-
-    @property
-    def server(self) -> str:
-        return self.transport.server
-
-    def served(self, resource: Resource) -> bool:
-        """Does the API serve this resource at this group/version? Raises when it cannot tell."""
-        request = requests.discovery(resource)
-        response = self.transport.send(request)
-        if response.status == 404:
-            return False
-        body = _expect_ok(response, request)
-        names = {r.get("name") for r in body.get("resources", []) if isinstance(r, dict)}
-        return resource.plural in names
+    def fold(
+        self,
+        resource: Resource,
+        reduce: Reduce[Any],
+        start: Callable[[], S],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> S:
+        raise NotImplementedError
 
     def list(
         self,
@@ -86,6 +73,35 @@ class KubeAccess:
             metadata_only=metadata_only,
         )
         return collected.records
+
+
+MAX_LIST_RESTARTS = 3
+
+
+class DeleteResult(Enum):
+    DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
+    GONE = "already-gone"  # 404: someone else deleted it first
+    CONFLICT = "conflict"  # 409: it changed since it was observed
+
+
+class KubeAccess(ListsByFolding):
+    def __init__(self, transport: Transport, page_size: int = 500) -> None:
+        self.transport = transport
+        self.page_size = page_size
+
+    @property
+    def server(self) -> str:
+        return self.transport.server
+
+    def served(self, resource: Resource) -> bool:
+        """Does the API serve this resource at this group/version? Raises when it cannot tell."""
+        request = requests.discovery(resource)
+        response = self.transport.send(request)
+        if response.status == 404:
+            return False
+        body = _expect_ok(response, request)
+        names = {r.get("name") for r in body.get("resources", []) if isinstance(r, dict)}
+        return resource.plural in names
 
     def fold(
         self,

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from gcjob.kube.access import Collected, Reduce, Sink
+from gcjob.kube.access import ListsByFolding, Reduce, Sink
 from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
 from gcjob.kube.reduce import parse_time
 from gcjob.kube.resources import Resource
@@ -64,7 +64,7 @@ def _matches(labels: dict[str, Any], selector: str | None) -> bool:
     return True
 
 
-class SnapshotStore:
+class SnapshotStore(ListsByFolding):
     """Objects of one plane (the hub, or one upstream cluster), read-only."""
 
     def __init__(self, label: str, files: list[Path]) -> None:
@@ -100,20 +100,6 @@ class SnapshotStore:
 
     def served(self, resource: Resource) -> bool:
         return True  # a dump of a hub or upstream: whatever it holds was served
-
-    def list(
-        self,
-        resource: Resource,
-        reduce: Reduce[T],
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        metadata_only: bool = True,
-    ) -> list[T]:
-        collected: Collected[T] = self.fold(
-            resource, reduce, Collected, namespace=namespace, label_selector=label_selector
-        )
-        return collected.records
 
     def fold(
         self,
