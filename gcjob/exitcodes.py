@@ -22,7 +22,8 @@ DESCRIPTIONS = {
     "or an upstream cluster was unavailable)",
     ExitCode.USAGE: "bad usage or configuration, or the target is not a hub: nothing touched",
     ExitCode.INCOMPLETE: "incomplete: a sweep could not read what it needed, so it deleted nothing",
-    ExitCode.BRAKE: "safety brake engaged: a sweep would have deleted too much, deleted nothing",
+    ExitCode.BRAKE: "safety brake engaged: a sweep would have deleted too much, or an upstream "
+    "cluster looked emptied (suspect): nothing deleted there",
     ExitCode.STOPPED: "stopped by --timeout or a signal before finishing",
     ExitCode.LOCKED: "another run holds the lock",
     ExitCode.INTERNAL: "internal error",
