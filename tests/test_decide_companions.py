@@ -249,3 +249,13 @@ def test_binding_of_other_uid_does_not_name_companion() -> None:
     reason = binding_names_companion(bound(uid="uid-2"), ref(uid="uid-1"))
     assert reason is not None
     assert "uid-2" in reason
+
+
+def test_no_minimum_age_holds_nothing_back_even_on_clock_skew() -> None:
+    from datetime import timedelta
+
+    from gcjob.decide.companions import decide_companion as decide
+
+    ahead = companion('["default/gone"]', created=NOW + timedelta(seconds=2))
+    assert decide(ahead, frozenset(), NOW, timedelta(0)).delete is True
+    assert decide(ahead, frozenset(), NOW, timedelta(seconds=1)).reason == "too-young"

@@ -29,7 +29,8 @@ def hold_back(
     age = age_seconds(ref, now)
     if age is None:
         return "age-unknown", "no creationTimestamp: its age cannot be proven"
-    if age < min_age.total_seconds():
+    # With no minimum, a server clock slightly ahead of ours (a negative age) holds nothing.
+    if min_age.total_seconds() > 0 and age < min_age.total_seconds():
         return (
             "too-young",
             f"age {int(age)}s is below the minimum age {int(min_age.total_seconds())}s",
