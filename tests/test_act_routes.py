@@ -24,9 +24,21 @@ def deleter() -> Deleter:
     return Deleter(None, dry_run=True, budget=RunBudget(None), qps=0)
 
 
+def with_namespace(name: str = "default") -> SnapshotStore:
+    store = SnapshotStore("u", [])
+    store.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return store
+
+
 def test_all_parents_still_gone_is_deleted() -> None:
-    outcome = delete_route(VERDICT, TARGET, index(SnapshotStore("u", [])), deleter())
+    outcome = delete_route(VERDICT, TARGET, index(with_namespace()), deleter())
     assert (outcome.action, outcome.reason) == (Action.WOULD_DELETE, "upstream-gateways-gone")
+
+
+def test_a_gone_upstream_namespace_is_said_when_deleting() -> None:
+    outcome = delete_route(VERDICT, TARGET, index(with_namespace("other")), deleter())
+    assert (outcome.action, outcome.reason) == (Action.WOULD_DELETE, "upstream-namespace-gone")
+    assert "namespace default no longer exists" in outcome.detail
 
 
 def test_a_gateway_that_came_back_keeps_the_route() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gcjob.act.deleter import Deleter, read_failure
-from gcjob.decide.routes import RouteTarget
+from gcjob.decide.routes import RouteTarget, namespace_gone
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
@@ -36,4 +36,8 @@ def delete_route(
                 "gateway-appeared",
                 f"{where} exists on a second look",
             )
+    # Only now, for a route about to go: is its whole upstream namespace gone? (its own
+    # reason; one read per namespace, so deciding stays at one upstream request per route)
+    if upstream.namespace_exists(target.cluster, target.namespace) is False:
+        verdict = namespace_gone(verdict, target)
     return deleter.delete(SWEEP, verdict, HTTPROUTES)

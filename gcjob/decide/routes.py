@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
@@ -151,20 +151,22 @@ def decide_route(
     held = hold_back(ref, now, min_age, route.protected)
     if held is not None:
         return keep(*held)
-    if view.namespace_exists is False:
-        return Verdict(
-            ref,
-            True,
-            "upstream-namespace-gone",
-            f"namespace {target.namespace} no longer exists {where}",
-            cluster=target.cluster,
-            gateways=names,
-        )
-    return Verdict(
+    orphan = Verdict(
         ref,
         True,
         "upstream-gateways-gone",
         f"no Gateway {', '.join(names)} {where}",
         cluster=target.cluster,
         gateways=names,
+    )
+    return namespace_gone(orphan, target) if view.namespace_exists is False else orphan
+
+
+def namespace_gone(orphan: Verdict, target: RouteTarget) -> Verdict:
+    """The same orphan, for the stronger reason that its whole upstream namespace is gone."""
+    return replace(
+        orphan,
+        reason="upstream-namespace-gone",
+        detail=f"namespace {target.namespace} no longer exists on upstream cluster "
+        f"{target.cluster}",
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gcjob.act.routes import delete_route
-from gcjob.decide.routes import ClusterStatus, RouteTarget, decide_route, in_scope, route_target
+from gcjob.decide.routes import RouteTarget, decide_route, in_scope, route_target
 from gcjob.enumerate.hub import read_routes
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.exitcodes import ExitCode
@@ -47,16 +47,7 @@ def sweep(run: Run) -> None:
         return run.incomplete(SWEEP, "stopped while reading upstream Gateways", exc)
     candidates: list[tuple[Verdict, RouteTarget]] = []
     for route, target in shaped:
-        view = index.view(target)
-        if (
-            view.cluster_status is ClusterStatus.OK
-            and view.gateways is not None
-            and not set(target.gateways) & view.gateways
-        ):
-            # Every Gateway is gone: is the whole upstream namespace? (its own reason)
-            index.namespace_exists(target.cluster, target.namespace)
-            view = index.view(target)
-        verdict = decide_route(route, target, view, run.now, run.settings.min_age)
+        verdict = decide_route(route, target, index.view(target), run.now, run.settings.min_age)
         if verdict.delete:
             candidates.append((verdict, target))
             continue

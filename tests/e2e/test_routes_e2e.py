@@ -335,3 +335,33 @@ def test_routes_sweep_without_upstream_is_not_configured(
     assert explicit.exit_code == 2
     assert explicit.records == []
     assert "--upstream-kubeconfig" in explicit.stderr
+
+
+def test_upstream_reads_are_batched_per_namespace(
+    hub: TestCluster, project: str, routes_args: list[str], upstream_server
+) -> None:
+    if upstream_server is None:
+        pytest.skip("request counting needs the loopback upstream")
+    ns = hub.namespace()
+    for i, parents in enumerate([["gw-a"], ["gw-b"], ["gw-a", "gw-b"], ["gw-a"], ["gw-b"]]):
+        hub.create(
+            route(
+                ns,
+                f"healthy-{i}",
+                cluster_label=LABEL,
+                upstream_namespace=project,
+                parents=[gw(p) for p in parents],
+            )
+        )
+    upstream_server.clear_requests()
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+
+    assert result.exit_code == 0
+    asked = [(r.method, r.path) for r in upstream_server.requests]
+    # One discovery check of the cluster, one metadata-only Gateway list of the namespace.
+    assert asked == [
+        ("GET", "/apis/gateway.networking.k8s.io/v1"),
+        ("GET", f"/apis/gateway.networking.k8s.io/v1/namespaces/{project}/gateways"),
+    ]
+    assert result.summary["api_requests"]["by_target"][f"upstream/{UPSTREAM_CLUSTER}"] == 2
