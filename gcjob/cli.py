@@ -284,6 +284,8 @@ def run_sweep(settings: Settings) -> int:
                 upstreams = LiveUpstreams(resolver, make_access)
         if upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
             raise ConfigError("--sweep routes needs an upstream: pass --upstream-kubeconfig")
+        if settings.report_file:
+            _check_writable(settings.report_file)
     except ConfigError as exc:
         return _fail(ExitCode.USAGE, str(exc))
 
@@ -333,10 +335,23 @@ def run_sweep(settings: Settings) -> int:
             except KubeError as exc:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
     code = run.exit_code()
-    reporter.finish(run.summary(code, error))
+    try:
+        reporter.finish(run.summary(code, error))
+    except OSError as exc:  # the report file could not be written after all
+        click.echo(f"gcjob: error: cannot write --report-file: {exc}", err=True)
+        code = max(code, ExitCode.ITEM_FAILED)
     if error:
         click.echo(f"gcjob: error: {error}", err=True)
     return int(code)
+
+
+def _check_writable(path: str) -> None:
+    """A report that cannot be written is found out before anything is touched."""
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--report-file {path}: {exc.strerror or exc}") from exc
 
 
 def _fail(code: ExitCode, message: str) -> int:

@@ -308,3 +308,15 @@ def test_report_file(tmp_path: Path) -> None:
     document = json.loads(path.read_text(encoding="utf-8"))
     assert document["summary"] == summary_of(result)
     assert document["items"] == items_of(result)
+
+
+def test_an_unwritable_report_file_is_refused_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "missing-dir" / "report.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "--snapshot", str(DEMO), "--report-file", str(target)])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "--report-file" in captured.err
