@@ -48,6 +48,12 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in cl
             self.fail(str(exc), param, ctx)
 
 
+class CommaChoice(click.Choice):  # type: ignore[type-arg]
+    """A repeatable choice whose environment variable is comma-separated."""
+
+    envvar_list_splitter = ","
+
+
 class CommaList(click.ParamType):  # type: ignore[type-arg]
     """A repeatable option whose environment variable is comma-separated."""
 
@@ -97,7 +103,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 @_opt(
     "sweep",
     "sweeps",
-    type=click.Choice([s.value for s in Sweep]),
+    type=CommaChoice([s.value for s in Sweep]),
     multiple=True,
     help="Sweep to run (repeatable; default: all).",
 )
@@ -260,8 +266,8 @@ def run_sweep(settings: Settings) -> int:
     stats = RequestStats()
     timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
 
-    def make_access(client: Any, target: str) -> KubeAccess:
-        transport = Transport(client, target, stats=stats, budget=budget, timeouts=timeouts)
+    def make_access(client: Any, target: str, run_budget: RunBudget = budget) -> KubeAccess:
+        transport = Transport(client, target, stats=stats, budget=run_budget, timeouts=timeouts)
         return KubeAccess(transport, settings.page_size)
 
     access: KubeAccess | None = None
@@ -306,8 +312,10 @@ def run_sweep(settings: Settings) -> int:
     try:
         check_hub(hub, settings.sweeps)
         if access is not None and settings.delete and settings.lock:
+            # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
+            lock_access = make_access(access.transport.api_client, "hub", RunBudget(None))
             lock = LeaseLock(
-                access,
+                lock_access,
                 settings.lock_namespace,
                 settings.lock_name,
                 f"{socket.gethostname()}/{run_id}",

@@ -96,8 +96,13 @@ class LeaseLock:
         if not self.held:
             return
         current = self.access.read(LEASES, self.namespace, self.name)
-        if current is None or (current.get("spec") or {}).get("holderIdentity") != self.identity:
+        spec = (current or {}).get("spec")
+        if (
+            current is None
+            or not isinstance(spec, dict)
+            or spec.get("holderIdentity") != self.identity
+        ):
             return
-        current["spec"]["holderIdentity"] = None
+        spec["holderIdentity"] = None
         self.access.replace(LEASES, self.namespace, self.name, current)
         self.held = False

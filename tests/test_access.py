@@ -124,3 +124,16 @@ def test_deletes_are_pinned_and_refused_without_a_pin(kube: FakeKube, access: Ku
     )
     with pytest.raises(KubeError, match="no uid/resourceVersion"):
         access.delete(CONFIGMAPS, NS, "cm-0", "", "")
+
+
+def test_an_answer_naming_another_object_is_no_answer(kube: FakeKube, access: KubeAccess) -> None:
+    kube.add_fault(
+        Fault(
+            method="GET",
+            path="/configmaps/wanted$",
+            status=200,
+            body={"kind": "ConfigMapList", "metadata": {}, "items": []},
+        )
+    )
+    with pytest.raises(ApiError, match="answer names None"):
+        access.get(CONFIGMAPS, NS, "wanted", reduce.name_of)

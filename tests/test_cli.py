@@ -320,3 +320,10 @@ def test_an_unwritable_report_file_is_refused_before_anything_runs(
     assert exit_info.value.code == 2
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and "--report-file" in captured.err
+
+
+def test_repeatable_sweep_flag_from_the_environment_is_comma_separated() -> None:
+    result = invoke("--snapshot", DEMO, env={"GCJOB_SWEEP": "companions,bindings"})
+
+    assert result.return_value == 0
+    assert list(summary_of(result)["sweeps"]) == ["companions", "bindings"]

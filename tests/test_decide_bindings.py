@@ -68,9 +68,10 @@ def test_city_annotation_wins_over_other_label() -> None:
     assert bound_target(b) == ("ConfigMap", "app-config")
 
 
-def test_empty_annotation_is_present_so_no_label_fallback() -> None:
+def test_an_empty_annotation_names_no_policy_so_the_label_is_read() -> None:
     b = binding(policy_annotation="", policy_label="city-dfw")
-    assert bound_target(b) is None
+    assert bound_target(b) == ("ConfigMap", "app-config")
+    assert bound_target(binding(policy_annotation="", policy_label=None)) is None
 
 
 def test_no_policy_at_all_out_of_scope() -> None:

@@ -259,3 +259,41 @@ def test_no_minimum_age_holds_nothing_back_even_on_clock_skew() -> None:
     ahead = companion('["default/gone"]', created=NOW + timedelta(seconds=2))
     assert decide(ahead, frozenset(), NOW, timedelta(0)).delete is True
     assert decide(ahead, frozenset(), NOW, timedelta(seconds=1)).reason == "too-young"
+
+
+def test_absurdly_nested_json_is_unparseable_not_a_crash() -> None:
+    from gcjob.decide.companions import ReferrersUnreadable
+
+    with pytest.raises(ReferrersUnreadable) as unreadable:
+        parse_referrers("[" * 5000 + "]" * 5000)
+    assert unreadable.value.reason == "referrers-unparseable"
+
+
+def test_the_binding_of_a_deleted_companion_goes_only_if_it_is_its_own() -> None:
+    from gcjob.decide.companions import follow_binding
+    from gcjob.model import Binding
+
+    owner = ref("ConfigMap", "app-config", uid="uid-1")
+    own = bound(kind="ConfigMap", name="app-config", uid="uid-1")
+
+    def rb(**kwargs: object) -> Binding:
+        fields = {"resource": own, "protected": False, "terminating": False, **kwargs}
+        return Binding(
+            ref("ResourceBinding", "app-config-configmap", terminating=bool(fields["terminating"])),
+            "city-dfw",
+            None,
+            False,
+            fields["resource"],
+            bool(fields["protected"]),  # type: ignore[arg-type]
+        )
+
+    assert follow_binding(rb(), owner).reason == "companion-deleted"
+    assert follow_binding(rb(), owner).delete is True
+    for kwargs, reason in (
+        ({"protected": True}, "protected"),
+        ({"terminating": True}, "terminating"),
+        ({"resource": bound(kind="ConfigMap", name="app-config", uid="uid-2")}, "binding-mismatch"),
+        ({"resource": None}, "binding-mismatch"),
+    ):
+        verdict = follow_binding(rb(**kwargs), owner)
+        assert (verdict.delete, verdict.reason) == (False, reason)

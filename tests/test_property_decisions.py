@@ -342,7 +342,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
     )
     verdict = decide_binding(b, presence, NOW, MIN_AGE)
     event(f"delete={verdict.delete}")
-    policy = annotation if annotation is not None else label
+    policy = annotation or label  # an empty annotation names no policy
     spec_orphan = bool(
         presence is Presence.ABSENT
         and policy is not None

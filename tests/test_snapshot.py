@@ -369,3 +369,24 @@ def test_upstream_objects_are_not_on_the_hub(snapshot_dir: Path) -> None:
     snapshot = Snapshot(str(snapshot_dir))
     assert snapshot.hub.list(GATEWAYS, reduce.name_of) == []
     assert snapshot.upstreams["single"].list(CONFIGMAPS, reduce.name_of) == []
+
+
+def test_malformed_metadata_in_a_dump_is_never_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "odd.yaml").write_text(
+        yaml.safe_dump_all(
+            [
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": [1]},
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "x", "labels": ["a"]},
+                },
+            ]
+        )
+    )
+    store = Snapshot(str(tmp_path)).hub
+
+    found = store.list(CONFIGMAPS, reduce.name_of, label_selector="a=b")
+    assert found == []
+    assert store.list(CONFIGMAPS, reduce.name_of) == ["x"]

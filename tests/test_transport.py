@@ -113,7 +113,7 @@ def test_a_dropped_connection_is_resent_and_says_so(kube: FakeKube, kubeconfig: 
     response = transport.send(LIST)
 
     assert response.status == 200
-    assert response.resent_after_disconnect is True
+    assert response.resent_after_maybe_applied is True
     assert stats.total == 2
 
 

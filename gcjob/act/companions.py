@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gcjob.act.deleter import Deleter, read_failure
-from gcjob.decide.companions import binding_names_companion, referrer_name
+from gcjob.decide.companions import follow_binding, referrer_name
 from gcjob.domain import binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError
@@ -37,7 +37,7 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
                 )
             ]
     outcome = deleter.delete(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])
-    if outcome.action not in (Action.DELETED, Action.WOULD_DELETE):
+    if outcome.action not in (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE):
         return [outcome]  # a companion that was not deleted keeps its binding, and its cell copies
     return [outcome, *_delete_binding(verdict, hub, deleter)]
 
@@ -57,16 +57,7 @@ def _delete_binding(companion: Verdict, hub: Reader, deleter: Deleter) -> list[O
         return [read_failure(SWEEP, verdict, f"ResourceBinding {name}", exc)]
     if binding is None:
         return []  # never bound, or already gone with it
-    mismatch = binding_names_companion(binding.resource, ref)
-    if mismatch is not None:
-        kept = Verdict(binding.ref, False, "binding-mismatch", mismatch)
-        return [Outcome.of(SWEEP, kept, Action.SKIPPED)]
-    if binding.ref.terminating:
-        kept = Verdict(
-            binding.ref, False, "terminating", "already being deleted; not deleted again"
-        )
-        return [Outcome.of(SWEEP, kept, Action.SKIPPED)]
-    verdict = Verdict(
-        binding.ref, True, "companion-deleted", f"binds {ref.kind} {ref.name}, deleted with it"
-    )
+    verdict = follow_binding(binding, ref)
+    if not verdict.delete:
+        return [Outcome.of(SWEEP, verdict, Action.SKIPPED)]
     return [deleter.delete(SWEEP, verdict, RESOURCEBINDINGS)]

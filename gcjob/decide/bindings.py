@@ -20,9 +20,7 @@ class Presence(Enum):
 
 def policy_name(binding: Binding) -> str | None:
     """The annotation since Karmada v1.11; the label before it."""
-    if binding.policy_annotation is not None:
-        return binding.policy_annotation
-    return binding.policy_label
+    return binding.policy_annotation or binding.policy_label  # "" names no policy
 
 
 def bound_target(binding: Binding) -> tuple[str, str] | None:

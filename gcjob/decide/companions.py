@@ -7,8 +7,13 @@ from collections.abc import Set
 from datetime import datetime, timedelta
 
 from gcjob.decide.common import hold_back
-from gcjob.domain import REFERRERS_ANNOTATION, is_dns1123_label, is_dns1123_subdomain
-from gcjob.model import BoundResource, Companion, ObjectRef, Verdict
+from gcjob.domain import (
+    PROTECT_ANNOTATION,
+    REFERRERS_ANNOTATION,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+)
+from gcjob.model import Binding, BoundResource, Companion, ObjectRef, Verdict
 
 
 class ReferrersUnreadable(ValueError):
@@ -30,7 +35,7 @@ def parse_referrers(raw: str | None) -> tuple[str, ...]:
         raise ReferrersUnreadable("referrers-empty", f"{REFERRERS_ANNOTATION} is empty")
     try:
         keys = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         raise ReferrersUnreadable(
             "referrers-unparseable", f"{REFERRERS_ANNOTATION} is not JSON"
         ) from None
@@ -103,3 +108,22 @@ def binding_names_companion(resource: BoundResource | None, companion: ObjectRef
     if resource.uid and resource.uid != companion.uid:
         return f"binding binds uid {resource.uid}, the companion is {companion.uid}"
     return None
+
+
+def follow_binding(binding: Binding, companion: ObjectRef) -> Verdict:
+    """Whether the binding named after a deleted companion goes with it."""
+    mismatch = binding_names_companion(binding.resource, companion)
+    if mismatch is not None:
+        return Verdict(binding.ref, False, "binding-mismatch", mismatch)
+    if binding.ref.terminating:
+        return Verdict(
+            binding.ref, False, "terminating", "already being deleted; not deleted again"
+        )
+    if binding.protected:
+        return Verdict(binding.ref, False, "protected", f"annotated {PROTECT_ANNOTATION}=true")
+    return Verdict(
+        binding.ref,
+        True,
+        "companion-deleted",
+        f"binds {companion.kind} {companion.name}, deleted with it",
+    )

@@ -18,6 +18,7 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
     decode_cluster_label,
+    is_dns1123_subdomain,
 )
 from gcjob.model import ParentRef, Route, Verdict
 
@@ -95,6 +96,15 @@ def route_target(route: Route) -> RouteTarget | Verdict:
             False,
             "non-gateway-parent",
             f"parent {other.group!r}/{other.kind} {other.name} is not a Gateway",
+            cluster=cluster,
+        )
+    unnamed = [p for p in route.parent_refs if not is_dns1123_subdomain(p.name)]
+    if unnamed:
+        return Verdict(
+            ref,
+            False,
+            "malformed-parent-ref",
+            f"parent name {unnamed[0].name[:80]!r} is not a valid object name",
             cluster=cluster,
         )
     foreign = [

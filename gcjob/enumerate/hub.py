@@ -16,6 +16,7 @@ from gcjob.domain import (
 from gcjob.enumerate.scope import Scope
 from gcjob.kube import reduce
 from gcjob.kube.access import Reduce, Sink
+from gcjob.kube.errors import ApiError
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
     COMPANION_RESOURCES,
@@ -117,11 +118,14 @@ def read_workload_index(reader: Reader, scope: Scope) -> dict[str, frozenset[str
     """Names of every WorkloadDeployment, by namespace: read unfiltered (nothing guarantees a
     label on them). Raises KubeError when the read fails: then there is no index at all."""
     index: dict[str, set[str]] = defaultdict(set)
-    for namespace in scope.list_targets():
-        for found in reader.list(
-            WORKLOADDEPLOYMENTS, reduce.namespace_and_name, namespace=namespace
+    for target in scope.list_targets():
+        for namespace, name in reader.list(
+            WORKLOADDEPLOYMENTS, reduce.namespace_and_name, namespace=target
         ):
-            index[found[0]].add(found[1])
+            namespace = namespace or target or ""
+            if not namespace:  # an item that says nothing of where it lives: no index
+                raise ApiError(200, "Malformed", f"{name} has no namespace", "workloaddeployments")
+            index[namespace].add(name)
     return {ns: frozenset(names) for ns, names in index.items()}
 
 

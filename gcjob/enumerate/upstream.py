@@ -14,7 +14,7 @@ from typing import Protocol
 
 from gcjob.decide.routes import ClusterStatus, RouteTarget, UpstreamView, is_suspect
 from gcjob.kube import reduce
-from gcjob.kube.errors import KubeError, UnknownCluster
+from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import GATEWAYS, NAMESPACES
 
@@ -56,12 +56,13 @@ class UpstreamIndex:
     def _probe(self, name: str) -> ClusterState:
         try:
             reader = self.source.reader_for(name)
+            served = reader.served(GATEWAYS)
         except UnknownCluster as exc:
             return ClusterState(ClusterStatus.UNKNOWN, str(exc))
-        try:
-            served = reader.served(GATEWAYS)
+        except Stopped:
+            raise  # the run is over: not a fact about this cluster
         except KubeError as exc:
-            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc), reader.server)
+            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc))
         if not served:
             return ClusterState(
                 ClusterStatus.UNAVAILABLE,
@@ -100,9 +101,11 @@ class UpstreamIndex:
             if len(names) == 1:
                 (name,) = names
                 found = reader.get(GATEWAYS, namespace, name, reduce.name_of)
-                return _Namespace(frozenset() if found is None else frozenset({found}))
+                return _Namespace(frozenset() if found is None else frozenset({name}))
             listed = reader.list(GATEWAYS, reduce.name_of, namespace=namespace)
             return _Namespace(frozenset(n for n in listed if n))
+        except Stopped:
+            raise
         except KubeError as exc:
             return _Namespace(None, str(exc))
 

@@ -164,7 +164,16 @@ class KubeAccess(ListsByFolding):
         response = self.transport.send(request)
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
-        return reduce(_expect_ok(response, request))
+        obj = _expect_ok(response, request)
+        # Only an answer naming that very object says it exists: a path normalised away
+        # (a name like ".") can come back as a list, which would read as "absent".
+        answered = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+        if answered != name:
+            raise ApiError(response.status, "Malformed", f"answer names {answered!r}", request.path)
+        record = reduce(obj)
+        if record is None:  # None means "proven absent" to every caller: never for an answer
+            raise ApiError(response.status, "Malformed", "unreadable object", request.path)
+        return record
 
     def delete(
         self, resource: Resource, namespace: str | None, name: str, uid: str, resource_version: str
@@ -177,11 +186,11 @@ class KubeAccess(ListsByFolding):
         if 200 <= response.status < 300:
             return DeleteResult.DELETED
         if response.status == 404 and is_not_found_for(response, resource, name):
-            if response.resent_after_disconnect:
-                return DeleteResult.DELETED  # our first attempt applied before the line dropped
+            if response.resent_after_maybe_applied:
+                return DeleteResult.DELETED  # gone after our own earlier attempt: counted once
             return DeleteResult.GONE
         if response.status == 409:
-            if response.resent_after_disconnect:
+            if response.resent_after_maybe_applied:
                 return self._settle_resent_delete(resource, namespace, name, uid)
             return DeleteResult.CONFLICT
         raise _api_error(response, request)

@@ -116,8 +116,9 @@ class SnapshotStore(ListsByFolding):
         for (ns, _), obj in sorted(objects.items()):
             if namespace is not None and ns != namespace:
                 continue
-            labels = (obj.get("metadata") or {}).get("labels") or {}
-            if _matches(labels, label_selector):
+            meta = obj.get("metadata")
+            labels = meta.get("labels") if isinstance(meta, dict) else None
+            if _matches(labels if isinstance(labels, dict) else {}, label_selector):
                 record = reduce(obj)
                 if record is not None:
                     sink.add(record)

@@ -2,8 +2,9 @@
 
 The client's own urllib3 retries are switched off (see connect.py): they would re-send a
 DELETE silently. Retries happen here only, bounded in attempts and time, and a response
-says whether the request was re-sent after the connection was lost, so the access layer
-can tell "my earlier attempt applied" from "someone else deleted it".
+says whether the request was re-sent after an attempt that may have been applied (no
+answer, or a 5xx), so the access layer can tell "my earlier attempt applied" from "someone
+else deleted it".
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Response:
     status: int
     headers: Mapping[str, str]
     body: bytes
-    resent_after_disconnect: bool = False  # an earlier attempt may have been applied
+    resent_after_maybe_applied: bool = False  # an earlier attempt may have been applied
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
@@ -97,7 +98,7 @@ class Transport:
 
     def send(self, request: Request) -> Response:
         started = time.monotonic()
-        disconnected = False
+        maybe_applied = False
         attempt = 0
         while True:
             attempt += 1
@@ -112,13 +113,16 @@ class Transport:
                 ) from exc
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 # No answer: the request may or may not have been applied.
-                disconnected = True
+                maybe_applied = True
                 failure = f"{type(exc).__name__}: {str(exc)[:160]}"
                 retry_after = None
             else:
-                response.resent_after_disconnect = disconnected
+                response.resent_after_maybe_applied = maybe_applied
                 if response.status not in RETRYABLE_STATUS:
                     return response
+                # A 5xx can come after the server applied the request (a proxy timing out,
+                # etcd slow to answer); a 429 is refused before anything is done.
+                maybe_applied = maybe_applied or response.status != 429
                 failure = f"HTTP {response.status}"
                 retry_after = _retry_after(response.headers)
             delay = self._delay(attempt, retry_after)

@@ -8,7 +8,7 @@ from kubernetes.client import ApiClient
 
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import UpstreamResolver
-from gcjob.kube.errors import ConfigError, UnknownCluster
+from gcjob.kube.errors import ConfigError, Unavailable
 
 
 class LiveUpstreams:
@@ -23,7 +23,7 @@ class LiveUpstreams:
         if cluster not in self._readers:
             try:
                 client = self.resolver.client_for(cluster)
-            except ConfigError as exc:
-                raise UnknownCluster(str(exc)) from exc
+            except ConfigError as exc:  # configured, but its credentials cannot be loaded
+                raise Unavailable(str(exc)) from exc
             self._readers[cluster] = self.make_access(client, f"upstream/{cluster}")
         return self._readers[cluster]

@@ -251,3 +251,26 @@ def test_deletes_are_pinned_to_what_was_observed(
         "resourceVersion": created["metadata"]["resourceVersion"],
     }
     assert deletes[0].body["propagationPolicy"] == "Background"
+
+
+def test_a_protected_binding_stays_when_its_companion_goes(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
+    hub.create(
+        binding(
+            ns,
+            "app-configmap",
+            kind="ConfigMap",
+            target="app",
+            target_uid=created["metadata"]["uid"],
+            annotations={"gcjob.datumapis.com/protect": "true"},
+        )
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+
+    assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
+    assert result.outcome("ResourceBinding", "app-configmap") == ("skipped", "protected")
+    assert hub.present("ResourceBinding", ns, "app-configmap")

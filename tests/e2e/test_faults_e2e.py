@@ -589,3 +589,52 @@ def test_hub_without_karmada_is_refused(
     assert hub.present("ResourceBinding", ns, "gone-config-configmap")
     assert not [r for r in faults.requests if r.method == "DELETE" and f"/{ns}/" in r.path]
     assert "not a Karmada hub" in result.stderr
+
+
+def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_binding(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
+    hub.create(
+        binding(
+            ns,
+            "app-configmap",
+            kind="ConfigMap",
+            target="app",
+            target_uid=created["metadata"]["uid"],
+        )
+    )
+    faults.add_fault(
+        Fault(
+            method="DELETE", path=f"/namespaces/{ns}/configmaps/app$", status=503, apply_first=True
+        )
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
+    assert result.outcome("ResourceBinding", "app-configmap") == ("deleted", "companion-deleted")
+    assert hub.gone("ResourceBinding", ns, "app-configmap")
+
+
+def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
+    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(binding(ns, "lost-configmap", kind="ConfigMap", target="lost"))
+    faults.add_fault(
+        Fault(
+            method="DELETE",
+            path=f"/namespaces/{ns}/resourcebindings/lost-",
+            status=503,
+            apply_first=True,
+        )
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("ResourceBinding", "lost-configmap") == ("deleted", "orphaned")
+    assert hub.gone("ResourceBinding", ns, "lost-configmap")

@@ -365,3 +365,59 @@ def test_upstream_reads_are_batched_per_namespace(
         ("GET", f"/apis/gateway.networking.k8s.io/v1/namespaces/{project}/gateways"),
     ]
     assert result.summary["api_requests"]["by_target"][f"upstream/{UPSTREAM_CLUSTER}"] == 2
+
+
+def test_a_parent_name_that_is_no_object_name_is_never_proof(
+    hub: TestCluster, project: str, routes_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(
+        route(ns, "dot", cluster_label=LABEL, upstream_namespace=project, parents=[{"name": "."}])
+    )
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+
+    assert result.outcome("HTTPRoute", "dot") == ("skipped", "malformed-parent-ref")
+    assert hub.present("HTTPRoute", ns, "dot")
+
+
+def test_an_upstream_context_whose_credentials_cannot_load_is_unavailable(
+    hub: TestCluster,
+    project: str,
+    gcjob_hub_args: list[str],
+    upstream_kubeconfig: str,
+    tmp_path: Path,
+) -> None:
+    config = yaml.safe_load(Path(upstream_kubeconfig).read_text())
+    config["clusters"].append({"name": "broken", "cluster": {"server": "http://127.0.0.1:9"}})
+    config["users"].append({"name": "broken", "user": {"tokenFile": str(tmp_path / "none")}})
+    config["contexts"].append(
+        {"name": "broken", "context": {"cluster": "broken", "user": "broken"}}
+    )
+    kubeconfig = tmp_path / "upstreams"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    ns = hub.namespace()
+    hub.create(
+        route(
+            ns,
+            "r",
+            cluster_label="cluster-broken",
+            upstream_namespace=project,
+            parents=[gw("gw-gone")],
+        )
+    )
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--upstream-kubeconfig",
+        str(kubeconfig),
+        "--sweep",
+        "routes",
+        "--namespace",
+        ns,
+        "--delete",
+    )
+
+    assert result.outcome("HTTPRoute", "r") == ("skipped", "upstream-unavailable")
+    assert result.summary["upstream_clusters"]["broken"]["status"] == "unavailable"
+    assert result.exit_code == 1

@@ -297,3 +297,67 @@ def test_sigterm_mid_run_stops_after_the_request_in_flight(
     assert summary["totals"]["deleted"] == 1
     assert summary["counts"]["companions"]["skipped"]["stopped"] == 2
     assert sum(hub.present("ConfigMap", ns, n) for n in names) == 2
+
+
+def test_a_stopped_run_still_releases_its_lease(
+    hub: TestCluster, hub_kubeconfig: str, faults: FakeKube
+) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 1)
+    faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", delay=2.0))
+
+    stopped = run_gcjob(*locked_args(hub_kubeconfig, hub, ns), "--timeout", "1s")
+
+    assert stopped.exit_code == 5
+    assert not hub.get("Lease", ns, "gcjob")["spec"].get("holderIdentity")
+    again = run_gcjob(*locked_args(hub_kubeconfig, hub, ns))
+    assert again.exit_code == 0, again.stderr
+    assert hub.gone("ConfigMap", ns, names[0])
+
+
+def test_a_stop_during_upstream_lookups_is_a_stop_not_an_unavailable_upstream(
+    hub: TestCluster,
+    upstream: TestCluster,
+    upstream_server: FakeKube | None,
+    gcjob_hub_args: list[str],
+    upstream_kubeconfig: str,
+) -> None:
+    if upstream_server is None:
+        pytest.skip("fault injection needs the loopback server")
+    from tests.e2e.conftest import UPSTREAM_CLUSTER
+    from tests.e2e.objects import gateway, route
+
+    projects = [upstream.namespace("project") for _ in range(2)]
+    ns = hub.namespace()
+    for i, project in enumerate(projects):
+        upstream.create(gateway(project, "gw-a"))
+        hub.create(
+            route(
+                ns,
+                f"r{i}",
+                cluster_label=f"cluster-{UPSTREAM_CLUSTER}",
+                upstream_namespace=project,
+                parents=[{"name": "gw-a"}],
+            )
+        )
+    upstream_server.add_fault(Fault(method="GET", path="/gateways/gw-a$", delay=2.0, times=None))
+    try:
+        result = run_gcjob(
+            *gcjob_hub_args,
+            "--upstream-kubeconfig",
+            upstream_kubeconfig,
+            "--sweep",
+            "routes",
+            "--namespace",
+            ns,
+            "--delete",
+            "--timeout",
+            "1s",
+        )
+    finally:
+        upstream_server.clear_faults()
+
+    assert result.exit_code == 5
+    assert result.summary["sweeps"]["routes"]["status"] == "stopped"
+    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "ok"
+    assert all(i["reason"] != "upstream-unavailable" for i in result.items)
