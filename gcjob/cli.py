@@ -23,7 +23,7 @@ from gcjob.kube.connect import UpstreamResolver, hub_client
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.reader import Reader
 from gcjob.kube.snapshot import Snapshot, SnapshotUpstreams
-from gcjob.kube.transport import RequestStats, Timeouts, Transport
+from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
 from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.lease import LeaseLock, LockHeld
 from gcjob.logs import log
@@ -34,6 +34,10 @@ from gcjob.settings import Settings, parse_duration
 from gcjob.sweeps import execute
 
 LEASE_MARGIN = timedelta(minutes=1)
+HUB_RETRY = RetryPolicy()
+# An upstream that fails only keeps its routes until the next run: a few blackholed
+# clusters must not use up the run's --timeout before the healthy ones are swept.
+UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
@@ -266,9 +270,16 @@ def run_sweep(settings: Settings) -> int:
     stats = RequestStats()
     timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
 
-    def make_access(client: Any, target: str, run_budget: RunBudget = budget) -> KubeAccess:
-        transport = Transport(client, target, stats=stats, budget=run_budget, timeouts=timeouts)
+    def make_access(
+        client: Any, target: str, run_budget: RunBudget = budget, retry: RetryPolicy = HUB_RETRY
+    ) -> KubeAccess:
+        transport = Transport(
+            client, target, stats=stats, budget=run_budget, timeouts=timeouts, retry=retry
+        )
         return KubeAccess(transport, settings.page_size)
+
+    def make_upstream_access(client: Any, target: str) -> KubeAccess:
+        return make_access(client, target, retry=UPSTREAM_RETRY)
 
     access: KubeAccess | None = None
     hub: Reader
@@ -287,7 +298,7 @@ def run_sweep(settings: Settings) -> int:
                 resolver = UpstreamResolver(
                     settings.upstream_kubeconfig, settings.upstream_server_template
                 )
-                upstreams = LiveUpstreams(resolver, make_access)
+                upstreams = LiveUpstreams(resolver, make_upstream_access)
         if upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
             raise ConfigError("--sweep routes needs an upstream: pass --upstream-kubeconfig")
         if settings.report_file:
@@ -329,6 +340,9 @@ def run_sweep(settings: Settings) -> int:
     except LockHeld as exc:
         run.codes.add(ExitCode.LOCKED)
         error = str(exc)
+    except ConfigError as exc:
+        run.codes.add(ExitCode.USAGE)
+        error = str(exc)
     except KubeError as exc:
         run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
         error = f"cannot use the hub: {exc}"
@@ -346,8 +360,10 @@ def run_sweep(settings: Settings) -> int:
     try:
         reporter.finish(run.summary(code, error))
     except OSError as exc:  # the report file could not be written after all
-        click.echo(f"gcjob: error: cannot write --report-file: {exc}", err=True)
-        code = max(code, ExitCode.ITEM_FAILED)
+        run.codes.add(ExitCode.ITEM_FAILED)
+        code = run.exit_code()
+        error = "; ".join(filter(None, [error, f"cannot write --report-file: {exc}"]))
+        reporter.print_summary(run.summary(code, error))
     if error:
         click.echo(f"gcjob: error: {error}", err=True)
     return int(code)

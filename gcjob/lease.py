@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gcjob.kube.access import KubeAccess
-from gcjob.kube.errors import ApiError
+from gcjob.kube.errors import ApiError, ConfigError
 from gcjob.kube.reduce import parse_time
 from gcjob.kube.resources import LEASES
 
@@ -60,9 +60,10 @@ class LeaseLock:
         }
 
     def acquire(self, now: datetime) -> None:
-        """Raises LockHeld when another live run holds it, KubeError when it cannot tell."""
-        current = self.access.read(LEASES, self.namespace, self.name)
+        """Raises LockHeld when another live run holds it, ConfigError when the lock namespace
+        is missing or the Lease is forbidden, KubeError when it cannot tell."""
         try:
+            current = self.access.read(LEASES, self.namespace, self.name)
             if current is None:
                 self.access.create(
                     LEASES,
@@ -89,6 +90,8 @@ class LeaseLock:
                 raise LockHeld(
                     f"lease {self.namespace}/{self.name} was taken by another run first"
                 ) from exc
+            if exc.status in (403, 404):  # no such namespace, or no RBAC for Leases there
+                raise ConfigError(f"--lock-namespace/--lock-name: {exc}") from exc
             raise
         self.held = True
 

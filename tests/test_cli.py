@@ -327,3 +327,14 @@ def test_repeatable_sweep_flag_from_the_environment_is_comma_separated() -> None
 
     assert result.return_value == 0
     assert list(summary_of(result)["sweeps"]) == ["companions", "bindings"]
+
+
+def test_a_report_file_that_fails_at_the_end_is_told_in_the_summary_too() -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    result = invoke("--snapshot", DEMO, "--report-file", "/dev/full")
+
+    assert result.return_value == 1
+    summary = summary_of(result)
+    assert summary["exit_code"] == 1
+    assert "cannot write --report-file" in summary["exit_reason"]

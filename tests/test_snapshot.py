@@ -390,3 +390,27 @@ def test_malformed_metadata_in_a_dump_is_never_a_crash(tmp_path: Path) -> None:
     found = store.list(CONFIGMAPS, reduce.name_of, label_selector="a=b")
     assert found == []
     assert store.list(CONFIGMAPS, reduce.name_of) == ["x"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "kind: List\napiVersion: v1\nitems: 5\n",
+        "- 1\n- 2\n",
+        "just a string\n",
+        "kind: List\napiVersion: v1\nitems: [3]\n",
+    ],
+)
+def test_a_file_that_is_no_dump_of_objects_is_refused(tmp_path: Path, content: str) -> None:
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "odd.yaml").write_text(content)
+    with pytest.raises(ConfigError, match=r"odd\.yaml"):
+        Snapshot(str(tmp_path))
+
+
+def test_empty_yaml_documents_are_fine(tmp_path: Path) -> None:
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "cm.yaml").write_text(
+        "---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: n}\n---\n"
+    )
+    assert Snapshot(str(tmp_path)).hub.list(CONFIGMAPS, reduce.name_of) == ["a"]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from gcjob.budget import RunBudget
 from gcjob.kube.access import DeleteResult, KubeAccess
-from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.errors import DeleteUncertain, KubeError, Stopped
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, Outcome, Sweep, Verdict
 
@@ -53,6 +53,8 @@ class Deleter:
             result = self.access.delete(
                 resource, ref.namespace, ref.name, ref.uid, ref.resource_version
             )
+        except DeleteUncertain as exc:
+            return Outcome.of(sweep, verdict, Action.FAILED, "delete-uncertain", str(exc))
         except Stopped as exc:
             return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
         except KubeError as exc:

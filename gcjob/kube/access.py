@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
 from gcjob.kube import requests
-from gcjob.kube.errors import ApiError, KubeError, Unavailable
+from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
 from gcjob.kube.transport import Response, Transport
@@ -155,13 +155,15 @@ class KubeAccess(ListsByFolding):
         reduce: Reduce[T],
         *,
         metadata_only: bool = True,
+        final: bool = False,
     ) -> T | None:
         """The object, or None only when the server proved it absent: a NotFound for that very
-        name. Any other answer (a 404 for the path, 403, 5xx, timeouts) raises."""
+        name. Any other answer (a 404 for the path, 403, 5xx, timeouts) raises. `final`: one
+        attempt, even after a stop request (see Transport.send)."""
         request = requests.get(
             resource, namespace, name, metadata_only=metadata_only or resource.sensitive
         )
-        response = self.transport.send(request)
+        response = self.transport.send(request, final=final)
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
         obj = _expect_ok(response, request)
@@ -178,10 +180,20 @@ class KubeAccess(ListsByFolding):
     def delete(
         self, resource: Resource, namespace: str | None, name: str, uid: str, resource_version: str
     ) -> DeleteResult:
+        """Raises DeleteUncertain when an attempt may have been applied and looking could not
+        tell; any other KubeError means nothing was deleted."""
         if not uid or not resource_version:
             raise KubeError(f"refusing to delete {name}: no uid/resourceVersion to pin it to")
         request = requests.delete(resource, namespace, name, uid, resource_version)
-        response = self.transport.send(request)
+        try:
+            response = self.transport.send(request)
+        except KubeError as exc:
+            if not exc.maybe_applied:
+                raise
+            # Retries ran out, or the run stopped, after an attempt that may have applied.
+            if self._settle(resource, namespace, name, uid, exc) is DeleteResult.DELETED:
+                return DeleteResult.DELETED
+            raise
         # The body is the object (metadata only); a Secret's is never read.
         if 200 <= response.status < 300:
             return DeleteResult.DELETED
@@ -191,15 +203,27 @@ class KubeAccess(ListsByFolding):
             return DeleteResult.GONE
         if response.status == 409:
             if response.resent_after_maybe_applied:
-                return self._settle_resent_delete(resource, namespace, name, uid)
+                return self._settle(resource, namespace, name, uid, None)
             return DeleteResult.CONFLICT
         raise _api_error(response, request)
 
-    def _settle_resent_delete(
-        self, resource: Resource, namespace: str | None, name: str, uid: str
+    def _settle(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        uid: str,
+        failure: KubeError | None,
     ) -> DeleteResult:
-        """A resent delete met 409: did our first attempt apply? Look, do not guess."""
-        seen = self.get(resource, namespace, name, _uid_and_terminating)
+        """Did an earlier attempt of our delete apply? Look (once, even after a stop request),
+        do not guess: gone, or terminating with our uid, means it did."""
+        try:
+            seen = self.get(resource, namespace, name, _uid_and_terminating, final=True)
+        except KubeError as exc:
+            why = f"{failure}; " if failure else ""
+            raise DeleteUncertain(
+                f"{why}the delete may have been applied, and reading it back failed: {exc}"
+            ) from exc
         if seen is None:
             return DeleteResult.DELETED
         seen_uid, terminating = seen

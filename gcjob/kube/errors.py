@@ -6,6 +6,10 @@ from __future__ import annotations
 class KubeError(Exception):
     """A request could not be answered with what gcjob needs."""
 
+    # True when an attempt of the failed request may have been applied (no answer, or a 5xx):
+    # a DELETE failing this way must be settled by looking before it is reported.
+    maybe_applied: bool = False
+
 
 class ApiError(KubeError):
     def __init__(self, status: int, reason: str, message: str, path: str) -> None:
@@ -29,3 +33,7 @@ class ConfigError(Exception):
 
 class UnknownCluster(Exception):
     """No endpoint is configured for this upstream cluster name."""
+
+
+class DeleteUncertain(KubeError):
+    """A delete may have been applied, and looking could not tell: reported as such."""

@@ -43,13 +43,19 @@ def _documents(path: Path) -> Iterator[Any]:
 
 
 def _objects(document: Any) -> Iterator[dict[str, Any]]:
-    if not isinstance(document, dict):
-        return
-    items = document.get("items")
-    if isinstance(items, list) and str(document.get("kind", "")).endswith("List"):
+    """The objects of one document: a List's items, or the object itself. Anything else is
+    not a dump of Kubernetes objects, and is refused rather than silently skipped."""
+    if document is None:
+        return  # an empty YAML document
+    if not isinstance(document, dict) or "kind" not in document or "apiVersion" not in document:
+        raise ValueError("not a Kubernetes object or List")
+    if str(document["kind"]).endswith("List") and "items" in document:
+        items = document["items"]
+        if not isinstance(items, list):
+            raise ValueError(f"{document['kind']} items is not a list")
         for item in items:
             yield from _objects(item)
-    elif "kind" in document and "apiVersion" in document:
+    else:
         yield document
 
 

@@ -22,7 +22,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from gcjob.budget import RunBudget
-from gcjob.kube.errors import Stopped, Unavailable
+from gcjob.kube.errors import KubeError, Stopped, Unavailable
 from gcjob.kube.requests import Request
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -91,18 +91,28 @@ class Transport:
         # Pinned now: the client's token refresh hook re-applies the kubeconfig, host included,
         # on every request, which would silently send a templated upstream's requests elsewhere.
         self._server = str(api_client.configuration.host).rstrip("/")
+        self._maybe_applied = False
 
     @property
     def server(self) -> str:
         return self._server
 
-    def send(self, request: Request) -> Response:
+    def send(self, request: Request, *, final: bool = False) -> Response:
+        """Send with retries. `final`: one attempt, even after a stop request (the read
+        that settles what a delete in flight did, so the report does not guess)."""
+        try:
+            return self._send(request, final)
+        except KubeError as exc:
+            exc.maybe_applied = exc.maybe_applied or self._maybe_applied
+            raise
+
+    def _send(self, request: Request, final: bool) -> Response:
         started = time.monotonic()
-        maybe_applied = False
+        self._maybe_applied = maybe_applied = False
         attempt = 0
         while True:
             attempt += 1
-            stop = self.budget.stop_reason()
+            stop = None if final else self.budget.stop_reason()
             if stop is not None:
                 raise Stopped(f"{request.method} {request.path} not sent: {stop}")
             try:
@@ -113,7 +123,7 @@ class Transport:
                 ) from exc
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 # No answer: the request may or may not have been applied.
-                maybe_applied = True
+                self._maybe_applied = maybe_applied = True
                 failure = f"{type(exc).__name__}: {str(exc)[:160]}"
                 retry_after = None
             else:
@@ -122,12 +132,12 @@ class Transport:
                     return response
                 # A 5xx can come after the server applied the request (a proxy timing out,
                 # etcd slow to answer); a 429 is refused before anything is done.
-                maybe_applied = maybe_applied or response.status != 429
+                self._maybe_applied = maybe_applied = maybe_applied or response.status != 429
                 failure = f"HTTP {response.status}"
                 retry_after = _retry_after(response.headers)
             delay = self._delay(attempt, retry_after)
             spent = time.monotonic() - started
-            if attempt >= self.retry.attempts or spent + delay > self.retry.max_total:
+            if final or attempt >= self.retry.attempts or spent + delay > self.retry.max_total:
                 raise Unavailable(
                     f"{request.method} {request.path} on {self.target} failed after "
                     f"{attempt} attempts: {failure}"

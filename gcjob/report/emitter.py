@@ -76,6 +76,18 @@ class Reporter:
             self.progress_stream.flush()
 
     def finish(self, summary: dict[str, Any]) -> None:
+        """The report file first: if it cannot be written (OSError), nothing is printed yet,
+        so the caller can print a summary that says so."""
+        self.save(summary)
+        self.print_summary(summary)
+
+    def save(self, summary: dict[str, Any]) -> None:
+        if self.report_file:
+            with open(self.report_file, "w", encoding="utf-8") as out:
+                json.dump({"items": self._items, "summary": summary}, out, indent=2)
+                out.write("\n")
+
+    def print_summary(self, summary: dict[str, Any]) -> None:
         if self.progress_stream is not None:
             self.progress_stream.write("\r\x1b[K")
         if self._logger is not None:
@@ -83,10 +95,6 @@ class Reporter:
         else:
             self.stream.write(_text_summary(summary))
             self.stream.flush()
-        if self.report_file:
-            with open(self.report_file, "w", encoding="utf-8") as out:
-                json.dump({"items": self._items, "summary": summary}, out, indent=2)
-                out.write("\n")
 
 
 def _text_line(record: dict[str, Any]) -> str:

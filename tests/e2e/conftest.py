@@ -73,7 +73,9 @@ def upstream_kubeconfig(
     path = tmp_path_factory.mktemp("upstream") / "kubeconfig"
     if upstream_server is not None:
         return upstream_server.write_kubeconfig(str(path), UPSTREAM_CLUSTER)
-    source = yaml.safe_load(Path(os.environ["GCJOB_E2E_UPSTREAM_KUBECONFIG"]).read_text())
+    origin = Path(os.environ["GCJOB_E2E_UPSTREAM_KUBECONFIG"])
+    source = yaml.safe_load(origin.read_text())
+    absolute_file_paths(source, origin.resolve().parent)
     current = os.environ.get("GCJOB_E2E_UPSTREAM_CONTEXT") or source["current-context"]
     context = next(c for c in source["contexts"] if c["name"] == current)
     context["name"] = UPSTREAM_CLUSTER
@@ -81,6 +83,22 @@ def upstream_kubeconfig(
     source["current-context"] = UPSTREAM_CLUSTER
     path.write_text(yaml.safe_dump(source))
     return str(path)
+
+
+def absolute_file_paths(config: dict[str, Any], base: Path) -> None:
+    """Relative file paths in a kubeconfig are relative to the file: keep them valid in a
+    copy written elsewhere."""
+    entries = [
+        (c.get("cluster") or {}, ("certificate-authority",)) for c in config.get("clusters") or []
+    ]
+    entries += [
+        (u.get("user") or {}, ("client-certificate", "client-key", "tokenFile"))
+        for u in config.get("users") or []
+    ]
+    for entry, keys in entries:
+        for key in keys:
+            if entry.get(key) and not os.path.isabs(entry[key]):
+                entry[key] = str(base / entry[key])
 
 
 @pytest.fixture

@@ -361,3 +361,19 @@ def test_a_stop_during_upstream_lookups_is_a_stop_not_an_unavailable_upstream(
     assert result.summary["sweeps"]["routes"]["status"] == "stopped"
     assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "ok"
     assert all(i["reason"] != "upstream-unavailable" for i in result.items)
+
+
+def test_a_lock_namespace_that_does_not_exist_is_a_configuration_error(
+    hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    ns = hub.namespace()
+    names = orphans(hub, ns, 1)
+    args = locked_args(hub_kubeconfig, hub, ns)
+    args[args.index("--lock-namespace") + 1] = "no-such-namespace-e2e"
+
+    result = run_gcjob(*args)
+
+    assert result.exit_code == 2
+    assert "--lock-namespace" in result.stderr
+    assert result.items == []
+    assert hub.present("ConfigMap", ns, names[0])
