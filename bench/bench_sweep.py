@@ -40,6 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from gcjob.domain import COMPANION_LABEL, POLICY_KEY, REFERRERS_ANNOTATION  # noqa: E402
+from tests.e2e.objects import workload  # noqa: E402
 
 Obj = dict[str, Any]
 
@@ -151,30 +152,11 @@ def _binding(companion: Obj, created: str) -> Obj:
 
 
 def _workload(ns: str, name: str) -> Obj:
-    """As tests/e2e/objects.py `workload`."""
-    return {
-        "apiVersion": "compute.datumapis.com/v1alpha",
-        "kind": "WorkloadDeployment",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": str(uuid.uuid4()),
-            "creationTimestamp": LIVE_CREATED,
-            "labels": {"compute.datumapis.com/workload-name": name.removesuffix("-dfw")},
-        },
-        "spec": {
-            "cityCode": "DFW",
-            "placementName": "default",
-            "scaleSettings": {"minReplicas": 1, "instanceManagementPolicy": "OrderedReady"},
-            "template": {
-                "spec": {
-                    "networkInterfaces": [{"network": {"name": "default"}}],
-                    "runtime": {"resources": {"instanceType": "datumcloud/d1-standard-2"}},
-                }
-            },
-            "workloadRef": {"name": name, "uid": str(uuid.uuid4())},
-        },
-    }
+    obj = workload(
+        ns, name, labels={"compute.datumapis.com/workload-name": name.removesuffix("-dfw")}
+    )
+    obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=LIVE_CREATED)
+    return obj
 
 
 def populate(kube: Any, n: int, seed: int = 1) -> dict[str, int]:

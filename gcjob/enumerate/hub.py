@@ -15,7 +15,7 @@ from gcjob.domain import (
 )
 from gcjob.enumerate.scope import Scope
 from gcjob.kube import reduce
-from gcjob.kube.access import Reduce, Sink
+from gcjob.kube.access import Collected, Reduce, Sink
 from gcjob.kube.errors import ApiError
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
@@ -83,18 +83,16 @@ def read_in_scope(
     label_selector: str | None = None,
     metadata_only: bool = True,
 ) -> list[R]:
-    records: list[R] = []
-    for namespace in scope.list_targets():
-        records.extend(
-            reader.list(
-                resource,
-                _in_scope(reduce_item, scope),
-                namespace=namespace,
-                label_selector=label_selector,
-                metadata_only=metadata_only,
-            )
-        )
-    return records
+    sinks: list[Collected[R]] = scan_in_scope(
+        reader,
+        resource,
+        reduce_item,
+        scope,
+        Collected,
+        label_selector=label_selector,
+        metadata_only=metadata_only,
+    )
+    return [record for sink in sinks for record in sink.records]
 
 
 def scan_companions(reader: Reader, scope: Scope, start: Callable[[], S]) -> list[S]:

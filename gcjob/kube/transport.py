@@ -91,7 +91,6 @@ class Transport:
         # Pinned now: the client's token refresh hook re-applies the kubeconfig, host included,
         # on every request, which would silently send a templated upstream's requests elsewhere.
         self._server = str(api_client.configuration.host).rstrip("/")
-        self._maybe_applied = False
 
     @property
     def server(self) -> str:
@@ -99,22 +98,18 @@ class Transport:
 
     def send(self, request: Request, *, final: bool = False) -> Response:
         """Send with retries. `final`: one attempt, even after a stop request (the read
-        that settles what a delete in flight did, so the report does not guess)."""
-        try:
-            return self._send(request, final)
-        except KubeError as exc:
-            exc.maybe_applied = exc.maybe_applied or self._maybe_applied
-            raise
-
-    def _send(self, request: Request, final: bool) -> Response:
+        that settles what a delete in flight did, so the report does not guess). A KubeError
+        raised here says whether an attempt may have been applied (`maybe_applied`)."""
         started = time.monotonic()
-        self._maybe_applied = maybe_applied = False
+        maybe_applied = False
         attempt = 0
         while True:
             attempt += 1
             stop = None if final else self.budget.stop_reason()
             if stop is not None:
-                raise Stopped(f"{request.method} {request.path} not sent: {stop}")
+                raise _with(
+                    Stopped(f"{request.method} {request.path} not sent: {stop}"), maybe_applied
+                )
             try:
                 response = self._send_once(request)
             except ApiException as exc:  # how the client reports TLS failures: not transient
@@ -123,7 +118,7 @@ class Transport:
                 ) from exc
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 # No answer: the request may or may not have been applied.
-                self._maybe_applied = maybe_applied = True
+                maybe_applied = True
                 failure = f"{type(exc).__name__}: {str(exc)[:160]}"
                 retry_after = None
             else:
@@ -132,19 +127,25 @@ class Transport:
                     return response
                 # A 5xx can come after the server applied the request (a proxy timing out,
                 # etcd slow to answer); a 429 is refused before anything is done.
-                self._maybe_applied = maybe_applied = maybe_applied or response.status != 429
+                maybe_applied = maybe_applied or response.status != 429
                 failure = f"HTTP {response.status}"
                 retry_after = _retry_after(response.headers)
             delay = self._delay(attempt, retry_after)
             spent = time.monotonic() - started
             if final or attempt >= self.retry.attempts or spent + delay > self.retry.max_total:
-                raise Unavailable(
-                    f"{request.method} {request.path} on {self.target} failed after "
-                    f"{attempt} attempts: {failure}"
+                raise _with(
+                    Unavailable(
+                        f"{request.method} {request.path} on {self.target} failed after "
+                        f"{attempt} attempts: {failure}"
+                    ),
+                    maybe_applied,
                 )
             remaining = self.budget.remaining()
             if remaining is not None and delay >= remaining:
-                raise Stopped(f"{request.method} {request.path}: deadline before next retry")
+                raise _with(
+                    Stopped(f"{request.method} {request.path}: deadline before next retry"),
+                    maybe_applied,
+                )
             self.budget.sleep(delay, self._sleep)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -180,6 +181,11 @@ class Transport:
         finally:
             raw.response.release_conn()  # back to the pool: keep-alive across pages
         return Response(raw.status, dict(raw.headers or {}), data or b"")
+
+
+def _with(error: KubeError, maybe_applied: bool) -> KubeError:
+    error.maybe_applied = maybe_applied
+    return error
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
