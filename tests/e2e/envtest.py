@@ -1,0 +1,351 @@
+"""A real kube-apiserver and etcd for the tests, found and started the way controller-runtime's
+envtest does it.
+
+Binaries: `$KUBEBUILDER_ASSETS`, then `$GCJOB_TEST_ASSETS`, then `../shared/envtest/bin`
+beside the project. Each `ApiServer` is one etcd + kube-apiserver pair on free loopback
+ports in its own temporary directory, with RBAC and a token file: `admin-token` is a
+`system:masters` administrator; more users can be given (`users=`), for tests that prove a
+Role grants exactly enough. Children die with the test process (PR_SET_PDEATHSIG), so an
+interrupted session leaves no stray server behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+ADMIN_TOKEN = "admin-token"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SHARED = PROJECT_ROOT.parent / "shared"
+READY_TIMEOUT = 90.0
+PR_SET_PDEATHSIG = 1
+
+
+class EnvtestError(Exception):
+    pass
+
+
+def assets_dir() -> Path:
+    """Where kube-apiserver and etcd are: the first of $KUBEBUILDER_ASSETS,
+    $GCJOB_TEST_ASSETS, ../shared/envtest/bin that holds both."""
+    candidates = [os.environ.get("KUBEBUILDER_ASSETS"), os.environ.get("GCJOB_TEST_ASSETS")]
+    candidates.append(str(SHARED / "envtest" / "bin"))
+    for candidate in filter(None, candidates):
+        path = Path(candidate)
+        if (path / "kube-apiserver").is_file() and (path / "etcd").is_file():
+            return path
+    raise EnvtestError(
+        "no kube-apiserver and etcd found: set KUBEBUILDER_ASSETS (or GCJOB_TEST_ASSETS) to a "
+        "folder holding both, or keep ../shared/envtest/bin beside the project"
+    )
+
+
+def crds_dir() -> Path:
+    path = Path(os.environ.get("GCJOB_CRDS_DIR") or SHARED / "crds")
+    if not path.is_dir():
+        raise EnvtestError(f"no CRDs at {path}: set GCJOB_CRDS_DIR or keep ../shared beside")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: if pytest is killed, so is the server.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def crd_for_old_server(crd: dict[str, Any]) -> dict[str, Any]:
+    """A 1.25 server rejects CEL rules and selectableFields, and a CRD carrying status."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: strip(v)
+                for k, v in node.items()
+                if k not in ("x-kubernetes-validations", "selectableFields")
+            }
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    cleaned: dict[str, Any] = strip(crd)
+    cleaned.pop("status", None)
+    return cleaned
+
+
+class ApiServer:
+    """One running etcd + kube-apiserver pair. Use as a context manager, or start()/stop()."""
+
+    def __init__(self, name: str, *, users: Sequence[tuple[str, str, str]] = ()) -> None:
+        """`users`: extra (token, user, groups-comma-separated) lines for the token file."""
+        self.name = name
+        self.users = list(users)
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"gcjob-envtest-{name}-"))
+        self.port = 0
+        self._processes: list[subprocess.Popen[bytes]] = []
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def __enter__(self) -> ApiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> ApiServer:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        bin_dir = assets_dir()
+        work = self.workdir
+        (work / "certs").mkdir()
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        (work / "sa.key").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.NoEncryption(),
+            )
+        )
+        (work / "sa.pub").write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        lines = [f'{ADMIN_TOKEN},admin,admin,"system:masters"']
+        lines += [f'{token},{user},{user},"{groups}"' for token, user, groups in self.users]
+        (work / "tokens.csv").write_text("\n".join(lines) + "\n")
+
+        etcd_port, peer_port, self.port = free_port(), free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        peer_url = f"http://127.0.0.1:{peer_port}"
+        self._spawn(
+            "etcd",
+            [
+                str(bin_dir / "etcd"),
+                "--name", self.name,
+                "--data-dir", str(work / "etcd"),
+                "--listen-client-urls", etcd_url,
+                "--advertise-client-urls", etcd_url,
+                "--listen-peer-urls", peer_url,
+                "--initial-advertise-peer-urls", peer_url,
+                "--initial-cluster", f"{self.name}={peer_url}",
+                "--initial-cluster-state", "new",
+                "--unsafe-no-fsync",
+            ],
+        )  # fmt: skip
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(bin_dir / "kube-apiserver"),
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.port}",
+                f"--cert-dir={work / 'certs'}",
+                f"--etcd-servers={etcd_url}",
+                f"--token-auth-file={work / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                f"--service-account-key-file={work / 'sa.pub'}",
+                f"--service-account-signing-key-file={work / 'sa.key'}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--enable-priority-and-fairness=false",
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+            ],
+        )
+        self._wait_ready()
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115  # closed by the child's exit
+        self._processes.append(
+            subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,  # single-threaded at this point
+                start_new_session=True,  # a terminal's Ctrl-C reaches pytest, which stops us
+            )
+        )
+        log.close()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            for process in self._processes:
+                if process.poll() is not None:
+                    raise EnvtestError(f"{self.name}: {process.args[0]} exited: {self.log_tail()}")
+            with contextlib.suppress(OSError, EnvtestError):
+                if self.request("GET", "/readyz", raw=True) == b"ok":
+                    return
+            time.sleep(0.2)
+        raise EnvtestError(f"{self.name}: not ready after {READY_TIMEOUT:.0f}s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 15) -> str:
+        tails = []
+        for name in ("etcd", "kube-apiserver"):
+            path = self.workdir / f"{name}.log"
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+                tails.append(f"--- {name}.log\n" + "\n".join(text))
+        return "\n".join(tails)
+
+    def stop(self) -> None:
+        for process in reversed(self._processes):  # the API server before its etcd
+            if process.poll() is None:
+                process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._processes.clear()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- access ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def ca_file(self) -> Path:
+        """The server's self-signed serving certificate bundle (its CA included)."""
+        return self.workdir / "certs" / "apiserver.crt"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str = ADMIN_TOKEN,
+        content_type: str = "application/json",
+        raw: bool = False,
+    ) -> Any:
+        """One administrator request, for setting up the server. Raises EnvtestError on >= 400."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", content_type)
+        context = self.ssl_context() if self.ca_file.exists() else _unverified()
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=30) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise EnvtestError(f"{method} {path}: {exc.code} {exc.read()[:300]!r}") from exc
+        return payload if raw else (json.loads(payload) if payload else None)
+
+    def install_crds(self, paths: Iterable[Path], timeout: float = 60.0) -> None:
+        """Create the CRDs and wait until each is Established and served."""
+        crds = [crd_for_old_server(yaml.safe_load(p.read_text())) for p in paths]
+        base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        for crd in crds:
+            self.request("POST", base, crd)
+        deadline = time.monotonic() + timeout
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            while not self._crd_ready(base, crd):
+                if time.monotonic() > deadline:
+                    raise EnvtestError(f"{self.name}: CRD {name} not established in {timeout}s")
+                time.sleep(0.1)
+
+    def _crd_ready(self, base: str, crd: dict[str, Any]) -> bool:
+        live = self.request("GET", f"{base}/{crd['metadata']['name']}")
+        conditions = (live.get("status") or {}).get("conditions") or []
+        if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return False
+        group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
+        for version in (v["name"] for v in crd["spec"]["versions"] if v.get("served")):
+            try:
+                found = self.request("GET", f"/apis/{group}/{version}")
+            except EnvtestError:
+                return False
+            if plural not in {r["name"] for r in found.get("resources") or []}:
+                return False
+        return True
+
+    def write_kubeconfig(
+        self,
+        path: Path,
+        *,
+        context: str = "envtest",
+        token: str = ADMIN_TOKEN,
+        server: str | None = None,
+        ca_file: Path | None = None,
+    ) -> Path:
+        """A kubeconfig for this server (or for `server`, e.g. a proxy, trusting `ca_file`)."""
+        return write_kubeconfig(
+            path,
+            context=context,
+            server=server or self.url,
+            ca_file=ca_file or self.ca_file,
+            user={"token": token},
+        )
+
+
+def write_kubeconfig(
+    path: Path, *, context: str, server: str, ca_file: Path | None, user: dict[str, Any]
+) -> Path:
+    cluster: dict[str, Any] = {"server": server}
+    if ca_file is not None:
+        cluster["certificate-authority"] = str(ca_file)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": cluster}],
+        "users": [{"name": context, "user": user}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        "current-context": context,
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _unverified() -> ssl.SSLContext:
+    # Only before the server has written its certificate: the first /readyz polls.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@contextlib.contextmanager
+def running(name: str, crds: Iterable[Path], **kwargs: Any) -> Iterator[ApiServer]:
+    with ApiServer(name, **kwargs) as server:
+        server.install_crds(crds)
+        yield server

@@ -1,0 +1,345 @@
+"""A fault-injecting HTTPS proxy in front of a real API server.
+
+gcjob talks to the proxy; the proxy forwards every request to the real server (a local
+envtest pair or any real cluster) and hands back its answer unchanged, unless a test's
+`Fault` matches the request. Then the proxy answers a status of its own (with a body and
+headers such as Retry-After), waits, or resets the connection, either before the request
+reaches the server or after the server applied it (`apply_first`), so that a DELETE can be
+applied while its answer is lost. Kubernetes semantics all come from the real server: the
+proxy only breaks the wire, and keeps a log of what gcjob asked for.
+"""
+
+from __future__ import annotations
+
+import builtins
+import http.client
+import json
+import re
+import socket
+import ssl
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import trustme
+
+REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    502: "BadGateway",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "upgrade"}
+)
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # lower-case keys
+    body: Any  # parsed JSON, or None (no body or not JSON)
+    raw_body: bytes = b""
+    status: int | None = None  # status sent back; None if the connection was reset (or not yet)
+    response_body: bytes = field(default=b"", repr=False)
+
+    @property
+    def accept(self) -> str:
+        return self.headers.get("accept", "")
+
+
+@dataclass
+class Fault:
+    """A misbehaviour for matching requests (checked in the order they were added)."""
+
+    method: str | None = None  # None: any; e.g. "DELETE"
+    path: str | None = None  # regex searched in the URL path; None: any
+    query: dict[str, str] | None = None  # each key present with that value ("*": present at all)
+    status: int | None = None  # answer this status instead of the server's
+    body: dict[str, Any] | str | None = None  # dict -> JSON, str -> text/plain; None -> a Status
+    headers: dict[str, str] | None = None  # e.g. {"Retry-After": "1"}
+    delay: float = 0.0  # wait this long before answering (or before forwarding)
+    drop: bool = False  # reset the connection (TCP RST) instead of answering
+    apply_first: bool = False  # forward to the real server first, then delay/answer/drop
+    times: int | None = 1  # how many matching requests it affects; None: every one
+    hits: int = 0  # how many requests it has affected
+
+    def matches(self, rec: RecordedRequest) -> bool:
+        if self.times is not None and self.hits >= self.times:
+            return False
+        if self.method is not None and self.method.upper() != rec.method:
+            return False
+        if self.path is not None and not re.search(self.path, rec.path):
+            return False
+        for key, want in (self.query or {}).items():
+            have = rec.query.get(key)
+            if have is None or (want != "*" and want not in have):
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Target:
+    """The real server behind the proxy."""
+
+    url: str  # https://host:port
+    ssl_context: ssl.SSLContext  # trusts the server (and presents a client cert if needed)
+
+
+class FaultProxy:
+    def __init__(self, target: Target, *, strip_prefix: str | None = None) -> None:
+        """`strip_prefix`: a regex of a leading path part removed before forwarding, so one
+        real server can stand behind many templated upstream URLs."""
+        self.target = target
+        self.strip_prefix = re.compile(strip_prefix) if strip_prefix else None
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+        self._requests: list[RecordedRequest] = []
+        self._unserved: dict[tuple[str, str], Fault] = {}
+        self._ca = trustme.CA()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self, ca_dir: Path) -> FaultProxy:
+        self.ca_file = ca_dir / "proxy-ca.pem"
+        self._ca.cert_pem.write_to_path(str(self.ca_file))
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
+        proxy = self
+
+        class Handler(_Handler):
+            owner = proxy
+
+        server = _Server(("127.0.0.1", 0), Handler)
+        server.socket = context.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
+        self._server = server
+        self.port = server.server_address[1]
+        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    # -- faults and the request log ----------------------------------------------------
+
+    def add_fault(self, fault: Fault) -> Fault:
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+            self._unserved.clear()
+
+    def unserve(self, group: str, version: str) -> None:
+        """Answer as a server that does not serve group/version: a plain 404 for the path."""
+        fault = Fault(
+            path=rf"^/apis/{re.escape(group)}/{re.escape(version)}(/|$)",
+            status=404,
+            body="404 page not found\n",
+            times=None,
+        )
+        with self._lock:
+            self._unserved[(group, version)] = fault
+            self._faults.insert(0, fault)
+
+    def serve(self, group: str, version: str) -> None:
+        with self._lock:
+            fault = self._unserved.pop((group, version), None)
+            if fault is not None:
+                self._faults.remove(fault)
+
+    @property
+    def requests(self) -> builtins.list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def _record(self, rec: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(rec)
+
+    def _match(self, rec: RecordedRequest) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(rec):
+                    fault.hits += 1
+                    return fault
+        return None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hung up, or a connection a fault reset: nothing to report
+
+
+@dataclass
+class _Answer:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FaultProxy
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real API server
+
+    def setup(self) -> None:
+        self.upstream: http.client.HTTPSConnection | None = None  # one per client connection
+        super().setup()
+        self.connection.do_handshake()  # in this connection's thread, not the acceptor's
+
+    def finish(self) -> None:
+        if self.upstream is not None:
+            self.upstream.close()
+        super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_GET
+
+    def _handle(self) -> None:
+        proxy = self.owner
+        split = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            parsed = json.loads(raw) if raw else None
+        except ValueError:
+            parsed = None
+        rec = RecordedRequest(
+            method=self.command,
+            path=split.path,
+            query=parse_qs(split.query, keep_blank_values=True),
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=parsed,
+            raw_body=raw,
+        )
+        proxy._record(rec)
+        fault = proxy._match(rec)
+        if fault is not None and not fault.apply_first and self._misbehave(fault, rec):
+            return
+        answer = self._forward(rec, raw)
+        if fault is not None and fault.apply_first and self._misbehave(fault, rec):
+            return
+        self._send(rec, answer)
+
+    def _misbehave(self, fault: Fault, rec: RecordedRequest) -> bool:
+        """Delay, reset or answer for the fault; False when the request should go on as usual."""
+        if fault.delay:
+            time.sleep(fault.delay)
+        if fault.drop:
+            self._reset()
+            return True
+        if fault.status is None:
+            return False
+        body = fault.body
+        if body is None:
+            body = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": f"injected {fault.status}",
+                "reason": REASONS.get(fault.status, "Unknown"),
+                "code": fault.status,
+            }
+        if isinstance(body, str):
+            data, content_type = body.encode(), "text/plain; charset=utf-8"
+        else:
+            data, content_type = json.dumps(body).encode(), "application/json"
+        headers = [("Content-Type", content_type), *(fault.headers or {}).items()]
+        self._send(rec, _Answer(fault.status, headers, data))
+        return True
+
+    def _forward(self, rec: RecordedRequest, raw: bytes) -> _Answer:
+        proxy = self.owner
+        path = self.path
+        if proxy.strip_prefix is not None:
+            path = proxy.strip_prefix.sub("", path, count=1) or "/"
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        if raw:
+            headers["Content-Length"] = str(len(raw))
+        for attempt in (1, 2):  # once more on a fresh connection if the kept one went stale
+            connection = self._connection(fresh=attempt == 2)
+            try:
+                connection.request(rec.method, path, body=raw or None, headers=headers)
+                response = connection.getresponse()
+                body = response.read()
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                if attempt == 2:
+                    return _Answer(502, [("Content-Type", "text/plain")], b"proxy: no answer\n")
+                continue
+            kept = [(k, v) for k, v in response.getheaders() if k.lower() not in HOP_BY_HOP]
+            return _Answer(response.status, kept, body)
+        raise AssertionError("unreachable")
+
+    def _connection(self, *, fresh: bool) -> http.client.HTTPSConnection:
+        if fresh or self.upstream is None:
+            split = urlsplit(self.owner.target.url)
+            self.upstream = http.client.HTTPSConnection(
+                split.hostname or "127.0.0.1",
+                split.port or 443,
+                context=self.owner.target.ssl_context,
+                timeout=60,
+            )
+        return self.upstream
+
+    def _send(self, rec: RecordedRequest, answer: _Answer) -> None:
+        rec.status = answer.status
+        rec.response_body = answer.body
+        self.send_response(answer.status)
+        for key, value in answer.headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(answer.body)
+
+    def _reset(self) -> None:
+        """Close with a TCP RST: the client sees the connection reset, no answer at all."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
