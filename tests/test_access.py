@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from gcjob.budget import RunBudget
@@ -12,36 +9,33 @@ from gcjob.kube import reduce
 from gcjob.kube.access import DeleteResult, KubeAccess
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import ApiError, KubeError
-from gcjob.kube.resources import CONFIGMAPS, RESOURCEBINDINGS
+from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, RESOURCEBINDINGS, SECRETS
 from gcjob.kube.transport import RequestStats, Transport
-from tests.fakekube import FakeKube, Fault
-from tests.fakekube.resources import crds_dir
-
-NS = "ns-access"
-
-
-@pytest.fixture(scope="module")
-def kube() -> Iterator[FakeKube]:
-    crd = crds_dir() / "karmada-work.karmada.io_resourcebindings.yaml"
-    with FakeKube(crd_paths=[crd]) as server:
-        server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        for i in range(7):
-            server.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": f"cm-{i}", "namespace": NS},
-                }
-            )
-        yield server
+from tests.e2e.cluster import TestCluster
+from tests.e2e.faultproxy import Fault, FaultProxy
 
 
 @pytest.fixture
-def access(kube: FakeKube, tmp_path: Path) -> Iterator[KubeAccess]:
-    client = hub_client(kube.write_kubeconfig(str(tmp_path / "kc"), "hub"), None)
-    transport = Transport(client, "hub", stats=RequestStats(), budget=RunBudget(None))
-    yield KubeAccess(transport, page_size=2)
-    kube.clear_faults()
+def ns(hub: TestCluster) -> str:
+    """A namespace holding ConfigMaps cm-0 .. cm-6."""
+    name = hub.namespace("access")
+    for i in range(7):
+        hub.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"cm-{i}", "namespace": name},
+            }
+        )
+    return name
+
+
+@pytest.fixture
+def access(faults: FaultProxy, hub_kubeconfig: str) -> KubeAccess:
+    transport = Transport(
+        hub_client(hub_kubeconfig, None), "hub", stats=RequestStats(), budget=RunBudget(None)
+    )
+    return KubeAccess(transport, page_size=2)
 
 
 class Counting:
@@ -56,28 +50,28 @@ class Counting:
 
 
 def test_fold_restarts_into_a_fresh_sink_on_an_expired_continue_token(
-    kube: FakeKube, access: KubeAccess
+    faults: FaultProxy, access: KubeAccess, ns: str
 ) -> None:
-    kube.add_fault(
+    faults.add_fault(
         Fault(
-            method="GET", path=f"/namespaces/{NS}/configmaps$", status=410, query={"continue": "*"}
+            method="GET", path=f"/namespaces/{ns}/configmaps$", status=410, query={"continue": "*"}
         )
     )
     Counting.started = 0
 
-    sink = access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=NS)
+    sink = access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
 
     assert Counting.started == 2  # the partial pages went with the first sink
     assert sink.names == [f"cm-{i}" for i in range(7)]
 
 
 def test_absence_is_proven_only_by_a_not_found_for_that_name(
-    kube: FakeKube, access: KubeAccess
+    faults: FaultProxy, access: KubeAccess, ns: str
 ) -> None:
-    assert access.get(CONFIGMAPS, NS, "missing", reduce.name_of) is None
-    assert access.get(CONFIGMAPS, NS, "cm-1", reduce.name_of) == "cm-1"
+    assert access.get(CONFIGMAPS, ns, "missing", reduce.name_of) is None
+    assert access.get(CONFIGMAPS, ns, "cm-1", reduce.name_of) == "cm-1"
 
-    kube.add_fault(
+    faults.add_fault(
         Fault(
             method="GET",
             path="/configmaps/other$",
@@ -90,44 +84,49 @@ def test_absence_is_proven_only_by_a_not_found_for_that_name(
         )
     )
     with pytest.raises(ApiError):
-        access.get(CONFIGMAPS, NS, "other", reduce.name_of)
+        access.get(CONFIGMAPS, ns, "other", reduce.name_of)
 
-    kube.add_fault(
+    faults.add_fault(
         Fault(method="GET", path="/configmaps/plain$", status=404, body="404 page not found")
     )
     with pytest.raises(ApiError):
-        access.get(CONFIGMAPS, NS, "plain", reduce.name_of)
+        access.get(CONFIGMAPS, ns, "plain", reduce.name_of)
 
 
-def test_a_resource_that_is_not_served_is_not_served(access: KubeAccess) -> None:
+def test_a_resource_that_is_not_served_is_not_served(
+    faults: FaultProxy, access: KubeAccess
+) -> None:
     assert access.served(RESOURCEBINDINGS) is True
     assert access.served(CONFIGMAPS) is True
-    from gcjob.kube.resources import GATEWAYS
-
+    faults.unserve("gateway.networking.k8s.io", "v1")
     assert access.served(GATEWAYS) is False
 
 
-def test_deletes_are_pinned_and_refused_without_a_pin(kube: FakeKube, access: KubeAccess) -> None:
-    obj = kube.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pinned", "namespace": NS}}
+def test_deletes_are_pinned_and_refused_without_a_pin(
+    hub: TestCluster, access: KubeAccess, ns: str
+) -> None:
+    obj = hub.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pinned", "namespace": ns}}
     )
     meta = obj["metadata"]
 
-    assert access.delete(CONFIGMAPS, NS, "pinned", "other-uid", meta["resourceVersion"]) is (
+    assert access.delete(CONFIGMAPS, ns, "pinned", "other-uid", meta["resourceVersion"]) is (
         DeleteResult.CONFLICT
     )
-    assert access.delete(CONFIGMAPS, NS, "pinned", meta["uid"], meta["resourceVersion"]) is (
+    assert access.delete(CONFIGMAPS, ns, "pinned", meta["uid"], meta["resourceVersion"]) is (
         DeleteResult.DELETED
     )
-    assert access.delete(CONFIGMAPS, NS, "pinned", meta["uid"], meta["resourceVersion"]) is (
+    assert access.delete(CONFIGMAPS, ns, "pinned", meta["uid"], meta["resourceVersion"]) is (
         DeleteResult.GONE
     )
     with pytest.raises(KubeError, match="no uid/resourceVersion"):
-        access.delete(CONFIGMAPS, NS, "cm-0", "", "")
+        access.delete(CONFIGMAPS, ns, "cm-0", "", "")
 
 
-def test_an_answer_naming_another_object_is_no_answer(kube: FakeKube, access: KubeAccess) -> None:
-    kube.add_fault(
+def test_an_answer_naming_another_object_is_no_answer(
+    faults: FaultProxy, access: KubeAccess, ns: str
+) -> None:
+    faults.add_fault(
         Fault(
             method="GET",
             path="/configmaps/wanted$",
@@ -136,4 +135,28 @@ def test_an_answer_naming_another_object_is_no_answer(kube: FakeKube, access: Ku
         )
     )
     with pytest.raises(ApiError, match="answer names None"):
-        access.get(CONFIGMAPS, NS, "wanted", reduce.name_of)
+        access.get(CONFIGMAPS, ns, "wanted", reduce.name_of)
+
+
+def test_an_empty_list_from_a_real_server_is_empty(
+    faults: FaultProxy, access: KubeAccess, hub: TestCluster
+) -> None:
+    """A real server answers an empty metadata-only list with `"items": null`."""
+    empty = hub.namespace("empty")
+
+    for resource in (RESOURCEBINDINGS, SECRETS, CONFIGMAPS):
+        sink = access.fold(resource, reduce.name_of, Counting, namespace=empty)
+        assert sink.names == [], resource.plural
+
+    answers = [r.response_body for r in faults.requests if r.path.endswith("/resourcebindings")]
+    assert answers and b'"items":null' in answers[-1]  # what this test is about
+
+
+def test_a_list_answer_without_items_is_malformed(
+    faults: FaultProxy, access: KubeAccess, ns: str
+) -> None:
+    faults.add_fault(
+        Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", status=200, body={"kind": "List"})
+    )
+    with pytest.raises(ApiError, match="list without items"):
+        access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)

@@ -1,9 +1,7 @@
-"""gcjob/kube/transport.py over real HTTP (loopback FakeKube): retries, backoff, deadlines."""
+"""gcjob/kube/transport.py over real HTTP (the real hub behind the fault proxy): retries,
+backoff, deadlines."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +11,7 @@ from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import Stopped, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
-from tests.fakekube import FakeKube, Fault
+from tests.e2e.faultproxy import Fault, FaultProxy
 
 LIST = requests.list_page(
     CONFIGMAPS,
@@ -25,16 +23,9 @@ LIST = requests.list_page(
 )
 
 
-@pytest.fixture(scope="module")
-def kube() -> Iterator[FakeKube]:
-    with FakeKube(crd_paths=[]) as server:
-        yield server
-
-
 @pytest.fixture
-def kubeconfig(kube: FakeKube, tmp_path: Path) -> Iterator[str]:
-    yield kube.write_kubeconfig(str(tmp_path / "kc"), "hub")
-    kube.clear_faults()
+def kubeconfig(faults: FaultProxy, hub_kubeconfig: str) -> str:
+    return hub_kubeconfig
 
 
 class Clock:
@@ -67,8 +58,10 @@ def make(kubeconfig: str, *, budget: RunBudget | None = None, attempts: int = 5)
     return transport, clock, stats
 
 
-def test_transient_errors_are_retried_with_growing_backoff(kube: FakeKube, kubeconfig: str) -> None:
-    kube.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=503, times=2))
+def test_transient_errors_are_retried_with_growing_backoff(
+    faults: FaultProxy, kubeconfig: str
+) -> None:
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=503, times=2))
     transport, clock, stats = make(kubeconfig)
 
     response = transport.send(LIST)
@@ -79,8 +72,8 @@ def test_transient_errors_are_retried_with_growing_backoff(kube: FakeKube, kubec
     assert 0.375 <= sum(clock.slept) <= 0.75
 
 
-def test_retry_after_is_honoured(kube: FakeKube, kubeconfig: str) -> None:
-    kube.add_fault(
+def test_retry_after_is_honoured(faults: FaultProxy, kubeconfig: str) -> None:
+    faults.add_fault(
         Fault(method="GET", path="/api/v1/configmaps$", status=429, headers={"Retry-After": "3"})
     )
     transport, clock, _ = make(kubeconfig)
@@ -89,8 +82,8 @@ def test_retry_after_is_honoured(kube: FakeKube, kubeconfig: str) -> None:
     assert sum(clock.slept) == pytest.approx(3.0)
 
 
-def test_retries_are_bounded(kube: FakeKube, kubeconfig: str) -> None:
-    kube.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=500, times=None))
+def test_retries_are_bounded(faults: FaultProxy, kubeconfig: str) -> None:
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=500, times=None))
     transport, _, stats = make(kubeconfig, attempts=3)
 
     with pytest.raises(Unavailable, match="after 3 attempts: HTTP 500"):
@@ -98,16 +91,16 @@ def test_retries_are_bounded(kube: FakeKube, kubeconfig: str) -> None:
     assert stats.total == 3
 
 
-def test_forbidden_is_answered_not_retried(kube: FakeKube, kubeconfig: str) -> None:
-    kube.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=403, times=None))
+def test_forbidden_is_answered_not_retried(faults: FaultProxy, kubeconfig: str) -> None:
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=403, times=None))
     transport, clock, stats = make(kubeconfig)
 
     assert transport.send(LIST).status == 403
     assert stats.total == 1 and clock.slept == []
 
 
-def test_a_dropped_connection_is_resent_and_says_so(kube: FakeKube, kubeconfig: str) -> None:
-    kube.add_fault(Fault(method="GET", path="/api/v1/configmaps$", drop=True))
+def test_a_dropped_connection_is_resent_and_says_so(faults: FaultProxy, kubeconfig: str) -> None:
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", drop=True))
     transport, _, stats = make(kubeconfig)
 
     response = transport.send(LIST)
@@ -117,7 +110,7 @@ def test_a_dropped_connection_is_resent_and_says_so(kube: FakeKube, kubeconfig: 
     assert stats.total == 2
 
 
-def test_no_request_after_the_deadline(kube: FakeKube, kubeconfig: str) -> None:
+def test_no_request_after_the_deadline(faults: FaultProxy, kubeconfig: str) -> None:
     now = [100.0]
     budget = RunBudget(5.0, clock=lambda: now[0])
     now[0] = 106.0
@@ -128,8 +121,8 @@ def test_no_request_after_the_deadline(kube: FakeKube, kubeconfig: str) -> None:
     assert stats.total == 0
 
 
-def test_a_stop_request_ends_retrying(kube: FakeKube, kubeconfig: str) -> None:
-    kube.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=503, times=None))
+def test_a_stop_request_ends_retrying(faults: FaultProxy, kubeconfig: str) -> None:
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=503, times=None))
     budget = RunBudget(None)
     transport, _, stats = make(kubeconfig, budget=budget)
     transport._sleep = lambda _seconds: budget.request_stop("SIGTERM")

@@ -132,7 +132,9 @@ class KubeAccess(ListsByFolding):
                 if response.status == 410 and token is not None:
                     break  # continue token expired mid-list: restart
                 page = _expect_ok(response, request)
-                items = page.get("items")
+                # An empty list comes back as `"items": null` from a real server (Go's nil
+                # slice); an answer without the key at all is not a list.
+                items = [] if "items" in page and page["items"] is None else page.get("items")
                 if not isinstance(items, list):
                     raise ApiError(response.status, "Malformed", "list without items", request.path)
                 for item in items:

@@ -1,4 +1,5 @@
-"""A cluster the end-to-end tests populate over HTTP: the loopback FakeKube, or a real one.
+"""A cluster the end-to-end tests populate over HTTP: the envtest API server the session
+started, or a real cluster.
 
 Everything goes through the official client's ApiClient, so the same test code runs against
 both. Tests work only inside namespaces they create here (random names), and count
@@ -51,10 +52,9 @@ class TestCluster:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, kubeconfig: str, context: str | None, *, real: bool) -> None:
+    def __init__(self, kubeconfig: str, context: str | None) -> None:
         self.kubeconfig = kubeconfig
         self.context = context
-        self.real = real
         self.api: ApiClient = kube_config.new_client_from_config(
             config_file=kubeconfig, context=context
         )
@@ -134,8 +134,10 @@ class TestCluster:
             raise ApiFailure(f"patch {kind} {namespace}/{name}: {status} {body}")
 
     def cleanup(self) -> None:
-        """Release test finalizers and delete the test namespaces (a real cluster's
-        namespace controller then removes what is inside)."""
+        """Release test finalizers, delete what the test namespaces hold, then the namespaces.
+
+        A bare API server runs no namespace controller: a deleted namespace would stay
+        Terminating with its objects inside, visible to every later cluster-wide sweep."""
         for namespace in self.namespaces:
             for resource in BY_KIND.values():
                 if not resource.namespaced:
@@ -143,7 +145,7 @@ class TestCluster:
                 status, body = self._call("GET", resource.path(namespace))
                 if status != 200:
                     continue
-                for item in body.get("items", []):
+                for item in body.get("items") or []:
                     meta = item["metadata"]
                     if meta.get("finalizers"):
                         self._call(
@@ -152,6 +154,7 @@ class TestCluster:
                             {"metadata": {"finalizers": None}},
                             content_type="application/merge-patch+json",
                         )
+                self._call("DELETE", resource.path(namespace))
             self.delete("Namespace", None, namespace)
         self.namespaces.clear()
         self.api.close()

@@ -295,6 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path
         if proxy.strip_prefix is not None:
             path = proxy.strip_prefix.sub("", path, count=1) or "/"
+        path = urlsplit(proxy.target.url).path.rstrip("/") + path  # a server under a prefix
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         if raw:
             headers["Content-Length"] = str(len(raw))

@@ -1,4 +1,5 @@
-"""End to end: injected API faults (loopback servers only) and how gcjob rides them out.
+"""End to end: API faults injected by the proxy in front of the real server, and how gcjob
+rides them out.
 
 Each test injects one fault whose path regex names the test's own namespace or object, runs
 the real CLI, and checks what was deleted on the server, what the report says, and the exit
@@ -10,7 +11,6 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,8 @@ import yaml
 
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
+from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest
 from tests.e2e.objects import binding, companion, gateway, route, workload
-from tests.fakekube import FakeKube, Fault, RecordedRequest
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"
@@ -29,24 +29,7 @@ GW_PATH = "/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/gateways"
 
 
 @pytest.fixture
-def faults(hub: TestCluster, hub_server: FakeKube | None) -> Iterator[FakeKube]:
-    """The loopback hub, its faults cleared afterwards (before `hub` cleans up)."""
-    if hub_server is None:
-        pytest.skip("fault injection needs the loopback server")
-    yield hub_server
-    hub_server.clear_faults()
-
-
-@pytest.fixture
-def upstream_faults(upstream: TestCluster, upstream_server: FakeKube | None) -> Iterator[FakeKube]:
-    if upstream_server is None:
-        pytest.skip("fault injection needs the loopback upstream server")
-    yield upstream_server
-    upstream_server.clear_faults()
-
-
-@pytest.fixture
-def stamps(faults: FakeKube, monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, Any]]:
+def stamps(faults: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, Any]]:
     """(monotonic time, request) for every request the hub receives from now on."""
     seen: list[tuple[float, Any]] = []
     original = faults._record
@@ -60,7 +43,7 @@ def stamps(faults: FakeKube, monkeypatch: pytest.MonkeyPatch) -> list[tuple[floa
 
 
 def test_500_once_on_configmap_list_is_retried(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -82,7 +65,7 @@ def test_500_once_on_configmap_list_is_retried(
 
 
 def test_503_forever_on_workload_list_makes_companions_incomplete(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -132,7 +115,7 @@ def test_503_forever_on_workload_list_makes_companions_incomplete(
 
 def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
     hub: TestCluster,
-    faults: FakeKube,
+    faults: FaultProxy,
     stamps: list[tuple[float, Any]],
     gcjob_hub_args: list[str],
 ) -> None:
@@ -155,7 +138,7 @@ def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
 
 
 def test_slow_referrer_reread_past_read_timeout_is_retried(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -183,7 +166,7 @@ def test_slow_referrer_reread_past_read_timeout_is_retried(
 
 
 def test_delete_dropped_before_applying_is_resent(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -202,7 +185,7 @@ def test_delete_dropped_before_applying_is_resent(
 
 
 def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -238,7 +221,7 @@ def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
 
 
 def test_binding_delete_dropped_after_applying_meets_409_and_is_settled(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
@@ -271,7 +254,7 @@ def _paged_companions(hub: TestCluster, ns: str) -> list[str]:
 
 
 def test_410_once_on_list_continue_restarts_the_list(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     orphans = _paged_companions(hub, ns)
@@ -312,7 +295,7 @@ def test_410_once_on_list_continue_restarts_the_list(
 
 
 def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     orphans = _paged_companions(hub, ns)
@@ -342,7 +325,7 @@ def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
 
 
 def test_409_on_delete_is_changed_since_observed(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -374,7 +357,7 @@ def test_409_on_delete_is_changed_since_observed(
 
 
 def test_404_naming_the_object_on_delete_is_already_gone(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -401,7 +384,7 @@ def test_404_naming_the_object_on_delete_is_already_gone(
 
 
 def test_403_on_secret_list_makes_companions_incomplete(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -426,7 +409,7 @@ def test_403_on_secret_list_makes_companions_incomplete(
 
 
 def test_403_on_delete_is_delete_failed(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -461,7 +444,7 @@ def _orphan_route(hub: TestCluster, ns: str, name: str, project: str, gateways: 
 def test_403_on_upstream_gateway_reads_keeps_routes(
     hub: TestCluster,
     upstream: TestCluster,
-    upstream_faults: FakeKube,
+    upstream_faults: FaultProxy,
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
@@ -489,7 +472,7 @@ def test_403_on_upstream_gateway_reads_keeps_routes(
 def test_slow_upstream_discovery_makes_the_cluster_unavailable(
     hub: TestCluster,
     upstream: TestCluster,
-    upstream_faults: FakeKube,
+    upstream_faults: FaultProxy,
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
@@ -516,7 +499,7 @@ def test_slow_upstream_discovery_makes_the_cluster_unavailable(
 def test_upstream_not_serving_gateways_is_unavailable(
     hub: TestCluster,
     upstream: TestCluster,
-    upstream_faults: FakeKube,
+    upstream_faults: FaultProxy,
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
@@ -573,7 +556,7 @@ def test_unreachable_hub_is_incomplete_with_one_summary(tmp_path: Path) -> None:
 
 
 def test_hub_without_karmada_is_refused(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -593,7 +576,7 @@ def test_hub_without_karmada_is_refused(
 
 
 def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_binding(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -621,7 +604,7 @@ def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_bindin
 
 
 def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(binding(ns, "lost-configmap", kind="ConfigMap", target="lost"))
@@ -642,7 +625,7 @@ def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
 
 
 def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -664,7 +647,7 @@ def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
 
 
 def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -689,7 +672,7 @@ def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone
 
 
 def test_a_delete_that_cannot_be_settled_is_reported_uncertain(
-    hub: TestCluster, faults: FakeKube, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))

@@ -10,6 +10,7 @@ import yaml
 
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
+from tests.e2e.faultproxy import FaultProxy
 from tests.e2e.objects import gateway, route
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
@@ -246,10 +247,8 @@ def test_wrong_server_template_is_unavailable_not_gone(
     project: str,
     gcjob_hub_args: list[str],
     upstream_kubeconfig: str,
-    upstream_server,
+    upstream_faults: FaultProxy,
 ) -> None:
-    if upstream_server is None:
-        pytest.skip("needs a loopback upstream to point a wrong path at")
     ns = hub.namespace()
     hub.create(
         route(
@@ -260,7 +259,7 @@ def test_wrong_server_template_is_unavailable_not_gone(
             parents=[gw("gw-gone")],
         )
     )
-    template = f"{upstream_server.url}/apis/resourcemanager.example/v1/projects/{{cluster}}/cp"
+    template = f"{upstream_faults.url}/apis/resourcemanager.example/v1/projects/{{cluster}}/cp"
 
     result = run_gcjob(
         *gcjob_hub_args,
@@ -286,10 +285,8 @@ def test_server_template_names_the_cluster_in_the_url(
     project: str,
     gcjob_hub_args: list[str],
     upstream_kubeconfig: str,
-    upstream_server,
+    upstream_faults: FaultProxy,
 ) -> None:
-    if upstream_server is None:
-        pytest.skip("the loopback upstream serves any path prefix only in tests")
     ns = hub.namespace()
     hub.create(
         route(
@@ -300,25 +297,25 @@ def test_server_template_names_the_cluster_in_the_url(
             parents=[gw("gw-gone")],
         )
     )
-    upstream_server.clear_requests()
+    upstream_faults.clear_requests()
 
     result = run_gcjob(
         *gcjob_hub_args,
         "--upstream-kubeconfig",
         upstream_kubeconfig,
         "--upstream-server-template",
-        upstream_server.url + "/{cluster}",
+        upstream_faults.url + "/{cluster}",
         "--sweep",
         "routes",
         "--namespace",
         ns,
     )
 
-    # The template puts the decoded cluster name in the path; the loopback server does not
+    # The template puts the decoded cluster name in the path; the real server does not
     # serve that prefix, so the cluster is unavailable: what matters is the URL it asked.
     assert any(
         r.path.startswith("/proj-x/apis/gateway.networking.k8s.io/v1")
-        for r in upstream_server.requests
+        for r in upstream_faults.requests
     )
     assert result.outcome("HTTPRoute", "via-template") == ("skipped", "upstream-unavailable")
 
@@ -338,10 +335,8 @@ def test_routes_sweep_without_upstream_is_not_configured(
 
 
 def test_upstream_reads_are_batched_per_namespace(
-    hub: TestCluster, project: str, routes_args: list[str], upstream_server
+    hub: TestCluster, project: str, routes_args: list[str], upstream_faults: FaultProxy
 ) -> None:
-    if upstream_server is None:
-        pytest.skip("request counting needs the loopback upstream")
     ns = hub.namespace()
     for i, parents in enumerate([["gw-a"], ["gw-b"], ["gw-a", "gw-b"], ["gw-a"], ["gw-b"]]):
         hub.create(
@@ -353,12 +348,12 @@ def test_upstream_reads_are_batched_per_namespace(
                 parents=[gw(p) for p in parents],
             )
         )
-    upstream_server.clear_requests()
+    upstream_faults.clear_requests()
 
     result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
 
     assert result.exit_code == 0
-    asked = [(r.method, r.path) for r in upstream_server.requests]
+    asked = [(r.method, r.path) for r in upstream_faults.requests]
     # One discovery check of the cluster, one metadata-only Gateway list of the namespace.
     assert asked == [
         ("GET", "/apis/gateway.networking.k8s.io/v1"),
