@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from gcjob import __version__, logs
+from gcjob import __version__, logs, preflight
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.domain import is_reserved_namespace
@@ -322,6 +322,8 @@ def run_sweep(settings: Settings) -> int:
     lock: LeaseLock | None = None
     try:
         check_hub(hub, settings.sweeps)
+        if access is not None and settings.delete:
+            preflight.check(access, settings)
         if access is not None and settings.delete and settings.lock:
             # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
             lock_access = make_access(access.transport.api_client, "hub", RunBudget(None))
