@@ -32,11 +32,9 @@ GCJOB_TOKEN = "gcjob-token"
 GCJOB_USER = ("gcjob-token", "gcjob", "gcjob-sweepers")
 KUBECTL = shutil.which("kubectl")
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl renders cronjobs/ (kustomize)")
-
 
 def render(directory: str) -> str:
-    assert KUBECTL is not None
+    assert KUBECTL is not None, "kubectl renders cronjobs/ (kubectl kustomize)"
     done = subprocess.run(
         [KUBECTL, "kustomize", str(CRONJOBS / directory)],
         capture_output=True,
