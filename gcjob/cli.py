@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import sys
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.lease import LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
+from gcjob.publish import metrics, webhook
 from gcjob.report.emitter import Reporter
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings, parse_duration
@@ -207,6 +209,12 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 @_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
 @_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
 @_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+@_opt("pushgateway", metavar="URL", help="Push the run's metrics to this Prometheus Pushgateway.")
+@_opt(
+    "notify-webhook",
+    metavar="URL",
+    help="Post a Slack-compatible summary here when a run deleted, braked or failed.",
+)
 def sweep(**options: Any) -> int:
     """Find orphans on the hub and delete them (or, by default, only report them)."""
     settings = _settings(options)
@@ -252,6 +260,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         lock_name=options["lock_name"],
         connect_timeout=options["connect_timeout"].total_seconds(),
         read_timeout=options["read_timeout"].total_seconds(),
+        pushgateway=options["pushgateway"],
+        notify_webhook=options["notify_webhook"],
     )
 
 
@@ -264,6 +274,7 @@ def run_sweep(settings: Settings) -> int:
     logs.setup(settings.log_format)
     if os.environ.get("GCJOB_DELETE"):
         log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    started = time.monotonic()
     budget = RunBudget(settings.timeout.total_seconds())
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
@@ -308,6 +319,7 @@ def run_sweep(settings: Settings) -> int:
 
     run_id = str(uuid.uuid4())
     progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
+    notable = webhook.Notable()
     reporter = Reporter(
         run_id=run_id,
         dry_run=not settings.delete,
@@ -315,6 +327,7 @@ def run_sweep(settings: Settings) -> int:
         report_healthy=settings.report_healthy,
         report_file=settings.report_file,
         progress=progress,
+        observer=notable,
     )
     deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
     run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id)
@@ -359,15 +372,27 @@ def run_sweep(settings: Settings) -> int:
             except KubeError as exc:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
     code = run.exit_code()
+    summary = run.summary(code, error)
     try:
-        reporter.finish(run.summary(code, error))
+        reporter.finish(summary)
     except OSError as exc:  # the report file could not be written after all
         run.codes.add(ExitCode.ITEM_FAILED)
         code = run.exit_code()
         error = "; ".join(filter(None, [error, f"cannot write --report-file: {exc}"]))
-        reporter.print_summary(run.summary(code, error))
+        summary = run.summary(code, error)
+        reporter.print_summary(summary)
     if error:
         click.echo(f"gcjob: error: {error}", err=True)
+    # After the report, and never changing the exit code: each only warns when it fails.
+    if settings.pushgateway:
+        metrics.push(
+            settings.pushgateway,
+            summary,
+            duration=time.monotonic() - started,
+            finished=time.time(),
+        )
+    if settings.notify_webhook:
+        webhook.notify(settings.notify_webhook, summary, notable.items)
     return int(code)
 
 
