@@ -229,6 +229,9 @@ def _settings(options: dict[str, Any]) -> Settings:
             raise click.BadParameter(
                 f"{namespace} is reserved and never swept", param_hint="--namespace"
             )
+    webhook_url = options["notify_webhook"]
+    if webhook_url and not webhook_url.startswith(("https://", "http://")):
+        raise click.BadParameter("must be an http(s) URL", param_hint="--notify-webhook")
     if options["snapshot"] and options["delete"]:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
     if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
