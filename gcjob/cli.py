@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import sys
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -13,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from gcjob import __version__, logs
+from gcjob import __version__, logs, preflight
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.domain import is_reserved_namespace
@@ -28,6 +29,7 @@ from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.lease import LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
+from gcjob.publish import metrics, webhook
 from gcjob.report.emitter import Reporter
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings, parse_duration
@@ -207,6 +209,12 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 @_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
 @_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
 @_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+@_opt("pushgateway", metavar="URL", help="Push the run's metrics to this Prometheus Pushgateway.")
+@_opt(
+    "notify-webhook",
+    metavar="URL",
+    help="Post a Slack-compatible summary here when a run deleted, braked or failed.",
+)
 def sweep(**options: Any) -> int:
     """Find orphans on the hub and delete them (or, by default, only report them)."""
     settings = _settings(options)
@@ -221,6 +229,9 @@ def _settings(options: dict[str, Any]) -> Settings:
             raise click.BadParameter(
                 f"{namespace} is reserved and never swept", param_hint="--namespace"
             )
+    webhook_url = options["notify_webhook"]
+    if webhook_url and not webhook_url.startswith(("https://", "http://")):
+        raise click.BadParameter("must be an http(s) URL", param_hint="--notify-webhook")
     if options["snapshot"] and options["delete"]:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
     if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
@@ -252,6 +263,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         lock_name=options["lock_name"],
         connect_timeout=options["connect_timeout"].total_seconds(),
         read_timeout=options["read_timeout"].total_seconds(),
+        pushgateway=options["pushgateway"],
+        notify_webhook=options["notify_webhook"],
     )
 
 
@@ -264,6 +277,7 @@ def run_sweep(settings: Settings) -> int:
     logs.setup(settings.log_format)
     if os.environ.get("GCJOB_DELETE"):
         log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    started = time.monotonic()
     budget = RunBudget(settings.timeout.total_seconds())
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
@@ -308,6 +322,7 @@ def run_sweep(settings: Settings) -> int:
 
     run_id = str(uuid.uuid4())
     progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
+    notable = webhook.Notable()
     reporter = Reporter(
         run_id=run_id,
         dry_run=not settings.delete,
@@ -315,6 +330,7 @@ def run_sweep(settings: Settings) -> int:
         report_healthy=settings.report_healthy,
         report_file=settings.report_file,
         progress=progress,
+        observer=notable,
     )
     deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
     run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id)
@@ -322,6 +338,8 @@ def run_sweep(settings: Settings) -> int:
     lock: LeaseLock | None = None
     try:
         check_hub(hub, settings.sweeps)
+        if access is not None and settings.delete:
+            preflight.check(access, settings)
         if access is not None and settings.delete and settings.lock:
             # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
             lock_access = make_access(access.transport.api_client, "hub", RunBudget(None))
@@ -357,15 +375,27 @@ def run_sweep(settings: Settings) -> int:
             except KubeError as exc:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
     code = run.exit_code()
+    summary = run.summary(code, error)
     try:
-        reporter.finish(run.summary(code, error))
+        reporter.finish(summary)
     except OSError as exc:  # the report file could not be written after all
         run.codes.add(ExitCode.ITEM_FAILED)
         code = run.exit_code()
         error = "; ".join(filter(None, [error, f"cannot write --report-file: {exc}"]))
-        reporter.print_summary(run.summary(code, error))
+        summary = run.summary(code, error)
+        reporter.print_summary(summary)
     if error:
         click.echo(f"gcjob: error: {error}", err=True)
+    # After the report, and never changing the exit code: each only warns when it fails.
+    if settings.pushgateway:
+        metrics.push(
+            settings.pushgateway,
+            summary,
+            duration=time.monotonic() - started,
+            finished=time.time(),
+        )
+    if settings.notify_webhook:
+        webhook.notify(settings.notify_webhook, summary, notable.items)
     return int(code)
 
 

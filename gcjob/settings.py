@@ -59,3 +59,5 @@ class Settings:
     lock_name: str = "gcjob"
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
+    pushgateway: str | None = None
+    notify_webhook: str | None = None

@@ -338,3 +338,9 @@ def test_a_report_file_that_fails_at_the_end_is_told_in_the_summary_too() -> Non
     summary = summary_of(result)
     assert summary["exit_code"] == 1
     assert "cannot write --report-file" in summary["exit_reason"]
+
+
+def test_a_notify_webhook_that_is_not_a_url(capsys: pytest.CaptureFixture[str]) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--notify-webhook", "hooks.slack.com")
+    assert "--notify-webhook" in line
+    assert "http(s) URL" in line

@@ -45,3 +45,10 @@ GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 COMPANION_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
+SELFSUBJECTACCESSREVIEWS = Resource(
+    "authorization.k8s.io",
+    "v1",
+    "selfsubjectaccessreviews",
+    "SelfSubjectAccessReview",
+    namespaced=False,
+)

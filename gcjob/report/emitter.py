@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from typing import IO, Any
 
@@ -41,6 +42,7 @@ class Reporter:
         report_file: str | None,
         stream: IO[str] | None = None,
         progress: IO[str] | None = None,
+        observer: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.dry_run = dry_run
@@ -50,6 +52,7 @@ class Reporter:
         self.stream = stream or sys.stdout
         self.progress_stream = progress
         self.tally = Tally()
+        self.observer = observer  # sees every item record reported (the webhook's first few)
         self._items: list[dict[str, Any]] = []
         self._logger = _json_logger(self.stream) if log_format == "json" else None
 
@@ -58,6 +61,8 @@ class Reporter:
         if outcome.healthy and not self.report_healthy:
             return  # healthy objects are counts only: a big hub must not flood the pipeline
         record = item_record(outcome, self.run_id, now, self.dry_run)
+        if self.observer is not None:
+            self.observer(record)
         if self.report_file:
             self._items.append(record)
         if self._logger is not None:

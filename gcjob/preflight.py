@@ -1,0 +1,116 @@
+"""Before a --delete run touches anything: may the hub identity send every request it will?
+
+A verb missing from the RBAC would otherwise surface half-way through a run, after some
+deletions and not others. The hub answers for itself (SelfSubjectAccessReview, allowed to
+every authenticated user by Kubernetes' default `system:basic-user` binding), so gcjob
+refuses the run up front (exit 2) with one line naming each verb and resource it lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gcjob.kube.access import KubeAccess
+from gcjob.kube.errors import ConfigError, KubeError
+from gcjob.kube.resources import (
+    CONFIGMAPS,
+    HTTPROUTES,
+    LEASES,
+    RESOURCEBINDINGS,
+    SECRETS,
+    SELFSUBJECTACCESSREVIEWS,
+    WORKLOADDEPLOYMENTS,
+    Resource,
+)
+from gcjob.logs import log
+from gcjob.model import Sweep
+from gcjob.settings import Settings
+
+READ = ("get", "list")
+READ_DELETE = ("get", "list", "delete")
+# What each sweep reads and deletes on the hub (the same list is cronjobs/rbac/hub).
+SWEEP_NEEDS: dict[Sweep, tuple[tuple[Resource, tuple[str, ...]], ...]] = {
+    Sweep.COMPANIONS: (
+        (CONFIGMAPS, READ_DELETE),
+        (SECRETS, READ_DELETE),
+        (RESOURCEBINDINGS, READ_DELETE),
+        (WORKLOADDEPLOYMENTS, READ),
+    ),
+    Sweep.BINDINGS: ((RESOURCEBINDINGS, READ_DELETE), (CONFIGMAPS, READ), (SECRETS, READ)),
+    Sweep.ROUTES: ((HTTPROUTES, READ_DELETE),),
+}
+LEASE_VERBS = ("get", "create", "update")
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    verb: str
+    resource: Resource
+    namespace: str | None  # None: all namespaces
+
+    def __str__(self) -> str:
+        group = f".{self.resource.group}" if self.resource.group else ""
+        where = f"in namespace {self.namespace}" if self.namespace else "in all namespaces"
+        return f"'{self.verb}' on {self.resource.plural}{group} {where}"
+
+
+def needed(settings: Settings) -> list[Permission]:
+    """Every permission a --delete run with these settings uses on the hub, in order."""
+    scopes: tuple[str | None, ...] = settings.namespaces or (None,)
+    wanted: dict[Permission, None] = {}
+    for sweep in settings.sweeps:
+        for resource, verbs in SWEEP_NEEDS[sweep]:
+            for namespace in scopes:
+                for verb in verbs:
+                    wanted[Permission(verb, resource, namespace)] = None
+    if settings.lock:
+        for verb in LEASE_VERBS:
+            wanted[Permission(verb, LEASES, settings.lock_namespace)] = None
+    return list(wanted)
+
+
+def review(permission: Permission, name: str | None = None) -> dict[str, object]:
+    attributes: dict[str, str] = {
+        "group": permission.resource.group,
+        "resource": permission.resource.plural,
+        "verb": permission.verb,
+    }
+    if permission.namespace:
+        attributes["namespace"] = permission.namespace
+    if name:
+        attributes["name"] = name
+    return {
+        "apiVersion": SELFSUBJECTACCESSREVIEWS.api_version,
+        "kind": SELFSUBJECTACCESSREVIEWS.kind,
+        "spec": {"resourceAttributes": attributes},
+    }
+
+
+def missing(access: KubeAccess, permissions: Iterable[Permission], lock_name: str) -> list[str]:
+    """The permissions the hub denies. Raises KubeError when it cannot be asked."""
+    denied = []
+    for permission in permissions:
+        # get/update of the Lease may be granted for its name only (resourceNames).
+        name = lock_name if permission.resource is LEASES and permission.verb != "create" else None
+        answer = access.create(SELFSUBJECTACCESSREVIEWS, None, review(permission, name))
+        status = answer.get("status") if isinstance(answer, dict) else None
+        if not (isinstance(status, dict) and status.get("allowed") is True):
+            denied.append(str(permission))
+    return denied
+
+
+def check(access: KubeAccess, settings: Settings) -> None:
+    """Raises ConfigError naming what the hub identity lacks; a hub that cannot say is let
+    through with a warning (each request still fails safe on its own 403)."""
+    try:
+        denied = missing(access, needed(settings), settings.lock_name)
+    except KubeError as exc:
+        log.warning("cannot check the hub identity's permissions (%s): going on", exc)
+        return
+    if denied:
+        raise ConfigError(
+            "the hub identity may not "
+            + "; ".join(denied)
+            + ": grant it (cronjobs/rbac/hub) or run without --delete; nothing was touched"
+        )

@@ -1,0 +1,88 @@
+"""`--pushgateway URL`: the run's numbers for Prometheus, pushed once at the end.
+
+A batch job is gone before Prometheus could scrape it, so it pushes. Every run replaces the
+run's metrics in the group job="gcjob", mode="delete"|"dry-run"; only a run that exited 0
+sets gcjob_last_success_timestamp_seconds. A failed run adds its metrics with POST, which
+keeps the last success from an earlier push, so an alert on its age fires when runs keep
+failing. An unreachable Pushgateway is a warning, never a failed run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd_to_gateway
+
+from gcjob.logs import log
+
+JOB = "gcjob"
+PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
+BRAKE_REASONS = ("brake", "upstream-suspect")
+
+
+def grouping(summary: dict[str, Any]) -> dict[str, str]:
+    return {"mode": "dry-run" if summary["dry_run"] else "delete"}
+
+
+def registry_of(summary: dict[str, Any], *, duration: float, finished: float) -> CollectorRegistry:
+    """The metrics of one run, from its report summary. `finished`: Unix seconds."""
+    registry = CollectorRegistry()
+    objects = Gauge(
+        "gcjob_run_objects",
+        "Objects acted on or held back in the last run, by sweep, action and reason.",
+        ["sweep", "action", "reason"],
+        registry=registry,
+    )
+    brake = 0
+    for sweep, actions in summary["counts"].items():
+        for action, reasons in actions.items():
+            for reason, count in reasons.items():
+                objects.labels(sweep, action, reason).set(count)
+                if reason in BRAKE_REASONS:
+                    brake = 1
+    seen = Gauge(
+        "gcjob_run_objects_seen",
+        "Objects read by each sweep in the last run.",
+        ["sweep"],
+        registry=registry,
+    )
+    for sweep, state in summary["sweeps"].items():
+        seen.labels(sweep).set(state.get("scanned") or 0)
+    requests = Gauge(
+        "gcjob_run_api_requests",
+        "API requests sent in the last run, by target.",
+        ["target"],
+        registry=registry,
+    )
+    for target, count in summary["api_requests"]["by_target"].items():
+        requests.labels(target).set(count)
+    single = {
+        "gcjob_run_duration_seconds": ("Wall time of the last run.", duration),
+        "gcjob_run_exit_code": (
+            "Exit code of the last run (see the README).",
+            summary["exit_code"],
+        ),
+        "gcjob_run_brake_engaged": ("1 if the last run hit the safety brake.", brake),
+        "gcjob_run_finished_timestamp_seconds": ("When the last run finished.", finished),
+    }
+    if summary["exit_code"] == 0:
+        single["gcjob_last_success_timestamp_seconds"] = ("When a run last exited 0.", finished)
+    for name, (help_text, value) in single.items():
+        Gauge(name, help_text, registry=registry).set(value)
+    return registry
+
+
+def push(url: str, summary: dict[str, Any], *, duration: float, finished: float) -> bool:
+    """Push the run's metrics; False (and a warning) when the Pushgateway did not take them."""
+    registry = registry_of(summary, duration=duration, finished=finished)
+    send = push_to_gateway if summary["exit_code"] == 0 else pushadd_to_gateway
+    try:
+        send(url, job=JOB, registry=registry, grouping_key=grouping(summary), timeout=PUSH_TIMEOUT)
+    except Exception as exc:  # any failure to push is a warning: the sweep itself is done
+        log.warning("could not push metrics to the Pushgateway: %s", _one_line(exc))
+        return False
+    return True
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]

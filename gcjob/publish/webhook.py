@@ -1,0 +1,101 @@
+"""`--notify-webhook URL`: a Slack-compatible message when a run deleted something, hit the
+brake, or failed.
+
+It carries counts, the first few items with their reasons, the run_id and the exit code,
+built from report records (metadata only: never a Secret's data). One POST with short
+timeouts and no retries, so it cannot outlive the run; a failed notification is a warning,
+never a changed exit code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from gcjob.exitcodes import ExitCode
+from gcjob.logs import log
+
+FIRST_ITEMS = 5
+TIMEOUTS = (3.05, 5.0)  # connect, read (seconds)
+BRAKE_REASONS = ("brake", "upstream-suspect")
+# Exit 6 (another run holds the lock) is routine while a rollout Job runs: not a failure.
+QUIET_CODES = (ExitCode.OK, ExitCode.LOCKED)
+
+
+class Notable:
+    """Collects the first few item records worth a notification while the run reports."""
+
+    def __init__(self, limit: int = FIRST_ITEMS) -> None:
+        self.limit = limit
+        self.items: list[dict[str, Any]] = []
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        if len(self.items) < self.limit and _notable(record):
+            self.items.append(record)
+
+
+def _notable(record: dict[str, Any]) -> bool:
+    return record["action"] in ("deleted", "failed") or record["reason"] in BRAKE_REASONS
+
+
+def why(summary: dict[str, Any]) -> list[str]:
+    """Why this run is worth a message (empty: it is not)."""
+    reasons = []
+    if summary["totals"].get("deleted"):
+        reasons.append(f"deleted {summary['totals']['deleted']}")
+    if any(
+        reason in BRAKE_REASONS
+        for actions in summary["counts"].values()
+        for reasons_ in actions.values()
+        for reason in reasons_
+    ):
+        reasons.append("hit the brake")
+    if summary["exit_code"] not in QUIET_CODES and summary["exit_code"] != ExitCode.BRAKE:
+        reasons.append(f"failed (exit {summary['exit_code']})")
+    return reasons
+
+
+def message(summary: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Slack payload: plain `text` (mrkdwn), which any Slack-compatible receiver shows."""
+    mode = "dry run" if summary["dry_run"] else "delete"
+    totals = ", ".join(f"{n} {action}" for action, n in sorted(summary["totals"].items()) if n)
+    lines = [
+        f"*gcjob* {' and '.join(why(summary)) or 'ran'} on {summary['hub']} ({mode})",
+        f"exit {summary['exit_code']}: {summary['exit_reason']}",
+        f"totals: {totals or 'nothing'}",
+    ]
+    for item in items:
+        where = f"{item['namespace']}/" if item.get("namespace") else ""
+        lines.append(
+            f"• {item['action']} {item['kind']} {where}{item['name']}"
+            f" ({item['sweep']}: {item['reason']})"
+        )
+    shown = len(items)
+    notable = sum(
+        n
+        for actions in summary["counts"].values()
+        for action, reasons in actions.items()
+        for reason, n in reasons.items()
+        if action in ("deleted", "failed") or reason in BRAKE_REASONS
+    )
+    if notable > shown:
+        lines.append(f"… and {notable - shown} more in the report")
+    lines.append(f"run_id {summary['run_id']}")
+    return {"text": "\n".join(lines)}
+
+
+def notify(url: str, summary: dict[str, Any], items: list[dict[str, Any]]) -> bool | None:
+    """Post when the run is worth it: None when it is not, else whether the post succeeded."""
+    if not why(summary):
+        return None
+    try:
+        response = requests.post(url, json=message(summary, items), timeout=TIMEOUTS)
+        response.raise_for_status()
+    except requests.RequestException as exc:
+        # Never the URL: a Slack webhook URL is itself a credential.
+        status = getattr(exc.response, "status_code", None)
+        what = f"HTTP {status}" if status else type(exc).__name__
+        log.warning("could not post the notification webhook: %s", what)
+        return False
+    return True

@@ -1,0 +1,317 @@
+"""The deployment in cronjobs/ on real API servers: the rendered hub and upstream RBAC is
+exactly enough for a full `--delete` sweep, one verb less is refused up front, and every
+rendered object passes a server-side dry-run apply and the schemas of a current release.
+
+This module starts its own hub and upstream (once), because it needs a token-file user that
+only the rendered RBAC binds: `gcjob`, the subject cronjobs/rbac binds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
+from tests.e2e.envtest import ApiServer, crds_dir
+from tests.e2e.faultproxy import FaultProxy, Target
+from tests.e2e.objects import binding, companion, gateway, route, workload
+from tests.servers import HUB_CRDS, UPSTREAM_CRDS
+
+ROOT = Path(__file__).parents[2]
+CRONJOBS = ROOT / "cronjobs"
+GCJOB_TOKEN = "gcjob-token"
+GCJOB_USER = ("gcjob-token", "gcjob", "gcjob-sweepers")
+KUBECTL = shutil.which("kubectl")
+
+
+def render(directory: str) -> str:
+    assert KUBECTL is not None, "kubectl renders cronjobs/ (kubectl kustomize)"
+    done = subprocess.run(
+        [KUBECTL, "kustomize", str(CRONJOBS / directory)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    assert KUBECTL is not None
+    return subprocess.run(
+        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@dataclass
+class Side:
+    """One server: an administrator's kubeconfig (for setting up), the proxy gcjob talks
+    through, and the kubeconfig of the `gcjob` user through that proxy."""
+
+    server: ApiServer
+    admin: Path
+    proxy: FaultProxy
+    gcjob: Path
+    cluster: TestCluster
+
+    def apply(self, manifests: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        return kubectl(self.admin, "apply", "-f", "-", *extra, stdin=manifests)
+
+    def allowed(self, verb: str, resource: str, namespace: str = "") -> bool:
+        """Asked as the gcjob user, straight to the server; `resource` is plural.group."""
+        plural, _, group = resource.partition(".")
+        attributes = {"verb": verb, "resource": plural, "group": group}
+        if namespace:
+            attributes["namespace"] = namespace
+        answer = self.server.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            {"spec": {"resourceAttributes": attributes}},
+            token=GCJOB_TOKEN,
+        )
+        return bool(answer["status"].get("allowed"))
+
+
+def start_side(name: str, crds: tuple[str, ...], context: str, work: Path) -> Side:
+    work = work / name  # each proxy writes its own CA file here
+    work.mkdir()
+    server = ApiServer(f"rbac-{name}", users=[GCJOB_USER]).start()
+    try:
+        server.install_crds(crds_dir() / crd for crd in crds)
+        admin = server.write_kubeconfig(work / f"{name}-admin", context=context)
+        proxy = FaultProxy(Target(server.url, server.ssl_context())).start(work)
+        gcjob = server.write_kubeconfig(
+            work / f"{name}-gcjob",
+            context=context,
+            token=GCJOB_TOKEN,
+            server=proxy.url,
+            ca_file=proxy.ca_file,
+        )
+        return Side(server, admin, proxy, gcjob, TestCluster(str(admin), context))
+    except BaseException:
+        server.stop()
+        raise
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
+    """A hub and an upstream, each with the rendered RBAC applied, started once per module."""
+    work = tmp_path_factory.mktemp("rbac")
+    hub = start_side("hub", HUB_CRDS, "rbac-hub", work)
+    try:
+        upstream = start_side("upstream", UPSTREAM_CRDS, UPSTREAM_CLUSTER, work)
+        try:
+            for side, rbac in ((hub, "rbac/hub"), (upstream, "rbac/upstream")):
+                done = side.apply(render(rbac), "--server-side")
+                assert done.returncode == 0, done.stderr
+            wait_for(lambda: hub.allowed("delete", "secrets", "any"))
+            wait_for(lambda: upstream.allowed("list", "gateways.gateway.networking.k8s.io", "any"))
+            yield hub, upstream
+        finally:
+            upstream.proxy.stop()
+            upstream.server.stop()
+    finally:
+        hub.proxy.stop()
+        hub.server.stop()
+
+
+@pytest.fixture
+def hub_side(sides: tuple[Side, Side]) -> Iterator[Side]:
+    hub = sides[0]
+    hub.proxy.clear_requests()
+    yield hub
+    hub.cluster.cleanup()
+
+
+@pytest.fixture
+def upstream_side(sides: tuple[Side, Side]) -> Iterator[Side]:
+    upstream = sides[1]
+    upstream.proxy.clear_requests()
+    yield upstream
+    upstream.cluster.cleanup()
+
+
+def wait_for(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "RBAC change not in effect"
+        time.sleep(0.05)
+
+
+def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, str]]:
+    """One orphan for every sweep and a healthy neighbour of each; returns the orphans as
+    kind -> (namespace, name, what deletes it)."""
+    ns = hub.namespace()
+    hub.create(workload(ns, "web"))
+    orphans: dict[str, tuple[str, str, str]] = {}
+    for kind, name, referrers in (
+        ("ConfigMap", "orphan-config", ["default/gone"]),
+        ("Secret", "orphan-creds", ["default/gone"]),
+        ("ConfigMap", "live-config", ["default/web"]),
+    ):
+        made = hub.create(companion(kind, ns, name, referrers))
+        hub.create(
+            binding(
+                ns,
+                f"{name}-{kind.lower()}",
+                kind=kind,
+                target=name,
+                target_uid=made["metadata"]["uid"],
+            )
+        )
+    hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
+    project = upstream.namespace("project")
+    upstream.create(gateway(project, "gw-live"))
+    label = f"cluster-{UPSTREAM_CLUSTER}"
+    for name, parent in (("orphan-route", "gw-gone"), ("live-route", "gw-live")):
+        hub.create(
+            route(
+                ns,
+                name,
+                cluster_label=label,
+                upstream_namespace=project,
+                parents=[{"name": parent}],
+            )
+        )
+    orphans["ConfigMap"] = (ns, "orphan-config", "companions")
+    orphans["Secret"] = (ns, "orphan-creds", "companions")
+    orphans["ResourceBinding"] = (ns, "gone-configmap", "bindings")
+    orphans["HTTPRoute"] = (ns, "orphan-route", "routes")
+    return orphans
+
+
+def gcjob_args(hub: Side, upstream: Side) -> list[str]:
+    return [
+        "--hub-kubeconfig",
+        str(hub.gcjob),
+        "--upstream-kubeconfig",
+        str(upstream.gcjob),
+        "--min-age",
+        "0s",
+        "--delete",
+    ]
+
+
+def test_a_full_delete_sweep_needs_nothing_but_the_rendered_rbac(
+    hub_side: Side, upstream_side: Side
+) -> None:
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+
+    first = run_gcjob(*gcjob_args(hub_side, upstream_side))
+    again = run_gcjob(*gcjob_args(hub_side, upstream_side))
+
+    for result in (first, again):
+        assert result.exit_code == 0, result.stderr
+        assert {s: v["status"] for s, v in result.summary["sweeps"].items()} == {
+            "companions": "completed",
+            "bindings": "completed",
+            "routes": "completed",
+        }
+    for kind, (ns, name, sweep) in orphans.items():
+        assert hub_side.cluster.gone(kind, ns, name), (kind, name)
+        assert first.item(kind, name) is not None
+        assert first.item(kind, name)["sweep"] == sweep  # type: ignore[index]
+        assert first.outcome(kind, name)[0] == "deleted"  # type: ignore[index]
+    ns = orphans["ConfigMap"][0]
+    assert hub_side.cluster.present("ConfigMap", ns, "live-config")
+    assert hub_side.cluster.present("HTTPRoute", ns, "live-route")
+    hub_log = [(r.method, r.path, r.status) for r in hub_side.proxy.requests]
+    upstream_log = [(r.method, r.path, r.status) for r in upstream_side.proxy.requests]
+    assert not [r for r in hub_log + upstream_log if r[2] in (401, 403)]
+    assert not [r for r in hub_log + upstream_log if r[2] is None or r[2] >= 500]
+    # The run used every kind of write the RBAC grants: deletes, the Lease's create and update.
+    assert any(m == "DELETE" and "/secrets/" in p for m, p, _ in hub_log)
+    assert any(m == "POST" and p.endswith("/leases") for m, p, _ in hub_log)
+    assert any(m == "PUT" and "/leases/" in p for m, p, _ in hub_log)
+    assert not [r for r in upstream_log if r[0] != "GET"]
+
+
+def without_verb(manifests: str, resource: str, verb: str) -> str:
+    """The rendered RBAC with `verb` taken away from `resource` (and nothing else)."""
+    docs = list(yaml.safe_load_all(manifests))
+    for doc in docs:
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        rules = []
+        for rule in doc["rules"]:
+            if resource in rule["resources"] and verb in rule["verbs"]:
+                others = [r for r in rule["resources"] if r != resource]
+                if others:
+                    rules.append({**rule, "resources": others})
+                verbs = [v for v in rule["verbs"] if v != verb]
+                if verbs:
+                    rules.append({**rule, "resources": [resource], "verbs": verbs})
+            else:
+                rules.append(rule)
+        doc["rules"] = rules
+    return yaml.safe_dump_all(docs)
+
+
+@pytest.mark.parametrize(
+    ("resource", "verb", "namespace"),
+    [
+        ("secrets", "delete", "any"),
+        ("workloaddeployments.compute.datumapis.com", "list", "any"),
+        ("leases.coordination.k8s.io", "create", "default"),
+    ],
+)
+def test_one_verb_less_is_refused_up_front_and_nothing_is_deleted(
+    hub_side: Side, upstream_side: Side, resource: str, verb: str, namespace: str
+) -> None:
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+    rendered = render("rbac/hub")
+    plural = resource.partition(".")[0]
+    done = hub_side.apply(without_verb(rendered, plural, verb), "--server-side")
+    assert done.returncode == 0, done.stderr
+    try:
+        wait_for(lambda: not hub_side.allowed(verb, resource, namespace))
+        hub_side.proxy.clear_requests()
+
+        result = run_gcjob(*gcjob_args(hub_side, upstream_side))
+    finally:
+        restored = hub_side.apply(rendered, "--server-side")
+        assert restored.returncode == 0, restored.stderr
+        wait_for(lambda: hub_side.allowed(verb, resource, namespace))
+
+    assert result.exit_code == 2, result.stderr
+    message = [line for line in result.stderr.splitlines() if line.startswith("gcjob: error:")]
+    assert len(message) == 1, result.stderr
+    assert f"'{verb}' on {resource}" in message[0]  # as preflight names it: plural.group
+    assert result.summary["exit_code"] == 2
+    assert not result.items
+    assert not [
+        r
+        for r in hub_side.proxy.requests
+        if r.method in ("DELETE", "PUT", "POST") and "selfsubjectaccessreviews" not in r.path
+    ]
+    for kind, (ns, name, _) in orphans.items():
+        assert hub_side.cluster.present(kind, ns, name), (kind, name)
+
+
+@pytest.mark.parametrize("directory", ["overlays/dry-run", "overlays/enforce", "rollout"])
+def test_every_rendered_object_passes_a_server_side_dry_run(hub_side: Side, directory: str) -> None:
+    rendered = render(directory)
+    kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(rendered))
+
+    done = hub_side.apply(rendered, "--dry-run=server", "--namespace", "default")
+
+    assert done.returncode == 0, done.stderr
+    assert kinds == (["Job"] if directory == "rollout" else ["CronJob", "ServiceAccount"])
+    assert done.stdout.count("(server dry run)") == len(kinds), done.stdout
+    created = kubectl(
+        hub_side.admin, "get", "cronjobs,jobs", "--namespace", "default", "-o", "name"
+    )
+    assert created.returncode == 0 and not created.stdout.strip()  # a dry run created nothing

@@ -1,0 +1,95 @@
+"""The permissions a --delete run checks up front, and that cronjobs/rbac/hub grants them all
+and nothing more. (The SelfSubjectAccessReviews themselves run on a real server in
+tests/e2e/test_rbac_e2e.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gcjob.kube.resources import HTTPROUTES, LEASES, SECRETS
+from gcjob.model import Sweep
+from gcjob.preflight import Permission, needed, review
+from gcjob.settings import Settings
+
+HUB_RBAC = Path(__file__).parents[1] / "cronjobs/rbac/hub"
+
+
+def hub_rules() -> list[tuple[dict[str, Any], str | None]]:
+    """(rule, namespace or None for a ClusterRole) of every role in cronjobs/rbac/hub."""
+    rules = []
+    for path in sorted(HUB_RBAC.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc["kind"] in ("ClusterRole", "Role"):
+                namespace = doc["metadata"].get("namespace")
+                rules += [(rule, namespace) for rule in doc["rules"]]
+    return rules
+
+
+def granted(permission: Permission, name: str | None) -> bool:
+    for rule, namespace in hub_rules():
+        if namespace is not None and namespace != permission.namespace:
+            continue
+        if (
+            permission.resource.group in rule["apiGroups"]
+            and permission.resource.plural in rule["resources"]
+            and permission.verb in rule["verbs"]
+            and (not rule.get("resourceNames") or name in rule["resourceNames"])
+        ):
+            return True
+    return False
+
+
+def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
+    settings = Settings(delete=True)
+    permissions = needed(settings)
+
+    for permission in permissions:
+        name = settings.lock_name if permission.resource is LEASES else None
+        assert granted(permission, name), permission
+    asked = {(p.resource.group, p.resource.plural, p.verb) for p in permissions}
+    for rule, _ in hub_rules():
+        for group in rule["apiGroups"]:
+            for plural in rule["resources"]:
+                for verb in rule["verbs"]:
+                    assert (group, plural, verb) in asked, f"{verb} {plural} granted, never used"
+
+
+def test_only_the_sweeps_run_and_their_namespaces_are_asked_for() -> None:
+    settings = Settings(delete=True, sweeps=(Sweep.ROUTES,), namespaces=("a", "b"), lock=False)
+
+    assert needed(settings) == [
+        Permission(verb, HTTPROUTES, namespace)
+        for namespace in ("a", "b")
+        for verb in ("get", "list", "delete")
+    ]
+
+
+def test_the_lease_is_asked_for_in_the_lock_namespace() -> None:
+    settings = Settings(delete=True, sweeps=(Sweep.ROUTES,), lock_namespace="ops")
+
+    leases = [p for p in needed(settings) if p.resource is LEASES]
+
+    assert [(p.verb, p.namespace) for p in leases] == [
+        ("get", "ops"),
+        ("create", "ops"),
+        ("update", "ops"),
+    ]
+
+
+def test_a_review_names_the_verb_resource_namespace_and_name() -> None:
+    body = review(Permission("delete", SECRETS, "ns-a"))
+    assert body["kind"] == "SelfSubjectAccessReview"
+    assert body["spec"] == {
+        "resourceAttributes": {
+            "group": "",
+            "resource": "secrets",
+            "verb": "delete",
+            "namespace": "ns-a",
+        }
+    }
+    lease = review(Permission("update", LEASES, "default"), "gcjob")
+    assert lease["spec"]["resourceAttributes"]["name"] == "gcjob"  # type: ignore[index]
+    assert str(Permission("list", SECRETS, None)) == "'list' on secrets in all namespaces"

@@ -1,0 +1,140 @@
+"""--notify-webhook: when a run is worth a message, what it says (never a Secret's data), and
+that a 500 or a timeout is a warning that leaves the exit code alone (`responses` answers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import responses
+from click.testing import CliRunner
+
+from gcjob.cli import cli
+from gcjob.publish.webhook import Notable, message, notify, why
+
+URL = "https://hooks.example.test/services/T000/B000/secret-token"
+DEMO = str(Path(__file__).parents[1] / "fixtures/demo")
+
+
+def item(action: str, reason: str, name: str = "db-creds", kind: str = "Secret") -> dict[str, Any]:
+    return {
+        "record": "item",
+        "sweep": "companions",
+        "kind": kind,
+        "namespace": "ns-a",
+        "name": name,
+        "action": action,
+        "reason": reason,
+        "detail": "no WorkloadDeployment named web in ns-a",
+    }
+
+
+def summary(exit_code: int = 0, **counts: Any) -> dict[str, Any]:
+    counts = counts or {"companions": {"deleted": {"orphaned": 7}}}
+    totals: dict[str, int] = {}
+    for actions in counts.values():
+        for action, reasons in actions.items():
+            totals[action] = totals.get(action, 0) + sum(reasons.values())
+    return {
+        "run_id": "run-1",
+        "hub": "https://hub.example",
+        "dry_run": False,
+        "exit_code": exit_code,
+        "exit_reason": "completed" if exit_code == 0 else "an item failed",
+        "counts": counts,
+        "totals": totals,
+    }
+
+
+def test_a_run_is_worth_a_message_when_it_deleted_braked_or_failed() -> None:
+    assert why(summary()) == ["deleted 7"]
+    braked = summary(4, routes={"would-delete": {"brake": 60}})
+    assert why(braked) == ["hit the brake"]
+    assert why(summary(3, companions={"skipped": {"referrer-live": 2}})) == ["failed (exit 3)"]
+    assert why(summary(0, companions={"skipped": {"referrer-live": 2}})) == []
+    assert why(summary(6, companions={})) == []  # locked: another run is at work
+
+
+def test_the_message_carries_counts_first_items_run_id_and_exit_code() -> None:
+    notable = Notable(limit=2)
+    for record in (
+        item("skipped", "referrer-live", "live"),
+        item("deleted", "orphaned", "a"),
+        item("deleted", "orphaned", "b"),
+        item("deleted", "orphaned", "c"),
+    ):
+        notable(record)
+
+    text = message(summary(), notable.items)["text"]
+
+    assert [i["name"] for i in notable.items] == ["a", "b"]
+    assert "deleted 7" in text
+    assert "totals: 7 deleted" in text
+    assert "• deleted Secret ns-a/a (companions: orphaned)" in text
+    assert "… and 5 more in the report" in text
+    assert "run_id run-1" in text
+    assert "exit 0: completed" in text
+    assert "live" not in text
+
+
+@responses.activate
+def test_a_post_goes_out_once_as_json() -> None:
+    responses.post(URL, status=200)
+
+    assert notify(URL, summary(), [item("deleted", "orphaned")]) is True
+
+    assert len(responses.calls) == 1
+    body = json.loads(responses.calls[0].request.body or b"{}")
+    assert set(body) == {"text"}
+    assert "db-creds" in body["text"]
+
+
+@responses.activate
+def test_a_quiet_run_posts_nothing() -> None:
+    assert notify(URL, summary(0, companions={"skipped": {"referrer-live": 1}}), []) is None
+    assert len(responses.calls) == 0
+
+
+@responses.activate
+def test_a_500_is_a_warning_without_the_url(caplog: pytest.LogCaptureFixture) -> None:
+    responses.post(URL, status=500)
+
+    assert notify(URL, summary(), []) is False
+
+    assert len(responses.calls) == 1  # no retries
+    assert "HTTP 500" in caplog.text
+    assert "secret-token" not in caplog.text
+
+
+@responses.activate
+def test_a_timeout_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    responses.post(URL, body=requests.exceptions.ReadTimeout("read timed out"))
+
+    assert notify(URL, summary(), []) is False
+
+    assert len(responses.calls) == 1
+    assert "ReadTimeout" in caplog.text
+
+
+@pytest.mark.parametrize("answer", [500, requests.exceptions.ConnectTimeout("timed out")])
+@responses.activate
+def test_the_cli_posts_on_the_brake_and_a_failed_post_keeps_the_exit_code(answer: Any) -> None:
+    args = ["sweep", "--snapshot", DEMO, "--max-deletions", "1"]
+    plain = CliRunner().invoke(cli, args, standalone_mode=False)
+    if isinstance(answer, int):
+        responses.post(URL, status=answer)
+    else:
+        responses.post(URL, body=answer)
+
+    result = CliRunner().invoke(cli, [*args, "--notify-webhook", URL], standalone_mode=False)
+
+    assert result.return_value == plain.return_value
+    assert len(responses.calls) == 1
+    text = json.loads(responses.calls[0].request.body or b"{}")["text"]
+    assert "hit the brake" in text
+    last = json.loads(result.stdout.splitlines()[-1])
+    assert f"run_id {last['run_id']}" in text
+    assert "could not post the notification webhook" in result.stderr
