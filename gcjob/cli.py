@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import socket
@@ -12,11 +13,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from gcjob import __version__, logs
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
-from gcjob.domain import is_reserved_namespace
+from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
 from gcjob.exitcodes import ExitCode, table
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import UpstreamResolver, hub_client
@@ -43,13 +45,29 @@ UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
     name = "DURATION"
 
+    def __init__(self, positive: bool = False) -> None:
+        self.positive = positive  # a timeout of 0s would make every request fail at once
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, timedelta):
             return value
         try:
-            return parse_duration(str(value))
+            duration = parse_duration(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+        if self.positive and not duration:
+            self.fail(f"{value!r} must be more than 0s", param, ctx)
+        return duration
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A FloatRange that refuses nan and inf: nan compares false with every bound."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 class CommaChoice(click.Choice):  # type: ignore[type-arg]
@@ -169,7 +187,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 )
 @_opt(
     "max-delete-percent",
-    type=click.FloatRange(0, 100),
+    type=FiniteFloatRange(0, 100),
     default=50.0,
     show_default=True,
     help="Brake: most % of a sweep's scope.",
@@ -197,7 +215,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 )
 @_opt(
     "delete-qps",
-    type=click.FloatRange(0),
+    type=FiniteFloatRange(0),
     default=10.0,
     show_default=True,
     help="Most deletions per second (0: no limit).",
@@ -205,8 +223,8 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 @_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
 @_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
-@_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
-@_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+@_opt("connect-timeout", type=Duration(positive=True), default="5s", show_default=True)
+@_opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
 def sweep(**options: Any) -> int:
     """Find orphans on the hub and delete them (or, by default, only report them)."""
     settings = _settings(options)
@@ -215,12 +233,26 @@ def sweep(**options: Any) -> int:
 
 def _settings(options: dict[str, Any]) -> Settings:
     sweeps = tuple(options["sweeps"]) or tuple(s.value for s in Sweep)
-    namespaces = _names(options["namespaces"])
+    namespaces = _namespaces(options["namespaces"], "namespace", "namespaces")
     for namespace in namespaces:
         if is_reserved_namespace(namespace):
             raise click.BadParameter(
-                f"{namespace} is reserved and never swept", param_hint="--namespace"
+                f"{namespace} is reserved and never swept",
+                param_hint=_hint("namespace", "namespaces"),
             )
+    exclude_namespaces = _namespaces(
+        options["exclude_namespaces"], "exclude-namespace", "exclude_namespaces"
+    )
+    if not is_dns1123_label(options["lock_namespace"]):
+        raise click.BadParameter(
+            f"{options['lock_namespace']!r} is not a namespace name (DNS-1123 label)",
+            param_hint=_hint("lock-namespace"),
+        )
+    if not is_dns1123_subdomain(options["lock_name"]):
+        raise click.BadParameter(
+            f"{options['lock_name']!r} is not a Lease name (DNS-1123 subdomain)",
+            param_hint=_hint("lock-name"),
+        )
     if options["snapshot"] and options["delete"]:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
     if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
@@ -233,7 +265,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         sweeps_explicit=bool(options["sweeps"]),
         min_age=options["min_age"],
         namespaces=namespaces,
-        exclude_namespaces=_names(options["exclude_namespaces"]),
+        exclude_namespaces=exclude_namespaces,
         snapshot=options["snapshot"],
         report_file=options["report_file"],
         log_format=options["log_format"],
@@ -255,9 +287,33 @@ def _settings(options: dict[str, Any]) -> Settings:
     )
 
 
-def _names(values: Sequence[str]) -> tuple[str, ...]:
-    # Repeatable flags and comma-separated environment values both arrive here.
-    return tuple(dict.fromkeys(n.strip() for v in values for n in v.split(",") if n.strip()))
+def _namespaces(values: Sequence[str], flag: str, dest: str) -> tuple[str, ...]:
+    """Repeatable flags and comma-separated environment values both arrive here. An empty
+    entry is refused, never dropped: `--namespace ''` must not widen the sweep to everything."""
+    names = [n.strip() for v in values for n in v.split(",")]
+    variable = os.environ.get(env(flag))
+    if not values and variable is not None and not variable.strip():
+        names = [""]  # click reads an empty variable as unset; a blank filter is still an error
+    for name in names:
+        if not is_dns1123_label(name):
+            problem = "an empty namespace" if not name else f"{name!r} is not a namespace name"
+            raise click.BadParameter(
+                f"{problem} (a DNS-1123 label: lowercase letters, digits, '-')",
+                param_hint=_hint(flag, dest),
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def _hint(flag: str, dest: str | None = None) -> str:
+    """The flag, or the environment variable, that a bad value came from."""
+    ctx = click.get_current_context(silent=True)
+    name = dest or flag.replace("-", "_")
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    if source is ParameterSource.ENVIRONMENT or (
+        source is ParameterSource.DEFAULT and env(flag) in os.environ
+    ):
+        return env(flag)
+    return f"--{flag}"
 
 
 def run_sweep(settings: Settings) -> int:
@@ -383,10 +439,22 @@ def _fail(code: ExitCode, message: str) -> int:
     return int(code)
 
 
+def _name_the_variable(exc: click.ClickException) -> None:
+    """A bad value from GCJOB_MIN_AGE is reported as GCJOB_MIN_AGE, not as --min-age."""
+    if not isinstance(exc, click.BadParameter) or exc.param is None or exc.ctx is None:
+        return
+    param = exc.param
+    if param.name and exc.ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+        envvar = param.envvar if isinstance(param.envvar, str) else None
+        if envvar:
+            exc.param_hint = envvar
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         result = cli.main(args=argv, prog_name="gcjob", standalone_mode=False)
     except click.ClickException as exc:
+        _name_the_variable(exc)
         message = " ".join(exc.format_message().split())
         click.echo(f"gcjob: error: {message} (see gcjob sweep --help)", err=True)
         sys.exit(ExitCode.USAGE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from enum import IntEnum
 
 
@@ -50,5 +51,14 @@ def most_severe(codes: set[ExitCode]) -> ExitCode:
     return ExitCode.OK
 
 
-def table() -> str:
-    return "\n".join(f"{int(code):>3}  {DESCRIPTIONS[code]}" for code in ExitCode)
+def table(width: int = 76) -> str:
+    """Wrapped to `width` columns: `--help` indents it by two and must fit 80."""
+    return "\n".join(
+        textwrap.fill(
+            DESCRIPTIONS[code],
+            width,
+            initial_indent=f"{int(code):>3}  ",
+            subsequent_indent=" " * 5,
+        )
+        for code in ExitCode
+    )

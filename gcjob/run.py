@@ -145,6 +145,10 @@ class Run:
             "finished": rfc3339(finished),
             "decided_at": rfc3339(self.now),
             "min_age_seconds": int(self.settings.min_age.total_seconds()),
+            "namespaces": {
+                "included": list(self.settings.namespaces) or "all but reserved",
+                "excluded": list(self.settings.exclude_namespaces),
+            },
             "sweeps": {
                 sweep.value: {
                     "status": st.status,

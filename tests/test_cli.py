@@ -338,3 +338,107 @@ def test_a_report_file_that_fails_at_the_end_is_told_in_the_summary_too() -> Non
     summary = summary_of(result)
     assert summary["exit_code"] == 1
     assert "cannot write --report-file" in summary["exit_reason"]
+
+
+# -- bad and hostile input (issue 12) -------------------------------------------------------
+
+
+def test_help_fits_80_columns() -> None:
+    result = CliRunner().invoke(cli, ["sweep", "--help"], standalone_mode=False, terminal_width=80)
+    assert result.exit_code == 0
+    too_wide = [line for line in result.stdout.splitlines() if len(line) > 80]
+    assert too_wide == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "named"),
+    [
+        ("--namespace", "", "an empty namespace"),
+        ("--namespace", " ", "an empty namespace"),
+        ("--namespace", ".", "'.' is not a namespace name"),
+        ("--namespace", "Ns-A", "'Ns-A' is not a namespace name"),
+        ("--namespace", "ns-a,", "an empty namespace"),
+        ("--exclude-namespace", "", "an empty namespace"),
+        ("--exclude-namespace", "a/b", "'a/b' is not a namespace name"),
+    ],
+)
+def test_a_namespace_filter_that_names_no_namespace_is_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, named: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert f"Invalid value for {flag}: {named}" in line
+
+
+@pytest.mark.parametrize("variable", ["GCJOB_NAMESPACE", "GCJOB_EXCLUDE_NAMESPACE"])
+@pytest.mark.parametrize("value", ["", ",", " , ", "ns-a,,ns-b"])
+def test_an_empty_namespace_from_the_environment_is_refused_naming_the_variable(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO)
+    assert f"Invalid value for {variable}: an empty namespace" in line
+
+
+def test_the_summary_names_the_namespaces_in_scope() -> None:
+    everything = summary_of(invoke("--snapshot", DEMO))
+    assert everything["namespaces"] == {"included": "all but reserved", "excluded": []}
+    some = summary_of(invoke("--snapshot", DEMO, "--namespace", WEB, "--exclude-namespace", SHOP))
+    assert some["namespaces"] == {"included": [WEB], "excluded": [SHOP]}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--max-delete-percent", "nan"),
+        ("--max-delete-percent", "inf"),
+        ("--delete-qps", "nan"),
+        ("--delete-qps", "inf"),
+    ],
+)
+def test_non_finite_numbers_are_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert f"'{flag}': " in line
+    assert "is not a finite number" in line or "is not in the range" in line
+
+
+@pytest.mark.parametrize("flag", ["--connect-timeout", "--read-timeout"])
+def test_a_zero_request_timeout_is_refused(capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, "0s")
+    assert "must be more than 0s" in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--lock-name", ""),
+        ("--lock-name", "Bad_Name"),
+        ("--lock-namespace", ""),
+        ("--lock-namespace", "a.b"),
+    ],
+)
+def test_an_invalid_lock_name_is_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert f"Invalid value for {flag}: {value!r} is not a" in line
+
+
+def test_a_bad_value_from_the_environment_names_the_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCJOB_MIN_AGE", "abc")
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO)
+    assert "Invalid value for GCJOB_MIN_AGE: 'abc' is not a duration" in line
+    assert "--min-age" not in line
+
+
+def test_the_same_bad_value_from_the_flag_names_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--min-age", "abc")
+    assert "'--min-age': 'abc' is not a duration" in line
