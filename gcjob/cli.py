@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import sys
+import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,7 @@ from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.lease import LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
+from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings, parse_duration
@@ -403,22 +405,24 @@ def run_sweep(settings: Settings) -> int:
         run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
         error = f"cannot use the hub: {exc}"
     except Exception as exc:  # a bug: say so in one line, keep the report's summary
-        log.exception("internal error")
+        # The message goes through redact() like every other: it can hold a header value.
+        where = traceback.extract_tb(exc.__traceback__)[-1]
         run.codes.add(ExitCode.INTERNAL)
-        error = f"internal error: {type(exc).__name__}: {exc}"
+        error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
     finally:
         if lock is not None:
             try:
                 lock.release()
             except KubeError as exc:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
+    error = redact(error)
     code = run.exit_code()
     try:
         reporter.finish(run.summary(code, error))
     except OSError as exc:  # the report file could not be written after all
         run.codes.add(ExitCode.ITEM_FAILED)
         code = run.exit_code()
-        error = "; ".join(filter(None, [error, f"cannot write --report-file: {exc}"]))
+        error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
         reporter.print_summary(run.summary(code, error))
     if error:
         click.echo(f"gcjob: error: {error}", err=True)
@@ -435,7 +439,7 @@ def _check_writable(path: str) -> None:
 
 
 def _fail(code: ExitCode, message: str) -> int:
-    click.echo(f"gcjob: error: {message}", err=True)
+    click.echo(f"gcjob: error: {redact(message)}", err=True)
     return int(code)
 
 

@@ -20,6 +20,7 @@ from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
 from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339
 from gcjob.settings import Settings
@@ -139,7 +140,7 @@ class Run:
             "record": "summary",
             "run_id": self.run_id,
             "version": __version__,
-            "hub": self.hub.server,
+            "hub": redact(self.hub.server),
             "dry_run": not self.settings.delete,
             "started": rfc3339(self.started),
             "finished": rfc3339(finished),
@@ -160,12 +161,23 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "totals": self.reporter.tally.totals(),
-            "upstream_clusters": self.upstream_index.summary() if self.upstream_index else {},
+            "upstream_clusters": _redacted_servers(
+                self.upstream_index.summary() if self.upstream_index else {}
+            ),
             "api_requests": {
                 "total": self.stats.total,
                 "by_target": dict(sorted(self.stats.by_target.items())),
             },
             "exit_code": int(exit_code),
-            "exit_reason": error or DESCRIPTIONS[exit_code],
+            "exit_reason": redact(error or DESCRIPTIONS[exit_code]),
         }
         return summary
+
+
+def _redacted_servers(clusters: dict[str, Any]) -> dict[str, Any]:
+    for state in clusters.values():
+        if isinstance(state, dict):
+            for key in ("server", "detail"):
+                if isinstance(state.get(key), str):
+                    state[key] = redact(state[key])
+    return clusters

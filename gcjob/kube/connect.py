@@ -8,8 +8,10 @@ current context's credentials.
 from __future__ import annotations
 
 import copy
+import ipaddress
 import os
-from urllib.parse import quote
+import re
+from urllib.parse import quote, urlsplit
 
 import yaml
 from kubernetes import config as kube_config
@@ -28,6 +30,28 @@ def _client(configuration: Configuration) -> ApiClient:
     return ApiClient(configuration=configuration)
 
 
+def _trim_token(configuration: Configuration) -> None:
+    """Trim the bearer token as kubectl does: a token file (or exec output, or `token:`) that
+    ends in a newline works with kubectl, and would otherwise fail as an invalid header."""
+    _trim(configuration)
+    refresh = configuration.refresh_api_key_hook
+    if refresh is not None:  # the client re-applies the untrimmed token before each request
+
+        def refresh_trimmed(target: Configuration) -> None:
+            refresh(target)  # which installs its own hook again: put this one back
+            target.refresh_api_key_hook = refresh_trimmed
+            _trim(target)
+
+        configuration.refresh_api_key_hook = refresh_trimmed
+
+
+def _trim(configuration: Configuration) -> None:
+    value = configuration.api_key.get("BearerToken")
+    if isinstance(value, str):
+        scheme, _, token = value.partition(" ")
+        configuration.api_key["BearerToken"] = f"{scheme} {token.strip()}"
+
+
 def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     configuration = Configuration()
     try:
@@ -40,6 +64,7 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     except _UNLOADABLE as exc:
         where = f"context {context!r} of " if context else ""
         raise ConfigError(f"cannot load {where}kubeconfig {path}: {_one_line(exc)}") from exc
+    _trim_token(configuration)
     return configuration
 
 
@@ -71,12 +96,7 @@ class UpstreamResolver:
         if server_template is not None:
             if not kubeconfig:
                 raise ConfigError("--upstream-server-template needs --upstream-kubeconfig")
-            if "{cluster}" not in server_template or not server_template.startswith(
-                ("https://", "http://")
-            ):
-                raise ConfigError(
-                    "--upstream-server-template must be an http(s) URL containing {cluster}"
-                )
+            check_server_template(server_template)
         if kubeconfig:
             try:
                 contexts, _ = kube_config.list_kube_config_contexts(config_file=kubeconfig)
@@ -112,6 +132,49 @@ class UpstreamResolver:
             configuration.host = self.server_url(cluster)
             return _client(configuration)
         raise UnknownCluster(f"no context named {cluster!r} in {self.kubeconfig} and no template")
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
+_HOST = re.compile(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]")
+
+
+def check_server_template(template: str) -> None:
+    """Raises ConfigError unless the template is a URL that can only reach one host.
+
+    `{cluster}` goes in the path only: in the host, a project named after another domain
+    would receive the upstream credentials. `http://` would send the bearer token in
+    cleartext: only to loopback. The message never echoes the template (it may hold userinfo).
+    """
+    flag = "--upstream-server-template"
+    if "{cluster}" not in template:
+        raise ConfigError(f"{flag} must contain {{cluster}} (in its path)")
+    try:
+        url = urlsplit(template)
+        port = url.port
+    except ValueError as exc:
+        raise ConfigError(f"{flag} is not a valid URL: {_one_line(exc)}") from None
+    if url.scheme not in ("https", "http"):
+        raise ConfigError(f"{flag} must be an https:// URL")
+    if "@" in url.netloc:
+        raise ConfigError(f"{flag} must not carry credentials: they come from the kubeconfig")
+    if "{cluster}" in url.netloc or "{cluster}" in url.query or "{cluster}" in url.fragment:
+        raise ConfigError(f"{flag} may hold {{cluster}} in its path only, not in its host")
+    if url.query or url.fragment:
+        raise ConfigError(f"{flag} must not have a query or fragment")
+    host = url.netloc.rsplit(":", 1)[0] if port is not None else url.netloc
+    if not host or _HOST.fullmatch(host) is None:
+        raise ConfigError(f"{flag} has no valid host name")
+    if url.scheme == "http" and not _is_loopback(url.hostname or ""):
+        raise ConfigError(f"{flag} must be https:// (http:// sends the token in cleartext)")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _one_line(exc: BaseException) -> str:
