@@ -259,6 +259,13 @@ def _settings(options: dict[str, Any]) -> Settings:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
     if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
         raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    if options["snapshot"] and (
+        options["upstream_kubeconfig"] or options["upstream_server_template"]
+    ):
+        raise click.UsageError(
+            "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
+            "--upstream-kubeconfig/--upstream-server-template"
+        )
     return Settings(
         delete=options["delete"],
         hub_kubeconfig=options["hub_kubeconfig"],
@@ -358,7 +365,12 @@ def run_sweep(settings: Settings) -> int:
                 )
                 upstreams = LiveUpstreams(resolver, make_upstream_access)
         if upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
-            raise ConfigError("--sweep routes needs an upstream: pass --upstream-kubeconfig")
+            raise ConfigError(
+                "--sweep routes needs an upstream: add DIR/upstream/<cluster>/ dumps to the "
+                "snapshot"
+                if settings.snapshot
+                else "--sweep routes needs an upstream: pass --upstream-kubeconfig"
+            )
         if settings.report_file:
             _check_writable(settings.report_file)
     except ConfigError as exc:

@@ -153,11 +153,27 @@ def test_bad_env_duration(
 def test_sweep_routes_without_upstream_on_a_snapshot(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    snapshot = _hub_only_snapshot(tmp_path)
+    line = usage_error(capsys, "sweep", "--snapshot", str(snapshot), "--sweep", "routes")
+    assert "DIR/upstream/" in line
+    assert "--upstream-kubeconfig" not in line  # it does not apply to a snapshot
+
+
+def _hub_only_snapshot(tmp_path: Path) -> Path:
     snapshot = tmp_path / "snap"
     (snapshot / "hub").mkdir(parents=True)
     (snapshot / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
-    line = usage_error(capsys, "sweep", "--snapshot", str(snapshot), "--sweep", "routes")
-    assert "upstream" in line
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": WEB}}
+    (snapshot / "hub" / "cm.json").write_text(json.dumps(cm))
+    return snapshot
+
+
+@pytest.mark.parametrize("flag", ["--upstream-kubeconfig", "--upstream-server-template"])
+def test_upstream_flags_do_not_apply_to_a_snapshot(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, "/does/not/matter")
+    assert "DIR/upstream/" in line
 
 
 def _kubeconfig(path: Path) -> Path:
@@ -222,8 +238,7 @@ def test_demo_run_exits_zero_with_json_lines_only() -> None:
 
 def test_demo_without_upstreams_and_no_explicit_sweep(tmp_path: Path) -> None:
     # routes only "not-configured" when not asked for explicitly
-    snapshot = tmp_path / "snap"
-    (snapshot / "hub").mkdir(parents=True)
+    snapshot = _hub_only_snapshot(tmp_path)
     result = invoke("--snapshot", str(snapshot))
     assert result.return_value == 0
     assert summary_of(result)["sweeps"]["routes"]["status"] == "not-configured"
