@@ -21,8 +21,9 @@ DESCRIPTIONS = {
     ExitCode.OK: "completed",
     ExitCode.ITEM_FAILED: "completed, but an item failed (a delete or lookup errored, "
     "or an upstream cluster was unavailable), or the --report-file could not be written",
-    ExitCode.USAGE: "bad usage or configuration (flags, kubeconfig, lock namespace), or the "
-    "target is not a hub: nothing touched",
+    ExitCode.USAGE: "bad usage or configuration (flags, kubeconfig, lock namespace; a hub "
+    "that refuses the credentials or cannot be verified), or the target is not a hub: "
+    "nothing touched",
     ExitCode.INCOMPLETE: "incomplete: a sweep could not read what it needed, so it deleted nothing",
     ExitCode.BRAKE: "safety brake engaged: a sweep would have deleted too much, or an upstream "
     "cluster looked emptied (suspect): nothing deleted there",

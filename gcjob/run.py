@@ -14,7 +14,7 @@ from gcjob.budget import RunBudget
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
-from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.errors import ApiError, ConfigError, KubeError, Stopped, TlsFailure
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
@@ -34,16 +34,40 @@ class NotAHub(Exception):
 
 
 def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> None:
-    """Raises NotAHub, or KubeError when the hub cannot be asked."""
+    """Raises NotAHub; ConfigError when the hub refuses the credentials, cannot be verified,
+    or answers with something else than Kubernetes (a login page); KubeError when it cannot
+    be asked (unreachable, 5xx: maybe better on the next run)."""
     required = [RESOURCEBINDINGS]
     if Sweep.COMPANIONS in sweeps:
         required.append(WORKLOADDEPLOYMENTS)
     for resource in required:
-        if not hub.served(resource):
+        try:
+            served = hub.served(resource)
+        except KubeError as exc:
+            problem = configuration_problem(exc)
+            if problem is None:
+                raise
+            raise ConfigError(f"the hub {hub.server} {problem}: {exc}") from exc
+        if not served:
             raise NotAHub(
                 f"{hub.server} is not a Karmada hub: it does not serve "
                 f"{resource.api_version} {resource.plural}"
             )
+
+
+def configuration_problem(exc: KubeError) -> str | None:
+    """What a failed first request says about the configuration, if anything: retrying
+    the same kubeconfig cannot help, so it is exit 2, not 3."""
+    if isinstance(exc, ApiError):
+        if exc.status == 401:
+            return "refuses the credentials"
+        if exc.status == 403:
+            return "refuses discovery to these credentials"
+        if 300 <= exc.status < 400 or exc.reason == "Malformed" or "not a Kubernetes" in str(exc):
+            return "does not answer as a Kubernetes API server (a login page or proxy?)"
+    elif isinstance(exc, TlsFailure):
+        return "cannot be verified (TLS)"
+    return None
 
 
 @dataclass
