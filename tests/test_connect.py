@@ -357,3 +357,42 @@ def test_a_token_is_trimmed_as_kubectl_does(tmp_path: Path, ending: str, source:
     # auth_settings() runs the client's refresh hook, which re-applies the kubeconfig's token
     assert _token(client) == "Bearer s3cr3t"
     assert _token(client) == "Bearer s3cr3t"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "import sys; sys.stderr.write('s3cr3t-in-stderr'); sys.exit(3)",  # fails
+        "print('not json')",  # answers garbage
+        "print('{}')",  # answers no ExecCredential
+    ],
+)
+def test_a_failing_credential_plugin_is_a_config_error_not_anonymous(
+    tmp_path: Path, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 12 item 5: the client would log `ERROR:root:` and go on as system:anonymous."""
+    import sys
+
+    exec_user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", script],
+            "interactiveMode": "Never",
+        }
+    }
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": exec_user}],
+        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "hub",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    with pytest.raises(ConfigError, match="credential plugin failed") as raised:
+        hub_client(str(path), None)
+    assert "s3cr3t" not in str(raised.value) and "\n" not in str(raised.value)
+    captured = capsys.readouterr()
+    assert "ERROR:root" not in captured.err and "s3cr3t" not in captured.err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import logging
 import os
 import re
 from urllib.parse import quote, urlsplit
@@ -52,8 +53,25 @@ def _trim(configuration: Configuration) -> None:
         configuration.api_key["BearerToken"] = f"{scheme} {token.strip()}"
 
 
+class _Captured(logging.Handler):
+    """The client logs a failed exec credential plugin (logging.error) and goes on as
+    anonymous; gcjob turns that into its own error instead."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     configuration = Configuration()
+    where = f"context {context!r} of " if context else ""
+    root = logging.getLogger()
+    captured = _Captured()
+    saved = root.handlers[:]
+    root.handlers = [captured]  # also keeps logging.error() from calling basicConfig()
     try:
         kube_config.load_kube_config(
             config_file=path,
@@ -62,8 +80,17 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
             persist_config=False,
         )
     except _UNLOADABLE as exc:
-        where = f"context {context!r} of " if context else ""
         raise ConfigError(f"cannot load {where}kubeconfig {path}: {_one_line(exc)}") from exc
+    finally:
+        root.handlers = saved
+    if captured.messages:
+        # e.g. "exec: process returned 1. <the plugin's stderr>": the stderr is not shown,
+        # it may hold what the plugin was handling.
+        first = captured.messages[0].split(". ", 1)[0]
+        raise ConfigError(
+            f"cannot load {where}kubeconfig {path}: its credential plugin failed "
+            f"({_one_line(ValueError(first))})"
+        )
     _trim_token(configuration)
     return configuration
 
