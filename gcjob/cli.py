@@ -356,7 +356,8 @@ def run_sweep(settings: Settings) -> int:
             now = snapshot.captured_at or datetime.now(UTC)
             upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
         else:
-            access = make_access(hub_client(settings.hub_kubeconfig, settings.hub_context), "hub")
+            client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
+            access = make_access(client, "hub")
             hub = access
             now = datetime.now(UTC)
             if settings.upstream_kubeconfig or settings.upstream_server_template:

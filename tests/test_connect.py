@@ -396,3 +396,37 @@ def test_a_failing_credential_plugin_is_a_config_error_not_anonymous(
     assert "s3cr3t" not in str(raised.value) and "\n" not in str(raised.value)
     captured = capsys.readouterr()
     assert "ERROR:root" not in captured.err and "s3cr3t" not in captured.err
+
+
+def test_a_hanging_credential_plugin_is_bounded_by_the_run(tmp_path: Path) -> None:
+    """issue 12 item 6: the client waits for an exec plugin with no time limit."""
+    import sys
+    import time
+
+    hang = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", "import time; time.sleep(4)"],
+            "interactiveMode": "Never",
+        }
+    }
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": hang}],
+        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "hub",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="took longer than --timeout"):
+        hub_client(str(path), None, timeout=1.0)
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_plain_kubeconfig_loads_within_a_bound(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "kc", {"hub": "https://127.0.0.1:1"})
+    assert _token(hub_client(str(path), None, timeout=0.0)) == "Bearer tok-hub"

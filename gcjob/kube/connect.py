@@ -12,6 +12,9 @@ import ipaddress
 import logging
 import os
 import re
+import threading
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import yaml
@@ -95,10 +98,13 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     return configuration
 
 
-def hub_client(kubeconfig: str | None, context: str | None) -> ApiClient:
+def hub_client(
+    kubeconfig: str | None, context: str | None, timeout: float | None = None
+) -> ApiClient:
+    """`timeout`: most seconds to spend loading credentials (an exec plugin can hang)."""
     path = kubeconfig or os.environ.get("KUBECONFIG") or None
     if path:
-        return _client(_from_kubeconfig(path, context))
+        return _client(_bounded(lambda: _from_kubeconfig(path, context), timeout, path))
     if context:
         raise ConfigError("--hub-context needs --hub-kubeconfig or $KUBECONFIG")
     configuration = Configuration()
@@ -110,6 +116,38 @@ def hub_client(kubeconfig: str | None, context: str | None) -> ApiClient:
             f"({_one_line(exc)})"
         ) from exc
     return _client(configuration)
+
+
+# Even a run with almost no time left loads a plain kubeconfig: it takes milliseconds.
+MIN_CREDENTIAL_SECONDS = 1.0
+
+
+def _bounded(load: Callable[[], Configuration], timeout: float | None, path: str) -> Configuration:
+    """Run `load` for at most `timeout` seconds. The client runs an exec plugin with no time
+    limit; a plugin that hangs is left behind (a daemon thread) and the run ends."""
+    if timeout is None:
+        return load()
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = load()
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="gcjob-credentials", daemon=True)
+    thread.start()
+    timeout = max(timeout, MIN_CREDENTIAL_SECONDS)
+    thread.join(timeout)
+    if thread.is_alive():
+        raise ConfigError(
+            f"cannot load kubeconfig {path}: its credentials took longer than --timeout "
+            f"({timeout:g}s) to load (a hanging credential plugin?)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    configuration: Configuration = outcome["value"]
+    return configuration
 
 
 class UpstreamResolver:
