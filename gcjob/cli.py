@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import socket
 import sys
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from gcjob import __version__, logs, preflight
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
-from gcjob.domain import is_reserved_namespace
+from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
 from gcjob.exitcodes import ExitCode, table
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import UpstreamResolver, hub_client
@@ -30,6 +33,7 @@ from gcjob.lease import LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
 from gcjob.publish import metrics, webhook
+from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings, parse_duration
@@ -45,13 +49,29 @@ UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
     name = "DURATION"
 
+    def __init__(self, positive: bool = False) -> None:
+        self.positive = positive  # a timeout of 0s would make every request fail at once
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, timedelta):
             return value
         try:
-            return parse_duration(str(value))
+            duration = parse_duration(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+        if self.positive and not duration:
+            self.fail(f"{value!r} must be more than 0s", param, ctx)
+        return duration
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A FloatRange that refuses nan and inf: nan compares false with every bound."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 class CommaChoice(click.Choice):  # type: ignore[type-arg]
@@ -171,7 +191,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 )
 @_opt(
     "max-delete-percent",
-    type=click.FloatRange(0, 100),
+    type=FiniteFloatRange(0, 100),
     default=50.0,
     show_default=True,
     help="Brake: most % of a sweep's scope.",
@@ -199,7 +219,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 )
 @_opt(
     "delete-qps",
-    type=click.FloatRange(0),
+    type=FiniteFloatRange(0),
     default=10.0,
     show_default=True,
     help="Most deletions per second (0: no limit).",
@@ -207,8 +227,8 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 @_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
 @_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
-@_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
-@_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+@_opt("connect-timeout", type=Duration(positive=True), default="5s", show_default=True)
+@_opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
 @_opt("pushgateway", metavar="URL", help="Push the run's metrics to this Prometheus Pushgateway.")
 @_opt(
     "notify-webhook",
@@ -223,19 +243,40 @@ def sweep(**options: Any) -> int:
 
 def _settings(options: dict[str, Any]) -> Settings:
     sweeps = tuple(options["sweeps"]) or tuple(s.value for s in Sweep)
-    namespaces = _names(options["namespaces"])
+    namespaces = _namespaces(options["namespaces"], "namespace", "namespaces")
     for namespace in namespaces:
         if is_reserved_namespace(namespace):
             raise click.BadParameter(
-                f"{namespace} is reserved and never swept", param_hint="--namespace"
+                f"{namespace} is reserved and never swept",
+                param_hint=_hint("namespace", "namespaces"),
             )
     webhook_url = options["notify_webhook"]
     if webhook_url and not webhook_url.startswith(("https://", "http://")):
-        raise click.BadParameter("must be an http(s) URL", param_hint="--notify-webhook")
+        raise click.BadParameter("must be an http(s) URL", param_hint=_hint("notify-webhook"))
+    exclude_namespaces = _namespaces(
+        options["exclude_namespaces"], "exclude-namespace", "exclude_namespaces"
+    )
+    if not is_dns1123_label(options["lock_namespace"]):
+        raise click.BadParameter(
+            f"{options['lock_namespace']!r} is not a namespace name (DNS-1123 label)",
+            param_hint=_hint("lock-namespace"),
+        )
+    if not is_dns1123_subdomain(options["lock_name"]):
+        raise click.BadParameter(
+            f"{options['lock_name']!r} is not a Lease name (DNS-1123 subdomain)",
+            param_hint=_hint("lock-name"),
+        )
     if options["snapshot"] and options["delete"]:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
     if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
         raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    if options["snapshot"] and (
+        options["upstream_kubeconfig"] or options["upstream_server_template"]
+    ):
+        raise click.UsageError(
+            "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
+            "--upstream-kubeconfig/--upstream-server-template"
+        )
     return Settings(
         delete=options["delete"],
         hub_kubeconfig=options["hub_kubeconfig"],
@@ -244,7 +285,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         sweeps_explicit=bool(options["sweeps"]),
         min_age=options["min_age"],
         namespaces=namespaces,
-        exclude_namespaces=_names(options["exclude_namespaces"]),
+        exclude_namespaces=exclude_namespaces,
         snapshot=options["snapshot"],
         report_file=options["report_file"],
         log_format=options["log_format"],
@@ -268,9 +309,33 @@ def _settings(options: dict[str, Any]) -> Settings:
     )
 
 
-def _names(values: Sequence[str]) -> tuple[str, ...]:
-    # Repeatable flags and comma-separated environment values both arrive here.
-    return tuple(dict.fromkeys(n.strip() for v in values for n in v.split(",") if n.strip()))
+def _namespaces(values: Sequence[str], flag: str, dest: str) -> tuple[str, ...]:
+    """Repeatable flags and comma-separated environment values both arrive here. An empty
+    entry is refused, never dropped: `--namespace ''` must not widen the sweep to everything."""
+    names = [n.strip() for v in values for n in v.split(",")]
+    variable = os.environ.get(env(flag))
+    if not values and variable is not None and not variable.strip():
+        names = [""]  # click reads an empty variable as unset; a blank filter is still an error
+    for name in names:
+        if not is_dns1123_label(name):
+            problem = "an empty namespace" if not name else f"{name!r} is not a namespace name"
+            raise click.BadParameter(
+                f"{problem} (a DNS-1123 label: lowercase letters, digits, '-')",
+                param_hint=_hint(flag, dest),
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def _hint(flag: str, dest: str | None = None) -> str:
+    """The flag, or the environment variable, that a bad value came from."""
+    ctx = click.get_current_context(silent=True)
+    name = dest or flag.replace("-", "_")
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    if source is ParameterSource.ENVIRONMENT or (
+        source is ParameterSource.DEFAULT and env(flag) in os.environ
+    ):
+        return env(flag)
+    return f"--{flag}"
 
 
 def run_sweep(settings: Settings) -> int:
@@ -305,7 +370,8 @@ def run_sweep(settings: Settings) -> int:
             now = snapshot.captured_at or datetime.now(UTC)
             upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
         else:
-            access = make_access(hub_client(settings.hub_kubeconfig, settings.hub_context), "hub")
+            client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
+            access = make_access(client, "hub")
             hub = access
             now = datetime.now(UTC)
             if settings.upstream_kubeconfig or settings.upstream_server_template:
@@ -314,7 +380,12 @@ def run_sweep(settings: Settings) -> int:
                 )
                 upstreams = LiveUpstreams(resolver, make_upstream_access)
         if upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
-            raise ConfigError("--sweep routes needs an upstream: pass --upstream-kubeconfig")
+            raise ConfigError(
+                "--sweep routes needs an upstream: add DIR/upstream/<cluster>/ dumps to the "
+                "snapshot"
+                if settings.snapshot
+                else "--sweep routes needs an upstream: pass --upstream-kubeconfig"
+            )
         if settings.report_file:
             _check_writable(settings.report_file)
     except ConfigError as exc:
@@ -365,15 +436,17 @@ def run_sweep(settings: Settings) -> int:
         run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
         error = f"cannot use the hub: {exc}"
     except Exception as exc:  # a bug: say so in one line, keep the report's summary
-        log.exception("internal error")
+        # The message goes through redact() like every other: it can hold a header value.
+        where = traceback.extract_tb(exc.__traceback__)[-1]
         run.codes.add(ExitCode.INTERNAL)
-        error = f"internal error: {type(exc).__name__}: {exc}"
+        error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
     finally:
         if lock is not None:
             try:
                 lock.release()
             except KubeError as exc:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
+    error = redact(error)
     code = run.exit_code()
     summary = run.summary(code, error)
     try:
@@ -381,7 +454,7 @@ def run_sweep(settings: Settings) -> int:
     except OSError as exc:  # the report file could not be written after all
         run.codes.add(ExitCode.ITEM_FAILED)
         code = run.exit_code()
-        error = "; ".join(filter(None, [error, f"cannot write --report-file: {exc}"]))
+        error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
         summary = run.summary(code, error)
         reporter.print_summary(summary)
     if error:
@@ -409,14 +482,26 @@ def _check_writable(path: str) -> None:
 
 
 def _fail(code: ExitCode, message: str) -> int:
-    click.echo(f"gcjob: error: {message}", err=True)
+    click.echo(f"gcjob: error: {redact(message)}", err=True)
     return int(code)
+
+
+def _name_the_variable(exc: click.ClickException) -> None:
+    """A bad value from GCJOB_MIN_AGE is reported as GCJOB_MIN_AGE, not as --min-age."""
+    if not isinstance(exc, click.BadParameter) or exc.param is None or exc.ctx is None:
+        return
+    param = exc.param
+    if param.name and exc.ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+        envvar = param.envvar if isinstance(param.envvar, str) else None
+        if envvar:
+            exc.param_hint = envvar
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         result = cli.main(args=argv, prog_name="gcjob", standalone_mode=False)
     except click.ClickException as exc:
+        _name_the_variable(exc)
         message = " ".join(exc.format_message().split())
         click.echo(f"gcjob: error: {message} (see gcjob sweep --help)", err=True)
         sys.exit(ExitCode.USAGE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from enum import IntEnum
 
 
@@ -20,8 +21,9 @@ DESCRIPTIONS = {
     ExitCode.OK: "completed",
     ExitCode.ITEM_FAILED: "completed, but an item failed (a delete or lookup errored, "
     "or an upstream cluster was unavailable), or the --report-file could not be written",
-    ExitCode.USAGE: "bad usage or configuration (flags, kubeconfig, lock namespace), or the "
-    "target is not a hub: nothing touched",
+    ExitCode.USAGE: "bad usage or configuration (flags, kubeconfig, lock namespace; a hub "
+    "that refuses the credentials or cannot be verified), or the target is not a hub: "
+    "nothing touched",
     ExitCode.INCOMPLETE: "incomplete: a sweep could not read what it needed, so it deleted nothing",
     ExitCode.BRAKE: "safety brake engaged: a sweep would have deleted too much, or an upstream "
     "cluster looked emptied (suspect): nothing deleted there",
@@ -50,5 +52,14 @@ def most_severe(codes: set[ExitCode]) -> ExitCode:
     return ExitCode.OK
 
 
-def table() -> str:
-    return "\n".join(f"{int(code):>3}  {DESCRIPTIONS[code]}" for code in ExitCode)
+def table(width: int = 76) -> str:
+    """Wrapped to `width` columns: `--help` indents it by two and must fit 80."""
+    return "\n".join(
+        textwrap.fill(
+            DESCRIPTIONS[code],
+            width,
+            initial_indent=f"{int(code):>3}  ",
+            subsequent_indent=" " * 5,
+        )
+        for code in ExitCode
+    )

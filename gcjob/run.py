@@ -14,12 +14,13 @@ from gcjob.budget import RunBudget
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
-from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.errors import ApiError, ConfigError, KubeError, Stopped, TlsFailure
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
 from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339
 from gcjob.settings import Settings
@@ -33,16 +34,40 @@ class NotAHub(Exception):
 
 
 def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> None:
-    """Raises NotAHub, or KubeError when the hub cannot be asked."""
+    """Raises NotAHub; ConfigError when the hub refuses the credentials, cannot be verified,
+    or answers with something else than Kubernetes (a login page); KubeError when it cannot
+    be asked (unreachable, 5xx: maybe better on the next run)."""
     required = [RESOURCEBINDINGS]
     if Sweep.COMPANIONS in sweeps:
         required.append(WORKLOADDEPLOYMENTS)
     for resource in required:
-        if not hub.served(resource):
+        try:
+            served = hub.served(resource)
+        except KubeError as exc:
+            problem = configuration_problem(exc)
+            if problem is None:
+                raise
+            raise ConfigError(f"the hub {hub.server} {problem}: {exc}") from exc
+        if not served:
             raise NotAHub(
                 f"{hub.server} is not a Karmada hub: it does not serve "
                 f"{resource.api_version} {resource.plural}"
             )
+
+
+def configuration_problem(exc: KubeError) -> str | None:
+    """What a failed first request says about the configuration, if anything: retrying
+    the same kubeconfig cannot help, so it is exit 2, not 3."""
+    if isinstance(exc, ApiError):
+        if exc.status == 401:
+            return "refuses the credentials"
+        if exc.status == 403:
+            return "refuses discovery to these credentials"
+        if 300 <= exc.status < 400 or exc.reason == "Malformed" or "not a Kubernetes" in str(exc):
+            return "does not answer as a Kubernetes API server (a login page or proxy?)"
+    elif isinstance(exc, TlsFailure):
+        return "cannot be verified (TLS)"
+    return None
 
 
 @dataclass
@@ -139,12 +164,16 @@ class Run:
             "record": "summary",
             "run_id": self.run_id,
             "version": __version__,
-            "hub": self.hub.server,
+            "hub": redact(self.hub.server),
             "dry_run": not self.settings.delete,
             "started": rfc3339(self.started),
             "finished": rfc3339(finished),
             "decided_at": rfc3339(self.now),
             "min_age_seconds": int(self.settings.min_age.total_seconds()),
+            "namespaces": {
+                "included": list(self.settings.namespaces) or "all but reserved",
+                "excluded": list(self.settings.exclude_namespaces),
+            },
             "sweeps": {
                 sweep.value: {
                     "status": st.status,
@@ -156,12 +185,23 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "totals": self.reporter.tally.totals(),
-            "upstream_clusters": self.upstream_index.summary() if self.upstream_index else {},
+            "upstream_clusters": _redacted_servers(
+                self.upstream_index.summary() if self.upstream_index else {}
+            ),
             "api_requests": {
                 "total": self.stats.total,
                 "by_target": dict(sorted(self.stats.by_target.items())),
             },
             "exit_code": int(exit_code),
-            "exit_reason": error or DESCRIPTIONS[exit_code],
+            "exit_reason": redact(error or DESCRIPTIONS[exit_code]),
         }
         return summary
+
+
+def _redacted_servers(clusters: dict[str, Any]) -> dict[str, Any]:
+    for state in clusters.values():
+        if isinstance(state, dict):
+            for key in ("server", "detail"):
+                if isinstance(state.get(key), str):
+                    state[key] = redact(state[key])
+    return clusters

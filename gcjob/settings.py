@@ -18,6 +18,8 @@ def parse_duration(text: str) -> timedelta:
     value = text.strip()
     if not value:
         raise ValueError("empty duration")
+    if "_" in value:  # float() reads "1_000" as 1000: not a duration anyone means
+        raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)")
     try:
         seconds = float(value)
     except ValueError:

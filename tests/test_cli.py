@@ -153,11 +153,27 @@ def test_bad_env_duration(
 def test_sweep_routes_without_upstream_on_a_snapshot(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    snapshot = _hub_only_snapshot(tmp_path)
+    line = usage_error(capsys, "sweep", "--snapshot", str(snapshot), "--sweep", "routes")
+    assert "DIR/upstream/" in line
+    assert "--upstream-kubeconfig" not in line  # it does not apply to a snapshot
+
+
+def _hub_only_snapshot(tmp_path: Path) -> Path:
     snapshot = tmp_path / "snap"
     (snapshot / "hub").mkdir(parents=True)
     (snapshot / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
-    line = usage_error(capsys, "sweep", "--snapshot", str(snapshot), "--sweep", "routes")
-    assert "upstream" in line
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": WEB}}
+    (snapshot / "hub" / "cm.json").write_text(json.dumps(cm))
+    return snapshot
+
+
+@pytest.mark.parametrize("flag", ["--upstream-kubeconfig", "--upstream-server-template"])
+def test_upstream_flags_do_not_apply_to_a_snapshot(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, "/does/not/matter")
+    assert "DIR/upstream/" in line
 
 
 def _kubeconfig(path: Path) -> Path:
@@ -222,8 +238,7 @@ def test_demo_run_exits_zero_with_json_lines_only() -> None:
 
 def test_demo_without_upstreams_and_no_explicit_sweep(tmp_path: Path) -> None:
     # routes only "not-configured" when not asked for explicitly
-    snapshot = tmp_path / "snap"
-    (snapshot / "hub").mkdir(parents=True)
+    snapshot = _hub_only_snapshot(tmp_path)
     result = invoke("--snapshot", str(snapshot))
     assert result.return_value == 0
     assert summary_of(result)["sweeps"]["routes"]["status"] == "not-configured"
@@ -344,3 +359,107 @@ def test_a_notify_webhook_that_is_not_a_url(capsys: pytest.CaptureFixture[str]) 
     line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--notify-webhook", "hooks.slack.com")
     assert "--notify-webhook" in line
     assert "http(s) URL" in line
+
+
+# -- bad and hostile input (issue 12) -------------------------------------------------------
+
+
+def test_help_fits_80_columns() -> None:
+    result = CliRunner().invoke(cli, ["sweep", "--help"], standalone_mode=False, terminal_width=80)
+    assert result.exit_code == 0
+    too_wide = [line for line in result.stdout.splitlines() if len(line) > 80]
+    assert too_wide == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "named"),
+    [
+        ("--namespace", "", "an empty namespace"),
+        ("--namespace", " ", "an empty namespace"),
+        ("--namespace", ".", "'.' is not a namespace name"),
+        ("--namespace", "Ns-A", "'Ns-A' is not a namespace name"),
+        ("--namespace", "ns-a,", "an empty namespace"),
+        ("--exclude-namespace", "", "an empty namespace"),
+        ("--exclude-namespace", "a/b", "'a/b' is not a namespace name"),
+    ],
+)
+def test_a_namespace_filter_that_names_no_namespace_is_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, named: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert f"Invalid value for {flag}: {named}" in line
+
+
+@pytest.mark.parametrize("variable", ["GCJOB_NAMESPACE", "GCJOB_EXCLUDE_NAMESPACE"])
+@pytest.mark.parametrize("value", ["", ",", " , ", "ns-a,,ns-b"])
+def test_an_empty_namespace_from_the_environment_is_refused_naming_the_variable(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO)
+    assert f"Invalid value for {variable}: an empty namespace" in line
+
+
+def test_the_summary_names_the_namespaces_in_scope() -> None:
+    everything = summary_of(invoke("--snapshot", DEMO))
+    assert everything["namespaces"] == {"included": "all but reserved", "excluded": []}
+    some = summary_of(invoke("--snapshot", DEMO, "--namespace", WEB, "--exclude-namespace", SHOP))
+    assert some["namespaces"] == {"included": [WEB], "excluded": [SHOP]}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--max-delete-percent", "nan"),
+        ("--max-delete-percent", "inf"),
+        ("--delete-qps", "nan"),
+        ("--delete-qps", "inf"),
+    ],
+)
+def test_non_finite_numbers_are_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert f"'{flag}': " in line
+    assert "is not a finite number" in line or "is not in the range" in line
+
+
+@pytest.mark.parametrize("flag", ["--connect-timeout", "--read-timeout"])
+def test_a_zero_request_timeout_is_refused(capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, "0s")
+    assert "must be more than 0s" in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--lock-name", ""),
+        ("--lock-name", "Bad_Name"),
+        ("--lock-namespace", ""),
+        ("--lock-namespace", "a.b"),
+    ],
+)
+def test_an_invalid_lock_name_is_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert f"Invalid value for {flag}: {value!r} is not a" in line
+
+
+def test_a_bad_value_from_the_environment_names_the_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCJOB_MIN_AGE", "abc")
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO)
+    assert "Invalid value for GCJOB_MIN_AGE: 'abc' is not a duration" in line
+    assert "--min-age" not in line
+
+
+def test_the_same_bad_value_from_the_flag_names_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--min-age", "abc")
+    assert "'--min-age': 'abc' is not a duration" in line

@@ -292,3 +292,141 @@ def test_unreadable_upstream_kubeconfig(tmp_path: Path) -> None:
 def test_not_configured() -> None:
     resolver = UpstreamResolver(None, None)
     assert not resolver.configured
+
+
+# -- hostile input (issue 12 A, E, 9) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("https://{cluster}:16443/x", "path only"),
+        ("https://{cluster}.api.example/x", "path only"),
+        ("https://api.example/x?project={cluster}", "path only"),
+        ("https://api.example/x#{cluster}", "path only"),
+        ("http://api.example/projects/{cluster}", "cleartext"),
+        ("http://10.0.0.1/projects/{cluster}", "cleartext"),
+        ("https://exa mple:99999/{cluster}", "not a valid URL"),
+        ("https://exa mple/{cluster}", "no valid host"),
+        ("https:///projects/{cluster}", "no valid host"),
+        ("https://user:hunter2@api.example/projects/{cluster}", "credentials"),
+    ],
+)
+def test_a_template_that_could_send_credentials_elsewhere_is_refused(
+    upstreams: Path, template: str, why: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        UpstreamResolver(str(upstreams), template)
+    message = str(raised.value)
+    assert why in message
+    assert "hunter2" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "http://127.0.0.1:8001/projects/{cluster}",
+        "http://localhost/projects/{cluster}",
+        "http://[::1]:8001/projects/{cluster}",
+        "https://[2001:db8::1]:6443/projects/{cluster}",
+        TEMPLATE,
+    ],
+)
+def test_https_and_loopback_http_templates_are_accepted(upstreams: Path, template: str) -> None:
+    resolver = UpstreamResolver(str(upstreams), template)
+    assert resolver.server_url("a/b") == template.replace("{cluster}", "a%2Fb")
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "  \n\n", "\t"])
+@pytest.mark.parametrize("source", ["token", "tokenFile"])
+def test_a_token_is_trimmed_as_kubectl_does(tmp_path: Path, ending: str, source: str) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cr3t" + ending)
+    user = {"token": "s3cr3t" + ending} if source == "token" else {"tokenFile": str(token_file)}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "hub",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    client = hub_client(str(path), None)
+    # auth_settings() runs the client's refresh hook, which re-applies the kubeconfig's token
+    assert _token(client) == "Bearer s3cr3t"
+    assert _token(client) == "Bearer s3cr3t"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "import sys; sys.stderr.write('s3cr3t-in-stderr'); sys.exit(3)",  # fails
+        "print('not json')",  # answers garbage
+        "print('{}')",  # answers no ExecCredential
+    ],
+)
+def test_a_failing_credential_plugin_is_a_config_error_not_anonymous(
+    tmp_path: Path, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 12 item 5: the client would log `ERROR:root:` and go on as system:anonymous."""
+    import sys
+
+    exec_user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", script],
+            "interactiveMode": "Never",
+        }
+    }
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": exec_user}],
+        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "hub",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    with pytest.raises(ConfigError, match="credential plugin failed") as raised:
+        hub_client(str(path), None)
+    assert "s3cr3t" not in str(raised.value) and "\n" not in str(raised.value)
+    captured = capsys.readouterr()
+    assert "ERROR:root" not in captured.err and "s3cr3t" not in captured.err
+
+
+def test_a_hanging_credential_plugin_is_bounded_by_the_run(tmp_path: Path) -> None:
+    """issue 12 item 6: the client waits for an exec plugin with no time limit."""
+    import sys
+    import time
+
+    hang = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", "import time; time.sleep(4)"],
+            "interactiveMode": "Never",
+        }
+    }
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": hang}],
+        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "hub",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="took longer than --timeout"):
+        hub_client(str(path), None, timeout=1.0)
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_plain_kubeconfig_loads_within_a_bound(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "kc", {"hub": "https://127.0.0.1:1"})
+    assert _token(hub_client(str(path), None, timeout=0.0)) == "Bearer tok-hub"

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
-from gcjob.model import Binding
-from tests.builders import MIN_AGE, NOW, YOUNG, binding
+from gcjob.model import Binding, BoundResource
+from tests import builders
+from tests.builders import MIN_AGE, NOW, YOUNG, bound
+
+
+def binding(name: str = "app-config-configmap", **kwargs: Any) -> Binding:
+    """A binding as Karmada writes it: its spec.resource names what its name says."""
+    if "resource" not in kwargs:
+        kind = "Secret" if name.endswith("-secret") else "ConfigMap"
+        kwargs["resource"] = bound(kind, name.rsplit("-", 1)[0], uid="uid-object")
+    return builders.binding(name, **kwargs)
+
 
 # --- bound_target: names -----------------------------------------------------------------
 
@@ -179,3 +191,39 @@ def test_out_of_scope_binding_never_deleted(b: Binding, presence: Presence) -> N
     verdict = decide_binding(b, presence, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "out-of-scope"
+
+
+# --- spec.resource must name that very object (issue 12 F) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("resource", "why"),
+    [
+        (None, "binding has no spec.resource"),
+        (bound("Deployment", "important"), "binding binds Deployment important"),
+        (bound("Secret", "app-config"), "binding binds Secret app-config"),
+        (bound("ConfigMap", "other"), "binding binds ConfigMap other"),
+        (bound("ConfigMap", "app-config", namespace="ns-other"), "namespace ns-other"),
+    ],
+)
+@pytest.mark.parametrize("presence", list(Presence))
+def test_a_binding_whose_resource_names_another_object_is_never_deleted(
+    resource: BoundResource | None, why: str, presence: Presence
+) -> None:
+    v = decide_binding(binding(resource=resource), presence, NOW, MIN_AGE)
+    assert not v.delete
+    if presence is Presence.ABSENT:
+        assert v.reason == "resource-mismatch"
+        assert why in v.detail
+
+
+def test_foo_secret_binding_a_deployment_is_kept() -> None:
+    b = binding("foo-secret", resource=bound("Deployment", "important"))
+    v = decide_binding(b, Presence.ABSENT, NOW, MIN_AGE)
+    assert (v.delete, v.reason) == (False, "resource-mismatch")
+
+
+def test_a_resource_without_namespace_or_uid_still_matches_by_kind_and_name() -> None:
+    resource = BoundResource("v1", "Secret", "", "db-creds", "")
+    v = decide_binding(binding("db-creds-secret", resource=resource), Presence.ABSENT, NOW, MIN_AGE)
+    assert (v.delete, v.reason) == (True, "orphaned")

@@ -23,7 +23,7 @@ from gcjob.decide.routes import (
     decide_route,
     route_target,
 )
-from gcjob.model import Binding, Companion, ParentRef, Route
+from gcjob.model import Binding, BoundResource, Companion, ParentRef, Route
 from tests.builders import HUB_NS, MIN_AGE, NOW, OLD, ref
 
 PROPERTY = settings(max_examples=200, deadline=None)
@@ -311,6 +311,11 @@ SUFFIXES = ["-configmap", "-secret", "-httproute", "-workloaddeployment", "", "-
     protected=flag_st,
     uid=uid_st,
     rv=rv_st,
+    resource_kind=st.sampled_from(
+        ["ConfigMap", "ConfigMap", "Secret", "Secret", "Deployment", None]
+    ),
+    resource_name=st.sampled_from(["app-config", "x-secret", "configmap.app", "web", "other", ""]),
+    resource_namespace=st.sampled_from([HUB_NS, HUB_NS, "", "ns-other"]),
 )
 def test_binding_deleted_only_when_city_object_proven_absent(
     base: str,
@@ -324,8 +329,16 @@ def test_binding_deleted_only_when_city_object_proven_absent(
     protected: bool,
     uid: str,
     rv: str,
+    resource_kind: str | None,
+    resource_name: str,
+    resource_namespace: str,
 ) -> None:
     name = base + suffix
+    resource = (
+        None
+        if resource_kind is None
+        else BoundResource("v1", resource_kind, resource_namespace, resource_name, "uid-x")
+    )
     b = Binding(
         ref(
             "ResourceBinding",
@@ -338,6 +351,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
         policy_annotation=annotation,
         policy_label=label,
         cluster_policy=cluster_policy,
+        resource=resource,
         protected=protected,
     )
     verdict = decide_binding(b, presence, NOW, MIN_AGE)
@@ -350,6 +364,11 @@ def test_binding_deleted_only_when_city_object_proven_absent(
         and not cluster_policy
         # The spec's rule is on the whole name: "x-secret" + "" still ends with -secret.
         and any(name.endswith(sfx) and len(name) > len(sfx) for sfx in ("-configmap", "-secret"))
+        # spec.resource names that very object: kind, name minus suffix, namespace where set
+        and resource is not None
+        and f"{resource.name}-{resource.kind.lower()}" == name
+        and resource.kind in ("ConfigMap", "Secret")
+        and resource.namespace in ("", HUB_NS)
         and old_enough(created)
         and not terminating
         and not protected

@@ -290,3 +290,15 @@ def test_a_quiet_world_reports_nothing_and_exits_zero() -> None:
     assert items == []
     assert run.exit_code() == 0
     assert {s.status for s in run.sweeps.values()} == {"completed"}
+
+
+def test_the_summary_never_carries_userinfo_or_a_token() -> None:
+    """issue 12 A: `server:` with user:password@, and an exception's header value."""
+    run, _ = run_world([], [])
+    run.hub = SnapshotStore("https://admin:hunter2@hub.example:6443", [])
+    error = "internal error: ValueError: Invalid header value b'Bearer s3cr3t\\n'\nsecond line"
+    summary = run.summary(run.exit_code(), error)
+    text = json.dumps(summary)
+    assert "hunter2" not in text and "s3cr3t" not in text
+    assert summary["hub"] == "https://***@hub.example:6443"
+    assert "\n" not in summary["exit_reason"]

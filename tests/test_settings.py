@@ -47,6 +47,8 @@ def test_parse_duration(text: str, seconds: float) -> None:
         "1d",
         "inf",
         "1e20",
+        "1_000",
+        "1_0m",
     ],
 )
 def test_parse_duration_rejects(text: str) -> None:

@@ -287,7 +287,8 @@ def test_captured_at_fallback_without_snapshot_yaml(tmp_path: Path) -> None:
 
 def test_no_time_at_all(tmp_path: Path) -> None:
     root = tmp_path / "snap"
-    (root / "hub").mkdir(parents=True)
+    untimed = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": WEB}}
+    _write(root / "hub" / "cm.json", json.dumps(untimed))
     assert Snapshot(str(root)).captured_at is None
 
 
@@ -322,9 +323,9 @@ def test_unparsable_hub_file(tmp_path: Path, name: str, text: str) -> None:
 
 def test_unparsable_upstream_file(tmp_path: Path) -> None:
     root = tmp_path / "snap"
-    (root / "hub").mkdir(parents=True)
+    _write(root / "hub" / "cms.json", json.dumps(_list(configmap("a", WEB))))
     _write(root / "upstream" / "single" / "gateways.json", "{not json")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"gateways\.json: not valid JSON at line 1, column 2"):
         Snapshot(str(root))
 
 
@@ -414,3 +415,38 @@ def test_empty_yaml_documents_are_fine(tmp_path: Path) -> None:
         "---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: n}\n---\n"
     )
     assert Snapshot(str(tmp_path)).hub.list(CONFIGMAPS, reduce.name_of) == ["a"]
+
+
+# -- hostile input (issue 12 G, 12) ---------------------------------------------------------
+
+
+def test_a_malformed_dump_is_located_never_quoted(tmp_path: Path) -> None:
+    """PyYAML's message quotes the offending line: a Secret's data must not reach stderr."""
+    root = tmp_path / "snap"
+    secret = "apiVersion: v1\nkind: Secret\ndata:\n  password: c2VjcmV0LXBheWxvYWQ=\n  x: [\n"
+    _write(root / "hub" / "secrets.yaml", secret)
+    with pytest.raises(ConfigError) as raised:
+        Snapshot(str(root))
+    message = str(raised.value)
+    assert "c2VjcmV0LXBheWxvYWQ=" not in message and "password" not in message
+    assert "secrets.yaml: not valid YAML at line" in message
+    assert raised.value.__cause__ is None  # no chained exception carries the snippet either
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {},
+        {"hub/notes.txt": "not a dump"},
+        {"hub/empty.yaml": ""},
+        {"hub/junk.yaml": "just a string\n---\n- 1\n- 2\n"},
+        {"hub/list.json": '{"apiVersion": "v1", "kind": "List", "items": []}'},
+    ],
+)
+def test_an_empty_or_junk_only_snapshot_is_refused(tmp_path: Path, files: dict[str, str]) -> None:
+    root = tmp_path / "snap"
+    root.mkdir()
+    for name, text in files.items():
+        _write(root / name, text)
+    with pytest.raises(ConfigError, match=r"no hub objects found|not a Kubernetes object or List"):
+        Snapshot(str(root))

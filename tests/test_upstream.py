@@ -6,6 +6,7 @@ from typing import Any
 
 from gcjob.decide.routes import ClusterStatus, RouteTarget
 from gcjob.enumerate.upstream import UpstreamIndex
+from gcjob.kube.errors import Unavailable
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 
 
@@ -90,3 +91,17 @@ def test_namespace_existence_is_read_once() -> None:
     assert index.namespace_exists("single", "p1") is True
     assert index.namespace_exists("single", "gone") is False
     assert store.calls.count("get namespaces None/p1") == 1
+
+
+class UnreachableStore(CountingStore):
+    def served(self, resource):  # type: ignore[no-untyped-def]
+        raise Unavailable("GET /apis/gateway.networking.k8s.io/v1 failed after 3 attempts")
+
+
+def test_an_unavailable_cluster_still_names_the_server_it_resolved_to() -> None:
+    """issue 12 item 9: the templated URL is in the summary even when the cluster failed."""
+    index = UpstreamIndex(SnapshotUpstreams({"proj-a": UnreachableStore()}))
+    index.load([RouteTarget("proj-a", "p1", ("gw",))], suspect_min_routes=0)
+    state = index.summary()["proj-a"]
+    assert state["status"] == ClusterStatus.UNAVAILABLE.value
+    assert state["server"] == "upstream"

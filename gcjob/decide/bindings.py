@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from enum import Enum
 
-from gcjob.decide.common import hold_back
+from gcjob.decide.common import hold_back, resource_mismatch
 from gcjob.domain import CITY_POLICY_PREFIX
 from gcjob.model import Binding, Verdict
 
@@ -60,6 +60,11 @@ def decide_binding(
         return Verdict(ref, False, "object-exists", f"{kind} {name} exists", healthy=True)
     if presence is Presence.UNKNOWN:
         return Verdict(ref, False, "lookup-failed", f"could not read {kind} {name}: {lookup_error}")
+    # The name alone is never enough: spec.resource must name that very object. (Lists of
+    # bindings are metadata only: the sweep reads an absent object's binding in full first.)
+    mismatch = resource_mismatch(binding.resource, kind, ref.namespace, name)
+    if mismatch is not None:
+        return Verdict(ref, False, "resource-mismatch", mismatch)
     held = hold_back(ref, now, min_age, binding.protected)
     if held is not None:
         return Verdict(ref, False, *held)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from gcjob.domain import PROTECT_ANNOTATION
-from gcjob.model import ObjectRef
+from gcjob.model import BoundResource, ObjectRef
 
 
 def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
@@ -37,4 +37,20 @@ def hold_back(
         )
     if protected:
         return "protected", f"annotated {PROTECT_ANNOTATION}=true"
+    return None
+
+
+def resource_mismatch(
+    resource: BoundResource | None, kind: str, namespace: str, name: str, uid: str = ""
+) -> str | None:
+    """None when a binding's spec.resource names this very object (kind and name; namespace
+    and uid where set); else why not. The binding's name alone never says what it binds."""
+    if resource is None:
+        return "binding has no spec.resource"
+    if resource.kind != kind or resource.name != name:
+        return f"binding binds {resource.kind} {resource.name}"
+    if resource.namespace and resource.namespace != namespace:
+        return f"binding binds an object in namespace {resource.namespace}"
+    if uid and resource.uid and resource.uid != uid:
+        return f"binding binds uid {resource.uid}, not {uid}"
     return None

@@ -6,7 +6,7 @@ import json
 from collections.abc import Set
 from datetime import datetime, timedelta
 
-from gcjob.decide.common import hold_back
+from gcjob.decide.common import hold_back, resource_mismatch
 from gcjob.domain import (
     PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
@@ -99,15 +99,8 @@ def binding_names_companion(resource: BoundResource | None, companion: ObjectRef
 
     Deleting the binding of another object would remove that object's cell copies.
     """
-    if resource is None:
-        return "binding has no spec.resource"
-    if resource.kind != companion.kind or resource.name != companion.name:
-        return f"binding binds {resource.kind} {resource.name}"
-    if resource.namespace and resource.namespace != companion.namespace:
-        return f"binding binds an object in namespace {resource.namespace}"
-    if resource.uid and resource.uid != companion.uid:
-        return f"binding binds uid {resource.uid}, the companion is {companion.uid}"
-    return None
+    c = companion
+    return resource_mismatch(resource, c.kind, c.namespace, c.name, c.uid)
 
 
 def follow_binding(binding: Binding, companion: ObjectRef) -> Verdict:

@@ -54,15 +54,17 @@ class UpstreamIndex:
         return self.clusters[name]
 
     def _probe(self, name: str) -> ClusterState:
+        server = ""  # known once the cluster resolved, and reported even when it failed
         try:
             reader = self.source.reader_for(name)
+            server = reader.server
             served = reader.served(GATEWAYS)
         except UnknownCluster as exc:
             return ClusterState(ClusterStatus.UNKNOWN, str(exc))
         except Stopped:
             raise  # the run is over: not a fact about this cluster
         except KubeError as exc:
-            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc))
+            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc), server)
         if not served:
             return ClusterState(
                 ClusterStatus.UNAVAILABLE,

@@ -285,7 +285,13 @@ def _verb(request: Request) -> str:
 def _api_error(response: Response, request: Request) -> ApiError:
     body = _status_body(response)
     reason = str(body.get("reason") or "Unknown")
-    message = str(body.get("message") or response.body[:200].decode("utf-8", "replace")).strip()
+    # Only a Status's message is quoted: any other body (an HTML page, a proxy's error, an
+    # object) may hold what must not be echoed, e.g. a Secret from a misrouted request.
+    message = (
+        str(body.get("message") or "").strip()
+        if body.get("kind") == "Status"
+        else f"not a Kubernetes Status ({len(response.body)} bytes)"
+    )
     if response.status == 403:
         message = f"forbidden: grant '{_verb(request)}' on {request.path}: {message}"
     elif response.status == 401:

@@ -8,8 +8,14 @@ current context's credentials.
 from __future__ import annotations
 
 import copy
+import ipaddress
+import logging
 import os
-from urllib.parse import quote
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, urlsplit
 
 import yaml
 from kubernetes import config as kube_config
@@ -28,8 +34,47 @@ def _client(configuration: Configuration) -> ApiClient:
     return ApiClient(configuration=configuration)
 
 
+def _trim_token(configuration: Configuration) -> None:
+    """Trim the bearer token as kubectl does: a token file (or exec output, or `token:`) that
+    ends in a newline works with kubectl, and would otherwise fail as an invalid header."""
+    _trim(configuration)
+    refresh = configuration.refresh_api_key_hook
+    if refresh is not None:  # the client re-applies the untrimmed token before each request
+
+        def refresh_trimmed(target: Configuration) -> None:
+            refresh(target)  # which installs its own hook again: put this one back
+            target.refresh_api_key_hook = refresh_trimmed
+            _trim(target)
+
+        configuration.refresh_api_key_hook = refresh_trimmed
+
+
+def _trim(configuration: Configuration) -> None:
+    value = configuration.api_key.get("BearerToken")
+    if isinstance(value, str):
+        scheme, _, token = value.partition(" ")
+        configuration.api_key["BearerToken"] = f"{scheme} {token.strip()}"
+
+
+class _Captured(logging.Handler):
+    """The client logs a failed exec credential plugin (logging.error) and goes on as
+    anonymous; gcjob turns that into its own error instead."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     configuration = Configuration()
+    where = f"context {context!r} of " if context else ""
+    root = logging.getLogger()
+    captured = _Captured()
+    saved = root.handlers[:]
+    root.handlers = [captured]  # also keeps logging.error() from calling basicConfig()
     try:
         kube_config.load_kube_config(
             config_file=path,
@@ -38,15 +83,28 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
             persist_config=False,
         )
     except _UNLOADABLE as exc:
-        where = f"context {context!r} of " if context else ""
         raise ConfigError(f"cannot load {where}kubeconfig {path}: {_one_line(exc)}") from exc
+    finally:
+        root.handlers = saved
+    if captured.messages:
+        # e.g. "exec: process returned 1. <the plugin's stderr>": the stderr is not shown,
+        # it may hold what the plugin was handling.
+        first = captured.messages[0].split(". ", 1)[0]
+        raise ConfigError(
+            f"cannot load {where}kubeconfig {path}: its credential plugin failed "
+            f"({_one_line(ValueError(first))})"
+        )
+    _trim_token(configuration)
     return configuration
 
 
-def hub_client(kubeconfig: str | None, context: str | None) -> ApiClient:
+def hub_client(
+    kubeconfig: str | None, context: str | None, timeout: float | None = None
+) -> ApiClient:
+    """`timeout`: most seconds to spend loading credentials (an exec plugin can hang)."""
     path = kubeconfig or os.environ.get("KUBECONFIG") or None
     if path:
-        return _client(_from_kubeconfig(path, context))
+        return _client(_bounded(lambda: _from_kubeconfig(path, context), timeout, path))
     if context:
         raise ConfigError("--hub-context needs --hub-kubeconfig or $KUBECONFIG")
     configuration = Configuration()
@@ -60,6 +118,38 @@ def hub_client(kubeconfig: str | None, context: str | None) -> ApiClient:
     return _client(configuration)
 
 
+# Even a run with almost no time left loads a plain kubeconfig: it takes milliseconds.
+MIN_CREDENTIAL_SECONDS = 1.0
+
+
+def _bounded(load: Callable[[], Configuration], timeout: float | None, path: str) -> Configuration:
+    """Run `load` for at most `timeout` seconds. The client runs an exec plugin with no time
+    limit; a plugin that hangs is left behind (a daemon thread) and the run ends."""
+    if timeout is None:
+        return load()
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = load()
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="gcjob-credentials", daemon=True)
+    thread.start()
+    timeout = max(timeout, MIN_CREDENTIAL_SECONDS)
+    thread.join(timeout)
+    if thread.is_alive():
+        raise ConfigError(
+            f"cannot load kubeconfig {path}: its credentials took longer than --timeout "
+            f"({timeout:g}s) to load (a hanging credential plugin?)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    configuration: Configuration = outcome["value"]
+    return configuration
+
+
 class UpstreamResolver:
     """Upstream cluster name -> API client, per `--upstream-kubeconfig` and the template."""
 
@@ -71,12 +161,7 @@ class UpstreamResolver:
         if server_template is not None:
             if not kubeconfig:
                 raise ConfigError("--upstream-server-template needs --upstream-kubeconfig")
-            if "{cluster}" not in server_template or not server_template.startswith(
-                ("https://", "http://")
-            ):
-                raise ConfigError(
-                    "--upstream-server-template must be an http(s) URL containing {cluster}"
-                )
+            check_server_template(server_template)
         if kubeconfig:
             try:
                 contexts, _ = kube_config.list_kube_config_contexts(config_file=kubeconfig)
@@ -112,6 +197,49 @@ class UpstreamResolver:
             configuration.host = self.server_url(cluster)
             return _client(configuration)
         raise UnknownCluster(f"no context named {cluster!r} in {self.kubeconfig} and no template")
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
+_HOST = re.compile(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]")
+
+
+def check_server_template(template: str) -> None:
+    """Raises ConfigError unless the template is a URL that can only reach one host.
+
+    `{cluster}` goes in the path only: in the host, a project named after another domain
+    would receive the upstream credentials. `http://` would send the bearer token in
+    cleartext: only to loopback. The message never echoes the template (it may hold userinfo).
+    """
+    flag = "--upstream-server-template"
+    if "{cluster}" not in template:
+        raise ConfigError(f"{flag} must contain {{cluster}} (in its path)")
+    try:
+        url = urlsplit(template)
+        port = url.port
+    except ValueError as exc:
+        raise ConfigError(f"{flag} is not a valid URL: {_one_line(exc)}") from None
+    if url.scheme not in ("https", "http"):
+        raise ConfigError(f"{flag} must be an https:// URL")
+    if "@" in url.netloc:
+        raise ConfigError(f"{flag} must not carry credentials: they come from the kubeconfig")
+    if "{cluster}" in url.netloc or "{cluster}" in url.query or "{cluster}" in url.fragment:
+        raise ConfigError(f"{flag} may hold {{cluster}} in its path only, not in its host")
+    if url.query or url.fragment:
+        raise ConfigError(f"{flag} must not have a query or fragment")
+    host = url.netloc.rsplit(":", 1)[0] if port is not None else url.netloc
+    if not host or _HOST.fullmatch(host) is None:
+        raise ConfigError(f"{flag} has no valid host name")
+    if url.scheme == "http" and not _is_loopback(url.hostname or ""):
+        raise ConfigError(f"{flag} must be https:// (http:// sends the token in cleartext)")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _one_line(exc: BaseException) -> str:

@@ -23,6 +23,10 @@ class Unavailable(KubeError):
     """No answer: connection refused or dropped, timeouts, retries used up."""
 
 
+class TlsFailure(Unavailable):
+    """The server could not be verified (or the TLS handshake failed): configuration."""
+
+
 class Stopped(KubeError):
     """The run was stopped (deadline or signal) before this request could be made."""
 

@@ -83,9 +83,11 @@ class SnapshotStore(ListsByFolding):
                     for obj in _objects(document):
                         self.add(obj)
             except (OSError, ValueError, yaml.YAMLError) as exc:
-                raise ConfigError(
-                    f"snapshot file {path}: {' '.join(str(exc).split())[:200]}"
-                ) from exc
+                raise ConfigError(f"snapshot file {path}: {_unreadable(exc)}") from None
+
+    @property
+    def count(self) -> int:
+        return sum(len(objects) for objects in self._objects.values())
 
     def add(self, obj: dict[str, Any]) -> None:
         if obj.get("kind") == "Secret":
@@ -146,6 +148,23 @@ class SnapshotStore(ListsByFolding):
         raise KubeError("a snapshot is read-only")
 
 
+def _unreadable(exc: BaseException) -> str:
+    """Where a file is broken, never what it holds: PyYAML's message quotes the offending
+    line, and a dump can hold a Secret's data."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON at line {exc.lineno}, column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 at byte {exc.start}"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    if type(exc) is ValueError and exc.args and str(exc.args[0]).startswith("not a Kubernetes"):
+        return str(exc.args[0])  # gcjob's own words (_objects), not the file's
+    return f"cannot be read ({type(exc).__name__})"
+
+
 def _files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
 
@@ -161,7 +180,7 @@ class Snapshot:
             try:
                 loaded = yaml.safe_load(meta_file.read_text(encoding="utf-8"))
             except (OSError, ValueError, yaml.YAMLError) as exc:
-                raise ConfigError(f"{meta_file}: {' '.join(str(exc).split())[:200]}") from exc
+                raise ConfigError(f"{meta_file}: {_unreadable(exc)}") from None
             meta = loaded if isinstance(loaded, dict) else {}
         hub_dir = root / "hub"
         hub_files = (
@@ -183,6 +202,12 @@ class Snapshot:
         self.captured_at: datetime | None = parse_time(captured)
         if captured is not None and self.captured_at is None:
             raise ConfigError(f"{meta_file}: capturedAt {captured!r} is not an RFC 3339 time")
+        if not self.hub.count:
+            # An empty or junk-only directory would "sweep" nothing and exit 0: say so instead.
+            raise ConfigError(
+                f"--snapshot {directory}: no hub objects found (kubectl get -o json|yaml dumps "
+                "in DIR/hub/ or DIR/)"
+            )
         if self.captured_at is None:
             stores = [self.hub, *self.upstreams.values()]
             times = [s.newest for s in stores if s.newest is not None]

@@ -22,7 +22,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from gcjob.budget import RunBudget
-from gcjob.kube.errors import KubeError, Stopped, Unavailable
+from gcjob.kube.errors import KubeError, Stopped, TlsFailure, Unavailable
 from gcjob.kube.requests import Request
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -113,8 +113,9 @@ class Transport:
             try:
                 response = self._send_once(request)
             except ApiException as exc:  # how the client reports TLS failures: not transient
-                raise Unavailable(
-                    f"{request.method} {request.path} on {self.target}: {str(exc.reason)[:200]}"
+                reason = " ".join(str(exc.reason).split())[:200]  # one line
+                raise TlsFailure(
+                    f"{request.method} {request.path} on {self.target}: {reason}"
                 ) from exc
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 # No answer: the request may or may not have been applied.

@@ -10,7 +10,7 @@ from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.enumerate.hub import scan_bindings
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
-from gcjob.kube.resources import COMPANION_RESOURCES
+from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.model import Binding, Sweep, Verdict
 from gcjob.run import Run
 from gcjob.sweeps.companions import CompanionKey, companion_keys
@@ -97,6 +97,24 @@ def sweep(run: Run) -> None:
                 presence, error = Presence.UNKNOWN, str(exc)
             else:
                 presence = Presence.EXISTS if found is not None else Presence.ABSENT
+            if presence is Presence.ABSENT:
+                # The list was metadata only: read this binding in full for its spec.resource.
+                try:
+                    live = run.hub.get(
+                        RESOURCEBINDINGS,
+                        binding.ref.namespace,
+                        binding.ref.name,
+                        reduce.binding,
+                        metadata_only=False,
+                    )
+                except Stopped as exc:
+                    return run.incomplete(SWEEP, "stopped while confirming absences", exc)
+                except KubeError as exc:
+                    presence, error = Presence.UNKNOWN, f"cannot read the binding: {exc}"
+                else:
+                    if live is None:
+                        continue  # gone since it was listed: nothing to decide
+                    binding = live
             verdict = decide_binding(binding, presence, run.now, settings.min_age, error)
             if verdict.delete:
                 candidates.append((verdict, (kind, name)))

@@ -1,0 +1,130 @@
+"""End to end: bad and hostile input against the real hub (issue 12 A, F, 10).
+
+Each test writes its own copy of the hub kubeconfig when it needs other credentials.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import Result, run_gcjob
+from tests.e2e.envtest import ADMIN_TOKEN
+from tests.e2e.faultproxy import Fault, FaultProxy
+from tests.e2e.objects import binding
+
+
+def kubeconfig_copy(source: str, path: Path, *, user: Any = None, cluster: Any = None) -> str:
+    """The hub kubeconfig with its current context's user and/or cluster fields changed."""
+    config = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+    current = next(c for c in config["contexts"] if c["name"] == config["current-context"])
+    if user is not None:
+        for entry in config["users"]:
+            if entry["name"] == current["context"]["user"]:
+                entry["user"] = user(entry["user"]) if callable(user) else user
+    if cluster is not None:
+        for entry in config["clusters"]:
+            if entry["name"] == current["context"]["cluster"]:
+                entry["cluster"] = cluster(entry["cluster"])
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return str(path)
+
+
+def assert_config_error(result: Result, *secrets: str) -> str:
+    """Exit 2, one line on stderr, the summary on stdout, and no secret anywhere."""
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gcjob: error:")]
+    assert len(errors) == 1, result.stderr
+    assert "ERROR:root" not in result.stderr and "Traceback" not in result.stderr
+    summary = result.summary
+    assert summary["exit_code"] == 2
+    assert "\n" not in summary["exit_reason"]
+    for secret in secrets:
+        assert secret not in result.stdout and secret not in result.stderr
+    return errors[0]
+
+
+def test_a_wrong_token_is_a_configuration_error(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+    config = kubeconfig_copy(hub_kubeconfig, tmp_path / "kc", user={"token": "wrong-s3cr3t"})
+    result = run_gcjob("--hub-kubeconfig", config, "--namespace", ns, "--min-age", "0s")
+    line = assert_config_error(result, "wrong-s3cr3t")
+    assert "refuses the credentials" in line
+
+
+def test_a_token_ending_in_a_newline_works_and_is_never_printed(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+    token_file = tmp_path / "token"
+
+    def with_token_file(user: dict[str, Any]) -> dict[str, Any]:
+        token_file.write_text(str(user.get("token") or ADMIN_TOKEN) + "\n", encoding="utf-8")
+        return {k: v for k, v in user.items() if k != "token"} | {"tokenFile": str(token_file)}
+
+    config = kubeconfig_copy(hub_kubeconfig, tmp_path / "kc", user=with_token_file)
+    result = run_gcjob("--hub-kubeconfig", config, "--namespace", ns, "--min-age", "0s")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    token = token_file.read_text(encoding="utf-8").strip()
+    assert token not in result.stdout and token not in result.stderr
+
+
+def test_an_unverifiable_hub_is_a_configuration_error(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+
+    def untrusted(cluster: dict[str, Any]) -> dict[str, Any]:
+        # no CA: the test server's certificate is not in the system trust store
+        return {k: v for k, v in cluster.items() if not k.startswith("certificate-authority")}
+
+    config = kubeconfig_copy(hub_kubeconfig, tmp_path / "kc", cluster=untrusted)
+    result = run_gcjob("--hub-kubeconfig", config, "--namespace", ns, "--timeout", "30s")
+    line = assert_config_error(result)
+    assert "cannot be verified (TLS)" in line
+
+
+def test_userinfo_in_the_server_url_is_never_printed(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+
+    def with_userinfo(cluster: dict[str, Any]) -> dict[str, Any]:
+        server = str(cluster["server"]).replace("https://", "https://admin:hunter2@", 1)
+        return cluster | {"server": server}
+
+    config = kubeconfig_copy(hub_kubeconfig, tmp_path / "kc", cluster=with_userinfo)
+    result = run_gcjob("--hub-kubeconfig", config, "--namespace", ns, "--timeout", "30s")
+    assert "hunter2" not in result.stdout and "hunter2" not in result.stderr
+    assert result.summary["hub"].startswith("https://***@")
+
+
+def test_an_html_login_page_is_a_configuration_error(
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    page = "<html><body><form>Sign in: password</form></body></html>"
+    faults.add_fault(Fault(path=r"^/apis/work\.karmada\.io/v1alpha2$", status=200, body=page))
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns)
+    line = assert_config_error(result, "Sign in")
+    assert "does not answer as a Kubernetes API server" in line
+
+
+def test_a_binding_is_never_deleted_by_its_name_alone(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    """issue 12 F: `foo-secret` binds Deployment `important`; no Secret `foo` exists."""
+    ns = hub.namespace()
+    hub.create(binding(ns, "foo-secret", kind="Deployment", target="important"))
+    hub.create(binding(ns, "bar-secret", kind="Secret", target="bar"))  # a true orphan
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "bindings", "--delete")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert result.outcome("ResourceBinding", "foo-secret") == ("skipped", "resource-mismatch")
+    assert result.outcome("ResourceBinding", "bar-secret") == ("deleted", "orphaned")
+    assert hub.present("ResourceBinding", ns, "foo-secret")
+    assert hub.gone("ResourceBinding", ns, "bar-secret")
