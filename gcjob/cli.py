@@ -11,6 +11,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
 from gcjob.exitcodes import ExitCode, table
+from gcjob.explain import Explainer, Target, parse_target
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import UpstreamResolver, hub_client
 from gcjob.kube.errors import ConfigError, KubeError
@@ -35,6 +37,7 @@ from gcjob.model import Sweep
 from gcjob.publish import metrics, webhook
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
+from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings, parse_duration
 from gcjob.sweeps import execute
@@ -241,6 +244,83 @@ def sweep(**options: Any) -> int:
     return run_sweep(settings)
 
 
+@cli.command()
+@click.argument("target")
+@_opt(
+    "hub-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
+)
+@_opt("hub-context", help="Context of the hub kubeconfig.")
+@_opt(
+    "upstream-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig whose context names are upstream cluster names.",
+)
+@_opt(
+    "upstream-server-template",
+    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
+)
+@_opt("snapshot", type=click.Path(file_okay=False), help="Explain offline from dumps in DIR.")
+@_opt(
+    "min-age",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="The sweep's minimum age (30s, 5m, 1h, or seconds).",
+)
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
+@_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+def explain(target: str, output: str, **options: Any) -> int:
+    """Why a sweep would delete or keep one object: every rule, its evidence, the verdict.
+
+    TARGET is KIND/NAMESPACE/NAME, KIND one of configmap (cm), secret, resourcebinding (rb),
+    httproute. Read-only: no lock, no delete. Exit 0 explained (also when the object does not
+    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed.
+    """
+    try:
+        parsed = parse_target(target)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
+    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
+        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    settings = Settings(
+        hub_kubeconfig=options["hub_kubeconfig"],
+        hub_context=options["hub_context"],
+        sweeps=(parsed.sweep,),
+        min_age=options["min_age"],
+        snapshot=options["snapshot"],
+        upstream_kubeconfig=options["upstream_kubeconfig"],
+        upstream_server_template=options["upstream_server_template"],
+        connect_timeout=options["connect_timeout"].total_seconds(),
+        read_timeout=options["read_timeout"].total_seconds(),
+    )
+    return run_explain(settings, parsed, output)
+
+
+def run_explain(settings: Settings, target: Target, output: str) -> int:
+    logs.setup("text")
+    try:
+        sources = open_sources(settings, RunBudget(None), RequestStats())
+        if target.sweep is Sweep.ROUTES and sources.upstreams is None:
+            raise ConfigError(
+                "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
+            )
+        check_hub(sources.hub, settings.sweeps)
+    except (ConfigError, NotAHub) as exc:
+        return _fail(ExitCode.USAGE, str(exc))
+    except KubeError as exc:
+        return _fail(ExitCode.INCOMPLETE, f"cannot use the hub: {exc}")
+    explainer = Explainer(sources.hub, sources.upstreams, sources.now, settings.min_age)
+    explanation = explainer.explain(target)
+    if output == "json":
+        click.echo(render_json(explanation))
+    else:
+        click.echo(render_text(explanation, bold=sys.stdout.isatty()))
+    return int(ExitCode.OK if explanation.known else ExitCode.INCOMPLETE)
+
+
 def _settings(options: dict[str, Any]) -> Settings:
     sweeps = tuple(options["sweeps"]) or tuple(s.value for s in Sweep)
     namespaces = _namespaces(options["namespaces"], "namespace", "namespaces")
@@ -338,15 +418,19 @@ def _hint(flag: str, dest: str | None = None) -> str:
     return f"--{flag}"
 
 
-def run_sweep(settings: Settings) -> int:
-    logs.setup(settings.log_format)
-    if os.environ.get("GCJOB_DELETE"):
-        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
-    started = time.monotonic()
-    budget = RunBudget(settings.timeout.total_seconds())
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
-    stats = RequestStats()
+@dataclass
+class Sources:
+    """Where a run reads from: a live hub (and upstreams), or a snapshot."""
+
+    access: KubeAccess | None  # the live hub, when there is one: deletes go through it
+    hub: Reader
+    now: datetime
+    upstreams: SnapshotUpstreams | LiveUpstreams | None
+    make_access: Callable[..., KubeAccess]
+
+
+def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
+    """The hub and upstreams the settings name. Raises ConfigError."""
     timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
 
     def make_access(
@@ -360,26 +444,36 @@ def run_sweep(settings: Settings) -> int:
     def make_upstream_access(client: Any, target: str) -> KubeAccess:
         return make_access(client, target, retry=UPSTREAM_RETRY)
 
-    access: KubeAccess | None = None
-    hub: Reader
-    upstreams: SnapshotUpstreams | LiveUpstreams | None = None
+    if settings.snapshot:
+        snapshot = Snapshot(settings.snapshot)
+        upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
+        now = snapshot.captured_at or datetime.now(UTC)
+        return Sources(None, snapshot.hub, now, upstreams, make_access)
+    client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
+    access = make_access(client, "hub")
+    live: LiveUpstreams | None = None
+    if settings.upstream_kubeconfig or settings.upstream_server_template:
+        resolver = UpstreamResolver(settings.upstream_kubeconfig, settings.upstream_server_template)
+        live = LiveUpstreams(resolver, make_upstream_access)
+    return Sources(access, access, datetime.now(UTC), live, make_access)
+
+
+def run_sweep(settings: Settings) -> int:
+    logs.setup(settings.log_format)
+    if os.environ.get("GCJOB_DELETE"):
+        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    started = time.monotonic()
+    budget = RunBudget(settings.timeout.total_seconds())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
+    stats = RequestStats()
     try:
-        if settings.snapshot:
-            snapshot = Snapshot(settings.snapshot)
-            hub = snapshot.hub
-            now = snapshot.captured_at or datetime.now(UTC)
-            upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
-        else:
-            client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
-            access = make_access(client, "hub")
-            hub = access
-            now = datetime.now(UTC)
-            if settings.upstream_kubeconfig or settings.upstream_server_template:
-                resolver = UpstreamResolver(
-                    settings.upstream_kubeconfig, settings.upstream_server_template
-                )
-                upstreams = LiveUpstreams(resolver, make_upstream_access)
-        if upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
+        sources = open_sources(settings, budget, stats)
+        if (
+            sources.upstreams is None
+            and settings.sweeps_explicit
+            and Sweep.ROUTES in settings.sweeps
+        ):
             raise ConfigError(
                 "--sweep routes needs an upstream: add DIR/upstream/<cluster>/ dumps to the "
                 "snapshot"
@@ -390,6 +484,7 @@ def run_sweep(settings: Settings) -> int:
             _check_writable(settings.report_file)
     except ConfigError as exc:
         return _fail(ExitCode.USAGE, str(exc))
+    access, hub, now, upstreams = sources.access, sources.hub, sources.now, sources.upstreams
 
     run_id = str(uuid.uuid4())
     progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
@@ -413,7 +508,7 @@ def run_sweep(settings: Settings) -> int:
             preflight.check(access, settings)
         if access is not None and settings.delete and settings.lock:
             # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
-            lock_access = make_access(access.transport.api_client, "hub", RunBudget(None))
+            lock_access = sources.make_access(access.transport.api_client, "hub", RunBudget(None))
             lock = LeaseLock(
                 lock_access,
                 settings.lock_namespace,
@@ -503,7 +598,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.ClickException as exc:
         _name_the_variable(exc)
         message = " ".join(exc.format_message().split())
-        click.echo(f"gcjob: error: {message} (see gcjob sweep --help)", err=True)
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx is not None else "gcjob sweep"
+        click.echo(f"gcjob: error: {message} (see {command} --help)", err=True)
         sys.exit(ExitCode.USAGE)
     except click.exceptions.Abort:
         sys.exit(ExitCode.STOPPED)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from enum import Enum
 
-from gcjob.decide.common import hold_back, resource_mismatch
-from gcjob.domain import CITY_POLICY_PREFIX
+from gcjob.decide.common import hold_back, spec_resource_names
+from gcjob.decide.trace import Trace
+from gcjob.domain import CITY_POLICY_PREFIX, POLICY_KEY
 from gcjob.model import Binding, Verdict
 
 _SUFFIX_KINDS = (("-configmap", "ConfigMap"), ("-secret", "Secret"))
@@ -23,21 +24,31 @@ def policy_name(binding: Binding) -> str | None:
     return binding.policy_annotation or binding.policy_label  # "" names no policy
 
 
-def bound_target(binding: Binding) -> tuple[str, str] | None:
+def bound_target(binding: Binding, trace: Trace | None = None) -> tuple[str, str] | None:
     """(kind, name) of the ConfigMap/Secret this binding is for, when it is in scope at all.
 
     Out of scope, never touched: other kinds (-workloaddeployment, -httproute, ...), policies
     other than city-*, and ClusterPropagationPolicy bindings.
     """
+    trace = trace if trace is not None else Trace()
     if binding.cluster_policy:
+        trace.hold("in-scope", "out-of-scope", "bound by a ClusterPropagationPolicy")
         return None
     policy = policy_name(binding)
     if policy is None or not policy.startswith(CITY_POLICY_PREFIX):
+        trace.hold("in-scope", "out-of-scope", f"propagation policy {policy!r} is not city-*")
         return None
     name = binding.ref.name
     for suffix, kind in _SUFFIX_KINDS:
         if name.endswith(suffix) and len(name) > len(suffix):
+            trace.passed(
+                "in-scope",
+                f"policy {policy} ("
+                + ("annotation" if binding.policy_annotation else "label")
+                + f" {POLICY_KEY}); name {name} binds {kind} {name[: -len(suffix)]}",
+            )
             return kind, name[: -len(suffix)]
+    trace.hold("in-scope", "out-of-scope", f"name {name} ends neither -configmap nor -secret")
     return None
 
 
@@ -47,25 +58,46 @@ def decide_binding(
     now: datetime,
     min_age: timedelta,
     lookup_error: str = "",
+    trace: Trace | None = None,
 ) -> Verdict:
     """Decide an in-scope binding from whether its object exists (by name, labelled or not)."""
+    trace = trace if trace is not None else Trace()
     ref = binding.ref
-    target = bound_target(binding)
+    target = bound_target(binding, trace)
     if target is None:
         return Verdict(
             ref, False, "out-of-scope", "not a city-* ConfigMap/Secret binding", healthy=True
         )
     kind, name = target
+    where = f"{kind} {name} in {ref.namespace} (by name, labelled or not)"
     if presence is Presence.EXISTS:
-        return Verdict(ref, False, "object-exists", f"{kind} {name} exists", healthy=True)
+        return trace.held(
+            "object-absent",
+            f"{where}: exists",
+            Verdict(ref, False, "object-exists", f"{kind} {name} exists", healthy=True),
+        )
     if presence is Presence.UNKNOWN:
-        return Verdict(ref, False, "lookup-failed", f"could not read {kind} {name}: {lookup_error}")
+        detail = f"could not read {kind} {name}: {lookup_error}"
+        return trace.unknown(
+            "object-absent",
+            f"{where}: {lookup_error}",
+            Verdict(ref, False, "lookup-failed", detail),
+        )
+    trace.passed("object-absent", f"{where}: not found")
     # The name alone is never enough: spec.resource must name that very object. (Lists of
     # bindings are metadata only: the sweep reads an absent object's binding in full first.)
-    mismatch = resource_mismatch(binding.resource, kind, ref.namespace, name)
+    mismatch = spec_resource_names(
+        binding,
+        kind,
+        ref.namespace,
+        name,
+        rule="resource-matches",
+        reason="resource-mismatch",
+        trace=trace,
+    )
     if mismatch is not None:
-        return Verdict(ref, False, "resource-mismatch", mismatch)
-    held = hold_back(ref, now, min_age, binding.protected)
+        return Verdict(ref, False, *mismatch)
+    held = hold_back(ref, now, min_age, binding.protected, trace)
     if held is not None:
         return Verdict(ref, False, *held)
     return Verdict(ref, True, "orphaned", f"no {kind} named {name} in {ref.namespace}")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from gcjob.decide.trace import Trace
 from gcjob.domain import PROTECT_ANNOTATION
-from gcjob.model import BoundResource, ObjectRef
+from gcjob.model import Binding, BoundResource, ObjectRef
 
 
 def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
@@ -15,28 +16,41 @@ def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
 
 
 def hold_back(
-    ref: ObjectRef, now: datetime, min_age: timedelta, protected: bool
+    ref: ObjectRef,
+    now: datetime,
+    min_age: timedelta,
+    protected: bool,
+    trace: Trace | None = None,
 ) -> tuple[str, str] | None:
     """The checks between "looks orphaned" and "delete": (reason, detail) to keep it, or None.
 
     Shared by every sweep so that terminating, young and protected objects are held back
     the same way and with the same reasons.
     """
+    trace = trace if trace is not None else Trace()
     if ref.terminating:
-        return "terminating", "already being deleted; not deleted again"
+        return trace.hold(
+            "not-terminating", "terminating", "already being deleted; not deleted again"
+        )
+    trace.passed("not-terminating", "no deletionTimestamp")
     if not ref.uid or not ref.resource_version:
-        return "unpinnable", "no uid or resourceVersion to pin a delete to"
+        return trace.hold("pinnable", "unpinnable", "no uid or resourceVersion to pin a delete to")
+    trace.passed("pinnable", f"uid {ref.uid}, resourceVersion {ref.resource_version}")
     age = age_seconds(ref, now)
     if age is None:
-        return "age-unknown", "no creationTimestamp: its age cannot be proven"
+        return trace.hold(
+            "old-enough", "age-unknown", "no creationTimestamp: its age cannot be proven"
+        )
+    minimum = int(min_age.total_seconds())
     # With no minimum, a server clock slightly ahead of ours (a negative age) holds nothing.
     if min_age.total_seconds() > 0 and age < min_age.total_seconds():
-        return (
-            "too-young",
-            f"age {int(age)}s is below the minimum age {int(min_age.total_seconds())}s",
+        return trace.hold(
+            "old-enough", "too-young", f"age {int(age)}s is below the minimum age {minimum}s"
         )
+    trace.passed("old-enough", f"age {int(age)}s, minimum age {minimum}s")
     if protected:
-        return "protected", f"annotated {PROTECT_ANNOTATION}=true"
+        return trace.hold("not-protected", "protected", f"annotated {PROTECT_ANNOTATION}=true")
+    trace.passed("not-protected", f"not annotated {PROTECT_ANNOTATION}=true")
     return None
 
 
@@ -53,4 +67,32 @@ def resource_mismatch(
         return f"binding binds an object in namespace {resource.namespace}"
     if uid and resource.uid and resource.uid != uid:
         return f"binding binds uid {resource.uid}, not {uid}"
+    return None
+
+
+def spec_resource_names(
+    binding: Binding,
+    kind: str,
+    namespace: str,
+    name: str,
+    uid: str = "",
+    *,
+    rule: str,
+    reason: str,
+    trace: Trace | None = None,
+) -> tuple[str, str] | None:
+    """The step that checks a binding's spec.resource names this very object: None when it
+    does, else (reason, detail) to keep the binding. Both sweeps that delete a binding run it."""
+    trace = trace if trace is not None else Trace()
+    mismatch = resource_mismatch(binding.resource, kind, namespace, name, uid)
+    if mismatch is not None:
+        return trace.hold(rule, reason, mismatch)
+    bound = binding.resource
+    assert bound is not None  # a binding without spec.resource is a mismatch
+    trace.passed(
+        rule,
+        f"binding {binding.ref.name} spec.resource -> {bound.kind} {bound.name}"
+        + (f" in {bound.namespace}" if bound.namespace else "")
+        + (f" uid {bound.uid}" if bound.uid else ""),
+    )
     return None

@@ -6,7 +6,8 @@ import json
 from collections.abc import Set
 from datetime import datetime, timedelta
 
-from gcjob.decide.common import hold_back, resource_mismatch
+from gcjob.decide.common import hold_back, resource_mismatch, spec_resource_names
+from gcjob.decide.trace import Trace
 from gcjob.domain import (
     PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
@@ -64,25 +65,45 @@ def referrer_name(key: str) -> str:
 
 
 def decide_companion(
-    companion: Companion, live_workloads: Set[str], now: datetime, min_age: timedelta
+    companion: Companion,
+    live_workloads: Set[str],
+    now: datetime,
+    min_age: timedelta,
+    trace: Trace | None = None,
 ) -> Verdict:
     """live_workloads: names of the WorkloadDeployments in the companion's own namespace."""
+    trace = trace if trace is not None else Trace()
     ref = companion.ref
     try:
         keys = parse_referrers(companion.referrers_raw)
     except ReferrersUnreadable as unreadable:
-        return Verdict(ref, False, unreadable.reason, unreadable.detail)
-    live = [k for k in keys if referrer_name(k) in live_workloads]
-    if live:
-        return Verdict(
-            ref,
-            False,
-            "referrer-live",
-            f"WorkloadDeployment {referrer_name(live[0])} exists",
-            healthy=True,
-            referrers=keys,
+        return trace.held(
+            "referrers-readable",
+            unreadable.detail,
+            Verdict(ref, False, unreadable.reason, unreadable.detail),
         )
-    held = hold_back(ref, now, min_age, companion.protected)
+    trace.passed("referrers-readable", f"{REFERRERS_ANNOTATION}: {json.dumps(list(keys))}")
+    live = [k for k in keys if referrer_name(k) in live_workloads]
+    evidence = "; ".join(
+        f"referrer {k}: WorkloadDeployment {referrer_name(k)} in {ref.namespace} "
+        + ("exists" if k in live else "not found")
+        for k in keys
+    )
+    if live:
+        return trace.held(
+            "referrers-gone",
+            evidence,
+            Verdict(
+                ref,
+                False,
+                "referrer-live",
+                f"WorkloadDeployment {referrer_name(live[0])} exists",
+                healthy=True,
+                referrers=keys,
+            ),
+        )
+    trace.passed("referrers-gone", evidence)
+    held = hold_back(ref, now, min_age, companion.protected, trace)
     if held is not None:
         return Verdict(ref, False, *held, referrers=keys)
     return Verdict(
@@ -103,19 +124,35 @@ def binding_names_companion(resource: BoundResource | None, companion: ObjectRef
     return resource_mismatch(resource, c.kind, c.namespace, c.name, c.uid)
 
 
-def follow_binding(binding: Binding, companion: ObjectRef) -> Verdict:
+def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None = None) -> Verdict:
     """Whether the binding named after a deleted companion goes with it."""
-    mismatch = binding_names_companion(binding.resource, companion)
+    trace = trace if trace is not None else Trace()
+    ref = binding.ref
+    c = companion
+    mismatch = spec_resource_names(
+        binding,
+        c.kind,
+        c.namespace,
+        c.name,
+        c.uid,
+        rule="binding-names-companion",
+        reason="binding-mismatch",
+        trace=trace,
+    )
     if mismatch is not None:
-        return Verdict(binding.ref, False, "binding-mismatch", mismatch)
-    if binding.ref.terminating:
-        return Verdict(
-            binding.ref, False, "terminating", "already being deleted; not deleted again"
+        return Verdict(ref, False, *mismatch)
+    if ref.terminating:
+        detail = "already being deleted; not deleted again"
+        return trace.held(
+            "binding-not-terminating", detail, Verdict(ref, False, "terminating", detail)
         )
+    trace.passed("binding-not-terminating", "no deletionTimestamp")
     if binding.protected:
-        return Verdict(binding.ref, False, "protected", f"annotated {PROTECT_ANNOTATION}=true")
+        detail = f"annotated {PROTECT_ANNOTATION}=true"
+        return trace.held("binding-not-protected", detail, Verdict(ref, False, "protected", detail))
+    trace.passed("binding-not-protected", f"not annotated {PROTECT_ANNOTATION}=true")
     return Verdict(
-        binding.ref,
+        ref,
         True,
         "companion-deleted",
         f"binds {companion.kind} {companion.name}, deleted with it",

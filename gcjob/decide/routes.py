@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from gcjob.decide.common import hold_back
+from gcjob.decide.trace import Trace
 from gcjob.domain import (
     GATEWAY_GROUP,
     GATEWAY_KIND,
@@ -50,12 +51,18 @@ class UpstreamView:
     namespace_exists: bool | None = None  # None: not known
 
 
-def in_scope(route: Route) -> bool:
+def in_scope(route: Route, trace: Trace | None = None) -> bool:
     """Routes NSO copied from an upstream HTTPRoute; any other value means another owner."""
-    return (
-        route.labels.get(UPSTREAM_GROUP_LABEL) == GATEWAY_GROUP
-        and route.labels.get(UPSTREAM_KIND_LABEL) == HTTPROUTE_KIND
-    )
+    group = route.labels.get(UPSTREAM_GROUP_LABEL)
+    kind = route.labels.get(UPSTREAM_KIND_LABEL)
+    ours = group == GATEWAY_GROUP and kind == HTTPROUTE_KIND
+    if trace is not None:
+        evidence = f"{UPSTREAM_GROUP_LABEL}={group!r}, {UPSTREAM_KIND_LABEL}={kind!r}"
+        if ours:
+            trace.passed("in-scope", evidence)
+        else:
+            trace.hold("in-scope", "out-of-scope", f"{evidence}: another owner's route")
+    return ours
 
 
 def is_gateway(parent: ParentRef) -> bool:
@@ -65,59 +72,70 @@ def is_gateway(parent: ParentRef) -> bool:
     return group == GATEWAY_GROUP and kind == GATEWAY_KIND
 
 
-def route_target(route: Route) -> RouteTarget | Verdict:
+def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verdict:
     """The upstream Gateways of a route, or a Verdict keeping it for a reason of shape."""
+    trace = trace if trace is not None else Trace()
     ref = route.ref
     labels = route.labels
-    missing = [
-        key
-        for key in (UPSTREAM_CLUSTER_LABEL, UPSTREAM_NAMESPACE_LABEL, UPSTREAM_NAME_LABEL)
-        if not labels.get(key)
-    ]
+    required = (UPSTREAM_CLUSTER_LABEL, UPSTREAM_NAMESPACE_LABEL, UPSTREAM_NAME_LABEL)
+    missing = [key for key in required if not labels.get(key)]
     if missing:
-        return Verdict(ref, False, "labels-missing", f"missing label {', '.join(missing)}")
+        detail = f"missing label {', '.join(missing)}"
+        return trace.held("labels-present", detail, Verdict(ref, False, "labels-missing", detail))
+    trace.passed("labels-present", ", ".join(f"{k}={labels[k]}" for k in required))
     if labels.get(HTTP01_SOLVER_LABEL) == "true":
-        return Verdict(ref, False, "http01-solver", "certificate challenge route: no upstream")
+        detail = "certificate challenge route: no upstream"
+        return trace.held(
+            "not-http01-solver",
+            f"{HTTP01_SOLVER_LABEL}=true: {detail}",
+            Verdict(ref, False, "http01-solver", detail),
+        )
+    trace.passed("not-http01-solver", f"not labelled {HTTP01_SOLVER_LABEL}=true")
     cluster = decode_cluster_label(labels[UPSTREAM_CLUSTER_LABEL])
     if cluster is None:
-        return Verdict(
-            ref,
-            False,
-            "cluster-label-malformed",
-            f"{UPSTREAM_CLUSTER_LABEL}={labels[UPSTREAM_CLUSTER_LABEL]!r} is not cluster-<name>",
+        detail = (
+            f"{UPSTREAM_CLUSTER_LABEL}={labels[UPSTREAM_CLUSTER_LABEL]!r} is not cluster-<name>"
         )
+        return trace.held(
+            "cluster-label", detail, Verdict(ref, False, "cluster-label-malformed", detail)
+        )
+    trace.passed("cluster-label", f"upstream cluster {cluster}")
     if not route.parent_refs:
-        return Verdict(ref, False, "no-parent-refs", "no spec.parentRefs", cluster=cluster)
+        detail = "no spec.parentRefs"
+        return trace.held(
+            "has-parents", detail, Verdict(ref, False, "no-parent-refs", detail, cluster=cluster)
+        )
+    trace.passed("has-parents", f"{len(route.parent_refs)} spec.parentRefs")
     others = [p for p in route.parent_refs if not is_gateway(p)]
     if others:
         other = others[0]
-        return Verdict(
-            ref,
-            False,
-            "non-gateway-parent",
-            f"parent {other.group!r}/{other.kind} {other.name} is not a Gateway",
-            cluster=cluster,
+        detail = f"parent {other.group!r}/{other.kind} {other.name} is not a Gateway"
+        return trace.held(
+            "gateway-parents",
+            detail,
+            Verdict(ref, False, "non-gateway-parent", detail, cluster=cluster),
         )
+    trace.passed("gateway-parents", "every parentRef is a gateway.networking.k8s.io Gateway")
     unnamed = [p for p in route.parent_refs if not is_dns1123_subdomain(p.name)]
     if unnamed:
-        return Verdict(
-            ref,
-            False,
-            "malformed-parent-ref",
-            f"parent name {unnamed[0].name[:80]!r} is not a valid object name",
-            cluster=cluster,
+        detail = f"parent name {unnamed[0].name[:80]!r} is not a valid object name"
+        return trace.held(
+            "parent-names-valid",
+            detail,
+            Verdict(ref, False, "malformed-parent-ref", detail, cluster=cluster),
         )
+    trace.passed("parent-names-valid", "every parent name is a valid object name")
     foreign = [
         p for p in route.parent_refs if p.namespace is not None and p.namespace != ref.namespace
     ]
     if foreign:
-        return Verdict(
-            ref,
-            False,
-            "cross-namespace-parent",
-            f"parent Gateway {foreign[0].namespace}/{foreign[0].name} is in another namespace",
-            cluster=cluster,
+        detail = f"parent Gateway {foreign[0].namespace}/{foreign[0].name} is in another namespace"
+        return trace.held(
+            "same-namespace-parents",
+            detail,
+            Verdict(ref, False, "cross-namespace-parent", detail, cluster=cluster),
         )
+    trace.passed("same-namespace-parents", f"every parent is in the route's own {ref.namespace}")
     gateways = tuple(sorted({p.name for p in route.parent_refs}))
     return RouteTarget(cluster, labels[UPSTREAM_NAMESPACE_LABEL], gateways)
 
@@ -129,38 +147,78 @@ def is_suspect(routes_checked: int, gateways_found: int, min_routes: int) -> boo
 
 
 def decide_route(
-    route: Route, target: RouteTarget, view: UpstreamView, now: datetime, min_age: timedelta
+    route: Route,
+    target: RouteTarget,
+    view: UpstreamView,
+    now: datetime,
+    min_age: timedelta,
+    trace: Trace | None = None,
 ) -> Verdict:
+    trace = trace if trace is not None else Trace()
     ref = route.ref
     names = tuple(f"{target.namespace}/{g}" for g in target.gateways)
 
-    def keep(reason: str, detail: str, healthy: bool = False) -> Verdict:
+    def keep(rule: str, reason: str, detail: str, healthy: bool = False) -> Verdict:
+        trace.hold(rule, reason, detail)
         return Verdict(
             ref, False, reason, detail, healthy=healthy, cluster=target.cluster, gateways=names
         )
 
+    def unknown(rule: str, reason: str, detail: str) -> Verdict:
+        verdict = Verdict(ref, False, reason, detail, cluster=target.cluster, gateways=names)
+        return trace.unknown(rule, detail, verdict)
+
     where = f"on upstream cluster {target.cluster}"
     if view.cluster_status is ClusterStatus.UNKNOWN:
         return keep(
+            "cluster-known",
             "upstream-cluster-unknown",
             f"no endpoint for cluster {target.cluster}: {view.cluster_detail}",
         )
+    trace.passed("cluster-known", f"upstream cluster {target.cluster} has an endpoint")
     if view.cluster_status is ClusterStatus.UNAVAILABLE:
-        return keep(
-            "upstream-unavailable", f"cluster {target.cluster} unavailable: {view.cluster_detail}"
+        return unknown(
+            "cluster-available",
+            "upstream-unavailable",
+            f"cluster {target.cluster} unavailable: {view.cluster_detail}",
         )
+    trace.passed(
+        "cluster-available", f"cluster {target.cluster} serves {GATEWAY_GROUP}/v1 gateways"
+    )
     if view.gateways is None:
-        return keep("upstream-unavailable", f"Gateway lookup {where} failed: {view.lookup_error}")
-    present = [g for g in target.gateways if g in view.gateways]
-    if present:
-        return keep(
-            "gateway-exists", f"Gateway {target.namespace}/{present[0]} exists {where}", True
+        return unknown(
+            "gateways-gone",
+            "upstream-unavailable",
+            f"Gateway lookup {where} failed: {view.lookup_error}",
         )
+    present = [g for g in target.gateways if g in view.gateways]
+    evidence = "; ".join(
+        f"upstream {target.cluster}: Gateway {target.namespace}/{g} "
+        + ("exists" if g in present else "not found")
+        for g in target.gateways
+    )
+    if present:
+        healthy = Verdict(
+            ref,
+            False,
+            "gateway-exists",
+            f"Gateway {target.namespace}/{present[0]} exists {where}",
+            healthy=True,
+            cluster=target.cluster,
+            gateways=names,
+        )
+        return trace.held("gateways-gone", evidence, healthy)
+    trace.passed("gateways-gone", evidence)
     if view.cluster_status is ClusterStatus.SUSPECT:
-        return keep("upstream-suspect", f"no Gateway at all found {where}: {view.cluster_detail}")
-    held = hold_back(ref, now, min_age, route.protected)
+        return keep(
+            "cluster-trusted",
+            "upstream-suspect",
+            f"no Gateway at all found {where}: {view.cluster_detail}",
+        )
+    trace.passed("cluster-trusted", f"cluster {target.cluster} is not suspect")
+    held = hold_back(ref, now, min_age, route.protected, trace)
     if held is not None:
-        return keep(*held)
+        return Verdict(ref, False, *held, cluster=target.cluster, gateways=names)
     orphan = Verdict(
         ref,
         True,

@@ -1,0 +1,514 @@
+"""`gcjob explain`: the decision trace of one object, read-only, live or from a snapshot.
+
+It reads what the sweep would read for that one object (by name, with GETs), then runs the
+sweep's own rule functions with a Trace: every step the sweep checks, in its order, each with
+its outcome and the reads behind it, then the verdict the sweep would reach. Nothing here
+decides anything on its own; it never takes the lock, deletes or writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from gcjob.decide.bindings import Presence, bound_target, decide_binding
+from gcjob.decide.companions import (
+    ReferrersUnreadable,
+    decide_companion,
+    follow_binding,
+    parse_referrers,
+    referrer_name,
+)
+from gcjob.decide.routes import RouteTarget, decide_route, in_scope, namespace_gone, route_target
+from gcjob.decide.trace import Step, StepOutcome, Trace
+from gcjob.domain import COMPANION_LABEL, binding_name, is_reserved_namespace
+from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
+from gcjob.kube import reduce
+from gcjob.kube.access import Reduce, Sink
+from gcjob.kube.errors import KubeError
+from gcjob.kube.reader import Reader
+from gcjob.kube.resources import (
+    COMPANION_RESOURCES,
+    HTTPROUTES,
+    RESOURCEBINDINGS,
+    WORKLOADDEPLOYMENTS,
+    Resource,
+)
+from gcjob.model import Binding, Companion, ObjectRef, Sweep, Verdict
+
+T = TypeVar("T")
+S = TypeVar("S", bound=Sink)
+
+# Skips that mean a read failed, not that a rule held the object back: the verdict is unknown.
+UNKNOWN_REASONS = frozenset({"lookup-failed", "upstream-unavailable"})
+
+KINDS: dict[str, str] = {
+    "configmap": "ConfigMap",
+    "configmaps": "ConfigMap",
+    "cm": "ConfigMap",
+    "secret": "Secret",
+    "secrets": "Secret",
+    "resourcebinding": "ResourceBinding",
+    "resourcebindings": "ResourceBinding",
+    "rb": "ResourceBinding",
+    "httproute": "HTTPRoute",
+    "httproutes": "HTTPRoute",
+}
+KIND_RESOURCES = {
+    **COMPANION_RESOURCES,
+    "ResourceBinding": RESOURCEBINDINGS,
+    "HTTPRoute": HTTPROUTES,
+}
+SWEEP_OF = {
+    "ConfigMap": Sweep.COMPANIONS,
+    "Secret": Sweep.COMPANIONS,
+    "ResourceBinding": Sweep.BINDINGS,
+    "HTTPRoute": Sweep.ROUTES,
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def sweep(self) -> Sweep:
+        return SWEEP_OF[self.kind]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def parse_target(text: str) -> Target:
+    """KIND/NAMESPACE/NAME; raises ValueError saying what is wrong, in one line."""
+    parts = text.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"target {text!r} is not KIND/NAMESPACE/NAME (e.g. cm/ns-a/app-config)")
+    kind, namespace, name = parts
+    if kind.lower() not in KINDS:
+        raise ValueError(
+            f"target kind {kind!r} is not one of configmap (cm), secret, resourcebinding (rb), "
+            "httproute"
+        )
+    return Target(KINDS[kind.lower()], namespace, name)
+
+
+# -- the reads, recorded as evidence ----------------------------------------------------
+
+
+@dataclass
+class ReadLog:
+    """Every read explain makes, filed under the rule it is evidence for."""
+
+    rule: str = "object"
+    reads: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, line: str) -> None:
+        self.reads.setdefault(self.rule, []).append(line)
+
+
+class RecordingReader:
+    """A Reader that files each read and its answer in a ReadLog."""
+
+    def __init__(self, inner: Reader, log: ReadLog, prefix: str = "") -> None:
+        self.inner = inner
+        self.log = log
+        self.prefix = prefix
+
+    @property
+    def server(self) -> str:
+        return self.inner.server
+
+    def served(self, resource: Resource) -> bool:
+        try:
+            served = self.inner.served(resource)
+        except KubeError as exc:
+            self.log.add(f"{self.prefix}discovery {resource.api_version} -> {exc}")
+            raise
+        answer = "served" if served else "not served"
+        self.log.add(f"{self.prefix}discovery {resource.api_version} {resource.plural} -> {answer}")
+        return served
+
+    def list(
+        self,
+        resource: Resource,
+        reduce: Reduce[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> list[T]:
+        where = f" in {namespace}" if namespace else ""
+        try:
+            items = self.inner.list(
+                resource,
+                reduce,
+                namespace=namespace,
+                label_selector=label_selector,
+                metadata_only=metadata_only,
+            )
+        except KubeError as exc:
+            self.log.add(f"{self.prefix}LIST {resource.plural}{where} -> {exc}")
+            raise
+        self.log.add(f"{self.prefix}LIST {resource.plural}{where} -> {len(items)} items")
+        return items
+
+    def fold(
+        self,
+        resource: Resource,
+        reduce: Reduce[Any],
+        start: Callable[[], S],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        metadata_only: bool = True,
+    ) -> S:
+        self.log.add(f"{self.prefix}LIST {resource.plural} in {namespace or 'all namespaces'}")
+        return self.inner.fold(
+            resource,
+            reduce,
+            start,
+            namespace=namespace,
+            label_selector=label_selector,
+            metadata_only=metadata_only,
+        )
+
+    def get(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        reduce: Reduce[T],
+        *,
+        metadata_only: bool = True,
+    ) -> T | None:
+        what = f"{self.prefix}GET {resource.plural}/{name}" + (
+            f" in {namespace}" if namespace else ""
+        )
+        try:
+            found = self.inner.get(resource, namespace, name, reduce, metadata_only=metadata_only)
+        except KubeError as exc:
+            self.log.add(f"{what} -> {exc}")
+            raise
+        self.log.add(f"{what} -> " + ("404 NotFound" if found is None else "found"))
+        return found
+
+
+class RecordingUpstreams:
+    def __init__(self, inner: UpstreamSource, log: ReadLog) -> None:
+        self.inner = inner
+        self.log = log
+
+    def reader_for(self, cluster: str) -> Reader:
+        return RecordingReader(self.inner.reader_for(cluster), self.log, f"upstream {cluster}: ")
+
+
+# -- the explanation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracedStep:
+    subject: str  # the object the rule is about: the target, or its binding
+    step: Step
+    reads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    subject: str
+    action: str  # would-delete, skipped, not-found, unknown
+    reason: str
+    detail: str
+
+
+@dataclass
+class Explanation:
+    target: Target
+    source: str
+    decided_at: datetime
+    min_age: timedelta
+    steps: list[TracedStep] = field(default_factory=list)
+    verdict: Conclusion | None = None
+    binding: Conclusion | None = None  # a companion's binding, when the companion would go
+
+    @property
+    def known(self) -> bool:
+        return self.verdict is not None and self.verdict.action != "unknown"
+
+
+def conclusion(subject: str, verdict: Verdict) -> Conclusion:
+    if verdict.reason in UNKNOWN_REASONS:
+        action = "unknown"
+    else:
+        action = "would-delete" if verdict.delete else "skipped"
+    return Conclusion(subject, action, verdict.reason, verdict.detail)
+
+
+class Explainer:
+    def __init__(
+        self,
+        hub: Reader,
+        upstreams: UpstreamSource | None,
+        now: datetime,
+        min_age: timedelta,
+        allowed: Callable[[str], bool] = lambda ns: not is_reserved_namespace(ns),
+    ) -> None:
+        self.log = ReadLog()
+        self.hub = RecordingReader(hub, self.log)
+        self.upstreams = None if upstreams is None else RecordingUpstreams(upstreams, self.log)
+        self.now = now
+        self.min_age = min_age
+        self.allowed = allowed
+
+    def explain(self, target: Target) -> Explanation:
+        out = Explanation(target, self.hub.server, self.now, self.min_age)
+        subject = str(target)
+        trace = Trace()
+        try:
+            verdict = self._decide(target, out, trace)
+        except KubeError as exc:
+            # A read the verdict needs failed: what ran so far, then unknown and why.
+            self._file(out, subject, trace)
+            out.steps.append(
+                TracedStep(
+                    subject,
+                    Step(self.log.rule, StepOutcome.UNKNOWN, f"read failed: {exc}"),
+                    tuple(self.log.reads.pop(self.log.rule, [])),
+                )
+            )
+            out.verdict = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+            return out
+        if out.verdict is None and verdict is not None:
+            self._file(out, subject, trace)
+            out.verdict = conclusion(subject, verdict)
+        return out
+
+    def _file(self, out: Explanation, subject: str, trace: Trace) -> None:
+        """Move a trace's steps into the explanation, each with the reads made for it."""
+        if "object" in self.log.reads and not any(s.rule == "object" for s in trace.steps):
+            out.steps.append(
+                TracedStep(
+                    subject,
+                    Step("object", StepOutcome.PASSED, "it exists"),
+                    tuple(self.log.reads.pop("object")),
+                )
+            )
+        for step in trace.steps:
+            out.steps.append(TracedStep(subject, step, tuple(self.log.reads.pop(step.rule, []))))
+        trace.steps.clear()
+
+    def _decide(self, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+        if target.kind in COMPANION_RESOURCES:
+            return self._companion(target, out, trace)
+        if target.kind == RESOURCEBINDINGS.kind:
+            return self._binding(target, out, trace)
+        return self._route(target, out, trace)
+
+    def _not_found(self, target: Target, out: Explanation, trace: Trace) -> None:
+        detail = f"no {target.kind} {target.name} in {target.namespace}"
+        trace.hold("object", "not-found", f"{detail}: nothing to decide")
+        self._file(out, str(target), trace)
+        out.verdict = Conclusion(str(target), "not-found", "not-found", detail)
+
+    def _out_of_scope(self, target: Target, detail: str, rule: str, trace: Trace) -> Verdict:
+        trace.hold(rule, "out-of-scope", detail)
+        ref = _unread(target)
+        return Verdict(ref, False, "out-of-scope", detail)
+
+    # -- companions ----------------------------------------------------------------------
+
+    def _read_companion(self, target: Target) -> tuple[str | None, Companion] | None:
+        resource = COMPANION_RESOURCES[target.kind]
+        as_companion = reduce.companion(resource)
+
+        def labelled(obj: dict[str, Any]) -> tuple[str | None, Companion]:
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            label = labels.get(COMPANION_LABEL) if isinstance(labels, dict) else None
+            return (label if isinstance(label, str) else None), as_companion(obj)
+
+        return self.hub.get(resource, target.namespace, target.name, labelled)
+
+    def _companion(self, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+        self.log.rule = "object"
+        read = self._read_companion(target)
+        if read is None:
+            self._not_found(target, out, trace)
+            return None
+        label, companion = read
+        if not self.allowed(target.namespace):
+            return self._out_of_scope(
+                target, f"namespace {target.namespace} is never swept", "in-scope", trace
+            )
+        if label != "true":
+            return self._out_of_scope(
+                target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
+            )
+        trace.passed("in-scope", f"labelled {COMPANION_LABEL}=true in {target.namespace}")
+        verdict = self._decide_companion(companion, trace)
+        if verdict.delete:
+            self._file(out, str(target), trace)
+            out.verdict = conclusion(str(target), verdict)
+            self._follow_binding(companion, out)
+        return verdict
+
+    def _decide_companion(
+        self, companion: Companion, trace: Trace, reads_for: str = "referrers-gone"
+    ) -> Verdict:
+        """The sweep's companion rules, over a live read of each referrer by name."""
+        ref = companion.ref
+        try:
+            keys = parse_referrers(companion.referrers_raw)
+        except ReferrersUnreadable:
+            keys = ()  # the rule itself says why; nothing to read
+        self.log.rule = reads_for
+        live = {
+            referrer_name(key)
+            for key in keys
+            if self.hub.get(WORKLOADDEPLOYMENTS, ref.namespace, referrer_name(key), reduce.name_of)
+            is not None
+        }
+        return decide_companion(companion, frozenset(live), self.now, self.min_age, trace)
+
+    def _follow_binding(self, companion: Companion, out: Explanation) -> None:
+        ref = companion.ref
+        name = binding_name(ref.name, ref.kind)
+        subject = f"ResourceBinding {ref.namespace}/{name}"
+        trace = Trace()
+        self.log.rule = "binding-names-companion"
+        try:
+            binding = self.hub.get(
+                RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
+            )
+        except KubeError as exc:
+            self._file(out, subject, trace)
+            out.steps.append(
+                TracedStep(
+                    subject,
+                    Step("binding-names-companion", StepOutcome.UNKNOWN, f"read failed: {exc}"),
+                    tuple(self.log.reads.pop("binding-names-companion", [])),
+                )
+            )
+            out.binding = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+            return
+        if binding is None:
+            trace.passed(
+                "binding-names-companion", f"no ResourceBinding {name}: nothing else to delete"
+            )
+            self._file(out, subject, trace)
+            return
+        verdict = follow_binding(binding, ref, trace)
+        self._file(out, subject, trace)
+        out.binding = conclusion(subject, verdict)
+
+    # -- bindings ------------------------------------------------------------------------
+
+    def _binding(self, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+        self.log.rule = "object"
+        binding = self.hub.get(
+            RESOURCEBINDINGS, target.namespace, target.name, reduce.binding, metadata_only=False
+        )
+        if binding is None:
+            self._not_found(target, out, trace)
+            return None
+        if not self.allowed(target.namespace):
+            return self._out_of_scope(
+                target, f"namespace {target.namespace} is never swept", "in-scope", trace
+            )
+        bound = bound_target(binding)
+        presence, error = Presence.ABSENT, ""
+        if bound is not None:
+            kind, name = bound
+            self.log.rule = "object-absent"
+            try:
+                found = self.hub.get(
+                    COMPANION_RESOURCES[kind], target.namespace, name, reduce.name_of
+                )
+            except KubeError as exc:
+                presence, error = Presence.UNKNOWN, str(exc)
+            else:
+                presence = Presence.EXISTS if found is not None else Presence.ABSENT
+        verdict = decide_binding(binding, presence, self.now, self.min_age, error, trace)
+        if presence is Presence.EXISTS and bound is not None:
+            # The companions sweep runs first: a companion it deletes takes this binding along.
+            return self._binding_of_companion(binding, bound, verdict, trace)
+        return verdict
+
+    def _binding_of_companion(
+        self, binding: Binding, bound: tuple[str, str], verdict: Verdict, trace: Trace
+    ) -> Verdict:
+        """The companions sweep runs first: a companion it deletes takes this binding along."""
+        kind, name = bound
+        rule = "companion-sweep-first"
+        self.log.rule = rule
+        read = self._read_companion(Target(kind, binding.ref.namespace, name))
+        if read is None or read[0] != "true":
+            trace.hold(rule, verdict.reason, f"{kind} {name} is not a companion: it stays")
+            return verdict
+        companion_verdict = self._decide_companion(read[1], Trace(), reads_for=rule)
+        if not companion_verdict.delete:
+            trace.hold(
+                rule,
+                verdict.reason,
+                f"companion {kind} {name} is kept ({companion_verdict.reason}), so is its binding",
+            )
+            return verdict
+        trace.passed(
+            rule,
+            f"companion {kind} {name} is deleted first ({companion_verdict.reason}: "
+            f"{companion_verdict.detail})",
+        )
+        return follow_binding(binding, read[1].ref, trace)
+
+    # -- routes --------------------------------------------------------------------------
+
+    def _route(self, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+        self.log.rule = "object"
+        route = self.hub.get(
+            HTTPROUTES, target.namespace, target.name, reduce.route, metadata_only=False
+        )
+        if route is None:
+            self._not_found(target, out, trace)
+            return None
+        if not self.allowed(target.namespace):
+            return self._out_of_scope(
+                target, f"namespace {target.namespace} is never swept", "in-scope", trace
+            )
+        if not in_scope(route, trace):
+            return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
+        shaped = route_target(route, trace)
+        if isinstance(shaped, Verdict):
+            return shaped
+        assert self.upstreams is not None, "explaining a route needs an upstream"
+        index = UpstreamIndex(self.upstreams)
+        self.log.rule = "cluster-available"
+        index.cluster(shaped.cluster)
+        self.log.rule = "gateways-gone"
+        # One route cannot make a cluster suspect (that takes --suspect-min-routes of them).
+        index.load([shaped], suspect_min_routes=0)
+        verdict = decide_route(route, shaped, index.view(shaped), self.now, self.min_age, trace)
+        if verdict.delete:
+            verdict = self._upstream_namespace(verdict, shaped, index, trace)
+        return verdict
+
+    def _upstream_namespace(
+        self, verdict: Verdict, target: RouteTarget, index: UpstreamIndex, trace: Trace
+    ) -> Verdict:
+        """As right before the sweep deletes: is the whole upstream namespace gone?"""
+        self.log.rule = "upstream-namespace"
+        exists = index.namespace_exists(target.cluster, target.namespace)
+        where = f"namespace {target.namespace} on upstream cluster {target.cluster}"
+        if exists is False:
+            trace.passed("upstream-namespace", f"{where}: not found")
+            return namespace_gone(verdict, target)
+        trace.passed("upstream-namespace", f"{where}: " + ("exists" if exists else "not known"))
+        return verdict
+
+
+def _unread(target: Target) -> ObjectRef:
+    """The target as named, before (or without) reading it."""
+    resource = KIND_RESOURCES[target.kind]
+    return ObjectRef(resource.api_version, target.kind, target.namespace, target.name, "", "", None)

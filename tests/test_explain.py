@@ -1,0 +1,161 @@
+"""`gcjob explain` over the demo snapshot: its verdict is the sweep's, for every object."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from importlib import resources
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from jsonschema import Draft202012Validator
+
+from gcjob.cli import cli, main
+from gcjob.exitcodes import ExitCode
+from gcjob.explain import Target, parse_target
+from gcjob.report.explain import escape
+
+DEMO = "fixtures/demo"
+WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
+SHOP = "ns-c7e2a9d4-1b3f-4e8a-a6d2-5f9b0c1e3a7d"
+SHORT = {"ConfigMap": "cm", "Secret": "secret", "ResourceBinding": "rb", "HTTPRoute": "httproute"}
+
+
+@pytest.fixture(autouse=True)
+def keep_log_handlers() -> Iterator[None]:
+    log = logging.getLogger("gcjob")
+    handlers = list(log.handlers)
+    yield
+    log.handlers[:] = handlers
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), standalone_mode=False, catch_exceptions=False)
+    return int(result.return_value), result.stdout
+
+
+def explain_json(target: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out = run("explain", target, "--snapshot", DEMO, "--output", "json", *extra)
+    return code, json.loads(out)
+
+
+def schema() -> Draft202012Validator:
+    text = resources.files("gcjob.report").joinpath("explain.schema.json").read_text("utf-8")
+    loaded = json.loads(text)
+    Draft202012Validator.check_schema(loaded)
+    return Draft202012Validator(loaded)
+
+
+def demo_sweep_items() -> list[dict[str, Any]]:
+    code, out = run("sweep", "--snapshot", DEMO, "--report-healthy")
+    assert code == 0
+    records = [json.loads(line) for line in out.splitlines()]
+    return [r for r in records if r["record"] == "item"]
+
+
+def test_explain_agrees_with_the_sweep_on_every_demo_object() -> None:
+    items = demo_sweep_items()
+    assert len(items) > 40  # every case of every sweep
+    validator = schema()
+    for item in items:
+        target = f"{SHORT[item['kind']]}/{item['namespace']}/{item['name']}"
+        code, explained = explain_json(target)
+        validator.validate(explained)
+        verdict = explained["verdict"]
+        assert (verdict["action"], verdict["reason"]) == (item["action"], item["reason"]), target
+        assert code == 0
+        assert explained["steps"], target
+        # The rule that decided is the last of the object's own steps, and names its evidence.
+        own = [s for s in explained["steps"] if s["object"] == verdict["object"]]
+        assert own[-1]["evidence"]
+
+
+def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
+    code, explained = explain_json(f"cm/{SHOP}/orphan-app-config")
+    assert code == 0
+    assert explained["verdict"]["reason"] == "orphaned"
+    assert explained["binding"]["action"] == "would-delete"
+    assert explained["binding"]["reason"] == "companion-deleted"
+    rules = [s["rule"] for s in explained["steps"]]
+    assert rules == [
+        "object",
+        "in-scope",
+        "referrers-readable",
+        "referrers-gone",
+        "not-terminating",
+        "pinnable",
+        "old-enough",
+        "not-protected",
+        "binding-names-companion",
+        "binding-not-terminating",
+        "binding-not-protected",
+    ]
+    gone = explained["steps"][3]
+    assert gone["reads"] == [f"GET workloaddeployments/web-dfw in {SHOP} -> 404 NotFound"]
+
+
+def test_mismatched_binding_of_an_orphan_is_kept_and_says_why() -> None:
+    _, explained = explain_json(f"cm/{WEB}/mismatched-binding-config")
+    assert explained["binding"]["reason"] == "binding-mismatch"
+    assert explained["steps"][-1]["outcome"] == "held back"
+
+
+def test_absent_object_is_explained_as_not_found_with_exit_0() -> None:
+    code, explained = explain_json(f"secret/{WEB}/no-such-secret")
+    assert code == ExitCode.OK
+    assert explained["verdict"]["action"] == "not-found"
+    assert explained["steps"][0]["reads"] == [
+        f"GET secrets/no-such-secret in {WEB} -> 404 NotFound"
+    ]
+
+
+def test_text_is_numbered_with_the_verdict_last_and_plain_off_a_terminal() -> None:
+    code, out = run("explain", f"httproute/{WEB}/orphan-route", "--snapshot", DEMO)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1].startswith(" 1. object: passed")
+    assert lines[-1].startswith("verdict: would-delete (upstream-gateways-gone)")
+    assert "\033" not in out
+    assert "upstream single: GET gateways/deleted-gateway in default -> 404 NotFound" in out
+
+
+def test_escape_neutralises_control_characters() -> None:
+    assert escape("a\x1b[31mb\nc") == "a\\x1b[31mb\\nc"
+    assert escape("plain text / ok") == "plain text / ok"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cm/ns-a/app-config", Target("ConfigMap", "ns-a", "app-config")),
+        ("configmap/ns-a/x", Target("ConfigMap", "ns-a", "x")),
+        ("Secret/ns-a/x", Target("Secret", "ns-a", "x")),
+        ("rb/ns-a/x-configmap", Target("ResourceBinding", "ns-a", "x-configmap")),
+        ("resourcebinding/ns-a/x", Target("ResourceBinding", "ns-a", "x")),
+        ("httproute/ns-a/web", Target("HTTPRoute", "ns-a", "web")),
+    ],
+)
+def test_targets(text: str, expected: Target) -> None:
+    assert parse_target(text) == expected
+
+
+@pytest.mark.parametrize("text", ["cm/app-config", "cm//x", "deployment/ns/x", "cm/ns/x/y", ""])
+def test_bad_target_is_a_one_line_usage_error(
+    capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["explain", text, "--snapshot", DEMO])
+    assert raised.value.code == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gcjob: error: "), captured.err
+    assert "gcjob explain --help" in lines[0]
+
+
+def test_a_route_without_an_upstream_is_a_usage_error(tmp_path: Any) -> None:
+    (tmp_path / "hub").mkdir()
+    code, _ = run("explain", f"httproute/{WEB}/web", "--snapshot", str(tmp_path))
+    assert code == ExitCode.USAGE
