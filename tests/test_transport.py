@@ -3,14 +3,29 @@ backoff, deadlines."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable
+
 import pytest
+from kubernetes.client import ApiClient, Configuration
 
 from gcjob.budget import RunBudget
 from gcjob.kube import requests
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import Stopped, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
-from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
+from gcjob.kube.transport import (
+    MAX_BODY_BYTES,
+    NestedTooDeeply,
+    RequestStats,
+    RetryPolicy,
+    Timeouts,
+    Transport,
+    decode_json,
+)
 from tests.e2e.faultproxy import Fault, FaultProxy
 
 LIST = requests.list_page(
@@ -130,3 +145,136 @@ def test_a_stop_request_ends_retrying(faults: FaultProxy, kubeconfig: str) -> No
     with pytest.raises(Stopped, match="SIGTERM"):
         transport.send(LIST)
     assert stats.total == 1
+
+
+# -- a hostile network peer (not Kubernetes): slow drips and huge bodies ------------------
+
+
+class Hostile:
+    """A plain-HTTP peer on loopback that answers every request with `reply(conn)`."""
+
+    def __init__(self, reply: Callable[[socket.socket], None]) -> None:
+        self.reply = reply
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.recv(65536)
+            self.reply(conn)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def drip(conn: socket.socket) -> None:
+    """Headers promptly, then the body one byte a second: every socket read succeeds."""
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    )
+    for _ in range(100):
+        conn.sendall(b" ")
+        time.sleep(1.0)
+
+
+def huge(conn: socket.socket) -> None:
+    """A body far over the cap, sent fast and without a Content-Length (chunk after chunk)."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+    conn.sendall(b'{"items": [')
+    block = b'"' + b"x" * (1024 * 1024 - 3) + b'",'
+    for _ in range(MAX_BODY_BYTES // len(block) + 16):
+        conn.sendall(block)
+
+
+def hostile_transport(
+    reply: Callable[[socket.socket], None], budget: RunBudget, read: float = 30.0
+) -> tuple[Transport, Hostile]:
+    peer = Hostile(reply)
+    configuration = Configuration()
+    configuration.host = peer.url
+    configuration.retries = False
+    transport = Transport(
+        ApiClient(configuration),
+        "hub",
+        stats=RequestStats(),
+        budget=budget,
+        timeouts=Timeouts(1.0, read),
+        retry=RetryPolicy(attempts=2, max_total=60.0),
+    )
+    return transport, peer
+
+
+def test_a_dripping_answer_cannot_outlast_the_run() -> None:
+    transport, peer = hostile_transport(drip, RunBudget(2.0))
+    started = time.monotonic()
+    try:
+        with pytest.raises(Stopped):
+            transport.send(LIST)
+    finally:
+        peer.close()
+    # Each read got a byte within the 30 s read timeout; the run's 2 s deadline still held.
+    assert time.monotonic() - started < 2.5
+
+
+def test_an_attempt_has_a_total_deadline() -> None:
+    transport, peer = hostile_transport(drip, RunBudget(None), read=1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(Unavailable, match="after 2 attempts: AttemptTimedOut"):
+            transport.send(LIST)
+    finally:
+        peer.close()
+    # Two attempts of at most connect + read (2 s) each, and one short backoff.
+    assert time.monotonic() - started < 5.0
+
+
+def test_a_stop_abandons_the_request_in_flight() -> None:
+    budget = RunBudget(None)
+    transport, peer = hostile_transport(drip, budget)
+    threading.Timer(1.0, budget.request_stop, args=("SIGTERM",)).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(Stopped, match="abandoned in flight: SIGTERM") as stopped:
+            transport.send(LIST)
+    finally:
+        peer.close()
+    assert time.monotonic() - started < 1.5
+    assert stopped.value.maybe_applied is False  # a GET applies nothing
+
+
+def test_a_huge_body_is_refused_not_read_into_memory() -> None:
+    transport, peer = hostile_transport(huge, RunBudget(None))
+    try:
+        with pytest.raises(Unavailable, match="over the 128 MiB limit"):
+            transport.send(LIST)
+    finally:
+        peer.close()
+    assert transport.stats.total == 1  # an oversized answer is not asked for again
+
+
+def test_a_declared_huge_body_is_refused_before_reading() -> None:
+    def declared(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n{")
+
+    transport, peer = hostile_transport(declared, RunBudget(None))
+    try:
+        with pytest.raises(Unavailable, match="99999999999 bytes is over the 128 MiB limit"):
+            transport.send(LIST)
+    finally:
+        peer.close()
+
+
+def test_json_nested_deeper_than_python_follows_is_a_value_error() -> None:
+    deep = b'{"status": ' + b'{"a": ' * 3000 + b"1" + b"}" * 3001
+    with pytest.raises(NestedTooDeeply):
+        decode_json(deep)
+    assert decode_json(b'{"a": [1]}') == {"a": [1]}

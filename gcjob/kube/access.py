@@ -6,7 +6,6 @@ managedFields and no Secret payload outlives the page it came in.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
@@ -15,7 +14,7 @@ from gcjob.kube import requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
-from gcjob.kube.transport import Response, Transport
+from gcjob.kube.transport import NestedTooDeeply, Response, Transport, decode_json
 
 T = TypeVar("T")
 Reduce = Callable[[dict[str, Any]], T | None]
@@ -257,7 +256,7 @@ def _uid_and_terminating(obj: dict[str, Any]) -> tuple[str, bool]:
 
 def _status_body(response: Response) -> dict[str, Any]:
     try:
-        body = json.loads(response.body)
+        body = decode_json(response.body)
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
@@ -303,6 +302,8 @@ def _expect_ok(response: Response, request: Request) -> Any:
     if not 200 <= response.status < 300:
         raise _api_error(response, request)
     try:
-        return json.loads(response.body)
-    except ValueError:
-        raise ApiError(response.status, "Malformed", "response is not JSON", request.path) from None
+        return decode_json(response.body)
+    except ValueError as exc:
+        # Too deep to decode included: that object is unreadable, or its list incomplete.
+        what = f"response {exc}" if isinstance(exc, NestedTooDeeply) else "response is not JSON"
+        raise ApiError(response.status, "Malformed", what, request.path) from None

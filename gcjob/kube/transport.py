@@ -1,4 +1,9 @@
-"""Sends Requests through the official client's urllib3 pool; owns timeouts and retries.
+"""Sends Requests through the official client's urllib3 pool; owns timeouts, retries and limits.
+
+Each attempt has a total deadline (connect + read timeout, capped by the run's remaining time),
+not just a per-socket-read timeout: a peer dripping one byte a second cannot hold a run. The
+exchange runs in a daemon thread while the caller waits in ticks, so a stop (SIGTERM,
+`--timeout`) abandons a request in flight at once. A body over MAX_BODY_BYTES is refused.
 
 The client's own urllib3 retries are switched off (see connect.py): they would re-send a
 DELETE silently. Retries happen here only, bounded in attempts and time, and a response
@@ -9,8 +14,10 @@ else deleted it".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -26,6 +33,37 @@ from gcjob.kube.errors import KubeError, Stopped, TlsFailure, Unavailable
 from gcjob.kube.requests import Request
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+# The largest response body read. A metadata-only list page of 500 objects is a few MB even
+# with large annotations (a 500-item page at 128 KiB of annotations each is 64 MB); an
+# unpaginated metadata list of 20,000 objects is 30-60 MB. Past this, the answer is refused:
+# that list or cluster is unavailable, never a memory blow-up (decoded JSON costs ~5-10x).
+MAX_BODY_BYTES = 128 * 1024 * 1024
+_CHUNK = 64 * 1024
+# After a stop, the one read that settles a delete in flight (`final`) gets at most this long.
+FINAL_READ_SECONDS = 5.0
+# How soon a waiting request notices a stop request or its deadline.
+TICK = 0.1
+
+
+class NestedTooDeeply(ValueError):
+    """JSON deeper than Python's decoder can follow: malformed input, not a crash."""
+
+
+def decode_json(body: bytes) -> Any:
+    """JSON, or ValueError (NestedTooDeeply where the RecursionError would have escaped)."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise NestedTooDeeply("nested too deeply to decode") from None
+
+
+class BodyTooLarge(Exception):
+    """The answer was larger than MAX_BODY_BYTES: not read further, not retried."""
+
+
+class AttemptTimedOut(Exception):
+    """An attempt did not finish (headers and whole body) within its deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +88,7 @@ class Response:
     resent_after_maybe_applied: bool = False  # an earlier attempt may have been applied
 
     def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
+        return decode_json(self.body) if self.body else None
 
 
 class RequestStats:
@@ -111,13 +149,23 @@ class Transport:
                     Stopped(f"{request.method} {request.path} not sent: {stop}"), maybe_applied
                 )
             try:
-                response = self._send_once(request)
+                response = self._send_once(request, final=final)
+            except _Interrupted as exc:
+                raise _with(
+                    Stopped(f"{request.method} {request.path} abandoned in flight: {exc}"),
+                    maybe_applied or request.method != "GET",
+                ) from None
+            except BodyTooLarge as exc:
+                raise _with(
+                    Unavailable(f"{request.method} {request.path} on {self.target}: {exc}"),
+                    maybe_applied,
+                ) from None
             except ApiException as exc:  # how the client reports TLS failures: not transient
                 reason = " ".join(str(exc.reason).split())[:200]  # one line
                 raise TlsFailure(
                     f"{request.method} {request.path} on {self.target}: {reason}"
                 ) from exc
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
+            except (urllib3.exceptions.HTTPError, OSError, AttemptTimedOut) as exc:
                 # No answer: the request may or may not have been applied.
                 maybe_applied = True
                 failure = f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -155,11 +203,45 @@ class Transport:
         ceiling = min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1))
         return self._rng.uniform(ceiling / 2, ceiling)  # jitter keeps retries of runs apart
 
-    def _send_once(self, request: Request) -> Response:
+    def _send_once(self, request: Request, *, final: bool = False) -> Response:
+        """One attempt, bounded in total time; abandoned within a tick of a stop request
+        (unless `final`). The exchange runs in a daemon thread: a thread blocked in a socket
+        read cannot be interrupted, but it can be left behind (its socket times out soon)."""
+        started = time.monotonic()
+        limit = self.timeouts.connect + self.timeouts.read
+        if final:
+            limit = min(limit, FINAL_READ_SECONDS)
+        else:
+            remaining = self.budget.remaining()
+            if remaining is not None:
+                limit = max(0.0, min(limit, remaining))
+        deadline = started + limit
+        self.stats.count(self.target)
+        exchange = _Exchange()
+        worker = threading.Thread(
+            target=exchange.run,
+            args=(lambda: self._exchange(request, limit, exchange),),
+            name=f"gcjob-{self.target}",
+            daemon=True,
+        )
+        worker.start()
+        while not exchange.done.wait(TICK):
+            stop = None if final else self.budget.stop_reason()
+            if stop is not None:
+                exchange.abandon()
+                raise _Interrupted(stop)
+            if time.monotonic() >= deadline:
+                exchange.abandon()
+                raise AttemptTimedOut(f"no complete answer within {limit:.1f}s")
+        if exchange.error is not None:
+            raise exchange.error
+        assert exchange.response is not None
+        return exchange.response
+
+    def _exchange(self, request: Request, limit: float, exchange: _Exchange) -> Response:
         headers = {"Accept": request.accept}
         if request.content_type:
             headers["Content-Type"] = request.content_type
-        self.stats.count(self.target)
         method, url, header_params, body, post_params = self.api_client.param_serialize(
             method=request.method,
             resource_path=request.path,
@@ -169,19 +251,79 @@ class Transport:
             auth_settings=["BearerToken"],
             _host=self._server,
         )
+        # Socket timeouts no longer than the attempt, so an abandoned thread ends soon too.
+        socket_read = max(0.01, min(self.timeouts.read, limit))
+        socket_connect = max(0.01, min(self.timeouts.connect, limit))
         raw = self.api_client.call_api(
             method,
             url,
             header_params=header_params,
             body=body,
             post_params=post_params,
-            _request_timeout=(self.timeouts.connect, self.timeouts.read),
+            _request_timeout=(socket_connect, socket_read),
         )
+        stream = raw.response
+        exchange.stream = stream
         try:
-            data = raw.read()
+            data = _read_capped(stream, exchange)
+        except BaseException:
+            stream.close()  # unread bytes must not reach the next request on this connection
+            raise
         finally:
-            raw.response.release_conn()  # back to the pool: keep-alive across pages
-        return Response(raw.status, dict(raw.headers or {}), data or b"")
+            stream.release_conn()  # back to the pool: keep-alive across pages
+        return Response(raw.status, dict(raw.headers or {}), data)
+
+
+class _Interrupted(Exception):
+    """A stop request abandoned the attempt in flight."""
+
+
+class _Exchange:
+    """One attempt's result, handed from its worker thread to the waiting caller."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.abandoned = threading.Event()
+        self.response: Response | None = None
+        self.error: BaseException | None = None
+        self.stream: Any = None  # the urllib3 response, once headers are in
+
+    def run(self, exchange: Callable[[], Response]) -> None:
+        try:
+            self.response = exchange()
+        except BaseException as exc:  # handed to the caller, who raises it
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def abandon(self) -> None:
+        self.abandoned.set()
+        stream = self.stream
+        if stream is not None:
+            # Wakes the worker's blocked read at once; best effort: its socket timeout ends it too.
+            with contextlib.suppress(Exception):
+                stream.shutdown()
+
+
+def _read_capped(stream: Any, exchange: _Exchange) -> bytes:
+    length = stream.headers.get("Content-Length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        raise BodyTooLarge(f"answer of {int(length)} bytes is over the {_cap()} limit")
+    chunks: list[bytes] = []
+    size = 0
+    while not exchange.abandoned.is_set():
+        chunk = stream.read1(_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BodyTooLarge(f"answer is over the {_cap()} limit")
+        chunks.append(chunk)
+    raise _Interrupted("abandoned")
+
+
+def _cap() -> str:
+    return f"{MAX_BODY_BYTES // (1024 * 1024)} MiB"
 
 
 def _with(error: KubeError, maybe_applied: bool) -> KubeError:
