@@ -1,6 +1,6 @@
 """Sends Requests through the official client's urllib3 pool; owns timeouts, retries and limits.
 
-Each attempt has a total deadline (connect + read timeout, capped by the run's remaining time),
+Each attempt has a total deadline (the read timeout, capped by the run's remaining time),
 not just a per-socket-read timeout: a peer dripping one byte a second cannot hold a run. The
 exchange runs in a daemon thread while the caller waits in ticks, so a stop (SIGTERM,
 `--timeout`) abandons a request in flight at once. A body over MAX_BODY_BYTES is refused.
@@ -208,7 +208,7 @@ class Transport:
         (unless `final`). The exchange runs in a daemon thread: a thread blocked in a socket
         read cannot be interrupted, but it can be left behind (its socket times out soon)."""
         started = time.monotonic()
-        limit = self.timeouts.connect + self.timeouts.read
+        limit = self.timeouts.read  # the whole attempt: connecting, sending, the whole answer
         if final:
             limit = min(limit, FINAL_READ_SECONDS)
         else:
