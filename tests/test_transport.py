@@ -14,6 +14,7 @@ from kubernetes.client import ApiClient, Configuration
 
 from gcjob.budget import RunBudget
 from gcjob.kube import requests
+from gcjob.kube import transport as transport_module
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import Stopped, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
@@ -22,6 +23,7 @@ from gcjob.kube.transport import (
     NestedTooDeeply,
     RequestStats,
     RetryPolicy,
+    StreamBroken,
     Timeouts,
     Transport,
     decode_json,
@@ -278,3 +280,126 @@ def test_json_nested_deeper_than_python_follows_is_a_value_error() -> None:
     with pytest.raises(NestedTooDeeply):
         decode_json(deep)
     assert decode_json(b'{"a": [1]}') == {"a": [1]}
+
+
+# -- streamed answers (send(consume=...)) ------------------------------------------------------
+
+
+class Chunks:
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.chunks: list[bytes] = []
+        self.fail_after = fail_after
+
+    def feed(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        if self.fail_after is not None and sum(map(len, self.chunks)) > self.fail_after:
+            raise ValueError("consumer refuses")
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def test_a_2xx_body_goes_to_the_consumer_and_others_are_read_whole(
+    faults: FaultProxy, kubeconfig: str
+) -> None:
+    transport, _, _ = make(kubeconfig)
+    consumer = Chunks()
+    answer = transport.send(LIST, consume=consumer)
+    assert answer.status == 200
+    assert answer.streamed
+    assert answer.body == b""
+    assert decode_json(consumer.body)["kind"] == "PartialObjectMetadataList"
+
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=403))
+    refused = Chunks()
+    answer = transport.send(LIST, consume=refused)
+    assert answer.status == 403
+    assert not answer.streamed
+    assert decode_json(answer.body)["reason"] == "Forbidden"
+    assert refused.chunks == []
+
+
+def test_a_consumer_error_ends_the_attempt_and_is_not_retried() -> None:
+    transport, peer = hostile_transport(huge, RunBudget(None))
+    try:
+        with pytest.raises(ValueError, match="consumer refuses"):
+            transport.send(LIST, consume=Chunks(fail_after=1024 * 1024))
+    finally:
+        peer.close()
+    assert transport.stats.total == 1
+
+
+def test_a_streamed_body_over_its_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streamed cap counts bytes read; nothing of them is kept by the transport."""
+    monkeypatch.setattr(transport_module, "MAX_STREAM_BYTES", 8 * 1024 * 1024)
+    transport, peer = hostile_transport(huge, RunBudget(None))
+    consumer = Chunks()
+    try:
+        with pytest.raises(Unavailable, match="over the 8 MiB limit"):
+            transport.send(LIST, consume=consumer)
+    finally:
+        peer.close()
+    assert len(consumer.body) <= 8 * 1024 * 1024
+    assert transport.stats.total == 1
+
+
+def test_a_streamed_answer_that_breaks_off_is_stream_broken_not_retried() -> None:
+    def broken(conn: socket.socket) -> None:
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        )
+        conn.sendall(b'{"items": [{"a": 1},')
+        time.sleep(0.2)
+        # then the connection closes, 980 bytes short
+
+    transport, peer = hostile_transport(broken, RunBudget(None))
+    consumer = Chunks()
+    try:
+        with pytest.raises(StreamBroken, match="broke off after 20 bytes"):
+            transport.send(LIST, consume=consumer)
+    finally:
+        peer.close()
+    assert consumer.body == b'{"items": [{"a": 1},'
+    assert transport.stats.total == 1  # a retry would feed the consumer the same items twice
+
+
+def test_a_dripping_streamed_answer_has_the_same_total_deadline() -> None:
+    transport, peer = hostile_transport(drip, RunBudget(None), read=1.0)
+    consumer = Chunks()
+    started = time.monotonic()
+    try:
+        with pytest.raises(StreamBroken, match="AttemptTimedOut"):
+            transport.send(LIST, consume=consumer)
+    finally:
+        peer.close()
+    assert time.monotonic() - started < 2.0
+    assert consumer.body.strip() == b""
+
+
+def test_a_stop_abandons_a_streamed_answer_in_flight() -> None:
+    budget = RunBudget(None)
+    transport, peer = hostile_transport(drip, budget)
+    threading.Timer(1.0, budget.request_stop, args=("SIGTERM",)).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(Stopped, match="abandoned in flight: SIGTERM"):
+            transport.send(LIST, consume=Chunks())
+    finally:
+        peer.close()
+    assert time.monotonic() - started < 1.5
+
+
+def test_requests_are_counted_exactly_from_many_threads() -> None:
+    stats = RequestStats()
+
+    def count() -> None:
+        for _ in range(10_000):
+            stats.count("hub")
+
+    threads = [threading.Thread(target=count) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert stats.by_target["hub"] == 80_000
