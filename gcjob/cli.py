@@ -177,6 +177,14 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     help="Items per list page.",
 )
 @_opt(
+    "list-from",
+    type=click.Choice(["cache", "etcd"]),
+    default="cache",
+    show_default=True,
+    help="Read lists from the API server's watch cache (fast, may lag a moment: every "
+    "deletion is confirmed live) or page by page from etcd.",
+)
+@_opt(
     "upstream-kubeconfig",
     type=click.Path(dir_okay=False),
     help="Kubeconfig whose context names are upstream cluster names.",
@@ -371,6 +379,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         log_format=options["log_format"],
         report_healthy=options["report_healthy"],
         page_size=options["page_size"],
+        list_from=options["list_from"],
         upstream_kubeconfig=options["upstream_kubeconfig"],
         upstream_server_template=options["upstream_server_template"],
         max_deletions=options["max_deletions"],
@@ -439,7 +448,9 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         transport = Transport(
             client, target, stats=stats, budget=run_budget, timeouts=timeouts, retry=retry
         )
-        return KubeAccess(transport, settings.page_size)
+        return KubeAccess(
+            transport, settings.page_size, list_from_cache=settings.list_from == "cache"
+        )
 
     def make_upstream_access(client: Any, target: str) -> KubeAccess:
         return make_access(client, target, retry=UPSTREAM_RETRY)

@@ -48,6 +48,7 @@ class Settings:
     log_format: str = "json"
     report_healthy: bool = False
     page_size: int = 500
+    list_from: str = "cache"  # "cache": first pages from the watch cache; "etcd": all from etcd
     upstream_kubeconfig: str | None = None
     upstream_server_template: str | None = None
     max_deletions: int = 50

@@ -138,3 +138,28 @@ def test_nothing_is_done_after_a_stop() -> None:
     outcomes = delete_companion(orphan(), hub(), deleter)
 
     assert [(o.action, o.reason) for o in outcomes] == [(Action.SKIPPED, "stopped")]
+
+
+class CountingReads(SnapshotStore):
+    """The in-memory hub, counting the WorkloadDeployment names looked up."""
+
+    def __init__(self) -> None:
+        super().__init__("hub", [])
+        self.looked_up: list[str] = []
+
+    def get(self, resource, namespace, name, reduce, *, metadata_only=True):  # type: ignore[no-untyped-def]
+        if resource.kind == "WorkloadDeployment":
+            self.looked_up.append(name)
+        return super().get(resource, namespace, name, reduce, metadata_only=metadata_only)
+
+
+def test_the_second_look_costs_one_get_per_distinct_name() -> None:
+    # Keys differing only in their project namespace name the same hub WorkloadDeployment.
+    keys = ("default/web", "proj-a/web", "proj-b/web", "default/api")
+    verdict = Verdict(ref("ConfigMap", "app-config"), True, "orphaned", "gone", referrers=keys)
+    store = CountingReads()
+
+    outcomes = delete_companion(verdict, store, dry_deleter())
+
+    assert store.looked_up == ["web", "api"]
+    assert outcomes[0].action is Action.WOULD_DELETE

@@ -463,3 +463,11 @@ def test_the_same_bad_value_from_the_flag_names_the_flag(
 ) -> None:
     line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--min-age", "abc")
     assert "'--min-age': 'abc' is not a duration" in line
+
+
+def test_list_from_is_cache_or_etcd(capsys: pytest.CaptureFixture[str]) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--list-from", "disk")
+    assert "'--list-from'" in line
+    assert "'disk' is not one of 'cache', 'etcd'" in line
+    for value in ("cache", "etcd"):
+        assert invoke("--snapshot", DEMO, "--list-from", value).return_value == 0

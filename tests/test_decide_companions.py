@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from gcjob.decide.companions import (
+    MAX_REFERRER_KEYS,
     ReferrersUnreadable,
     binding_names_companion,
     decide_companion,
@@ -24,6 +25,22 @@ def test_parse_referrers_reads_sorted_array_of_keys() -> None:
         "default/api",
         "proj-b/web.v2",
     )
+
+
+def test_duplicate_keys_count_once() -> None:
+    keys = ["default/web"] * 40_000 + [f"proj-{i}/api" for i in range(MAX_REFERRER_KEYS - 1)]
+    parsed = parse_referrers(json.dumps(keys))
+    assert parsed[0] == "default/web"
+    assert len(parsed) == MAX_REFERRER_KEYS  # at the limit, not over it
+
+
+def test_an_orphan_detail_names_a_few_referrers_and_counts_the_rest() -> None:
+    keys = [f"p-{i}/web-{i}" for i in range(MAX_REFERRER_KEYS)]
+    verdict = decide_companion(companion(referrers=json.dumps(keys)), frozenset(), NOW, MIN_AGE)
+    assert verdict.reason == "orphaned"
+    assert verdict.detail.startswith("no WorkloadDeployment named web-0, web-1, web-2")
+    assert f"and {MAX_REFERRER_KEYS - 5} more" in verdict.detail
+    assert len(verdict.referrers) == MAX_REFERRER_KEYS
 
 
 # (raw annotation, reason the companion is preserved)
@@ -54,6 +71,14 @@ UNREADABLE = [
     pytest.param(json.dumps(["default/" + "x" * 254]), "referrer-key-malformed", id="long-name"),
     pytest.param('["default/web", "bad key"]', "referrer-key-malformed", id="one-bad-of-two"),
     pytest.param('["default/web_dfw"]', "referrer-key-malformed", id="underscore"),
+    pytest.param(
+        json.dumps([f"default/web-{i}" for i in range(MAX_REFERRER_KEYS + 1)]),
+        "referrers-too-many",
+        id="too-many",
+    ),
+    pytest.param(
+        json.dumps([f"default/web-{i}" for i in range(10_000)]), "referrers-too-many", id="10k"
+    ),
 ]
 
 

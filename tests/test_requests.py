@@ -171,6 +171,51 @@ def test_list_query_omits_empty_selector_and_token() -> None:
     assert request.query == (("limit", "1"),)
 
 
+def test_a_list_from_the_cache_asks_for_any_version_not_older_than_the_caches() -> None:
+    request = requests.list_page(
+        CONFIGMAPS,
+        namespace=NS,
+        label_selector="a=b",
+        limit=500,
+        continue_token=None,
+        metadata_only=True,
+        from_cache=True,
+    )
+    assert dict(request.query) == {
+        "limit": "500",  # a 1.25 cache ignores it; a newer one may page by it
+        "labelSelector": "a=b",
+        "resourceVersion": "0",
+        "resourceVersionMatch": "NotOlderThan",
+    }
+
+
+def test_the_next_page_of_a_cache_list_carries_only_its_continue_token() -> None:
+    """The API server refuses a resourceVersion (or a match) next to a continue token: the
+    token carries the version the list started at."""
+    request = requests.list_page(
+        CONFIGMAPS,
+        namespace=NS,
+        label_selector=None,
+        limit=500,
+        continue_token="tok",
+        metadata_only=True,
+        from_cache=True,
+    )
+    assert dict(request.query) == {"limit": "500", "continue": "tok"}
+
+
+@pytest.mark.parametrize("resource", [CONFIGMAPS, SECRETS, RESOURCEBINDINGS, GATEWAYS])
+def test_reads_that_confirm_a_deletion_are_live(resource: Resource) -> None:
+    """A GET without resourceVersion is served from etcd, never from a lagging cache: what
+    makes `--list-from cache` safe (README: "Why a lagging cache is safe")."""
+    request = requests.get(resource, NS, "x", metadata_only=True)
+    assert request.query == ()
+    delete = requests.delete(resource, NS, "x", "uid-1", "7")
+    assert delete.query == ()
+    assert delete.body is not None
+    assert delete.body["preconditions"] == {"uid": "uid-1", "resourceVersion": "7"}
+
+
 # -- discovery, create, replace ---------------------------------------------------------------
 
 

@@ -157,6 +157,14 @@ def test_unquoted_captured_at(snapshot_dir: Path) -> None:
     assert Snapshot(str(snapshot_dir)).captured_at == datetime(2026, 11, 20, 12, tzinfo=UTC)
 
 
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_dump_nested_too_deeply_is_refused_not_a_crash(snapshot_dir: Path, suffix: str) -> None:
+    deep = '{"a": ' * 3000 + "1" + "}" * 3000
+    _write(snapshot_dir / "hub" / f"deep{suffix}", '{"kind": "List", "status": ' + deep + "}")
+    with pytest.raises(ConfigError, match=f"snapshot file .*deep{suffix}: .*recursion"):
+        Snapshot(str(snapshot_dir))
+
+
 def test_json_list_loaded(snapshot_dir: Path) -> None:
     hub = Snapshot(str(snapshot_dir)).hub
     names = hub.list(CONFIGMAPS, reduce.namespace_and_name)

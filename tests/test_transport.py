@@ -3,14 +3,31 @@ backoff, deadlines."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable
+
 import pytest
+from kubernetes.client import ApiClient, Configuration
 
 from gcjob.budget import RunBudget
 from gcjob.kube import requests
+from gcjob.kube import transport as transport_module
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import Stopped, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
-from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
+from gcjob.kube.transport import (
+    MAX_BODY_BYTES,
+    NestedTooDeeply,
+    RequestStats,
+    RetryPolicy,
+    StreamBroken,
+    Timeouts,
+    Transport,
+    decode_json,
+)
 from tests.e2e.faultproxy import Fault, FaultProxy
 
 LIST = requests.list_page(
@@ -130,3 +147,260 @@ def test_a_stop_request_ends_retrying(faults: FaultProxy, kubeconfig: str) -> No
     with pytest.raises(Stopped, match="SIGTERM"):
         transport.send(LIST)
     assert stats.total == 1
+
+
+# -- a hostile network peer (not Kubernetes): slow drips and huge bodies ------------------
+
+
+class Hostile:
+    """A plain-HTTP peer on loopback that answers every request with `reply(conn)`."""
+
+    def __init__(self, reply: Callable[[socket.socket], None]) -> None:
+        self.reply = reply
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.recv(65536)
+            self.reply(conn)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def drip(conn: socket.socket) -> None:
+    """Headers promptly, then the body one byte a second: every socket read succeeds."""
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    )
+    for _ in range(100):
+        conn.sendall(b" ")
+        time.sleep(1.0)
+
+
+def huge(conn: socket.socket) -> None:
+    """A body far over the cap, sent fast and without a Content-Length (chunk after chunk)."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+    conn.sendall(b'{"items": [')
+    block = b'"' + b"x" * (1024 * 1024 - 3) + b'",'
+    for _ in range(MAX_BODY_BYTES // len(block) + 16):
+        conn.sendall(block)
+
+
+def hostile_transport(
+    reply: Callable[[socket.socket], None], budget: RunBudget, read: float = 30.0
+) -> tuple[Transport, Hostile]:
+    peer = Hostile(reply)
+    configuration = Configuration()
+    configuration.host = peer.url
+    configuration.retries = False
+    transport = Transport(
+        ApiClient(configuration),
+        "hub",
+        stats=RequestStats(),
+        budget=budget,
+        timeouts=Timeouts(1.0, read),
+        retry=RetryPolicy(attempts=2, max_total=60.0),
+    )
+    return transport, peer
+
+
+def test_a_dripping_answer_cannot_outlast_the_run() -> None:
+    transport, peer = hostile_transport(drip, RunBudget(2.0))
+    started = time.monotonic()
+    try:
+        with pytest.raises(Stopped):
+            transport.send(LIST)
+    finally:
+        peer.close()
+    # Each read got a byte within the 30 s read timeout; the run's 2 s deadline still held.
+    assert time.monotonic() - started < 2.5
+
+
+def test_an_attempt_has_a_total_deadline() -> None:
+    # A byte a second never lets a 1.5 s socket read time out: only the attempt's deadline can.
+    transport, peer = hostile_transport(drip, RunBudget(None), read=1.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(Unavailable, match="after 2 attempts: AttemptTimedOut"):
+            transport.send(LIST)
+    finally:
+        peer.close()
+    # Two attempts of at most the read timeout (1.5 s) each, and one short backoff.
+    assert time.monotonic() - started < 4.0
+
+
+def test_a_stop_abandons_the_request_in_flight() -> None:
+    budget = RunBudget(None)
+    transport, peer = hostile_transport(drip, budget)
+    threading.Timer(1.0, budget.request_stop, args=("SIGTERM",)).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(Stopped, match="abandoned in flight: SIGTERM") as stopped:
+            transport.send(LIST)
+    finally:
+        peer.close()
+    assert time.monotonic() - started < 1.5
+    assert stopped.value.maybe_applied is False  # a GET applies nothing
+
+
+def test_a_huge_body_is_refused_not_read_into_memory() -> None:
+    transport, peer = hostile_transport(huge, RunBudget(None))
+    try:
+        with pytest.raises(Unavailable, match="over the 128 MiB limit"):
+            transport.send(LIST)
+    finally:
+        peer.close()
+    assert transport.stats.total == 1  # an oversized answer is not asked for again
+
+
+def test_a_declared_huge_body_is_refused_before_reading() -> None:
+    def declared(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n{")
+
+    transport, peer = hostile_transport(declared, RunBudget(None))
+    try:
+        with pytest.raises(Unavailable, match="99999999999 bytes is over the 128 MiB limit"):
+            transport.send(LIST)
+    finally:
+        peer.close()
+
+
+def test_json_nested_deeper_than_python_follows_is_a_value_error() -> None:
+    deep = b'{"status": ' + b'{"a": ' * 3000 + b"1" + b"}" * 3001
+    with pytest.raises(NestedTooDeeply):
+        decode_json(deep)
+    assert decode_json(b'{"a": [1]}') == {"a": [1]}
+
+
+# -- streamed answers (send(consume=...)) ------------------------------------------------------
+
+
+class Chunks:
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.chunks: list[bytes] = []
+        self.fail_after = fail_after
+
+    def feed(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        if self.fail_after is not None and sum(map(len, self.chunks)) > self.fail_after:
+            raise ValueError("consumer refuses")
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def test_a_2xx_body_goes_to_the_consumer_and_others_are_read_whole(
+    faults: FaultProxy, kubeconfig: str
+) -> None:
+    transport, _, _ = make(kubeconfig)
+    consumer = Chunks()
+    answer = transport.send(LIST, consume=consumer)
+    assert answer.status == 200
+    assert answer.streamed
+    assert answer.body == b""
+    assert decode_json(consumer.body)["kind"] == "PartialObjectMetadataList"
+
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", status=403))
+    refused = Chunks()
+    answer = transport.send(LIST, consume=refused)
+    assert answer.status == 403
+    assert not answer.streamed
+    assert decode_json(answer.body)["reason"] == "Forbidden"
+    assert refused.chunks == []
+
+
+def test_a_consumer_error_ends_the_attempt_and_is_not_retried() -> None:
+    transport, peer = hostile_transport(huge, RunBudget(None))
+    try:
+        with pytest.raises(ValueError, match="consumer refuses"):
+            transport.send(LIST, consume=Chunks(fail_after=1024 * 1024))
+    finally:
+        peer.close()
+    assert transport.stats.total == 1
+
+
+def test_a_streamed_body_over_its_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streamed cap counts bytes read; nothing of them is kept by the transport."""
+    monkeypatch.setattr(transport_module, "MAX_STREAM_BYTES", 8 * 1024 * 1024)
+    transport, peer = hostile_transport(huge, RunBudget(None))
+    consumer = Chunks()
+    try:
+        with pytest.raises(Unavailable, match="over the 8 MiB limit"):
+            transport.send(LIST, consume=consumer)
+    finally:
+        peer.close()
+    assert len(consumer.body) <= 8 * 1024 * 1024
+    assert transport.stats.total == 1
+
+
+def test_a_streamed_answer_that_breaks_off_is_stream_broken_not_retried() -> None:
+    def broken(conn: socket.socket) -> None:
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        )
+        conn.sendall(b'{"items": [{"a": 1},')
+        time.sleep(0.2)
+        # then the connection closes, 980 bytes short
+
+    transport, peer = hostile_transport(broken, RunBudget(None))
+    consumer = Chunks()
+    try:
+        with pytest.raises(StreamBroken, match="broke off after 20 bytes"):
+            transport.send(LIST, consume=consumer)
+    finally:
+        peer.close()
+    assert consumer.body == b'{"items": [{"a": 1},'
+    assert transport.stats.total == 1  # a retry would feed the consumer the same items twice
+
+
+def test_a_dripping_streamed_answer_has_the_same_total_deadline() -> None:
+    transport, peer = hostile_transport(drip, RunBudget(None), read=1.5)
+    consumer = Chunks()
+    started = time.monotonic()
+    try:
+        with pytest.raises(StreamBroken, match="AttemptTimedOut"):
+            transport.send(LIST, consume=consumer)
+    finally:
+        peer.close()
+    assert time.monotonic() - started < 2.5
+    assert consumer.body.strip() == b""
+
+
+def test_a_stop_abandons_a_streamed_answer_in_flight() -> None:
+    budget = RunBudget(None)
+    transport, peer = hostile_transport(drip, budget)
+    threading.Timer(1.0, budget.request_stop, args=("SIGTERM",)).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(Stopped, match="abandoned in flight: SIGTERM"):
+            transport.send(LIST, consume=Chunks())
+    finally:
+        peer.close()
+    assert time.monotonic() - started < 1.5
+
+
+def test_requests_are_counted_exactly_from_many_threads() -> None:
+    stats = RequestStats()
+
+    def count() -> None:
+        for _ in range(10_000):
+            stats.count("hub")
+
+    threads = [threading.Thread(target=count) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert stats.by_target["hub"] == 80_000

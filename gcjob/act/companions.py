@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gcjob.act.deleter import Deleter, read_failure
-from gcjob.decide.companions import follow_binding, referrer_name
+from gcjob.decide.companions import follow_binding, referrer_names
 from gcjob.domain import binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError
@@ -20,8 +20,8 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
     if stopped is not None:
         return [stopped]
     # The garbage collector's pattern: the index said "gone"; ask again right before deleting.
-    for key in verdict.referrers:
-        name = referrer_name(key)
+    # One GET per distinct name: keys differing only in their namespace part name one object.
+    for name in referrer_names(verdict.referrers):
         try:
             found = hub.get(WORKLOADDEPLOYMENTS, ref.namespace, name, reduce.name_of)
         except KubeError as exc:

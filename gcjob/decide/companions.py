@@ -16,6 +16,13 @@ from gcjob.domain import (
 )
 from gcjob.model import Binding, BoundResource, Companion, ObjectRef, Verdict
 
+# More distinct referrer keys than this and the companion is preserved (`referrers-too-many`):
+# each distinct WorkloadDeployment name costs one live GET before a delete, so one annotation
+# must not be able to spend the run. Real companions have one or a few referrers.
+MAX_REFERRER_KEYS = 100
+# How many referrer names a detail message spells out before "and N more".
+NAMES_IN_DETAIL = 5
+
 
 class ReferrersUnreadable(ValueError):
     def __init__(self, reason: str, detail: str) -> None:
@@ -29,6 +36,8 @@ def parse_referrers(raw: str | None) -> tuple[str, ...]:
 
     Anything but a non-empty JSON array of `<namespace>/<name>` strings is unreadable, so the
     companion is preserved: an empty or odd annotation proves nothing about its referrers.
+    Duplicate keys count once (first occurrence kept); more than MAX_REFERRER_KEYS distinct
+    keys is `referrers-too-many`.
     """
     if raw is None:
         raise ReferrersUnreadable("referrers-missing", f"no {REFERRERS_ANNOTATION} annotation")
@@ -46,12 +55,19 @@ def parse_referrers(raw: str | None) -> tuple[str, ...]:
         )
     if not keys:
         raise ReferrersUnreadable("referrers-empty", f"{REFERRERS_ANNOTATION} is []")
-    for key in keys:
+    distinct = tuple(dict.fromkeys(keys))
+    if len(distinct) > MAX_REFERRER_KEYS:
+        raise ReferrersUnreadable(
+            "referrers-too-many",
+            f"{REFERRERS_ANNOTATION} lists {len(distinct)} distinct referrers, "
+            f"more than {MAX_REFERRER_KEYS}",
+        )
+    for key in distinct:
         if not is_referrer_key(key):
             raise ReferrersUnreadable(
                 "referrer-key-malformed", f"referrer {key[:80]!r} is not <namespace>/<name>"
             )
-    return tuple(keys)
+    return distinct
 
 
 def is_referrer_key(key: str) -> bool:
@@ -62,6 +78,17 @@ def is_referrer_key(key: str) -> bool:
 def referrer_name(key: str) -> str:
     """The WorkloadDeployment name of a key: its namespace part is the project's, not the hub's."""
     return key.partition("/")[2]
+
+
+def referrer_names(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The distinct WorkloadDeployment names of the keys, in order: one lookup each."""
+    return tuple(dict.fromkeys(map(referrer_name, keys)))
+
+
+def _names_in_detail(names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:NAMES_IN_DETAIL])
+    more = len(names) - NAMES_IN_DETAIL
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def decide_companion(
@@ -110,7 +137,7 @@ def decide_companion(
         ref,
         True,
         "orphaned",
-        f"no WorkloadDeployment named {', '.join(map(referrer_name, keys))} in {ref.namespace}",
+        f"no WorkloadDeployment named {_names_in_detail(referrer_names(keys))} in {ref.namespace}",
         referrers=keys,
     )
 

@@ -1,21 +1,28 @@
 """The one door to a Kubernetes API: discovery, paginated lists, proven NotFound, pinned deletes.
 
-Every page is reduced to compact records as it arrives (`reduce`), so no raw object, no
-managedFields and no Secret payload outlives the page it came in.
+Every list answer is decoded item by item as its bytes arrive (ListStream), and each item is
+reduced to a compact record at once (`reduce`), so no raw object, no managedFields and no Secret
+payload outlives the moment it was decoded, however large the answer.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
 from gcjob.kube import requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
+from gcjob.kube.liststream import ListStream
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
-from gcjob.kube.transport import Response, Transport
+from gcjob.kube.transport import (
+    NestedTooDeeply,
+    Response,
+    StreamBroken,
+    Transport,
+    decode_json,
+)
 
 T = TypeVar("T")
 Reduce = Callable[[dict[str, Any]], T | None]
@@ -85,9 +92,14 @@ class DeleteResult(Enum):
 
 
 class KubeAccess(ListsByFolding):
-    def __init__(self, transport: Transport, page_size: int = 500) -> None:
+    def __init__(
+        self, transport: Transport, page_size: int = 500, *, list_from_cache: bool = False
+    ) -> None:
+        """`list_from_cache`: lists start at the watch cache (`--list-from cache`), which can
+        lag etcd by a moment; safe because no caller deletes on a list alone (see README)."""
         self.transport = transport
         self.page_size = page_size
+        self.list_from_cache = list_from_cache
 
     @property
     def server(self) -> str:
@@ -113,11 +125,20 @@ class KubeAccess(ListsByFolding):
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> S:
-        """Every object, page by page, into a sink from `start()`. A 410 on a continue token
-        restarts the list from scratch into a fresh sink (partial pages discarded), a bounded
-        number of times."""
+        """Every object, page by page, into a sink from `start()`, each item as soon as its
+        bytes are in. A 410 on a continue token, or an answer that broke off after some of
+        its items were taken, restarts the list from scratch into a fresh sink (what the old
+        one took is discarded), a bounded number of times."""
+        path = resource.path(namespace)
         for _ in range(MAX_LIST_RESTARTS + 1):
             sink = start()
+
+            def take(item: Any, sink: S = sink) -> None:
+                if isinstance(item, dict):
+                    record = reduce(item)
+                    if record is not None:
+                        sink.add(record)
+
             token: str | None = None
             while True:
                 request = requests.list_page(
@@ -127,26 +148,32 @@ class KubeAccess(ListsByFolding):
                     limit=self.page_size,
                     continue_token=token,
                     metadata_only=metadata_only or resource.sensitive,
+                    from_cache=self.list_from_cache,
                 )
-                response = self.transport.send(request)
-                if response.status == 410 and token is not None:
-                    break  # continue token expired mid-list: restart
-                page = _expect_ok(response, request)
-                # An empty list comes back as `"items": null` from a real server (Go's nil
-                # slice); an answer without the key at all is not a list.
-                items = [] if "items" in page and page["items"] is None else page.get("items")
-                if not isinstance(items, list):
-                    raise ApiError(response.status, "Malformed", "list without items", request.path)
-                for item in items:
-                    if isinstance(item, dict):
-                        record = reduce(item)
-                        if record is not None:
-                            sink.add(record)
-                token = (page.get("metadata") or {}).get("continue") or None
+                page = ListStream(take)
+                try:
+                    response = self.transport.send(request, consume=page)
+                    if response.status == 410 and token is not None:
+                        break  # continue token expired mid-list: restart
+                    if not 200 <= response.status < 300:
+                        raise _api_error(response, request)
+                    head = page.end()
+                except StreamBroken:
+                    break  # some items were taken from an answer that broke off: restart
+                except ValueError as exc:
+                    # Too deep to decode included: the list cannot be completed.
+                    raise ApiError(200, "Malformed", str(exc), path) from None
+                metadata = head.get("metadata")
+                token = (metadata.get("continue") if isinstance(metadata, dict) else None) or None
+                if not isinstance(token, str | None):
+                    raise ApiError(
+                        200, "Malformed", "list with a continue token not a string", path
+                    )
                 if token is None:
                     return sink
         raise Unavailable(
-            f"list {resource.path(namespace)}: continue token expired {MAX_LIST_RESTARTS + 1} times"
+            f"list {path}: restarted {MAX_LIST_RESTARTS + 1} times (continue token expired, "
+            f"or the answer broke off)"
         )
 
     def get(
@@ -257,7 +284,7 @@ def _uid_and_terminating(obj: dict[str, Any]) -> tuple[str, bool]:
 
 def _status_body(response: Response) -> dict[str, Any]:
     try:
-        body = json.loads(response.body)
+        body = decode_json(response.body)
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
@@ -303,6 +330,8 @@ def _expect_ok(response: Response, request: Request) -> Any:
     if not 200 <= response.status < 300:
         raise _api_error(response, request)
     try:
-        return json.loads(response.body)
-    except ValueError:
-        raise ApiError(response.status, "Malformed", "response is not JSON", request.path) from None
+        return decode_json(response.body)
+    except ValueError as exc:
+        # Too deep to decode included: that object is unreadable, or its list incomplete.
+        what = f"response {exc}" if isinstance(exc, NestedTooDeeply) else "response is not JSON"
+        raise ApiError(response.status, "Malformed", what, request.path) from None

@@ -42,12 +42,19 @@ def list_page(
     limit: int,
     continue_token: str | None,
     metadata_only: bool,
+    from_cache: bool = False,
 ) -> Request:
+    """`from_cache`: the first page comes from the API server's watch cache
+    (`resourceVersion=0`, any version not older than the cache's), not from etcd. A 1.25
+    server then ignores `limit` and sends everything; a newer one may paginate, and its
+    continue token carries the version (no resourceVersion may go with a continue token)."""
     query: list[tuple[str, str]] = [("limit", str(limit))]
     if label_selector:
         query.append(("labelSelector", label_selector))
     if continue_token:
         query.append(("continue", continue_token))
+    elif from_cache:
+        query += [("resourceVersion", "0"), ("resourceVersionMatch", "NotOlderThan")]
     return Request(
         "GET",
         resource.path(namespace),

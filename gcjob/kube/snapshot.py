@@ -82,7 +82,8 @@ class SnapshotStore(ListsByFolding):
                 for document in _documents(path):
                     for obj in _objects(document):
                         self.add(obj)
-            except (OSError, ValueError, yaml.YAMLError) as exc:
+            # RecursionError: a document nested deeper than the parsers follow.
+            except (OSError, ValueError, RecursionError, yaml.YAMLError) as exc:
                 raise ConfigError(f"snapshot file {path}: {_unreadable(exc)}") from None
 
     @property
@@ -160,6 +161,8 @@ def _unreadable(exc: BaseException) -> str:
         return f"not UTF-8 at byte {exc.start}"
     if isinstance(exc, OSError):
         return exc.strerror or type(exc).__name__
+    if isinstance(exc, RecursionError):
+        return "nested deeper than the parser follows (recursion limit)"
     if type(exc) is ValueError and exc.args and str(exc.args[0]).startswith("not a Kubernetes"):
         return str(exc.args[0])  # gcjob's own words (_objects), not the file's
     return f"cannot be read ({type(exc).__name__})"

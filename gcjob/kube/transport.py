@@ -1,4 +1,13 @@
-"""Sends Requests through the official client's urllib3 pool; owns timeouts and retries.
+"""Sends Requests through the official client's urllib3 pool; owns timeouts, retries and limits.
+
+Each attempt has a total deadline (the read timeout, capped by the run's remaining time),
+not just a per-socket-read timeout: a peer dripping one byte a second cannot hold a run. The
+exchange runs in a daemon thread while the caller waits in ticks, so a stop (SIGTERM,
+`--timeout`) abandons a request in flight at once. A body over MAX_BODY_BYTES is refused.
+A list answer can instead be streamed to a consumer as it arrives (`send(consume=...)`): its
+chunks are handed over in the caller's thread, at most MAX_STREAM_BYTES of them, and an answer
+that breaks off after the consumer saw some of it is StreamBroken, never retried here (the
+consumer cannot take back what it saw: the access layer restarts the list).
 
 The client's own urllib3 retries are switched off (see connect.py): they would re-send a
 DELETE silently. Retries happen here only, bounded in attempts and time, and a response
@@ -9,13 +18,16 @@ else deleted it".
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import random
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 from kubernetes.client import ApiClient
@@ -26,6 +38,52 @@ from gcjob.kube.errors import KubeError, Stopped, TlsFailure, Unavailable
 from gcjob.kube.requests import Request
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+# The largest response body read. A metadata-only list page of 500 objects is a few MB even
+# with large annotations (a 500-item page at 128 KiB of annotations each is 64 MB); an
+# unpaginated metadata list of 20,000 objects is 30-60 MB. Past this, the answer is refused:
+# that list or cluster is unavailable, never a memory blow-up (decoded JSON costs ~5-10x).
+MAX_BODY_BYTES = 128 * 1024 * 1024
+# A streamed list answer is decoded as it arrives, so its size costs time, not memory: the
+# cap only ends an answer that would not end. 1 GiB is about a million metadata-only objects in
+# one answer (a 1.25 watch cache ignores `limit`); past that, list with --list-from etcd.
+MAX_STREAM_BYTES = 1024 * 1024 * 1024
+_CHUNK = 64 * 1024
+_QUEUED_CHUNKS = 8  # read ahead of the consumer at most this much (512 KiB)
+# After a stop, the one read that settles a delete in flight (`final`) gets at most this long.
+FINAL_READ_SECONDS = 5.0
+# How soon a waiting request notices a stop request or its deadline.
+TICK = 0.1
+
+
+class NestedTooDeeply(ValueError):
+    """JSON deeper than Python's decoder can follow: malformed input, not a crash."""
+
+
+def decode_json(body: bytes) -> Any:
+    """JSON, or ValueError (NestedTooDeeply where the RecursionError would have escaped)."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise NestedTooDeeply("nested too deeply to decode") from None
+
+
+class BodyTooLarge(Exception):
+    """The answer was larger than MAX_BODY_BYTES: not read further, not retried."""
+
+
+class AttemptTimedOut(Exception):
+    """An attempt did not finish (headers and whole body) within its deadline."""
+
+
+class StreamBroken(Unavailable):
+    """A streamed answer failed after its consumer had seen part of it: not retried."""
+
+
+class BodyConsumer(Protocol):
+    """Takes a 2xx answer's body chunk by chunk (see ListStream)."""
+
+    def feed(self, chunk: bytes) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,21 +104,24 @@ class Timeouts:
 class Response:
     status: int
     headers: Mapping[str, str]
-    body: bytes
+    body: bytes  # empty when the body went to a consumer
     resent_after_maybe_applied: bool = False  # an earlier attempt may have been applied
+    streamed: bool = False  # the body went to the consumer
 
     def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
+        return decode_json(self.body) if self.body else None
 
 
 class RequestStats:
-    """API requests made, per target ("hub", "upstream/<cluster>")."""
+    """API requests made, per target ("hub", "upstream/<cluster>"); counted from many threads."""
 
     def __init__(self) -> None:
         self.by_target: Counter[str] = Counter()
+        self._lock = threading.Lock()
 
     def count(self, target: str) -> None:
-        self.by_target[target] += 1
+        with self._lock:
+            self.by_target[target] += 1
 
     @property
     def total(self) -> int:
@@ -96,10 +157,14 @@ class Transport:
     def server(self) -> str:
         return self._server
 
-    def send(self, request: Request, *, final: bool = False) -> Response:
+    def send(
+        self, request: Request, *, final: bool = False, consume: BodyConsumer | None = None
+    ) -> Response:
         """Send with retries. `final`: one attempt, even after a stop request (the read
         that settles what a delete in flight did, so the report does not guess). A KubeError
-        raised here says whether an attempt may have been applied (`maybe_applied`)."""
+        raised here says whether an attempt may have been applied (`maybe_applied`).
+        `consume`: a 2xx answer's body goes there as it arrives (ValueError from it ends
+        the attempt and is raised as is); other answers are read whole as usual."""
         started = time.monotonic()
         maybe_applied = False
         attempt = 0
@@ -111,13 +176,25 @@ class Transport:
                     Stopped(f"{request.method} {request.path} not sent: {stop}"), maybe_applied
                 )
             try:
-                response = self._send_once(request)
+                response = self._send_once(request, final=final, consume=consume)
+            except _Interrupted as exc:
+                raise _with(
+                    Stopped(f"{request.method} {request.path} abandoned in flight: {exc}"),
+                    maybe_applied or request.method != "GET",
+                ) from None
+            except StreamBroken as exc:
+                raise _with(exc, maybe_applied) from None
+            except BodyTooLarge as exc:
+                raise _with(
+                    Unavailable(f"{request.method} {request.path} on {self.target}: {exc}"),
+                    maybe_applied,
+                ) from None
             except ApiException as exc:  # how the client reports TLS failures: not transient
                 reason = " ".join(str(exc.reason).split())[:200]  # one line
                 raise TlsFailure(
                     f"{request.method} {request.path} on {self.target}: {reason}"
                 ) from exc
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
+            except (urllib3.exceptions.HTTPError, OSError, AttemptTimedOut) as exc:
                 # No answer: the request may or may not have been applied.
                 maybe_applied = True
                 failure = f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -155,11 +232,75 @@ class Transport:
         ceiling = min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1))
         return self._rng.uniform(ceiling / 2, ceiling)  # jitter keeps retries of runs apart
 
-    def _send_once(self, request: Request) -> Response:
+    def _send_once(
+        self, request: Request, *, final: bool = False, consume: BodyConsumer | None = None
+    ) -> Response:
+        """One attempt, bounded in total time; abandoned within a tick of a stop request
+        (unless `final`). The exchange runs in a daemon thread: a thread blocked in a socket
+        read cannot be interrupted, but it can be left behind (its socket times out soon).
+        A streamed body comes back through a short queue and is fed here, in this thread."""
+        started = time.monotonic()
+        limit = self.timeouts.read  # the whole attempt: connecting, sending, the whole answer
+        if final:
+            limit = min(limit, FINAL_READ_SECONDS)
+        else:
+            remaining = self.budget.remaining()
+            if remaining is not None:
+                limit = max(0.0, min(limit, remaining))
+        deadline = started + limit
+        self.stats.count(self.target)
+        exchange = _Exchange(streaming=consume is not None)
+        worker = threading.Thread(
+            target=exchange.run,
+            args=(lambda: self._exchange(request, limit, exchange),),
+            name=f"gcjob-{self.target}",
+            daemon=True,
+        )
+        worker.start()
+        head: Response | None = None
+        fed = 0
+        try:
+            while True:
+                try:
+                    kind, value = exchange.events.get(timeout=TICK)
+                except queue.Empty:
+                    kind, value = "wait", None
+                if kind == "error":
+                    raise value
+                if kind == "response":  # read whole (not streamed)
+                    return value  # type: ignore[no-any-return]
+                if kind == "end":
+                    assert head is not None
+                    return head
+                stop = None if final else self.budget.stop_reason()
+                if stop is not None:
+                    raise _Interrupted(stop)
+                if kind == "head":
+                    head = value
+                elif kind == "chunk":
+                    fed += len(value)
+                    if fed > MAX_STREAM_BYTES:
+                        raise BodyTooLarge(f"answer is over the {_cap(MAX_STREAM_BYTES)} limit")
+                    assert consume is not None
+                    consume.feed(value)
+                if time.monotonic() >= deadline:
+                    raise AttemptTimedOut(f"no complete answer within {limit:.1f}s")
+        except (urllib3.exceptions.HTTPError, OSError, AttemptTimedOut) as exc:
+            exchange.abandon()
+            if fed:  # the consumer saw part of an answer: a retry would feed it twice
+                raise StreamBroken(
+                    f"{request.method} {request.path} on {self.target}: the answer broke off "
+                    f"after {fed} bytes: {type(exc).__name__}: {str(exc)[:160]}"
+                ) from None
+            raise
+        except BaseException:
+            exchange.abandon()
+            raise
+
+    def _exchange(self, request: Request, limit: float, exchange: _Exchange) -> None:
         headers = {"Accept": request.accept}
         if request.content_type:
             headers["Content-Type"] = request.content_type
-        self.stats.count(self.target)
         method, url, header_params, body, post_params = self.api_client.param_serialize(
             method=request.method,
             resource_path=request.path,
@@ -169,19 +310,109 @@ class Transport:
             auth_settings=["BearerToken"],
             _host=self._server,
         )
+        # Socket timeouts no longer than the attempt, so an abandoned thread ends soon too.
+        socket_read = max(0.01, min(self.timeouts.read, limit))
+        socket_connect = max(0.01, min(self.timeouts.connect, limit))
         raw = self.api_client.call_api(
             method,
             url,
             header_params=header_params,
             body=body,
             post_params=post_params,
-            _request_timeout=(self.timeouts.connect, self.timeouts.read),
+            _request_timeout=(socket_connect, socket_read),
         )
+        stream = raw.response
+        exchange.stream = stream
+        status, response_headers = raw.status, dict(raw.headers or {})
         try:
-            data = raw.read()
+            if exchange.streaming and 200 <= status < 300:
+                exchange.put("head", Response(status, response_headers, b"", streamed=True))
+                _stream(stream, exchange)
+                exchange.put("end", None)
+            else:
+                data = _read_capped(stream, exchange)
+                exchange.put("response", Response(status, response_headers, data))
+        except BaseException:
+            stream.close()  # unread bytes must not reach the next request on this connection
+            raise
         finally:
-            raw.response.release_conn()  # back to the pool: keep-alive across pages
-        return Response(raw.status, dict(raw.headers or {}), data or b"")
+            stream.release_conn()  # back to the pool: keep-alive across pages
+
+
+class _Interrupted(Exception):
+    """A stop request abandoned the attempt in flight."""
+
+
+class _Exchange:
+    """One attempt, handed from its worker thread to the waiting caller as events: a whole
+    `response`; or `head`, `chunk`s and `end` for a streamed body; or an `error`."""
+
+    def __init__(self, *, streaming: bool) -> None:
+        self.streaming = streaming
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=_QUEUED_CHUNKS)
+        self.abandoned = threading.Event()
+        self.stream: Any = None  # the urllib3 response, once headers are in
+
+    def run(self, exchange: Callable[[], None]) -> None:
+        try:
+            exchange()
+        except _Interrupted:
+            pass  # the caller is gone
+        except BaseException as exc:  # handed to the caller, who raises it
+            with contextlib.suppress(_Interrupted):
+                self.put("error", exc)
+
+    def put(self, kind: str, value: Any) -> None:
+        """Waits for room (the consumer sets the pace), unless the caller is gone."""
+        while not self.abandoned.is_set():
+            try:
+                self.events.put((kind, value), timeout=TICK)
+                return
+            except queue.Full:
+                continue
+        raise _Interrupted("abandoned")
+
+    def abandon(self) -> None:
+        self.abandoned.set()
+        stream = self.stream
+        if stream is not None:
+            # Wakes the worker's blocked read at once; best effort: its socket timeout ends it too.
+            with contextlib.suppress(Exception):
+                stream.shutdown()
+
+
+def _stream(stream: Any, exchange: _Exchange) -> None:
+    length = stream.headers.get("Content-Length")
+    if length is not None and length.isdigit() and int(length) > MAX_STREAM_BYTES:
+        raise BodyTooLarge(
+            f"answer of {int(length)} bytes is over the {_cap(MAX_STREAM_BYTES)} limit"
+        )
+    while True:
+        chunk = stream.read1(_CHUNK)
+        if not chunk:
+            return
+        exchange.put("chunk", chunk)
+
+
+def _read_capped(stream: Any, exchange: _Exchange) -> bytes:
+    length = stream.headers.get("Content-Length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        raise BodyTooLarge(f"answer of {int(length)} bytes is over the {_cap()} limit")
+    chunks: list[bytes] = []
+    size = 0
+    while not exchange.abandoned.is_set():
+        chunk = stream.read1(_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BodyTooLarge(f"answer is over the {_cap()} limit")
+        chunks.append(chunk)
+    raise _Interrupted("abandoned")
+
+
+def _cap(limit: int = MAX_BODY_BYTES) -> str:
+    return f"{limit // (1024 * 1024)} MiB"
 
 
 def _with(error: KubeError, maybe_applied: bool) -> KubeError:

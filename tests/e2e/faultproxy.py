@@ -243,7 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         try:
             parsed = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a body nested too deep to parse
             parsed = None
         rec = RecordedRequest(
             method=self.command,

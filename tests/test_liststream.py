@@ -1,0 +1,141 @@
+"""ListStream: a list answer decoded item by item, whatever the chunk boundaries."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gcjob.kube.liststream import ListStream, ValueTooLarge
+from gcjob.kube.transport import NestedTooDeeply
+
+
+def _item(i: int) -> dict[str, Any]:
+    return {"metadata": {"name": f"cm-{i}", "annotations": {"a": 'é"\\,]}' * (i % 3)}}}
+
+
+LIST = {
+    "kind": "PartialObjectMetadataList",
+    "apiVersion": "meta.k8s.io/v1",
+    "metadata": {"resourceVersion": "42", "continue": "tok"},
+    "items": [_item(i) for i in range(7)] + [12, None, "x"],
+}
+
+
+def _decode(body: bytes, chunk: int, **kwargs: Any) -> tuple[list[Any], dict[str, Any]]:
+    items: list[Any] = []
+    stream = ListStream(items.append, **kwargs)
+    for start in range(0, len(body), chunk):
+        stream.feed(body[start : start + chunk])
+    return items, stream.end()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 100_000])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_items_arrive_whole_whatever_the_chunks(chunk: int, indent: int | None) -> None:
+    body = json.dumps(LIST, indent=indent, ensure_ascii=False).encode()
+    items, head = _decode(body, chunk)
+    assert items == LIST["items"]
+    assert head == {k: v for k, v in LIST.items() if k != "items"}
+
+
+def test_each_item_goes_out_as_soon_as_its_bytes_are_in() -> None:
+    seen: list[Any] = []
+    stream = ListStream(seen.append)
+    stream.feed(b'{"kind":"List","items":[{"a":1},{"b":')
+    assert seen == [{"a": 1}]
+    stream.feed(b"2}")  # complete, but a following byte is needed to know it ended
+    stream.feed(b"]}")
+    assert seen == [{"a": 1}, {"b": 2}]
+    assert stream.end() == {"kind": "List"}
+
+
+def test_a_number_cut_by_a_chunk_is_not_taken_early() -> None:
+    items, _ = _decode(b'{"items":[12345]}', 3)
+    assert items == [12345]
+
+
+def test_metadata_after_the_items_is_read_too() -> None:
+    items, head = _decode(b'{"items":[{"a":1}],"metadata":{"continue":"c"}}', 5)
+    assert items == [{"a": 1}]
+    assert head["metadata"]["continue"] == "c"
+
+
+@pytest.mark.parametrize("body", [b'{"items":null}', b'{"items": []}', b'{ "items" : [ ] }'])
+def test_an_empty_list_is_empty(body: bytes) -> None:
+    assert _decode(body, 4) == ([], {})
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b'{"kind":"List"}', "list without items"),
+        (b'{"items":{}}', "items is not a list"),
+        (b'{"items":"x"}', "items is not a list"),
+        (b'{"items":nul}', "malformed"),
+        (b'[{"a":1}]', "expected '{'"),
+        (b'{"items":[{"a":1}{"b":2}]}', "between items"),
+        (b'{"items":[{"a":1},]}', "malformed"),
+        (b'{"items":[{"a":1}]', "ends inside"),
+        (b'{"items":[{"a":1', "malformed"),
+        (b'{"items":[]} x', "text after"),
+        (b'{"items":[]}{}', "text after"),
+        (b"", "ends inside"),
+        (b'{"items":["\xff"]}', "utf-8"),
+    ],
+)
+def test_malformed_answers_are_value_errors(body: bytes, problem: str) -> None:
+    with pytest.raises(ValueError, match=f"(?i){problem}"):
+        _decode(body, 3)
+
+
+def test_an_item_nested_too_deeply_is_refused_with_bounded_memory() -> None:
+    """2 MB of `[` decode to a NestedTooDeeply, not a crash and not a tree of 2M lists."""
+    deep = b"[" * 2_000_000 + b"]" * 2_000_000
+    with pytest.raises(NestedTooDeeply):
+        _decode(b'{"items":[{"a":1},' + deep + b"]}", 65536)
+
+
+def test_items_before_a_too_deep_one_were_taken() -> None:
+    items: list[Any] = []
+    stream = ListStream(items.append)
+    with pytest.raises(NestedTooDeeply):
+        stream.feed(b'{"items":[{"a":1},' + b"[" * 5000 + b"]" * 5000 + b"]}")
+    assert items == [{"a": 1}]
+
+
+def test_one_value_over_the_limit_is_refused_before_it_is_decoded() -> None:
+    huge = b'{"items":[{"a":"' + b"x" * 5000
+    stream = ListStream(lambda item: None, max_value_chars=4096)
+    with pytest.raises(ValueTooLarge):
+        for start in range(0, len(huge), 512):
+            stream.feed(huge[start : start + 512])
+
+
+def test_many_values_each_under_the_limit_are_fine() -> None:
+    body = json.dumps({"items": [{"a": "x" * 1000} for _ in range(50)]}).encode()
+    items, _ = _decode(body, 512, max_value_chars=4096)
+    assert len(items) == 50
+
+
+def test_a_value_spanning_many_chunks_is_decoded_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed try is repeated with each chunk while the value is under 64 KiB, then only
+    once the text doubled: never one decode of a huge value per chunk."""
+    from gcjob.kube import liststream
+
+    calls = 0
+    decode = liststream._DECODE
+
+    def counting(text: str, start: int) -> tuple[Any, int]:
+        nonlocal calls
+        calls += 1
+        return decode(text, start)
+
+    monkeypatch.setattr(liststream, "_DECODE", counting)
+    body = json.dumps({"items": [{"a": "x" * 1_000_000}]}).encode()
+    items, _ = _decode(body, 1024)
+    assert len(items) == 1
+    assert calls < 80  # ~1000 chunks went in: 64 tries up to 64 KiB, then 64K->128K->...->1M
