@@ -51,6 +51,7 @@ PAGE_SIZE = 500
 NAMESPACE_SIZE = 50  # companions per hub namespace: N/50 namespaces
 ORPHAN_EVERY = 100  # one workload in 100 is gone: ~1% of companions are orphans
 POPULATE_THREADS = 8  # keep-alive connections filling the hub
+POST_ATTEMPTS = 8  # a loaded 2-core machine makes the server time out now and then (504)
 META_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 BASELINE_LISTS = (  # what gcjob lists for companions + bindings
     ("/api/v1/configmaps", f"{COMPANION_LABEL}=true"),
@@ -239,6 +240,7 @@ class Populator:
         self.server = server
         self.threads = threads
         self.posts = 0
+        self.retries = 0  # POSTs sent again because the busy server did not answer in time
         self._lock = threading.Lock()
         self._errors: list[BaseException] = []
 
@@ -264,12 +266,37 @@ class Populator:
             "Accept": "application/json",
         }
 
+        def send(method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+            nonlocal connection
+            try:
+                connection.request(method, path, data, headers)
+                response = connection.getresponse()
+                return response.status, response.read()
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                connection = http.client.HTTPSConnection(
+                    "127.0.0.1", self.server.port, context=context
+                )
+                return 0, b"connection failed"
+
         def post(path: str, obj: Obj) -> Obj:
-            connection.request("POST", path, json.dumps(obj).encode(), headers)
-            response = connection.getresponse()
-            body = response.read()
-            if response.status >= 300:
-                raise RuntimeError(f"POST {path}: {response.status} {body[:300]!r}")
+            """POST, retried on a busy server (504, 429, 5xx, a broken connection); a retry
+            answered 409 means an earlier attempt applied: the stored object is read back."""
+            data = json.dumps(obj).encode()
+            for attempt in range(POST_ATTEMPTS):
+                status, body = send("POST", path, data)
+                if status == 409 and attempt:
+                    name = obj["metadata"]["name"]
+                    status, body = send("GET", f"{path}/{name}", None)
+                if status < 300 and status:
+                    break
+                if status not in (0, 429) and status < 500:
+                    raise RuntimeError(f"POST {path}: {status} {body[:300]!r}")
+                with self._lock:
+                    self.retries += 1
+                time.sleep(min(30.0, 2.0**attempt))
+            else:
+                raise RuntimeError(f"POST {path}: {status} {body[:300]!r} ({POST_ATTEMPTS} tries)")
             with self._lock:
                 self.posts += 1
             stored: Obj = json.loads(body)
@@ -302,6 +329,7 @@ def populate(server: ApiServer, n: int) -> tuple[dict[str, int], Obj]:
         "threads": populator.threads,
         "seconds": round(elapsed, 1),
         "posts_per_s": round(populator.posts / elapsed),
+        "retries": populator.retries,
     }
     return dict(counts), rate
 
