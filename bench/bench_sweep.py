@@ -1,13 +1,14 @@
-"""Benchmark: the real gcjob CLI sweeping a large loopback Karmada hub.
+"""Benchmark: the real gcjob CLI sweeping a large Karmada hub on a real kube-apiserver + etcd.
 
-For each size N it starts ``tests.fakekube.FakeKube``, fills it directly (``kube.create``, no
-HTTP) with a realistic hub, and measures, each in a fresh subprocess:
+For each size N it starts a real API server pair (``tests/e2e/envtest.py``, the hub CRDs of
+``tests/servers.py``), fills it over HTTPS with a bounded pool of keep-alive connections, and
+measures, each in a fresh subprocess against that same server:
 
-- ``gcjob sweep --sweep companions --sweep bindings --no-lock`` as a dry run (default brakes),
-  as a dry run with the brakes lifted as for the delete run, then with ``--delete`` (wall time,
-  peak RSS, API requests, outcomes, response bytes the server sent, server handler time);
-- a plain paginated metadata-only list of the same four resources through the official
-  kubernetes client (the floor set by the loopback server and the client);
+- a plain paginated (limit=500) metadata-only list of the collections gcjob lists, through the
+  official kubernetes client (the floor this server and a Python client set);
+- ``gcjob sweep --sweep companions --sweep bindings --no-lock --min-age 0s`` as a dry run
+  (default brakes), as a dry run with the brakes lifted as for the delete run, then with
+  ``--delete`` (wall time, peak RSS, API requests and outcomes from gcjob's summary);
 - the pure decision function ``decide_companion`` over N records (µs per decision).
 
 It asserts nothing: it prints a table and writes JSON.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import base64
-import gc
+import http.client
 import json
 import os
 import platform
@@ -31,7 +32,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +41,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from gcjob.domain import COMPANION_LABEL, POLICY_KEY, REFERRERS_ANNOTATION  # noqa: E402
+from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir  # noqa: E402
 from tests.e2e.objects import workload  # noqa: E402
+from tests.servers import HUB_CRDS  # noqa: E402
 
 Obj = dict[str, Any]
 
 PAGE_SIZE = 500
 NAMESPACE_SIZE = 50  # companions per hub namespace: N/50 namespaces
 ORPHAN_EVERY = 100  # one workload in 100 is gone: ~1% of companions are orphans
-ORPHAN_CREATED = "2026-01-01T00:00:00Z"
-LIVE_CREATED = "2026-03-01T00:00:00Z"
-HUB_CRDS = (  # as tests/e2e/conftest.py HUB_CRDS
-    "karmada-work.karmada.io_resourcebindings.yaml",
-    "datum-compute.datumapis.com_workloaddeployments.yaml",
-    "gwapi-v1.6.1-gateway.networking.k8s.io_httproutes.yaml",
-    "gwapi-v1.6.1-gateway.networking.k8s.io_gateways.yaml",
-)
+POPULATE_THREADS = 8  # keep-alive connections filling the hub
+POST_ATTEMPTS = 8  # a loaded 2-core machine makes the server time out now and then (504)
 META_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 BASELINE_LISTS = (  # what gcjob lists for companions + bindings
     ("/api/v1/configmaps", f"{COMPANION_LABEL}=true"),
@@ -62,6 +59,9 @@ BASELINE_LISTS = (  # what gcjob lists for companions + bindings
     ("/apis/compute.datumapis.com/v1alpha/workloaddeployments", None),
     ("/apis/work.karmada.io/v1alpha2/resourcebindings", None),
 )
+RB_PATH = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
+WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"
+CORE_PATH = "/api/v1/namespaces/{ns}/{plural}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,15 +84,13 @@ class Blobs:
         self.plain = [{"data.txt": _blob(rng, 2048)} for _ in range(32)]
 
 
-def _companion(kind: str, ns: str, name: str, referrers: list[str], created: str, data: Obj) -> Obj:
+def _companion(kind: str, ns: str, name: str, referrers: list[str], data: Obj) -> Obj:
     obj: Obj = {
         "apiVersion": "v1",
         "kind": kind,
         "metadata": {
             "name": name,
             "namespace": ns,
-            "uid": str(uuid.uuid4()),
-            "creationTimestamp": created,
             "labels": {
                 COMPANION_LABEL: "true",
                 "app.kubernetes.io/managed-by": "compute-operator",
@@ -106,7 +104,8 @@ def _companion(kind: str, ns: str, name: str, referrers: list[str], created: str
     return obj
 
 
-def _binding(companion: Obj, created: str) -> Obj:
+def _binding(companion: Obj) -> Obj:
+    """The binding of a companion as the server stored it (its uid and resourceVersion)."""
     meta = companion["metadata"]
     kind = companion["kind"]
     ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
@@ -116,8 +115,6 @@ def _binding(companion: Obj, created: str) -> Obj:
         "metadata": {
             "name": f"{name}-{kind.lower()}",
             "namespace": ns,
-            "uid": str(uuid.uuid4()),
-            "creationTimestamp": created,
             "annotations": {
                 POLICY_KEY: "city-dfw",
                 "propagationpolicy.karmada.io/namespace": ns,
@@ -142,7 +139,7 @@ def _binding(companion: Obj, created: str) -> Obj:
                 "namespace": ns,
                 "name": name,
                 "uid": uid,
-                "resourceVersion": "1",
+                "resourceVersion": meta["resourceVersion"],
             },
             "clusters": [{"name": "cell-dfw-1"}],
             "placement": {"clusterAffinity": {"labelSelector": {"matchLabels": {"city": "dfw"}}}},
@@ -152,50 +149,75 @@ def _binding(companion: Obj, created: str) -> Obj:
 
 
 def _workload(ns: str, name: str) -> Obj:
-    obj = workload(
+    return workload(
         ns, name, labels={"compute.datumapis.com/workload-name": name.removesuffix("-dfw")}
     )
-    obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=LIVE_CREATED)
-    return obj
 
 
-def populate(kube: Any, n: int, seed: int = 1) -> dict[str, int]:
+Post = Callable[[str, Obj], Obj]
+Task = Callable[[Post], None]
+
+
+def _post_companion(path: str, obj: Obj) -> Task:
+    """Create a companion, then its binding naming the uid the server gave it."""
+
+    def task(post: Post) -> None:
+        stored = post(path, obj)
+        post(RB_PATH.format(ns=obj["metadata"]["namespace"]), _binding(stored))
+
+    return task
+
+
+def _post(path: str, obj: Obj) -> Task:
+    def task(post: Post) -> None:
+        post(path, obj)
+
+    return task
+
+
+def hub_tasks(n: int, seed: int = 1) -> tuple[list[Task], Iterator[Task], Counter[str]]:
     """N companions (half ConfigMaps, half Secrets) referenced by N/2 workloads, one binding per
-    companion, N/2 WorkloadDeployments, N unlabelled ConfigMaps, over N/50 namespaces."""
+    companion, N/2 WorkloadDeployments, N unlabelled ConfigMaps, over N/50 namespaces.
+    Returns the namespace tasks (to run first), the rest (lazily) and the counts."""
     rng = random.Random(seed)
     blobs = Blobs(rng)
     namespaces = [f"ns-{uuid.UUID(int=rng.getrandbits(128), version=4)}" for _ in range(n // 50)]
-    counts: Counter[str] = Counter()
-    for ns in namespaces:
-        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        counts["Namespace"] += 1
+    counts: Counter[str] = Counter(Namespace=len(namespaces))
+    first = [
+        _post(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        )
+        for ns in namespaces
+    ]
     pairs = n // 2
     per_ns = NAMESPACE_SIZE // 2  # workload pairs per namespace
     for j in range(pairs):
-        ns = namespaces[(j // per_ns) % len(namespaces)]
-        wd = f"web-{j}-dfw"
         orphan = j % ORPHAN_EVERY == ORPHAN_EVERY // 2
-        referrers = [f"default/{wd}"]
-        if j % 10 == 3 and not orphan:  # some companions are shared by two workloads
-            referrers.append(f"default/web-{j - 1}-dfw")
-        created = ORPHAN_CREATED if orphan else LIVE_CREATED
-        cm = _companion(
-            "ConfigMap", ns, f"app-config-{j}", referrers, created, blobs.config[j % 32]
-        )
-        secret = _companion("Secret", ns, f"db-creds-{j}", referrers, created, blobs.secret[j % 32])
-        for obj in (cm, secret):
-            kube.create(obj)
-            kube.create(_binding(obj, created))
-            counts[obj["kind"]] += 1
-            counts["ResourceBinding"] += 1
-            counts["orphans"] += orphan
-        # the orphans' workload is gone; an unrelated one keeps the WD count at N/2
-        kube.create(_workload(ns, f"batch-{j}-dfw" if orphan else wd))
+        counts["ConfigMap"] += 1
+        counts["Secret"] += 1
+        counts["ResourceBinding"] += 2
         counts["WorkloadDeployment"] += 1
-    for k in range(n):  # never to be read by gcjob
-        ns = namespaces[k % len(namespaces)]
-        kube.create(
-            {
+        counts["orphaned companions"] += 2 * orphan
+    counts["unlabelled ConfigMap"] += n
+
+    def rest() -> Iterator[Task]:
+        for j in range(pairs):
+            ns = namespaces[(j // per_ns) % len(namespaces)]
+            wd = f"web-{j}-dfw"
+            orphan = j % ORPHAN_EVERY == ORPHAN_EVERY // 2
+            referrers = [f"default/{wd}"]
+            if j % 10 == 3 and not orphan:  # some companions are shared by two workloads
+                referrers.append(f"default/web-{j - 1}-dfw")
+            cm = _companion("ConfigMap", ns, f"app-config-{j}", referrers, blobs.config[j % 32])
+            secret = _companion("Secret", ns, f"db-creds-{j}", referrers, blobs.secret[j % 32])
+            yield _post_companion(CORE_PATH.format(ns=ns, plural="configmaps"), cm)
+            yield _post_companion(CORE_PATH.format(ns=ns, plural="secrets"), secret)
+            # the orphans' workload is gone; an unrelated one keeps the WD count at N/2
+            yield _post(WD_PATH.format(ns=ns), _workload(ns, f"batch-{j}-dfw" if orphan else wd))
+        for k in range(n):  # never to be read by gcjob
+            ns = namespaces[k % len(namespaces)]
+            plain = {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {
@@ -205,71 +227,124 @@ def populate(kube: Any, n: int, seed: int = 1) -> dict[str, int]:
                 },
                 "data": blobs.plain[k % 32],
             }
-        )
-        counts["unlabelled ConfigMap"] += 1
-    return dict(counts)
+            yield _post(CORE_PATH.format(ns=ns, plural="configmaps"), plain)
+
+    return first, rest(), counts
 
 
-# ---------------------------------------------------------------------------------------------
-# the server's side of the measurements
+class Populator:
+    """Runs POST tasks on a bounded pool of threads, each with one keep-alive HTTPS connection
+    to the server. Any failure stops the fill and is raised."""
+
+    def __init__(self, server: ApiServer, threads: int = POPULATE_THREADS) -> None:
+        self.server = server
+        self.threads = threads
+        self.posts = 0
+        self.retries = 0  # POSTs sent again because the busy server did not answer in time
+        self._lock = threading.Lock()
+        self._errors: list[BaseException] = []
+
+    def run(self, tasks: Iterator[Task]) -> None:
+        source = iter(tasks)
+        workers = [
+            threading.Thread(target=self._work, args=(source,), daemon=True)
+            for _ in range(self.threads)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        if self._errors:
+            raise RuntimeError(f"populating failed: {self._errors[0]!r}") from self._errors[0]
+
+    def _work(self, source: Iterator[Task]) -> None:
+        context = self.server.ssl_context()
+        connection = http.client.HTTPSConnection("127.0.0.1", self.server.port, context=context)
+        headers = {
+            "Authorization": f"Bearer {ADMIN_TOKEN}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+
+        def send(method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+            nonlocal connection
+            try:
+                connection.request(method, path, data, headers)
+                response = connection.getresponse()
+                return response.status, response.read()
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                connection = http.client.HTTPSConnection(
+                    "127.0.0.1", self.server.port, context=context
+                )
+                return 0, b"connection failed"
+
+        def post(path: str, obj: Obj) -> Obj:
+            """POST, retried on a busy server (504, 429, 5xx, a broken connection); a retry
+            answered 409 means an earlier attempt applied: the stored object is read back."""
+            data = json.dumps(obj).encode()
+            for attempt in range(POST_ATTEMPTS):
+                status, body = send("POST", path, data)
+                if status == 409 and attempt:
+                    name = obj["metadata"]["name"]
+                    status, body = send("GET", f"{path}/{name}", None)
+                if status < 300 and status:
+                    break
+                if status not in (0, 429) and status < 500:
+                    raise RuntimeError(f"POST {path}: {status} {body[:300]!r}")
+                with self._lock:
+                    self.retries += 1
+                time.sleep(min(30.0, 2.0**attempt))
+            else:
+                raise RuntimeError(f"POST {path}: {status} {body[:300]!r} ({POST_ATTEMPTS} tries)")
+            with self._lock:
+                self.posts += 1
+            stored: Obj = json.loads(body)
+            return stored
+
+        try:
+            while not self._errors:
+                with self._lock:
+                    task = next(source, None)
+                if task is None:
+                    return
+                task(post)
+        except BaseException as exc:  # handed to run(), which raises it
+            with self._lock:
+                self._errors.append(exc)
+        finally:
+            connection.close()
 
 
-@dataclass
-class ServerStats:
-    requests: int = 0
-    body_bytes: int = 0
-    handle_s: float = 0.0
-    by_verb: Counter[str] = field(default_factory=Counter)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def reset(self) -> None:
-        with self.lock:
-            self.requests, self.body_bytes, self.handle_s = 0, 0, 0.0
-            self.by_verb = Counter()
-
-    def snapshot(self) -> Obj:
-        with self.lock:
-            return {
-                "requests": self.requests,
-                "response_body_bytes": self.body_bytes,
-                "handler_s": round(self.handle_s, 3),
-                "by_verb": dict(self.by_verb),
-            }
+def populate(server: ApiServer, n: int) -> tuple[dict[str, int], Obj]:
+    """Fill the hub; returns the object counts and how fast it went."""
+    first, rest, counts = hub_tasks(n)
+    populator = Populator(server)
+    start = time.perf_counter()
+    populator.run(iter(first))
+    populator.run(rest)
+    elapsed = time.perf_counter() - start
+    rate = {
+        "posts": populator.posts,
+        "threads": populator.threads,
+        "seconds": round(elapsed, 1),
+        "posts_per_s": round(populator.posts / elapsed),
+        "retries": populator.retries,
+    }
+    return dict(counts), rate
 
 
-def instrument(kube: Any) -> ServerStats | None:
-    """Replace the request log (a list that grows forever) with counters, and time the handler.
+def global_resource_version(server: ApiServer) -> str:
+    """etcd's revision as the server reports it on a list: unchanged means nothing was written."""
+    page = server.request("GET", "/api/v1/namespaces?limit=1")
+    return str(page["metadata"]["resourceVersion"])
 
-    Relies on FakeKube internals (`_record`, `_api.handle`); if they are gone the log is
-    cleared after each run instead and the server-side columns are left out.
-    """
-    api = getattr(kube, "_api", None)
-    if not hasattr(kube, "_record") or api is None or not hasattr(api, "handle"):
-        return None
-    stats = ServerStats()
 
-    def record(rec: Any) -> None:
-        verb = rec.method
-        if verb == "GET":
-            verb = "LIST" if "limit" in rec.query else "GET"
-        with stats.lock:
-            stats.requests += 1
-            stats.by_verb[verb] += 1
-
-    handle = api.handle
-
-    def timed_handle(rec: Any) -> Any:
-        start = time.perf_counter()
-        resp = handle(rec)
-        elapsed = time.perf_counter() - start
-        with stats.lock:
-            stats.handle_s += elapsed
-            stats.body_bytes += len(resp.body)
-        return resp
-
-    kube._record = record
-    api.handle = timed_handle
-    return stats
+def loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().strip()
+    except OSError:
+        return ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,12 +407,15 @@ def run_gcjob(kubeconfig: str, mode: str, decided: int) -> Obj:
     """mode: "dry-run" (default brakes), "dry-run-nobrake" (the brakes of "delete" lifted, so
     the dry run does every per-orphan read a delete run does), "delete"."""
     cmd = [gcjob_bin(), "sweep", "--hub-kubeconfig", kubeconfig]
-    cmd += ["--sweep", "companions", "--sweep", "bindings", "--no-lock"]
+    # the real server stamps creationTimestamp now: orphans are told by their missing
+    # WorkloadDeployment, not by age
+    cmd += ["--sweep", "companions", "--sweep", "bindings", "--no-lock", "--min-age", "0s"]
     if mode == "delete":
         cmd += ["--delete"]
     if mode in ("delete", "dry-run-nobrake"):
         cmd += ["--max-deletions", "1000000", "--max-delete-percent", "100"]
         cmd += ["--delete-qps", "0"]
+    load_before = loadavg()
     code, wall, rss, stdout, stderr = run_measured(cmd, clean_env())
     lines = [line for line in stdout.splitlines() if line.strip()]
     summary: Obj = {}
@@ -362,16 +440,19 @@ def run_gcjob(kubeconfig: str, mode: str, decided: int) -> Obj:
         "report_records": len(lines),
         "decided": decided,
         "decisions_per_s": round(decided / wall) if wall else None,
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
     }
 
 
 def baseline_list_main(kubeconfig: str) -> None:
     """Child: a plain paginated metadata-only list of what gcjob lists, via the kubernetes
-    client; each page is parsed and dropped. Prints {"pages": .., "items": ..}."""
+    client; each page is parsed and dropped. Prints {"pages": .., "items": .., "bytes": ..}
+    (bytes: response bodies as received, decompressed if the server compressed them)."""
     from kubernetes import config as kube_config
 
     api = kube_config.new_client_from_config(config_file=kubeconfig)
-    pages = items = 0
+    pages = items = received = 0
     for path, selector in BASELINE_LISTS:
         token = None
         while True:
@@ -388,18 +469,21 @@ def baseline_list_main(kubeconfig: str) -> None:
                 auth_settings=["BearerToken"],
             )
             resp = api.call_api(method, url, header_params=headers, body=body, post_params=post)
-            page = json.loads(resp.read())
+            body = resp.read()
             resp.response.release_conn()
+            page = json.loads(body)
             pages += 1
-            items += len(page["items"])
+            received += len(body)
+            items += len(page["items"] or [])  # a real server answers an empty list with null
             token = page["metadata"].get("continue")
             if not token:
                 break
-    print(json.dumps({"pages": pages, "items": items}))
+    print(json.dumps({"pages": pages, "items": items, "bytes": received}))
 
 
 def run_baseline(kubeconfig: str) -> Obj:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--baseline-list", kubeconfig]
+    load_before = loadavg()
     code, wall, rss, stdout, stderr = run_measured(cmd, clean_env())
     try:
         result = json.loads(stdout.strip().splitlines()[-1])
@@ -413,6 +497,9 @@ def run_baseline(kubeconfig: str) -> Obj:
         "peak_rss_mib": round(rss, 1),
         "api_requests": result.get("pages"),
         "items": result.get("items"),
+        "received_mib": round(result["bytes"] / 2**20, 1) if "bytes" in result else None,
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
     }
 
 
@@ -490,86 +577,59 @@ def run_decide(n: int) -> Obj:
 # driver
 
 
-def start_hub() -> Any:
-    from tests.fakekube import FakeKube
-    from tests.fakekube.resources import crds_dir
-
-    return FakeKube(crd_paths=[crds_dir() / name for name in HUB_CRDS]).start()
+READ_ONLY_STEPS = ("plain-list", "dry-run", "dry-run-nobrake")
 
 
-def fresh_hub(n: int) -> tuple[Any, ServerStats | None, dict[str, int], float]:
-    kube = start_hub()
-    start = time.perf_counter()
-    gc.disable()  # the store holds millions of small dicts: no cyclic GC while building it
-    try:
-        counts = populate(kube, n)
-    finally:
-        gc.enable()
-    gc.collect()
-    gc.freeze()  # keep the store out of later collections: the server answers faster
-    return kube, instrument(kube), counts, time.perf_counter() - start
-
-
-def stop_hub(kube: Any) -> None:
-    kube.stop()
-    gc.unfreeze()
-    gc.collect()
-
-
-def measure(kube: Any, stats: ServerStats | None, fn: Any, *args: Any) -> Obj:
-    if stats is not None:
-        stats.reset()
-    result: Obj = fn(*args)
-    if stats is not None:
-        server = stats.snapshot()
-        result["server"] = server
-        result["server_handler_share"] = (
-            round(server["handler_s"] / result["wall_s"], 3) if result.get("wall_s") else None
-        )
-    else:
-        kube.clear_requests()
-    return result
-
-
-def bench_size(n: int, workdir: Path) -> Obj:
+def bench_size(n: int, workdir: Path, rounds: int) -> Obj:
     out: Obj = {"size": n, "runs": []}
-    print(f"N={n}: populating ...", flush=True)
-    kube, stats, counts, populate_s = fresh_hub(n)
-    out["objects"] = counts
-    out["populate_s"] = round(populate_s, 1)
-    kubeconfig = kube.write_kubeconfig(workdir / f"hub-{n}.yaml")
-    decided = counts.get("ConfigMap", 0) + counts.get("Secret", 0) + counts["ResourceBinding"]
-    print(f"N={n}: {sum(counts.values()) - counts['orphans']} objects in {populate_s:.1f}s")
-    populated_rv = kube.store.resource_version
-    out["repopulated_for_delete"] = False
-    for step in ("plain-list", "dry-run", "dry-run-nobrake", "delete"):
-        if step == "plain-list":
-            result = measure(kube, stats, run_baseline, kubeconfig)
-        else:
-            if step == "delete" and kube.store.resource_version != populated_rv:
-                stop_hub(kube)  # something wrote to the hub: delete on a fresh population
-                kube, stats, _, _ = fresh_hub(n)
-                kubeconfig = kube.write_kubeconfig(workdir / f"hub-{n}.yaml")
-                out["repopulated_for_delete"] = True
-            result = measure(kube, stats, run_gcjob, kubeconfig, step, decided)
-        out["runs"].append(result)
-        print(f"  {step:15} {_row(result)}", flush=True)
-    stop_hub(kube)
-    del kube
-    gc.collect()
+    print(f"N={n}: starting a kube-apiserver + etcd and populating ...", flush=True)
+    with ApiServer(f"bench-{n}") as server:
+        server.install_crds(crds_dir() / crd for crd in HUB_CRDS)
+        out["server_version"] = server.request("GET", "/version").get("gitVersion")
+        out["loadavg_before_populate"] = loadavg()
+        counts, rate = populate(server, n)
+        out["loadavg_after_populate"] = loadavg()
+        out["objects"] = counts
+        out["populate"] = rate
+        kubeconfig = str(server.write_kubeconfig(workdir / f"hub-{n}.yaml"))
+        decided = counts["ConfigMap"] + counts["Secret"] + counts["ResourceBinding"]
+        print(
+            f"N={n}: {rate['posts']} objects in {rate['seconds']}s "
+            f"({rate['posts_per_s']}/s over {rate['threads']} connections)",
+            flush=True,
+        )
+        populated_rv = global_resource_version(server)
+        # the read-only runs in interleaved rounds (the machine is shared: one sample each
+        # would say more about the neighbours than about gcjob), then one delete run
+        steps = [(r, step) for r in range(1, rounds + 1) for step in READ_ONLY_STEPS]
+        for r, step in [*steps, (rounds, "delete")]:
+            if step == "delete":
+                # the dry runs must not have written: the delete run sees the same hub
+                out["unchanged_before_delete"] = global_resource_version(server) == populated_rv
+            if step == "plain-list":
+                result = run_baseline(kubeconfig)
+            else:
+                result = run_gcjob(kubeconfig, step, decided)
+            result["round"] = r
+            out["runs"].append(result)
+            print(f"  {r} {step:15} {_row(result)}", flush=True)
+        out["etcd_db_mib"] = _etcd_db_mib(server)
     out["decide"] = run_decide(n)
     print(f"  decide          {out['decide'].get('us_per_decision')} µs/decision", flush=True)
     return out
 
 
+def _etcd_db_mib(server: ApiServer) -> float | None:
+    db = server.workdir / "etcd" / "member" / "snap" / "db"
+    return round(db.stat().st_size / 2**20, 1) if db.exists() else None
+
+
 def _row(r: Obj) -> str:
-    server = r.get("server") or {}
-    mib = server.get("response_body_bytes", 0) / 2**20
     return (
         f"exit {r.get('exit_code')}  {r.get('wall_s'):7.2f}s  {r.get('peak_rss_mib'):7.1f} MiB  "
         f"req {r.get('api_requests')}  "
         f"would-delete {r.get('would_delete', '-')}  deleted {r.get('deleted', '-')}  "
-        f"sent {mib:.1f} MiB  server-handler {server.get('handler_s', '-')}s"
+        f"load {r.get('loadavg_before', '')[:14]} -> {r.get('loadavg_after', '')[:14]}"
     )
 
 
@@ -600,25 +660,27 @@ def machine() -> Obj:
 
 def print_table(results: list[Obj]) -> None:
     head = (
-        f"{'N':>7} {'mode':15} {'wall s':>8} {'RSS MiB':>8} {'requests':>8} "
-        f"{'decided/s':>10} {'would-del':>9} {'deleted':>7} {'sent MiB':>8} {'srv s':>6}"
+        f"{'N':>7} # {'mode':15} {'wall s':>8} {'RSS MiB':>8} {'requests':>8} "
+        f"{'decided/s':>10} {'would-del':>9} {'deleted':>7} {'x floor':>7}"
     )
     print()
     print(head)
     print("-" * len(head))
     for res in results:
+        floors = {r["round"]: r["wall_s"] for r in res["runs"] if r["mode"] == "plain-list"}
         for r in res["runs"]:
-            server = r.get("server") or {}
+            floor = floors.get(r["round"])
+            ratio = r["wall_s"] / floor if floor else 0  # against the floor of the same round
             print(
-                f"{res['size']:>7} {r['mode']:15} {r['wall_s']:>8.2f} {r['peak_rss_mib']:>8.1f} "
+                f"{res['size']:>7} {r['round']} {r['mode']:15} "
+                f"{r['wall_s']:>8.2f} {r['peak_rss_mib']:>8.1f} "
                 f"{r.get('api_requests') or '-'!s:>8} {r.get('decisions_per_s') or '-'!s:>10} "
                 f"{r.get('would_delete') or '-'!s:>9} {r.get('deleted') or '-'!s:>7} "
-                f"{server.get('response_body_bytes', 0) / 2**20:>8.1f} "
-                f"{server.get('handler_s', 0):>6.2f}"
+                f"{ratio:>7.2f}"
             )
         d = res.get("decide", {})
         print(
-            f"{res['size']:>7} {'decide':15} {d.get('best_s', 0):>8.3f} "
+            f"{res['size']:>7} - {'decide':15} {d.get('best_s', 0):>8.3f} "
             f"{d.get('peak_rss_mib', 0):>8.1f} {'-':>8} {d.get('decisions_per_s', '-')!s:>10}"
             f"   ({d.get('us_per_decision')} µs/decision)"
         )
@@ -628,6 +690,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,50000,100000")
     parser.add_argument("--out", default=str(ROOT / "bench/results.json"))
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the read-only runs")
     parser.add_argument("--baseline-list", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--decide", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -640,17 +703,20 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results: list[Obj] = []
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="gcjob-bench-") as tmp:
-        for n in sizes:
-            results.append(bench_size(n, Path(tmp)))
-    print_table(results)
-    doc = {
+    doc: Obj = {
         "machine": machine(),
         "page_size": PAGE_SIZE,
-        "total_s": round(time.perf_counter() - started, 1),
+        "rounds": args.rounds,
         "results": results,
     }
-    Path(args.out).write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="gcjob-bench-") as tmp:
+        for n in sizes:
+            results.append(bench_size(n, Path(tmp), args.rounds))
+            doc["total_s"] = round(time.perf_counter() - started, 1)
+            # written after every size: a long run stopped half-way keeps what it measured
+            text = json.dumps(doc, indent=2, default=str) + "\n"
+            Path(args.out).write_text(text, encoding="utf-8")
+    print_table(results)
     print(f"\nwrote {args.out} ({doc['total_s']}s)")
 
 

@@ -470,7 +470,8 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
 
 
 def run_sweep(settings: Settings) -> int:
-    logs.setup(settings.log_format)
+    run_id = str(uuid.uuid4())  # in every log line and report record of this run
+    logs.setup(settings.log_format, run_id)
     if os.environ.get("GCJOB_DELETE"):
         log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
     started = time.monotonic()
@@ -497,7 +498,6 @@ def run_sweep(settings: Settings) -> int:
         return _fail(ExitCode.USAGE, str(exc))
     access, hub, now, upstreams = sources.access, sources.hub, sources.now, sources.upstreams
 
-    run_id = str(uuid.uuid4())
     progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
     notable = webhook.Notable()
     reporter = Reporter(

@@ -6,12 +6,15 @@ nothing is contacted: building a client makes no request.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
+import urllib3
 import yaml
 from kubernetes.config import incluster_config
 
+from gcjob import logs
 from gcjob.kube.connect import UpstreamResolver, hub_client
 from gcjob.kube.errors import ConfigError, UnknownCluster
 
@@ -430,3 +433,29 @@ def test_a_hanging_credential_plugin_is_bounded_by_the_run(tmp_path: Path) -> No
 def test_a_plain_kubeconfig_loads_within_a_bound(tmp_path: Path) -> None:
     path = kubeconfig(tmp_path / "kc", {"hub": "https://127.0.0.1:1"})
     assert _token(hub_client(str(path), None, timeout=0.0)) == "Bearer tok-hub"
+
+
+def test_an_insecure_kubeconfig_is_said_once_per_target_as_gcjobs_own_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = kubeconfig(tmp_path / "kc", {"hub": "https://127.0.0.1:1", "p1": "https://127.0.0.2:1"})
+    config = yaml.safe_load(path.read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"]["insecure-skip-tls-verify"] = True
+    path.write_text(yaml.safe_dump(config))
+    logs.setup("text", "run-1")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            assert not hub_client(str(path), None).configuration.verify_ssl
+        resolver = UpstreamResolver(str(path), TEMPLATE)
+        for cluster in ("p1", "p2", "p3"):
+            resolver.client_for(cluster)
+        warnings.warn("one request", urllib3.exceptions.InsecureRequestWarning, stacklevel=1)
+    assert capsys.readouterr().err.splitlines() == [
+        "gcjob: WARNING: TLS verification is off for the hub (insecure-skip-tls-verify in the "
+        "kubeconfig): the server's identity is not checked",
+        "gcjob: WARNING: TLS verification is off for the upstream clusters "
+        "(insecure-skip-tls-verify in the kubeconfig): the server's identity is not checked",
+    ]
+    assert not [w for w in caught if w.category is urllib3.exceptions.InsecureRequestWarning]

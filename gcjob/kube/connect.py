@@ -17,21 +17,36 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import urllib3
 import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 
 from gcjob.kube.errors import ConfigError, UnknownCluster
+from gcjob.logs import warn_once
 
 # What a missing, unreadable or malformed kubeconfig raises from inside the client.
 _UNLOADABLE = (ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError)
 
 
-def _client(configuration: Configuration) -> ApiClient:
+def _client(configuration: Configuration, target: str) -> ApiClient:
     # gcjob retries in its own transport only: urllib3's retries would re-send a DELETE.
     configuration.retries = False
+    if not configuration.verify_ssl:
+        _warn_insecure(target)
     return ApiClient(configuration=configuration)
+
+
+def _warn_insecure(target: str) -> None:
+    """Said once per run and target, as gcjob's own warning: urllib3 would print an
+    InsecureRequestWarning for every request, burying the real errors in the log."""
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    warn_once(
+        f"insecure:{target}",
+        f"TLS verification is off for the {target} (insecure-skip-tls-verify in the "
+        "kubeconfig): the server's identity is not checked",
+    )
 
 
 def _trim_token(configuration: Configuration) -> None:
@@ -104,7 +119,7 @@ def hub_client(
     """`timeout`: most seconds to spend loading credentials (an exec plugin can hang)."""
     path = kubeconfig or os.environ.get("KUBECONFIG") or None
     if path:
-        return _client(_bounded(lambda: _from_kubeconfig(path, context), timeout, path))
+        return _client(_bounded(lambda: _from_kubeconfig(path, context), timeout, path), "hub")
     if context:
         raise ConfigError("--hub-context needs --hub-kubeconfig or $KUBECONFIG")
     configuration = Configuration()
@@ -115,7 +130,7 @@ def hub_client(
             f"no hub configured: pass --hub-kubeconfig, set $KUBECONFIG, or run in a pod "
             f"({_one_line(exc)})"
         ) from exc
-    return _client(configuration)
+    return _client(configuration, "hub")
 
 
 # Even a run with almost no time left loads a plain kubeconfig: it takes milliseconds.
@@ -189,13 +204,13 @@ class UpstreamResolver:
     def client_for(self, cluster: str) -> ApiClient:
         assert self.kubeconfig is not None
         if cluster in self._contexts:
-            return _client(_from_kubeconfig(self.kubeconfig, cluster))
+            return _client(_from_kubeconfig(self.kubeconfig, cluster), "upstream clusters")
         if self.server_template:
             if self._template_base is None:
                 self._template_base = _from_kubeconfig(self.kubeconfig, None)
             configuration = copy.copy(self._template_base)
             configuration.host = self.server_url(cluster)
-            return _client(configuration)
+            return _client(configuration, "upstream clusters")
         raise UnknownCluster(f"no context named {cluster!r} in {self.kubeconfig} and no template")
 
 
