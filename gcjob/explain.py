@@ -432,9 +432,11 @@ class Explainer:
             else:
                 presence = Presence.EXISTS if found is not None else Presence.ABSENT
         verdict = decide_binding(binding, presence, self.now, self.min_age, error, trace)
-        if presence is Presence.EXISTS and bound is not None:
-            # The companions sweep runs first: a companion it deletes takes this binding along.
-            return self._binding_of_companion(binding, bound, verdict, trace)
+        companion = companion_bound_by(binding.ref.name)
+        if companion is not None and (bound is None or presence is Presence.EXISTS):
+            # The companions sweep runs first, whatever the policy: a companion it deletes
+            # takes the binding named after it along.
+            return self._binding_of_companion(binding, companion, verdict, trace)
         return verdict
 
     def _binding_of_companion(
@@ -506,6 +508,16 @@ class Explainer:
             return namespace_gone(verdict, target)
         trace.passed("upstream-namespace", f"{where}: " + ("exists" if exists else "not known"))
         return verdict
+
+
+def companion_bound_by(binding: str) -> tuple[str, str] | None:
+    """(kind, name) of the companion whose binding, by the companions sweep's naming, this is."""
+    for kind in COMPANION_RESOURCES:
+        suffix = binding_name("", kind)
+        name = binding.removesuffix(suffix)
+        if name != binding and name and binding_name(name, kind) == binding:
+            return kind, name
+    return None
 
 
 def _unread(target: Target) -> ObjectRef:
