@@ -272,6 +272,13 @@ def sweep(**options: Any) -> int:
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
 @_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+@_opt(
+    "timeout",
+    type=Duration(),
+    default="1m",
+    show_default=True,
+    help="Give up reading after this long (exit 3).",
+)
 def explain(target: str, output: str, **options: Any) -> int:
     """Why a sweep would delete or keep one object: every rule, its evidence, the verdict.
 
@@ -283,8 +290,7 @@ def explain(target: str, output: str, **options: Any) -> int:
         parsed = parse_target(target)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
-    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
-        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    _check_snapshot_alone(options)
     settings = Settings(
         hub_kubeconfig=options["hub_kubeconfig"],
         hub_context=options["hub_context"],
@@ -295,25 +301,28 @@ def explain(target: str, output: str, **options: Any) -> int:
         upstream_server_template=options["upstream_server_template"],
         connect_timeout=options["connect_timeout"].total_seconds(),
         read_timeout=options["read_timeout"].total_seconds(),
+        timeout=options["timeout"],
     )
     return run_explain(settings, parsed, output)
 
 
 def run_explain(settings: Settings, target: Target, output: str) -> int:
     logs.setup("text")
+    budget = RunBudget(settings.timeout.total_seconds())
     try:
-        sources = open_sources(settings, RunBudget(None), RequestStats())
+        sources = open_sources(settings, budget, RequestStats())
         if target.sweep is Sweep.ROUTES and sources.upstreams is None:
             raise ConfigError(
-                "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
+                "explaining an httproute needs its upstream: add DIR/upstream/<cluster>/ dumps "
+                "to the snapshot"
+                if settings.snapshot
+                else "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
             )
-        check_hub(sources.hub, settings.sweeps)
+        explainer = Explainer(sources.hub, sources.upstreams, sources.now, settings.min_age)
+        # The sweep's own hub check, as the trace's first step.
+        explanation = explainer.explain(target, lambda hub: check_hub(hub, settings.sweeps))
     except (ConfigError, NotAHub) as exc:
         return _fail(ExitCode.USAGE, str(exc))
-    except KubeError as exc:
-        return _fail(ExitCode.INCOMPLETE, f"cannot use the hub: {exc}")
-    explainer = Explainer(sources.hub, sources.upstreams, sources.now, settings.min_age)
-    explanation = explainer.explain(target)
     if output == "json":
         click.echo(render_json(explanation))
     else:
@@ -348,15 +357,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         )
     if options["snapshot"] and options["delete"]:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
-    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
-        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
-    if options["snapshot"] and (
-        options["upstream_kubeconfig"] or options["upstream_server_template"]
-    ):
-        raise click.UsageError(
-            "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
-            "--upstream-kubeconfig/--upstream-server-template"
-        )
+    _check_snapshot_alone(options)
     return Settings(
         delete=options["delete"],
         hub_kubeconfig=options["hub_kubeconfig"],
@@ -387,6 +388,19 @@ def _settings(options: dict[str, Any]) -> Settings:
         pushgateway=options["pushgateway"],
         notify_webhook=options["notify_webhook"],
     )
+
+
+def _check_snapshot_alone(options: dict[str, Any]) -> None:
+    """A snapshot is the hub and the upstreams: flags naming live ones contradict it."""
+    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
+        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    if options["snapshot"] and (
+        options["upstream_kubeconfig"] or options["upstream_server_template"]
+    ):
+        raise click.UsageError(
+            "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
+            "--upstream-kubeconfig/--upstream-server-template"
+        )
 
 
 def _namespaces(values: Sequence[str], flag: str, dest: str) -> tuple[str, ...]:

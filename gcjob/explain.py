@@ -23,7 +23,13 @@ from gcjob.decide.companions import (
 )
 from gcjob.decide.routes import RouteTarget, decide_route, in_scope, namespace_gone, route_target
 from gcjob.decide.trace import Step, StepOutcome, Trace
-from gcjob.domain import COMPANION_LABEL, binding_name, is_reserved_namespace
+from gcjob.domain import (
+    COMPANION_LABEL,
+    binding_name,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_reserved_namespace,
+)
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.kube import reduce
 from gcjob.kube.access import Reduce, Sink
@@ -94,6 +100,10 @@ def parse_target(text: str) -> Target:
             f"target kind {kind!r} is not one of configmap (cm), secret, resourcebinding (rb), "
             "httproute"
         )
+    if not is_dns1123_label(namespace):
+        raise ValueError(f"target namespace {namespace!r} is not a namespace name (DNS-1123 label)")
+    if not is_dns1123_subdomain(name):
+        raise ValueError(f"target name {name!r} is not an object name (DNS-1123 subdomain)")
     return Target(KINDS[kind.lower()], namespace, name)
 
 
@@ -233,11 +243,15 @@ class Explanation:
     min_age: timedelta
     steps: list[TracedStep] = field(default_factory=list)
     verdict: Conclusion | None = None
-    binding: Conclusion | None = None  # a companion's binding, when the companion would go
+    binding: Conclusion | None = None  # what happens to a companion's binding
 
     @property
     def known(self) -> bool:
-        return self.verdict is not None and self.verdict.action != "unknown"
+        """False when a read failed: for the verdict, or for a companion's binding."""
+        conclusions = [self.verdict, self.binding]
+        return self.verdict is not None and all(
+            c is None or c.action != "unknown" for c in conclusions
+        )
 
 
 def conclusion(subject: str, verdict: Verdict) -> Conclusion:
@@ -264,28 +278,36 @@ class Explainer:
         self.min_age = min_age
         self.allowed = allowed
 
-    def explain(self, target: Target) -> Explanation:
+    def explain(
+        self, target: Target, check_hub: Callable[[Reader], str] | None = None
+    ) -> Explanation:
+        """check_hub: the sweep's own check that the hub is a Karmada hub (it raises
+        ConfigError/NotAHub for a wrong hub, KubeError when it cannot ask); says what it saw."""
         out = Explanation(target, self.hub.server, self.now, self.min_age)
         subject = str(target)
         trace = Trace()
         try:
+            if check_hub is not None:
+                self.log.rule = "karmada-hub"
+                trace.passed("karmada-hub", check_hub(self.hub))
+                self._file(out, subject, trace)
             verdict = self._decide(target, out, trace)
         except KubeError as exc:
             # A read the verdict needs failed: what ran so far, then unknown and why.
             self._file(out, subject, trace)
-            out.steps.append(
-                TracedStep(
-                    subject,
-                    Step(self.log.rule, StepOutcome.UNKNOWN, f"read failed: {exc}"),
-                    tuple(self.log.reads.pop(self.log.rule, [])),
-                )
-            )
+            out.steps.append(self._failed_read(subject, exc))
             out.verdict = Conclusion(subject, "unknown", "lookup-failed", str(exc))
             return out
         if out.verdict is None and verdict is not None:
             self._file(out, subject, trace)
             out.verdict = conclusion(subject, verdict)
         return out
+
+    def _failed_read(self, subject: str, exc: KubeError) -> TracedStep:
+        """The rule whose read failed: unknown, with that read and its error."""
+        rule = self.log.rule
+        step = Step(rule, StepOutcome.UNKNOWN, f"read failed: {exc}")
+        return TracedStep(subject, step, tuple(self.log.reads.pop(rule, [])))
 
     def _file(self, out: Explanation, subject: str, trace: Trace) -> None:
         """Move a trace's steps into the explanation, each with the reads made for it."""
@@ -344,15 +366,18 @@ class Explainer:
                 target, f"namespace {target.namespace} is never swept", "in-scope", trace
             )
         if label != "true":
-            return self._out_of_scope(
+            verdict = self._out_of_scope(
                 target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
             )
-        trace.passed("in-scope", f"labelled {COMPANION_LABEL}=true in {target.namespace}")
-        verdict = self._decide_companion(companion, trace)
+        else:
+            trace.passed("in-scope", f"labelled {COMPANION_LABEL}=true in {target.namespace}")
+            verdict = self._decide_companion(companion, trace)
+        self._file(out, str(target), trace)
+        out.verdict = conclusion(str(target), verdict)
         if verdict.delete:
-            self._file(out, str(target), trace)
-            out.verdict = conclusion(str(target), verdict)
             self._follow_binding(companion, out)
+        else:
+            self._binding_stays(companion, out)
         return verdict
 
     def _decide_companion(
@@ -384,25 +409,49 @@ class Explainer:
                 RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
             )
         except KubeError as exc:
-            self._file(out, subject, trace)
-            out.steps.append(
-                TracedStep(
-                    subject,
-                    Step("binding-names-companion", StepOutcome.UNKNOWN, f"read failed: {exc}"),
-                    tuple(self.log.reads.pop("binding-names-companion", [])),
-                )
-            )
-            out.binding = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+            self._binding_unread(subject, exc, out)
             return
         if binding is None:
-            trace.passed(
-                "binding-names-companion", f"no ResourceBinding {name}: nothing else to delete"
-            )
-            self._file(out, subject, trace)
+            self._no_binding(name, subject, "binding-names-companion", out, trace)
             return
         verdict = follow_binding(binding, ref, trace)
         self._file(out, subject, trace)
         out.binding = conclusion(subject, verdict)
+
+    def _binding_stays(self, companion: Companion, out: Explanation) -> None:
+        """A kept companion exists, so the bindings sweep keeps its binding (if it is its to
+        judge at all): the sweep's own binding rules, with the object present."""
+        ref = companion.ref
+        name = binding_name(ref.name, ref.kind)
+        subject = f"ResourceBinding {ref.namespace}/{name}"
+        trace = Trace()
+        self.log.rule = "in-scope"
+        try:
+            binding = self.hub.get(
+                RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
+            )
+        except KubeError as exc:
+            self._binding_unread(subject, exc, out)
+            return
+        if binding is None:
+            self._no_binding(name, subject, "in-scope", out, trace)
+            return
+        verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
+        self._file(out, subject, trace)
+        out.binding = conclusion(subject, verdict)
+
+    def _binding_unread(self, subject: str, exc: KubeError, out: Explanation) -> None:
+        out.steps.append(self._failed_read(subject, exc))
+        out.binding = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+
+    def _no_binding(
+        self, name: str, subject: str, rule: str, out: Explanation, trace: Trace
+    ) -> None:
+        ref = out.target
+        detail = f"no ResourceBinding {name} in {ref.namespace}: nothing to delete"
+        trace.hold(rule, "not-found", detail)
+        self._file(out, subject, trace)
+        out.binding = Conclusion(subject, "not-found", "not-found", detail)
 
     # -- bindings ------------------------------------------------------------------------
 
