@@ -15,11 +15,8 @@ from typing import Any, TypeVar
 
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
-    ReferrersUnreadable,
     decide_companion,
     follow_binding,
-    parse_referrers,
-    referrer_name,
 )
 from gcjob.decide.routes import RouteTarget, decide_route, in_scope, namespace_gone, route_target
 from gcjob.decide.trace import Step, StepOutcome, Trace
@@ -383,20 +380,10 @@ class Explainer:
     def _decide_companion(
         self, companion: Companion, trace: Trace, reads_for: str = "referrers-gone"
     ) -> Verdict:
-        """The sweep's companion rules, over a live read of each referrer by name."""
-        ref = companion.ref
-        try:
-            keys = parse_referrers(companion.referrers_raw)
-        except ReferrersUnreadable:
-            keys = ()  # the rule itself says why; nothing to read
+        """The sweep's companion rules, each referrer read by name when the rule asks."""
         self.log.rule = reads_for
-        live = {
-            referrer_name(key)
-            for key in keys
-            if self.hub.get(WORKLOADDEPLOYMENTS, ref.namespace, referrer_name(key), reduce.name_of)
-            is not None
-        }
-        return decide_companion(companion, frozenset(live), self.now, self.min_age, trace)
+        live = WorkloadsByName(self.hub, companion.ref.namespace)
+        return decide_companion(companion, live, self.now, self.min_age, trace)
 
     def _follow_binding(self, companion: Companion, out: Explanation) -> None:
         ref = companion.ref
@@ -557,6 +544,19 @@ class Explainer:
             return namespace_gone(verdict, target)
         trace.passed("upstream-namespace", f"{where}: " + ("exists" if exists else "not known"))
         return verdict
+
+
+class WorkloadsByName:
+    """The WorkloadDeployments of one namespace, as a container the companion rule asks
+    `name in`: a GET of that name, so a failed read stops the rule that needed it."""
+
+    def __init__(self, hub: Reader, namespace: str) -> None:
+        self.hub = hub
+        self.namespace = namespace
+
+    def __contains__(self, name: object) -> bool:
+        assert isinstance(name, str)
+        return self.hub.get(WORKLOADDEPLOYMENTS, self.namespace, name, reduce.name_of) is not None
 
 
 def companion_bound_by(binding: str) -> tuple[str, str] | None:
