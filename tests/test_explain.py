@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from collections.abc import Iterator
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -201,3 +203,14 @@ def test_a_snapshot_refuses_live_upstream_flags(capsys: pytest.CaptureFixture[st
         main(["explain", f"cm/{WEB}/x", "--snapshot", DEMO, "--upstream-kubeconfig", "k"])
     assert raised.value.code == ExitCode.USAGE
     assert "drop --upstream-kubeconfig" in capsys.readouterr().err
+
+
+def test_the_readme_examples_are_what_explain_prints() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```\n\$ gcjob (explain [^\n]*)\n(.*?)\n```", readme, re.S)
+    assert len(blocks) == 4  # one of each kind
+    assert {b[0].split()[1].split("/")[0] for b in blocks} == {"cm", "secret", "rb", "httproute"}
+    for command, printed in blocks:
+        code, out = run(*command.split())
+        assert code == 0
+        assert out.rstrip("\n") == printed, command
