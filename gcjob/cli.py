@@ -273,6 +273,13 @@ def sweep(**options: Any) -> int:
 @_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
 @_opt("read-timeout", type=Duration(), default="15s", show_default=True)
 @_opt(
+    "suspect-min-routes",
+    type=click.IntRange(0),
+    default=10,
+    show_default=True,
+    help="As sweep's: distrust an upstream where this many routes find no Gateway.",
+)
+@_opt(
     "timeout",
     type=Duration(),
     default="1m",
@@ -302,6 +309,7 @@ def explain(target: str, output: str, **options: Any) -> int:
         connect_timeout=options["connect_timeout"].total_seconds(),
         read_timeout=options["read_timeout"].total_seconds(),
         timeout=options["timeout"],
+        suspect_min_routes=options["suspect_min_routes"],
     )
     return run_explain(settings, parsed, output)
 
@@ -318,7 +326,13 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
                 if settings.snapshot
                 else "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
             )
-        explainer = Explainer(sources.hub, sources.upstreams, sources.now, settings.min_age)
+        explainer = Explainer(
+            sources.hub,
+            sources.upstreams,
+            sources.now,
+            settings.min_age,
+            suspect_min_routes=settings.suspect_min_routes,
+        )
         # The sweep's own hub check, as the trace's first step.
         explanation = explainer.explain(target, lambda hub: check_hub(hub, settings.sweeps))
     except (ConfigError, NotAHub) as exc:

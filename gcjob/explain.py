@@ -18,15 +18,23 @@ from gcjob.decide.companions import (
     decide_companion,
     follow_binding,
 )
-from gcjob.decide.routes import RouteTarget, decide_route, in_scope, namespace_gone, route_target
+from gcjob.decide.routes import (
+    ClusterStatus,
+    RouteTarget,
+    decide_route,
+    in_scope,
+    namespace_gone,
+    route_target,
+)
 from gcjob.decide.trace import Step, StepOutcome, Trace
 from gcjob.domain import (
     COMPANION_LABEL,
     binding_name,
     is_dns1123_label,
     is_dns1123_subdomain,
-    is_reserved_namespace,
 )
+from gcjob.enumerate.hub import read_routes
+from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.kube import reduce
 from gcjob.kube.access import Reduce, Sink
@@ -39,7 +47,7 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
     Resource,
 )
-from gcjob.model import Binding, Companion, ObjectRef, Sweep, Verdict
+from gcjob.model import Binding, Companion, ObjectRef, Route, Sweep, Verdict
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)
@@ -174,15 +182,21 @@ class RecordingReader:
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> S:
-        self.log.add(f"{self.prefix}LIST {resource.plural} in {namespace or 'all namespaces'}")
-        return self.inner.fold(
-            resource,
-            reduce,
-            start,
-            namespace=namespace,
-            label_selector=label_selector,
-            metadata_only=metadata_only,
-        )
+        what = f"{self.prefix}LIST {resource.plural} in {namespace or 'all namespaces'}"
+        try:
+            folded = self.inner.fold(
+                resource,
+                reduce,
+                start,
+                namespace=namespace,
+                label_selector=label_selector,
+                metadata_only=metadata_only,
+            )
+        except KubeError as exc:
+            self.log.add(f"{what} -> {exc}")
+            raise
+        self.log.add(f"{what} -> read")
+        return folded
 
     def get(
         self,
@@ -266,14 +280,16 @@ class Explainer:
         upstreams: UpstreamSource | None,
         now: datetime,
         min_age: timedelta,
-        allowed: Callable[[str], bool] = lambda ns: not is_reserved_namespace(ns),
+        scope: Scope | None = None,
+        suspect_min_routes: int = 0,
     ) -> None:
         self.log = ReadLog()
         self.hub = RecordingReader(hub, self.log)
         self.upstreams = None if upstreams is None else RecordingUpstreams(upstreams, self.log)
         self.now = now
         self.min_age = min_age
-        self.allowed = allowed
+        self.scope = scope if scope is not None else Scope()
+        self.suspect_min_routes = suspect_min_routes
 
     def explain(
         self, target: Target, check_hub: Callable[[Reader], str] | None = None
@@ -358,7 +374,7 @@ class Explainer:
             self._not_found(target, out, trace)
             return None
         label, companion = read
-        if not self.allowed(target.namespace):
+        if not self.scope.allows(target.namespace):
             return self._out_of_scope(
                 target, f"namespace {target.namespace} is never swept", "in-scope", trace
             )
@@ -450,7 +466,7 @@ class Explainer:
         if binding is None:
             self._not_found(target, out, trace)
             return None
-        if not self.allowed(target.namespace):
+        if not self.scope.allows(target.namespace):
             return self._out_of_scope(
                 target, f"namespace {target.namespace} is never swept", "in-scope", trace
             )
@@ -511,7 +527,7 @@ class Explainer:
         if route is None:
             self._not_found(target, out, trace)
             return None
-        if not self.allowed(target.namespace):
+        if not self.scope.allows(target.namespace):
             return self._out_of_scope(
                 target, f"namespace {target.namespace} is never swept", "in-scope", trace
             )
@@ -525,12 +541,40 @@ class Explainer:
         self.log.rule = "cluster-available"
         index.cluster(shaped.cluster)
         self.log.rule = "gateways-gone"
-        # One route cannot make a cluster suspect (that takes --suspect-min-routes of them).
         index.load([shaped], suspect_min_routes=0)
+        index = self._suspect_check(index, route, shaped)
         verdict = decide_route(route, shaped, index.view(shaped), self.now, self.min_age, trace)
         if verdict.delete:
             verdict = self._upstream_namespace(verdict, shaped, index, trace)
         return verdict
+
+    def _suspect_check(
+        self, index: UpstreamIndex, route: Route, target: RouteTarget
+    ) -> UpstreamIndex:
+        """The sweep distrusts a cluster where --suspect-min-routes routes find no Gateway at
+        all. When this route found none, load the cluster as the sweep does: with every
+        in-scope route of the hub that hangs on it. Else the index as it is."""
+        state = index.clusters[target.cluster]
+        if (
+            self.suspect_min_routes <= 0
+            or state.status is not ClusterStatus.OK
+            or state.gateways_found > 0
+        ):
+            return index
+        assert self.upstreams is not None
+        self.log.rule = "cluster-trusted"
+        same_cluster = [target]
+        for other in read_routes(self.hub, self.scope):
+            if (other.ref.namespace, other.ref.name) == (route.ref.namespace, route.ref.name):
+                continue
+            shaped = route_target(other) if in_scope(other) else None
+            if isinstance(shaped, RouteTarget) and shaped.cluster == target.cluster:
+                same_cluster.append(shaped)
+        if len(same_cluster) < self.suspect_min_routes:
+            return index
+        full = UpstreamIndex(self.upstreams)
+        full.load(same_cluster, self.suspect_min_routes)
+        return full
 
     def _upstream_namespace(
         self, verdict: Verdict, target: RouteTarget, index: UpstreamIndex, trace: Trace

@@ -31,6 +31,7 @@ AGES = {"old": "2026-11-01T00:00:00Z", "young": "2026-11-20T11:58:00Z", "none": 
 WD_NAMES = ["web", "api", "worker"]
 NAMES = ["a", "b", "c"]
 GATEWAYS = ["gw1", "gw2"]
+SUSPECT_MIN_ROUTES = 2  # low enough that random worlds hold suspect clusters
 
 meta_st = st.fixed_dictionaries(
     {
@@ -184,7 +185,7 @@ def test_explain_verdict_is_the_sweeps_decision(
                 "--max-delete-percent",
                 "100",
                 "--suspect-min-routes",
-                "0",
+                str(SUSPECT_MIN_ROUTES),
             ],
             standalone_mode=False,
             catch_exceptions=False,
@@ -207,6 +208,7 @@ def test_explain_verdict_is_the_sweeps_decision(
                 SnapshotUpstreams(snapshot.upstreams),
                 snapshot.captured_at,
                 timedelta(minutes=5),
+                suspect_min_routes=SUSPECT_MIN_ROUTES,
             )
             explained = explainer.explain(Target(kind, NS, name))
             assert explained.verdict is not None

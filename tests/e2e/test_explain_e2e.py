@@ -312,3 +312,37 @@ def test_an_unreachable_upstream_is_unknown_exit_3_like_the_sweeps_skip(
     assert result.outcome("HTTPRoute", "r") == ("skipped", "upstream-unavailable")
     assert any(r.path.startswith("/proj-x/apis/") for r in upstream_faults.requests)
     assert hub.present("HTTPRoute", ns, "r")
+
+
+def test_a_suspect_upstream_is_explained_as_the_sweep_distrusts_it(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    explain_args: list[str],
+    upstream_kubeconfig: str,
+) -> None:
+    project = upstream.namespace("project")  # holds no Gateway at all
+    ns = hub.namespace()
+    names = ["r1", "r2", "r3"]
+    for name in names:
+        hub.create(
+            route(
+                ns, name, cluster_label=LABEL, upstream_namespace=project, parents=[{"name": "gw"}]
+            )
+        )
+    args = ["--upstream-kubeconfig", upstream_kubeconfig, "--suspect-min-routes", "3"]
+
+    explained = {name: explain("HTTPRoute", ns, name, *explain_args, *args) for name in names}
+    one_fewer = explain(
+        "HTTPRoute", ns, "r1", *explain_args, *args[:2], "--suspect-min-routes", "4"
+    )
+    result = run_gcjob(*gcjob_hub_args, *args, "--sweep", "routes", "--namespace", ns, "--delete")
+
+    for name, e in explained.items():
+        assert e.verdict == ("skipped", "upstream-suspect"), name
+        assert agrees(e.verdict, result.outcome("HTTPRoute", name)), name
+        assert hub.present("HTTPRoute", ns, name)
+    assert one_fewer.verdict == ("would-delete", "upstream-gateways-gone")
+    trusted = next(s for s in explained["r1"].doc["steps"] if s["rule"] == "cluster-trusted")
+    assert trusted["outcome"] == "held back"
+    assert any(read.startswith("LIST httproutes") for read in trusted["reads"]), trusted
