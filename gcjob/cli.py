@@ -117,18 +117,50 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     return click.option(f"--{flag}", *dest, envvar=env(flag), show_envvar=False, **kwargs)
 
 
+# Options sweep and explain share: explain takes the sweep's view of the hub and upstreams.
+HUB_KUBECONFIG = _opt(
+    "hub-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
+)
+HUB_CONTEXT = _opt("hub-context", help="Context of the hub kubeconfig.")
+MIN_AGE = _opt(
+    "min-age",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="Hold back candidates younger than this (30s, 5m, 1h, or seconds).",
+)
+UPSTREAM_KUBECONFIG = _opt(
+    "upstream-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig whose context names are upstream cluster names.",
+)
+UPSTREAM_SERVER_TEMPLATE = _opt(
+    "upstream-server-template",
+    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
+)
+SUSPECT_MIN_ROUTES = _opt(
+    "suspect-min-routes",
+    type=click.IntRange(0),
+    default=10,
+    show_default=True,
+    help="Distrust an upstream where this many routes find no Gateway (0: never).",
+)
+CONNECT_TIMEOUT = _opt(
+    "connect-timeout", type=Duration(positive=True), default="5s", show_default=True
+)
+READ_TIMEOUT = _opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
+
+
 @cli.command(epilog=EPILOG)
 @click.option(
     "--delete",
     is_flag=True,
     help="Delete for real. Without it: dry run. Never from the environment.",
 )
-@_opt(
-    "hub-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
-)
-@_opt("hub-context", help="Context of the hub kubeconfig.")
+@HUB_KUBECONFIG
+@HUB_CONTEXT
 @_opt(
     "sweep",
     "sweeps",
@@ -136,13 +168,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     multiple=True,
     help="Sweep to run (repeatable; default: all).",
 )
-@_opt(
-    "min-age",
-    type=Duration(),
-    default="5m",
-    show_default=True,
-    help="Hold back candidates younger than this (30s, 5m, 1h, or seconds).",
-)
+@MIN_AGE
 @_opt(
     "namespace",
     "namespaces",
@@ -176,15 +202,8 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     show_default=True,
     help="Items per list page.",
 )
-@_opt(
-    "upstream-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig whose context names are upstream cluster names.",
-)
-@_opt(
-    "upstream-server-template",
-    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
-)
+@UPSTREAM_KUBECONFIG
+@UPSTREAM_SERVER_TEMPLATE
 @_opt(
     "max-deletions",
     type=click.IntRange(0),
@@ -206,13 +225,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     show_default=True,
     help="The % brake applies to sweeps with at least this many objects.",
 )
-@_opt(
-    "suspect-min-routes",
-    type=click.IntRange(0),
-    default=10,
-    show_default=True,
-    help="Distrust an upstream where this many routes find no Gateway (0: never).",
-)
+@SUSPECT_MIN_ROUTES
 @_opt(
     "timeout",
     type=Duration(),
@@ -230,8 +243,8 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 @_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
 @_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
-@_opt("connect-timeout", type=Duration(positive=True), default="5s", show_default=True)
-@_opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
+@CONNECT_TIMEOUT
+@READ_TIMEOUT
 @_opt("pushgateway", metavar="URL", help="Push the run's metrics to this Prometheus Pushgateway.")
 @_opt(
     "notify-webhook",
@@ -246,42 +259,19 @@ def sweep(**options: Any) -> int:
 
 @cli.command()
 @click.argument("target")
-@_opt(
-    "hub-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
-)
-@_opt("hub-context", help="Context of the hub kubeconfig.")
-@_opt(
-    "upstream-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig whose context names are upstream cluster names.",
-)
-@_opt(
-    "upstream-server-template",
-    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
-)
+@HUB_KUBECONFIG
+@HUB_CONTEXT
+@UPSTREAM_KUBECONFIG
+@UPSTREAM_SERVER_TEMPLATE
 @_opt("snapshot", type=click.Path(file_okay=False), help="Explain offline from dumps in DIR.")
-@_opt(
-    "min-age",
-    type=Duration(),
-    default="5m",
-    show_default=True,
-    help="The sweep's minimum age (30s, 5m, 1h, or seconds).",
-)
+@MIN_AGE
+@SUSPECT_MIN_ROUTES
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
-@_opt("read-timeout", type=Duration(), default="15s", show_default=True)
-@_opt(
-    "suspect-min-routes",
-    type=click.IntRange(0),
-    default=10,
-    show_default=True,
-    help="As sweep's: distrust an upstream where this many routes find no Gateway.",
-)
+@CONNECT_TIMEOUT
+@READ_TIMEOUT
 @_opt(
     "timeout",
-    type=Duration(),
+    type=Duration(positive=True),
     default="1m",
     show_default=True,
     help="Give up reading after this long (exit 3).",

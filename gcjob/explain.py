@@ -51,6 +51,7 @@ from gcjob.model import Binding, Companion, ObjectRef, Route, Sweep, Verdict
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)
+R = TypeVar("R")
 
 # Skips that mean a read failed, not that a rule held the object back: the verdict is unknown.
 UNKNOWN_REASONS = frozenset({"lookup-failed", "upstream-unavailable"})
@@ -138,15 +139,22 @@ class RecordingReader:
     def server(self) -> str:
         return self.inner.server
 
-    def served(self, resource: Resource) -> bool:
+    def _read(self, what: str, read: Callable[[], R], answer: Callable[[R], str]) -> R:
+        """Make one read and file it with its answer (or its error)."""
         try:
-            served = self.inner.served(resource)
+            result = read()
         except KubeError as exc:
-            self.log.add(f"{self.prefix}discovery {resource.api_version} -> {exc}")
+            self.log.add(f"{self.prefix}{what} -> {exc}")
             raise
-        answer = "served" if served else "not served"
-        self.log.add(f"{self.prefix}discovery {resource.api_version} {resource.plural} -> {answer}")
-        return served
+        self.log.add(f"{self.prefix}{what} -> {answer(result)}")
+        return result
+
+    def served(self, resource: Resource) -> bool:
+        return self._read(
+            f"discovery {resource.api_version} {resource.plural}",
+            lambda: self.inner.served(resource),
+            lambda served: "served" if served else "not served",
+        )
 
     def list(
         self,
@@ -157,20 +165,17 @@ class RecordingReader:
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> list[T]:
-        where = f" in {namespace}" if namespace else ""
-        try:
-            items = self.inner.list(
+        return self._read(
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            lambda: self.inner.list(
                 resource,
                 reduce,
                 namespace=namespace,
                 label_selector=label_selector,
                 metadata_only=metadata_only,
-            )
-        except KubeError as exc:
-            self.log.add(f"{self.prefix}LIST {resource.plural}{where} -> {exc}")
-            raise
-        self.log.add(f"{self.prefix}LIST {resource.plural}{where} -> {len(items)} items")
-        return items
+            ),
+            lambda items: f"{len(items)} items",
+        )
 
     def fold(
         self,
@@ -182,21 +187,18 @@ class RecordingReader:
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> S:
-        what = f"{self.prefix}LIST {resource.plural} in {namespace or 'all namespaces'}"
-        try:
-            folded = self.inner.fold(
+        return self._read(
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            lambda: self.inner.fold(
                 resource,
                 reduce,
                 start,
                 namespace=namespace,
                 label_selector=label_selector,
                 metadata_only=metadata_only,
-            )
-        except KubeError as exc:
-            self.log.add(f"{what} -> {exc}")
-            raise
-        self.log.add(f"{what} -> read")
-        return folded
+            ),
+            lambda _: "read",
+        )
 
     def get(
         self,
@@ -207,16 +209,12 @@ class RecordingReader:
         *,
         metadata_only: bool = True,
     ) -> T | None:
-        what = f"{self.prefix}GET {resource.plural}/{name}" + (
-            f" in {namespace}" if namespace else ""
+        where = f" in {namespace}" if namespace else ""
+        return self._read(
+            f"GET {resource.plural}/{name}{where}",
+            lambda: self.inner.get(resource, namespace, name, reduce, metadata_only=metadata_only),
+            lambda found: "404 NotFound" if found is None else "found",
         )
-        try:
-            found = self.inner.get(resource, namespace, name, reduce, metadata_only=metadata_only)
-        except KubeError as exc:
-            self.log.add(f"{what} -> {exc}")
-            raise
-        self.log.add(f"{what} -> " + ("404 NotFound" if found is None else "found"))
-        return found
 
 
 class RecordingUpstreams:
@@ -387,10 +385,7 @@ class Explainer:
             verdict = self._decide_companion(companion, trace)
         self._file(out, str(target), trace)
         out.verdict = conclusion(str(target), verdict)
-        if verdict.delete:
-            self._follow_binding(companion, out)
-        else:
-            self._binding_stays(companion, out)
+        self._companions_binding(companion, out, deleted=verdict.delete)
         return verdict
 
     def _decide_companion(
@@ -401,12 +396,15 @@ class Explainer:
         live = WorkloadsByName(self.hub, companion.ref.namespace)
         return decide_companion(companion, live, self.now, self.min_age, trace)
 
-    def _follow_binding(self, companion: Companion, out: Explanation) -> None:
+    def _companions_binding(self, companion: Companion, out: Explanation, deleted: bool) -> None:
+        """What the same run does to the companion's binding: deleted with it when the
+        binding names it (the companions sweep), else judged by the bindings sweep, with its
+        object present."""
         ref = companion.ref
         name = binding_name(ref.name, ref.kind)
         subject = f"ResourceBinding {ref.namespace}/{name}"
         trace = Trace()
-        self.log.rule = "binding-names-companion"
+        rule = self.log.rule = "binding-names-companion" if deleted else "in-scope"
         try:
             binding = self.hub.get(
                 RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
@@ -415,31 +413,12 @@ class Explainer:
             self._binding_unread(subject, exc, out)
             return
         if binding is None:
-            self._no_binding(name, subject, "binding-names-companion", out, trace)
+            self._no_binding(name, subject, rule, out, trace)
             return
-        verdict = follow_binding(binding, ref, trace)
-        self._file(out, subject, trace)
-        out.binding = conclusion(subject, verdict)
-
-    def _binding_stays(self, companion: Companion, out: Explanation) -> None:
-        """A kept companion exists, so the bindings sweep keeps its binding (if it is its to
-        judge at all): the sweep's own binding rules, with the object present."""
-        ref = companion.ref
-        name = binding_name(ref.name, ref.kind)
-        subject = f"ResourceBinding {ref.namespace}/{name}"
-        trace = Trace()
-        self.log.rule = "in-scope"
-        try:
-            binding = self.hub.get(
-                RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
-            )
-        except KubeError as exc:
-            self._binding_unread(subject, exc, out)
-            return
-        if binding is None:
-            self._no_binding(name, subject, "in-scope", out, trace)
-            return
-        verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
+        if deleted:
+            verdict = follow_binding(binding, ref, trace)
+        else:
+            verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
         self._file(out, subject, trace)
         out.binding = conclusion(subject, verdict)
 
