@@ -117,18 +117,50 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     return click.option(f"--{flag}", *dest, envvar=env(flag), show_envvar=False, **kwargs)
 
 
+# Options sweep and explain share: explain takes the sweep's view of the hub and upstreams.
+HUB_KUBECONFIG = _opt(
+    "hub-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
+)
+HUB_CONTEXT = _opt("hub-context", help="Context of the hub kubeconfig.")
+MIN_AGE = _opt(
+    "min-age",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="Hold back candidates younger than this (30s, 5m, 1h, or seconds).",
+)
+UPSTREAM_KUBECONFIG = _opt(
+    "upstream-kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig whose context names are upstream cluster names.",
+)
+UPSTREAM_SERVER_TEMPLATE = _opt(
+    "upstream-server-template",
+    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
+)
+SUSPECT_MIN_ROUTES = _opt(
+    "suspect-min-routes",
+    type=click.IntRange(0),
+    default=10,
+    show_default=True,
+    help="Distrust an upstream where this many routes find no Gateway (0: never).",
+)
+CONNECT_TIMEOUT = _opt(
+    "connect-timeout", type=Duration(positive=True), default="5s", show_default=True
+)
+READ_TIMEOUT = _opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
+
+
 @cli.command(epilog=EPILOG)
 @click.option(
     "--delete",
     is_flag=True,
     help="Delete for real. Without it: dry run. Never from the environment.",
 )
-@_opt(
-    "hub-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
-)
-@_opt("hub-context", help="Context of the hub kubeconfig.")
+@HUB_KUBECONFIG
+@HUB_CONTEXT
 @_opt(
     "sweep",
     "sweeps",
@@ -136,13 +168,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     multiple=True,
     help="Sweep to run (repeatable; default: all).",
 )
-@_opt(
-    "min-age",
-    type=Duration(),
-    default="5m",
-    show_default=True,
-    help="Hold back candidates younger than this (30s, 5m, 1h, or seconds).",
-)
+@MIN_AGE
 @_opt(
     "namespace",
     "namespaces",
@@ -184,15 +210,8 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     help="Read lists from the API server's watch cache (fast, may lag a moment: every "
     "deletion is confirmed live) or page by page from etcd.",
 )
-@_opt(
-    "upstream-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig whose context names are upstream cluster names.",
-)
-@_opt(
-    "upstream-server-template",
-    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
-)
+@UPSTREAM_KUBECONFIG
+@UPSTREAM_SERVER_TEMPLATE
 @_opt(
     "max-deletions",
     type=click.IntRange(0),
@@ -214,13 +233,7 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
     show_default=True,
     help="The % brake applies to sweeps with at least this many objects.",
 )
-@_opt(
-    "suspect-min-routes",
-    type=click.IntRange(0),
-    default=10,
-    show_default=True,
-    help="Distrust an upstream where this many routes find no Gateway (0: never).",
-)
+@SUSPECT_MIN_ROUTES
 @_opt(
     "timeout",
     type=Duration(),
@@ -238,8 +251,8 @@ def _opt(flag: str, *dest: str, **kwargs: Any) -> Callable[[FC], FC]:
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 @_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
 @_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
-@_opt("connect-timeout", type=Duration(positive=True), default="5s", show_default=True)
-@_opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
+@CONNECT_TIMEOUT
+@READ_TIMEOUT
 @_opt("pushgateway", metavar="URL", help="Push the run's metrics to this Prometheus Pushgateway.")
 @_opt(
     "notify-webhook",
@@ -254,32 +267,23 @@ def sweep(**options: Any) -> int:
 
 @cli.command()
 @click.argument("target")
-@_opt(
-    "hub-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig of the Karmada hub (else $KUBECONFIG, else in-cluster).",
-)
-@_opt("hub-context", help="Context of the hub kubeconfig.")
-@_opt(
-    "upstream-kubeconfig",
-    type=click.Path(dir_okay=False),
-    help="Kubeconfig whose context names are upstream cluster names.",
-)
-@_opt(
-    "upstream-server-template",
-    help="Upstream URL with {cluster}, using the upstream kubeconfig's current credentials.",
-)
+@HUB_KUBECONFIG
+@HUB_CONTEXT
+@UPSTREAM_KUBECONFIG
+@UPSTREAM_SERVER_TEMPLATE
 @_opt("snapshot", type=click.Path(file_okay=False), help="Explain offline from dumps in DIR.")
-@_opt(
-    "min-age",
-    type=Duration(),
-    default="5m",
-    show_default=True,
-    help="The sweep's minimum age (30s, 5m, 1h, or seconds).",
-)
+@MIN_AGE
+@SUSPECT_MIN_ROUTES
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@_opt("connect-timeout", type=Duration(), default="5s", show_default=True)
-@_opt("read-timeout", type=Duration(), default="15s", show_default=True)
+@CONNECT_TIMEOUT
+@READ_TIMEOUT
+@_opt(
+    "timeout",
+    type=Duration(positive=True),
+    default="1m",
+    show_default=True,
+    help="Give up reading after this long (exit 3).",
+)
 def explain(target: str, output: str, **options: Any) -> int:
     """Why a sweep would delete or keep one object: every rule, its evidence, the verdict.
 
@@ -291,8 +295,7 @@ def explain(target: str, output: str, **options: Any) -> int:
         parsed = parse_target(target)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
-    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
-        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    _check_snapshot_alone(options)
     settings = Settings(
         hub_kubeconfig=options["hub_kubeconfig"],
         hub_context=options["hub_context"],
@@ -303,25 +306,35 @@ def explain(target: str, output: str, **options: Any) -> int:
         upstream_server_template=options["upstream_server_template"],
         connect_timeout=options["connect_timeout"].total_seconds(),
         read_timeout=options["read_timeout"].total_seconds(),
+        timeout=options["timeout"],
+        suspect_min_routes=options["suspect_min_routes"],
     )
     return run_explain(settings, parsed, output)
 
 
 def run_explain(settings: Settings, target: Target, output: str) -> int:
     logs.setup("text")
+    budget = RunBudget(settings.timeout.total_seconds())
     try:
-        sources = open_sources(settings, RunBudget(None), RequestStats())
+        sources = open_sources(settings, budget, RequestStats())
         if target.sweep is Sweep.ROUTES and sources.upstreams is None:
             raise ConfigError(
-                "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
+                "explaining an httproute needs its upstream: add DIR/upstream/<cluster>/ dumps "
+                "to the snapshot"
+                if settings.snapshot
+                else "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
             )
-        check_hub(sources.hub, settings.sweeps)
+        explainer = Explainer(
+            sources.hub,
+            sources.upstreams,
+            sources.now,
+            settings.min_age,
+            suspect_min_routes=settings.suspect_min_routes,
+        )
+        # The sweep's own hub check, as the trace's first step.
+        explanation = explainer.explain(target, lambda hub: check_hub(hub, settings.sweeps))
     except (ConfigError, NotAHub) as exc:
         return _fail(ExitCode.USAGE, str(exc))
-    except KubeError as exc:
-        return _fail(ExitCode.INCOMPLETE, f"cannot use the hub: {exc}")
-    explainer = Explainer(sources.hub, sources.upstreams, sources.now, settings.min_age)
-    explanation = explainer.explain(target)
     if output == "json":
         click.echo(render_json(explanation))
     else:
@@ -356,15 +369,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         )
     if options["snapshot"] and options["delete"]:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
-    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
-        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
-    if options["snapshot"] and (
-        options["upstream_kubeconfig"] or options["upstream_server_template"]
-    ):
-        raise click.UsageError(
-            "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
-            "--upstream-kubeconfig/--upstream-server-template"
-        )
+    _check_snapshot_alone(options)
     return Settings(
         delete=options["delete"],
         hub_kubeconfig=options["hub_kubeconfig"],
@@ -396,6 +401,19 @@ def _settings(options: dict[str, Any]) -> Settings:
         pushgateway=options["pushgateway"],
         notify_webhook=options["notify_webhook"],
     )
+
+
+def _check_snapshot_alone(options: dict[str, Any]) -> None:
+    """A snapshot is the hub and the upstreams: flags naming live ones contradict it."""
+    if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
+        raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    if options["snapshot"] and (
+        options["upstream_kubeconfig"] or options["upstream_server_template"]
+    ):
+        raise click.UsageError(
+            "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
+            "--upstream-kubeconfig/--upstream-server-template"
+        )
 
 
 def _namespaces(values: Sequence[str], flag: str, dest: str) -> tuple[str, ...]:

@@ -15,15 +15,26 @@ from typing import Any, TypeVar
 
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
-    ReferrersUnreadable,
     decide_companion,
     follow_binding,
-    parse_referrers,
-    referrer_name,
 )
-from gcjob.decide.routes import RouteTarget, decide_route, in_scope, namespace_gone, route_target
+from gcjob.decide.routes import (
+    ClusterStatus,
+    RouteTarget,
+    decide_route,
+    in_scope,
+    namespace_gone,
+    route_target,
+)
 from gcjob.decide.trace import Step, StepOutcome, Trace
-from gcjob.domain import COMPANION_LABEL, binding_name, is_reserved_namespace
+from gcjob.domain import (
+    COMPANION_LABEL,
+    binding_name,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+)
+from gcjob.enumerate.hub import read_routes
+from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.kube import reduce
 from gcjob.kube.access import Reduce, Sink
@@ -36,10 +47,11 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
     Resource,
 )
-from gcjob.model import Binding, Companion, ObjectRef, Sweep, Verdict
+from gcjob.model import Binding, Companion, ObjectRef, Route, Sweep, Verdict
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)
+R = TypeVar("R")
 
 # Skips that mean a read failed, not that a rule held the object back: the verdict is unknown.
 UNKNOWN_REASONS = frozenset({"lookup-failed", "upstream-unavailable"})
@@ -94,6 +106,10 @@ def parse_target(text: str) -> Target:
             f"target kind {kind!r} is not one of configmap (cm), secret, resourcebinding (rb), "
             "httproute"
         )
+    if not is_dns1123_label(namespace):
+        raise ValueError(f"target namespace {namespace!r} is not a namespace name (DNS-1123 label)")
+    if not is_dns1123_subdomain(name):
+        raise ValueError(f"target name {name!r} is not an object name (DNS-1123 subdomain)")
     return Target(KINDS[kind.lower()], namespace, name)
 
 
@@ -123,15 +139,22 @@ class RecordingReader:
     def server(self) -> str:
         return self.inner.server
 
-    def served(self, resource: Resource) -> bool:
+    def _read(self, what: str, read: Callable[[], R], answer: Callable[[R], str]) -> R:
+        """Make one read and file it with its answer (or its error)."""
         try:
-            served = self.inner.served(resource)
+            result = read()
         except KubeError as exc:
-            self.log.add(f"{self.prefix}discovery {resource.api_version} -> {exc}")
+            self.log.add(f"{self.prefix}{what} -> {exc}")
             raise
-        answer = "served" if served else "not served"
-        self.log.add(f"{self.prefix}discovery {resource.api_version} {resource.plural} -> {answer}")
-        return served
+        self.log.add(f"{self.prefix}{what} -> {answer(result)}")
+        return result
+
+    def served(self, resource: Resource) -> bool:
+        return self._read(
+            f"discovery {resource.api_version} {resource.plural}",
+            lambda: self.inner.served(resource),
+            lambda served: "served" if served else "not served",
+        )
 
     def list(
         self,
@@ -142,20 +165,17 @@ class RecordingReader:
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> list[T]:
-        where = f" in {namespace}" if namespace else ""
-        try:
-            items = self.inner.list(
+        return self._read(
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            lambda: self.inner.list(
                 resource,
                 reduce,
                 namespace=namespace,
                 label_selector=label_selector,
                 metadata_only=metadata_only,
-            )
-        except KubeError as exc:
-            self.log.add(f"{self.prefix}LIST {resource.plural}{where} -> {exc}")
-            raise
-        self.log.add(f"{self.prefix}LIST {resource.plural}{where} -> {len(items)} items")
-        return items
+            ),
+            lambda items: f"{len(items)} items",
+        )
 
     def fold(
         self,
@@ -167,14 +187,17 @@ class RecordingReader:
         label_selector: str | None = None,
         metadata_only: bool = True,
     ) -> S:
-        self.log.add(f"{self.prefix}LIST {resource.plural} in {namespace or 'all namespaces'}")
-        return self.inner.fold(
-            resource,
-            reduce,
-            start,
-            namespace=namespace,
-            label_selector=label_selector,
-            metadata_only=metadata_only,
+        return self._read(
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            lambda: self.inner.fold(
+                resource,
+                reduce,
+                start,
+                namespace=namespace,
+                label_selector=label_selector,
+                metadata_only=metadata_only,
+            ),
+            lambda _: "read",
         )
 
     def get(
@@ -186,16 +209,12 @@ class RecordingReader:
         *,
         metadata_only: bool = True,
     ) -> T | None:
-        what = f"{self.prefix}GET {resource.plural}/{name}" + (
-            f" in {namespace}" if namespace else ""
+        where = f" in {namespace}" if namespace else ""
+        return self._read(
+            f"GET {resource.plural}/{name}{where}",
+            lambda: self.inner.get(resource, namespace, name, reduce, metadata_only=metadata_only),
+            lambda found: "404 NotFound" if found is None else "found",
         )
-        try:
-            found = self.inner.get(resource, namespace, name, reduce, metadata_only=metadata_only)
-        except KubeError as exc:
-            self.log.add(f"{what} -> {exc}")
-            raise
-        self.log.add(f"{what} -> " + ("404 NotFound" if found is None else "found"))
-        return found
 
 
 class RecordingUpstreams:
@@ -233,11 +252,15 @@ class Explanation:
     min_age: timedelta
     steps: list[TracedStep] = field(default_factory=list)
     verdict: Conclusion | None = None
-    binding: Conclusion | None = None  # a companion's binding, when the companion would go
+    binding: Conclusion | None = None  # what happens to a companion's binding
 
     @property
     def known(self) -> bool:
-        return self.verdict is not None and self.verdict.action != "unknown"
+        """False when a read failed: for the verdict, or for a companion's binding."""
+        conclusions = [self.verdict, self.binding]
+        return self.verdict is not None and all(
+            c is None or c.action != "unknown" for c in conclusions
+        )
 
 
 def conclusion(subject: str, verdict: Verdict) -> Conclusion:
@@ -255,37 +278,47 @@ class Explainer:
         upstreams: UpstreamSource | None,
         now: datetime,
         min_age: timedelta,
-        allowed: Callable[[str], bool] = lambda ns: not is_reserved_namespace(ns),
+        scope: Scope | None = None,
+        suspect_min_routes: int = 0,
     ) -> None:
         self.log = ReadLog()
         self.hub = RecordingReader(hub, self.log)
         self.upstreams = None if upstreams is None else RecordingUpstreams(upstreams, self.log)
         self.now = now
         self.min_age = min_age
-        self.allowed = allowed
+        self.scope = scope if scope is not None else Scope()
+        self.suspect_min_routes = suspect_min_routes
 
-    def explain(self, target: Target) -> Explanation:
+    def explain(
+        self, target: Target, check_hub: Callable[[Reader], str] | None = None
+    ) -> Explanation:
+        """check_hub: the sweep's own check that the hub is a Karmada hub (it raises
+        ConfigError/NotAHub for a wrong hub, KubeError when it cannot ask); says what it saw."""
         out = Explanation(target, self.hub.server, self.now, self.min_age)
         subject = str(target)
         trace = Trace()
         try:
+            if check_hub is not None:
+                self.log.rule = "karmada-hub"
+                trace.passed("karmada-hub", check_hub(self.hub))
+                self._file(out, subject, trace)
             verdict = self._decide(target, out, trace)
         except KubeError as exc:
             # A read the verdict needs failed: what ran so far, then unknown and why.
             self._file(out, subject, trace)
-            out.steps.append(
-                TracedStep(
-                    subject,
-                    Step(self.log.rule, StepOutcome.UNKNOWN, f"read failed: {exc}"),
-                    tuple(self.log.reads.pop(self.log.rule, [])),
-                )
-            )
+            out.steps.append(self._failed_read(subject, exc))
             out.verdict = Conclusion(subject, "unknown", "lookup-failed", str(exc))
             return out
         if out.verdict is None and verdict is not None:
             self._file(out, subject, trace)
             out.verdict = conclusion(subject, verdict)
         return out
+
+    def _failed_read(self, subject: str, exc: KubeError) -> TracedStep:
+        """The rule whose read failed: unknown, with that read and its error."""
+        rule = self.log.rule
+        step = Step(rule, StepOutcome.UNKNOWN, f"read failed: {exc}")
+        return TracedStep(subject, step, tuple(self.log.reads.pop(rule, [])))
 
     def _file(self, out: Explanation, subject: str, trace: Trace) -> None:
         """Move a trace's steps into the explanation, each with the reads made for it."""
@@ -339,70 +372,68 @@ class Explainer:
             self._not_found(target, out, trace)
             return None
         label, companion = read
-        if not self.allowed(target.namespace):
+        if not self.scope.allows(target.namespace):
             return self._out_of_scope(
                 target, f"namespace {target.namespace} is never swept", "in-scope", trace
             )
         if label != "true":
-            return self._out_of_scope(
+            verdict = self._out_of_scope(
                 target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
             )
-        trace.passed("in-scope", f"labelled {COMPANION_LABEL}=true in {target.namespace}")
-        verdict = self._decide_companion(companion, trace)
-        if verdict.delete:
-            self._file(out, str(target), trace)
-            out.verdict = conclusion(str(target), verdict)
-            self._follow_binding(companion, out)
+        else:
+            trace.passed("in-scope", f"labelled {COMPANION_LABEL}=true in {target.namespace}")
+            verdict = self._decide_companion(companion, trace)
+        self._file(out, str(target), trace)
+        out.verdict = conclusion(str(target), verdict)
+        self._companions_binding(companion, out, deleted=verdict.delete)
         return verdict
 
     def _decide_companion(
         self, companion: Companion, trace: Trace, reads_for: str = "referrers-gone"
     ) -> Verdict:
-        """The sweep's companion rules, over a live read of each referrer by name."""
-        ref = companion.ref
-        try:
-            keys = parse_referrers(companion.referrers_raw)
-        except ReferrersUnreadable:
-            keys = ()  # the rule itself says why; nothing to read
+        """The sweep's companion rules, each referrer read by name when the rule asks."""
         self.log.rule = reads_for
-        live = {
-            referrer_name(key)
-            for key in keys
-            if self.hub.get(WORKLOADDEPLOYMENTS, ref.namespace, referrer_name(key), reduce.name_of)
-            is not None
-        }
-        return decide_companion(companion, frozenset(live), self.now, self.min_age, trace)
+        live = WorkloadsByName(self.hub, companion.ref.namespace)
+        return decide_companion(companion, live, self.now, self.min_age, trace)
 
-    def _follow_binding(self, companion: Companion, out: Explanation) -> None:
+    def _companions_binding(self, companion: Companion, out: Explanation, deleted: bool) -> None:
+        """What the same run does to the companion's binding: deleted with it when the
+        binding names it (the companions sweep), else judged by the bindings sweep, with its
+        object present."""
         ref = companion.ref
         name = binding_name(ref.name, ref.kind)
         subject = f"ResourceBinding {ref.namespace}/{name}"
         trace = Trace()
-        self.log.rule = "binding-names-companion"
+        rule = self.log.rule = "binding-names-companion" if deleted else "in-scope"
         try:
             binding = self.hub.get(
                 RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
             )
         except KubeError as exc:
-            self._file(out, subject, trace)
-            out.steps.append(
-                TracedStep(
-                    subject,
-                    Step("binding-names-companion", StepOutcome.UNKNOWN, f"read failed: {exc}"),
-                    tuple(self.log.reads.pop("binding-names-companion", [])),
-                )
-            )
-            out.binding = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+            self._binding_unread(subject, exc, out)
             return
         if binding is None:
-            trace.passed(
-                "binding-names-companion", f"no ResourceBinding {name}: nothing else to delete"
-            )
-            self._file(out, subject, trace)
+            self._no_binding(name, subject, rule, out, trace)
             return
-        verdict = follow_binding(binding, ref, trace)
+        if deleted:
+            verdict = follow_binding(binding, ref, trace)
+        else:
+            verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
         self._file(out, subject, trace)
         out.binding = conclusion(subject, verdict)
+
+    def _binding_unread(self, subject: str, exc: KubeError, out: Explanation) -> None:
+        out.steps.append(self._failed_read(subject, exc))
+        out.binding = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+
+    def _no_binding(
+        self, name: str, subject: str, rule: str, out: Explanation, trace: Trace
+    ) -> None:
+        ref = out.target
+        detail = f"no ResourceBinding {name} in {ref.namespace}: nothing to delete"
+        trace.hold(rule, "not-found", detail)
+        self._file(out, subject, trace)
+        out.binding = Conclusion(subject, "not-found", "not-found", detail)
 
     # -- bindings ------------------------------------------------------------------------
 
@@ -414,7 +445,7 @@ class Explainer:
         if binding is None:
             self._not_found(target, out, trace)
             return None
-        if not self.allowed(target.namespace):
+        if not self.scope.allows(target.namespace):
             return self._out_of_scope(
                 target, f"namespace {target.namespace} is never swept", "in-scope", trace
             )
@@ -432,9 +463,11 @@ class Explainer:
             else:
                 presence = Presence.EXISTS if found is not None else Presence.ABSENT
         verdict = decide_binding(binding, presence, self.now, self.min_age, error, trace)
-        if presence is Presence.EXISTS and bound is not None:
-            # The companions sweep runs first: a companion it deletes takes this binding along.
-            return self._binding_of_companion(binding, bound, verdict, trace)
+        companion = companion_bound_by(binding.ref.name)
+        if companion is not None and (bound is None or presence is Presence.EXISTS):
+            # The companions sweep runs first, whatever the policy: a companion it deletes
+            # takes the binding named after it along.
+            return self._binding_of_companion(binding, companion, verdict, trace)
         return verdict
 
     def _binding_of_companion(
@@ -473,7 +506,7 @@ class Explainer:
         if route is None:
             self._not_found(target, out, trace)
             return None
-        if not self.allowed(target.namespace):
+        if not self.scope.allows(target.namespace):
             return self._out_of_scope(
                 target, f"namespace {target.namespace} is never swept", "in-scope", trace
             )
@@ -487,12 +520,40 @@ class Explainer:
         self.log.rule = "cluster-available"
         index.cluster(shaped.cluster)
         self.log.rule = "gateways-gone"
-        # One route cannot make a cluster suspect (that takes --suspect-min-routes of them).
         index.load([shaped], suspect_min_routes=0)
+        index = self._suspect_check(index, route, shaped)
         verdict = decide_route(route, shaped, index.view(shaped), self.now, self.min_age, trace)
         if verdict.delete:
             verdict = self._upstream_namespace(verdict, shaped, index, trace)
         return verdict
+
+    def _suspect_check(
+        self, index: UpstreamIndex, route: Route, target: RouteTarget
+    ) -> UpstreamIndex:
+        """The sweep distrusts a cluster where --suspect-min-routes routes find no Gateway at
+        all. When this route found none, load the cluster as the sweep does: with every
+        in-scope route of the hub that hangs on it. Else the index as it is."""
+        state = index.clusters[target.cluster]
+        if (
+            self.suspect_min_routes <= 0
+            or state.status is not ClusterStatus.OK
+            or state.gateways_found > 0
+        ):
+            return index
+        assert self.upstreams is not None
+        self.log.rule = "cluster-trusted"
+        same_cluster = [target]
+        for other in read_routes(self.hub, self.scope):
+            if (other.ref.namespace, other.ref.name) == (route.ref.namespace, route.ref.name):
+                continue
+            shaped = route_target(other) if in_scope(other) else None
+            if isinstance(shaped, RouteTarget) and shaped.cluster == target.cluster:
+                same_cluster.append(shaped)
+        if len(same_cluster) < self.suspect_min_routes:
+            return index
+        full = UpstreamIndex(self.upstreams)
+        full.load(same_cluster, self.suspect_min_routes)
+        return full
 
     def _upstream_namespace(
         self, verdict: Verdict, target: RouteTarget, index: UpstreamIndex, trace: Trace
@@ -506,6 +567,29 @@ class Explainer:
             return namespace_gone(verdict, target)
         trace.passed("upstream-namespace", f"{where}: " + ("exists" if exists else "not known"))
         return verdict
+
+
+class WorkloadsByName:
+    """The WorkloadDeployments of one namespace, as a container the companion rule asks
+    `name in`: a GET of that name, so a failed read stops the rule that needed it."""
+
+    def __init__(self, hub: Reader, namespace: str) -> None:
+        self.hub = hub
+        self.namespace = namespace
+
+    def __contains__(self, name: object) -> bool:
+        assert isinstance(name, str)
+        return self.hub.get(WORKLOADDEPLOYMENTS, self.namespace, name, reduce.name_of) is not None
+
+
+def companion_bound_by(binding: str) -> tuple[str, str] | None:
+    """(kind, name) of the companion whose binding, by the companions sweep's naming, this is."""
+    for kind in COMPANION_RESOURCES:
+        suffix = binding_name("", kind)
+        name = binding.removesuffix(suffix)
+        if name != binding and name and binding_name(name, kind) == binding:
+            return kind, name
+    return None
 
 
 def _unread(target: Target) -> ObjectRef:

@@ -33,10 +33,10 @@ class NotAHub(Exception):
     """The target does not serve the hub's APIs: refuse before touching anything."""
 
 
-def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> None:
+def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> str:
     """Raises NotAHub; ConfigError when the hub refuses the credentials, cannot be verified,
     or answers with something else than Kubernetes (a login page); KubeError when it cannot
-    be asked (unreachable, 5xx: maybe better on the next run)."""
+    be asked (unreachable, 5xx: maybe better on the next run). Returns what it saw."""
     required = [RESOURCEBINDINGS]
     if Sweep.COMPANIONS in sweeps:
         required.append(WORKLOADDEPLOYMENTS)
@@ -53,6 +53,7 @@ def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> None:
                 f"{hub.server} is not a Karmada hub: it does not serve "
                 f"{resource.api_version} {resource.plural}"
             )
+    return f"{hub.server} serves " + ", ".join(f"{r.api_version} {r.plural}" for r in required)
 
 
 def configuration_problem(exc: KubeError) -> str | None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import shutil
 from collections.abc import Iterator
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,6 +61,7 @@ def demo_sweep_items() -> list[dict[str, Any]]:
 def test_explain_agrees_with_the_sweep_on_every_demo_object() -> None:
     items = demo_sweep_items()
     assert len(items) > 40  # every case of every sweep
+    swept = {(i["kind"], i["namespace"], i["name"]): (i["action"], i["reason"]) for i in items}
     validator = schema()
     for item in items:
         target = f"{SHORT[item['kind']]}/{item['namespace']}/{item['name']}"
@@ -66,10 +70,21 @@ def test_explain_agrees_with_the_sweep_on_every_demo_object() -> None:
         verdict = explained["verdict"]
         assert (verdict["action"], verdict["reason"]) == (item["action"], item["reason"]), target
         assert code == 0
-        assert explained["steps"], target
-        # The rule that decided is the last of the object's own steps, and names its evidence.
+        # The sweep's hub check first; every step names its evidence.
+        assert explained["steps"][0]["rule"] == "karmada-hub", target
+        assert all(s["evidence"] for s in explained["steps"]), target
+        # The rule that decided is the last of the object's own steps.
         own = [s for s in explained["steps"] if s["object"] == verdict["object"]]
-        assert own[-1]["evidence"]
+        assert own[-1]["outcome"] == ("passed" if item["action"] == "would-delete" else "held back")
+        if item["kind"] in ("ConfigMap", "Secret"):  # its binding, as the same sweep treats it
+            binding = explained["binding"]
+            key = ("ResourceBinding", item["namespace"], binding["object"].rpartition("/")[2])
+            if binding["action"] == "not-found":
+                assert key not in swept, target
+            else:
+                assert (binding["action"], binding["reason"]) == swept[key], target
+        else:
+            assert explained["binding"] is None
 
 
 def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
@@ -80,6 +95,7 @@ def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
     assert explained["binding"]["reason"] == "companion-deleted"
     rules = [s["rule"] for s in explained["steps"]]
     assert rules == [
+        "karmada-hub",
         "object",
         "in-scope",
         "referrers-readable",
@@ -92,8 +108,21 @@ def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
         "binding-not-terminating",
         "binding-not-protected",
     ]
-    gone = explained["steps"][3]
+    gone = explained["steps"][4]
     assert gone["reads"] == [f"GET workloaddeployments/web-dfw in {SHOP} -> 404 NotFound"]
+
+
+def test_a_kept_companion_keeps_its_binding_by_the_bindings_sweeps_rules() -> None:
+    code, explained = explain_json(f"cm/{WEB}/api-config")
+    assert code == 0
+    assert explained["verdict"]["reason"] == "referrer-live"
+    assert explained["binding"]["reason"] == "object-exists"
+    last = explained["steps"][-1]
+    assert (last["object"], last["rule"], last["outcome"]) == (
+        f"ResourceBinding {WEB}/api-config-configmap",
+        "object-absent",
+        "held back",
+    )
 
 
 def test_mismatched_binding_of_an_orphan_is_kept_and_says_why() -> None:
@@ -106,7 +135,7 @@ def test_absent_object_is_explained_as_not_found_with_exit_0() -> None:
     code, explained = explain_json(f"secret/{WEB}/no-such-secret")
     assert code == ExitCode.OK
     assert explained["verdict"]["action"] == "not-found"
-    assert explained["steps"][0]["reads"] == [
+    assert explained["steps"][1]["reads"] == [
         f"GET secrets/no-such-secret in {WEB} -> 404 NotFound"
     ]
 
@@ -115,7 +144,8 @@ def test_text_is_numbered_with_the_verdict_last_and_plain_off_a_terminal() -> No
     code, out = run("explain", f"httproute/{WEB}/orphan-route", "--snapshot", DEMO)
     assert code == 0
     lines = out.splitlines()
-    assert lines[1].startswith(" 1. object: passed")
+    assert lines[1].startswith(" 1. karmada-hub: passed")
+    assert any(line.startswith(" 2. object: passed") for line in lines)
     assert lines[-1].startswith("verdict: would-delete (upstream-gateways-gone)")
     assert "\033" not in out
     assert "upstream single: GET gateways/deleted-gateway in default -> 404 NotFound" in out
@@ -141,7 +171,10 @@ def test_targets(text: str, expected: Target) -> None:
     assert parse_target(text) == expected
 
 
-@pytest.mark.parametrize("text", ["cm/app-config", "cm//x", "deployment/ns/x", "cm/ns/x/y", ""])
+@pytest.mark.parametrize(
+    "text",
+    ["cm/app-config", "cm//x", "deployment/ns/x", "cm/ns/x/y", "", "cm/NS/x", "rb/ns/x_y"],
+)
 def test_bad_target_is_a_one_line_usage_error(
     capsys: pytest.CaptureFixture[str], text: str
 ) -> None:
@@ -155,7 +188,29 @@ def test_bad_target_is_a_one_line_usage_error(
     assert "gcjob explain --help" in lines[0]
 
 
-def test_a_route_without_an_upstream_is_a_usage_error(tmp_path: Any) -> None:
-    (tmp_path / "hub").mkdir()
-    code, _ = run("explain", f"httproute/{WEB}/web", "--snapshot", str(tmp_path))
-    assert code == ExitCode.USAGE
+def test_a_route_without_an_upstream_is_a_usage_error(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(f"{DEMO}/hub", tmp_path / "hub")  # the demo's hub, none of its upstreams
+    with pytest.raises(SystemExit) as raised:
+        main(["explain", f"httproute/{WEB}/web", "--snapshot", str(tmp_path)])
+    assert raised.value.code == ExitCode.USAGE
+    assert "needs its upstream: add DIR/upstream/<cluster>/" in capsys.readouterr().err
+
+
+def test_a_snapshot_refuses_live_upstream_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["explain", f"cm/{WEB}/x", "--snapshot", DEMO, "--upstream-kubeconfig", "k"])
+    assert raised.value.code == ExitCode.USAGE
+    assert "drop --upstream-kubeconfig" in capsys.readouterr().err
+
+
+def test_the_readme_examples_are_what_explain_prints() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```\n\$ gcjob (explain [^\n]*)\n(.*?)\n```", readme, re.S)
+    assert len(blocks) == 4  # one of each kind
+    assert {b[0].split()[1].split("/")[0] for b in blocks} == {"cm", "secret", "rb", "httproute"}
+    for command, printed in blocks:
+        code, out = run(*command.split())
+        assert code == 0
+        assert out.rstrip("\n") == printed, command

@@ -47,7 +47,11 @@ def hold_back(
         return trace.hold(
             "old-enough", "too-young", f"age {int(age)}s is below the minimum age {minimum}s"
         )
-    trace.passed("old-enough", f"age {int(age)}s, minimum age {minimum}s")
+    assert ref.created is not None  # else its age is unknown
+    trace.passed(
+        "old-enough",
+        f"creationTimestamp {ref.created.isoformat()}: age {int(age)}s, minimum age {minimum}s",
+    )
     if protected:
         return trace.hold("not-protected", "protected", f"annotated {PROTECT_ANNOTATION}=true")
     trace.passed("not-protected", f"not annotated {PROTECT_ANNOTATION}=true")

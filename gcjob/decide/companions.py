@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Set
+from collections.abc import Container
 from datetime import datetime, timedelta
 
 from gcjob.decide.common import hold_back, resource_mismatch, spec_resource_names
@@ -93,12 +93,13 @@ def _names_in_detail(names: tuple[str, ...]) -> str:
 
 def decide_companion(
     companion: Companion,
-    live_workloads: Set[str],
+    live_workloads: Container[str],
     now: datetime,
     min_age: timedelta,
     trace: Trace | None = None,
 ) -> Verdict:
-    """live_workloads: names of the WorkloadDeployments in the companion's own namespace."""
+    """live_workloads: names of the WorkloadDeployments in the companion's own namespace (a
+    set; explain passes one that GETs each name it is asked about, in the rule's order)."""
     trace = trace if trace is not None else Trace()
     ref = companion.ref
     try:

@@ -8,6 +8,7 @@ only the rendered RBAC binds: `gcjob`, the subject cronjobs/rbac binds.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -18,7 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from gcjob.cli import cli
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
 from tests.e2e.envtest import ApiServer, crds_dir
@@ -237,6 +240,28 @@ def test_a_full_delete_sweep_needs_nothing_but_the_rendered_rbac(
     assert any(m == "POST" and p.endswith("/leases") for m, p, _ in hub_log)
     assert any(m == "PUT" and "/leases/" in p for m, p, _ in hub_log)
     assert not [r for r in upstream_log if r[0] != "GET"]
+
+
+def test_explain_needs_nothing_but_the_rendered_rbac(hub_side: Side, upstream_side: Side) -> None:
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+    short = {
+        "ConfigMap": "cm",
+        "Secret": "secret",
+        "ResourceBinding": "rb",
+        "HTTPRoute": "httproute",
+    }
+    args = gcjob_args(hub_side, upstream_side)[:-1]  # no --delete: explain never deletes
+
+    for kind, (ns, name, _) in orphans.items():
+        result = CliRunner().invoke(
+            cli, ["explain", f"{short[kind]}/{ns}/{name}", "--output", "json", *args]
+        )
+        assert result.exit_code == 0, (kind, result.stdout, result.stderr)
+        assert json.loads(result.stdout)["verdict"]["action"] == "would-delete", kind
+
+    logs = [*hub_side.proxy.requests, *upstream_side.proxy.requests]
+    assert not [(r.path, r.status) for r in logs if r.status in (401, 403)]
+    assert {r.method for r in logs} == {"GET"}
 
 
 def without_verb(manifests: str, resource: str, verb: str) -> str:

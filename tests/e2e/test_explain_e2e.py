@@ -1,0 +1,348 @@
+"""End to end: `gcjob explain` on the real hub and upstream, then `sweep --delete` on the same
+objects. The verdict of explain must be what the sweep then did to each object, case by case,
+and every step of every trace must name its evidence. Explain itself only ever GETs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gcjob.cli import cli
+from gcjob.exitcodes import ExitCode
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
+from tests.e2e.faultproxy import Fault, FaultProxy
+from tests.e2e.objects import binding, companion, gateway, route, workload
+
+LABEL = f"cluster-{UPSTREAM_CLUSTER}"
+SHORT = {"ConfigMap": "cm", "Secret": "secret", "ResourceBinding": "rb", "HTTPRoute": "httproute"}
+
+
+@dataclass
+class Explained:
+    exit_code: int
+    doc: dict[str, Any]
+
+    @property
+    def verdict(self) -> tuple[str, str]:
+        return self.doc["verdict"]["action"], self.doc["verdict"]["reason"]
+
+    @property
+    def binding(self) -> tuple[str, str] | None:
+        found = self.doc["binding"]
+        return None if found is None else (found["action"], found["reason"])
+
+
+def explain(kind: str, ns: str, name: str, *args: str) -> Explained:
+    target = f"{SHORT[kind]}/{ns}/{name}"
+    result = CliRunner().invoke(
+        cli, ["explain", target, "--output", "json", *args], standalone_mode=False
+    )
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    doc = json.loads(result.stdout)
+    # Every step names the evidence it read; the object itself was read first.
+    assert doc["steps"][0]["rule"] == "karmada-hub", doc
+    assert all(step["evidence"] for step in doc["steps"]), doc
+    assert any(read.startswith("GET ") for step in doc["steps"] for read in step["reads"]), doc
+    return Explained(int(result.return_value), doc)
+
+
+def agrees(explained: tuple[str, str], swept: tuple[str, str] | None) -> bool:
+    """would-delete is what a --delete run deletes; a skip is the same skip; out-of-scope and
+    not-found are objects the sweep never reports; unknown is never a delete."""
+    action, reason = explained
+    if action == "would-delete":
+        return swept == ("deleted", reason)
+    if action == "skipped" and reason != "out-of-scope":
+        return swept == ("skipped", reason)
+    if action == "unknown":
+        return swept is None or swept[0] != "deleted"
+    return swept is None
+
+
+@pytest.fixture
+def explain_args(hub_kubeconfig: str, hub: TestCluster) -> list[str]:
+    return ["--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s"]
+
+
+def test_companions_and_bindings_explain_matches_what_delete_did(
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str], explain_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    hub.create(workload(ns, "web-live"))
+
+    def pair(kind: str, name: str, referrers: Any, **kw: Any) -> None:
+        created = hub.create(companion(kind, ns, name, referrers, **kw))
+        uid = created["metadata"]["uid"]
+        hub.create(binding(ns, f"{name}-{kind.lower()}", kind=kind, target=name, target_uid=uid))
+
+    pair("ConfigMap", "orphan", ["default/web-gone"])
+    pair("Secret", "orphan-creds", ["default/api-gone"])
+    pair("ConfigMap", "configmap.legacy", ["default/old-gone"])
+    pair("ConfigMap", "live", ["default/web-live"])
+    pair("ConfigMap", "malformed", '["Default/web"]')
+    pair(
+        "ConfigMap",
+        "protected",
+        ["default/gone"],
+        annotations={"gcjob.datumapis.com/protect": "true"},
+    )
+    pair("ConfigMap", "unlabelled", ["default/gone"], labelled=False)
+    # An orphan whose binding binds another uid: the companion goes, the binding stays.
+    hub.create(companion("ConfigMap", ns, "mismatched", ["default/gone"]))
+    hub.create(
+        binding(ns, "mismatched-configmap", kind="ConfigMap", target="mismatched", target_uid="x")
+    )
+    hub.create(companion("ConfigMap", ns, "terminating", ["default/gone"]))
+    hub.make_terminating("ConfigMap", ns, "terminating")
+    # Bindings of objects that are gone, or that name something else, or are not gcjob's.
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    hub.create(binding(ns, "gone-creds-secret", kind="Secret", target="gone-creds"))
+    hub.create(binding(ns, "other-configmap", kind="ConfigMap", target="somebody-else"))
+    hub.create(
+        binding(
+            ns, "gone-label-configmap", kind="ConfigMap", target="gone-label", policy_in="label"
+        )
+    )
+    hub.create(
+        binding(ns, "not-city-configmap", kind="ConfigMap", target="not-city", policy="global")
+    )
+    hub.create(binding(ns, "leaving-configmap", kind="ConfigMap", target="leaving"))
+    hub.make_terminating("ResourceBinding", ns, "leaving-configmap")
+
+    targets = [
+        ("ConfigMap", "orphan"),
+        ("Secret", "orphan-creds"),
+        ("ConfigMap", "configmap.legacy"),
+        ("ConfigMap", "live"),
+        ("ConfigMap", "malformed"),
+        ("ConfigMap", "protected"),
+        ("ConfigMap", "unlabelled"),
+        ("ConfigMap", "mismatched"),
+        ("ConfigMap", "terminating"),
+        ("ConfigMap", "never-existed"),
+        ("ResourceBinding", "live-configmap"),
+        ("ResourceBinding", "unlabelled-configmap"),
+        ("ResourceBinding", "gone-config-configmap"),
+        ("ResourceBinding", "gone-creds-secret"),
+        ("ResourceBinding", "other-configmap"),
+        ("ResourceBinding", "gone-label-configmap"),
+        ("ResourceBinding", "not-city-configmap"),
+        ("ResourceBinding", "leaving-configmap"),
+        ("ResourceBinding", "orphan-configmap"),
+    ]
+    faults.clear_requests()
+    explained = {(kind, name): explain(kind, ns, name, *explain_args) for kind, name in targets}
+    assert {r.method for r in faults.requests} == {"GET"}  # read-only: no lock, no delete
+    assert all(e.exit_code == ExitCode.OK for e in explained.values())
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--report-healthy")
+
+    assert result.exit_code == 0, result.stderr
+    for (kind, name), e in explained.items():
+        swept = result.outcome(kind, name)
+        assert agrees(e.verdict, swept), (kind, name, e.verdict, swept)
+        if e.verdict[0] == "would-delete":
+            assert hub.gone(kind, ns, name), (kind, name)
+        elif e.verdict[0] != "not-found":  # kept: still there (maybe still terminating)
+            assert hub.get(kind, ns, name) is not None, (kind, name)
+        if kind in ("ConfigMap", "Secret") and e.binding is not None:
+            rb = e.doc["binding"]["object"].rpartition("/")[2]
+            assert agrees(e.binding, result.outcome("ResourceBinding", rb)), rb
+    # The cases this test is about, so that agreement is not agreement on nothing.
+    assert explained[("ConfigMap", "orphan")].verdict == ("would-delete", "orphaned")
+    assert explained[("ConfigMap", "orphan")].binding == ("would-delete", "companion-deleted")
+    assert explained[("ConfigMap", "live")].binding == ("skipped", "object-exists")
+    assert explained[("ConfigMap", "mismatched")].binding == ("skipped", "binding-mismatch")
+    assert explained[("ConfigMap", "never-existed")].verdict == ("not-found", "not-found")
+    assert explained[("ConfigMap", "unlabelled")].verdict == ("skipped", "out-of-scope")
+    assert explained[("ResourceBinding", "gone-label-configmap")].verdict == (
+        "would-delete",
+        "orphaned",
+    )
+    assert explained[("ResourceBinding", "other-configmap")].verdict == (
+        "skipped",
+        "resource-mismatch",
+    )
+    assert explained[("ResourceBinding", "leaving-configmap")].verdict == ("skipped", "terminating")
+    assert explained[("ResourceBinding", "orphan-configmap")].verdict == (
+        "would-delete",
+        "companion-deleted",
+    )
+    assert hub.present("ResourceBinding", ns, "mismatched-configmap")
+    # The evidence names the very reads: the referrer's GET and its answer.
+    steps = explained[("ConfigMap", "orphan")].doc["steps"]
+    gone = next(s for s in steps if s["rule"] == "referrers-gone")
+    assert gone["reads"] == [f"GET workloaddeployments/web-gone in {ns} -> 404 NotFound"]
+    rb_steps = explained[("ResourceBinding", "other-configmap")].doc["steps"]
+    assert "binding binds ConfigMap somebody-else" in rb_steps[-1]["evidence"]
+
+
+def test_routes_explain_matches_what_delete_did(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    explain_args: list[str],
+    upstream_kubeconfig: str,
+) -> None:
+    project = upstream.namespace("project")
+    upstream.create(gateway(project, "gw-a"))
+    ns = hub.namespace()
+    cases: dict[str, tuple[str, str, list[dict[str, str]]]] = {
+        "orphaned": (LABEL, project, [{"name": "gw-gone"}]),
+        "healthy": (LABEL, project, [{"name": "gw-a"}]),
+        "one-left": (LABEL, project, [{"name": "gw-gone"}, {"name": "gw-a"}]),
+        "namespace-gone": (LABEL, "no-such-project", [{"name": "gw-a"}]),
+        "unknown-cluster": ("cluster-nowhere", project, [{"name": "gw-gone"}]),
+        "no-parents": (LABEL, project, []),
+        "service-parent": (LABEL, project, [{"name": "svc", "group": "", "kind": "Service"}]),
+    }
+    for name, (label, up_ns, parents) in cases.items():
+        hub.create(route(ns, name, cluster_label=label, upstream_namespace=up_ns, parents=parents))
+    up = ["--upstream-kubeconfig", upstream_kubeconfig]
+
+    explained = {name: explain("HTTPRoute", ns, name, *explain_args, *up) for name in cases}
+    assert all(e.exit_code == ExitCode.OK for e in explained.values())
+
+    result = run_gcjob(
+        *gcjob_hub_args, *up, "--sweep", "routes", "--namespace", ns, "--delete", "--report-healthy"
+    )
+
+    for name, e in explained.items():
+        swept = result.outcome("HTTPRoute", name)
+        assert agrees(e.verdict, swept), (name, e.verdict, swept)
+    assert explained["orphaned"].verdict == ("would-delete", "upstream-gateways-gone")
+    assert explained["namespace-gone"].verdict == ("would-delete", "upstream-namespace-gone")
+    assert explained["healthy"].verdict == ("skipped", "gateway-exists")
+    assert explained["unknown-cluster"].verdict == ("skipped", "upstream-cluster-unknown")
+    steps = explained["orphaned"].doc["steps"]
+    gone = next(s for s in steps if s["rule"] == "gateways-gone")
+    assert gone["reads"] == [
+        f"upstream {UPSTREAM_CLUSTER}: GET gateways/gw-gone in {project} -> 404 NotFound"
+    ]
+    assert hub.gone("HTTPRoute", ns, "orphaned")
+    assert hub.present("HTTPRoute", ns, "healthy")
+
+
+def test_a_failed_read_is_unknown_exit_3_and_the_sweep_deletes_nothing_either(
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str], explain_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    uid = created["metadata"]["uid"]
+    hub.create(binding(ns, "orphan-configmap", kind="ConfigMap", target="orphan", target_uid=uid))
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    # RBAC-like refusals: every WorkloadDeployment read and the gone ConfigMap's GET.
+    faults.add_fault(Fault(path=rf"/namespaces/{ns}/workloaddeployments", status=403, times=None))
+    faults.add_fault(
+        Fault(path=rf"/namespaces/{ns}/configmaps/gone-config$", status=403, times=None)
+    )
+
+    companion_e = explain("ConfigMap", ns, "orphan", *explain_args)
+    binding_e = explain("ResourceBinding", ns, "gone-config-configmap", *explain_args)
+    text = CliRunner().invoke(
+        cli, ["explain", f"cm/{ns}/orphan", *explain_args], standalone_mode=False
+    )
+
+    assert companion_e.exit_code == binding_e.exit_code == ExitCode.INCOMPLETE
+    assert companion_e.verdict == ("unknown", "lookup-failed")
+    assert binding_e.verdict == ("unknown", "lookup-failed")
+    last = companion_e.doc["steps"][-1]
+    assert (last["rule"], last["outcome"]) == ("referrers-gone", "unknown")
+    assert "403" in last["reads"][-1], last
+    # The steps that ran, then unknown and why.
+    lines = text.stdout.splitlines()
+    assert any(". referrers-readable: passed" in line for line in lines)
+    assert lines[-1].startswith("verdict: unknown (lookup-failed)"), lines[-1]
+    assert int(text.return_value) == ExitCode.INCOMPLETE
+
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+
+    assert result.exit_code == ExitCode.INCOMPLETE
+    for kind, name, e in (
+        ("ConfigMap", "orphan", companion_e),
+        ("ResourceBinding", "gone-config-configmap", binding_e),
+    ):
+        assert agrees(e.verdict, result.outcome(kind, name)), name
+        assert hub.present(kind, ns, name), name
+    assert result.outcome("ResourceBinding", "gone-config-configmap") == (
+        "skipped",
+        "lookup-failed",
+    )
+
+
+def test_an_unreachable_upstream_is_unknown_exit_3_like_the_sweeps_skip(
+    hub: TestCluster,
+    upstream: TestCluster,
+    upstream_faults: FaultProxy,
+    gcjob_hub_args: list[str],
+    explain_args: list[str],
+    upstream_kubeconfig: str,
+) -> None:
+    project = upstream.namespace("project")
+    ns = hub.namespace()
+    hub.create(
+        route(
+            ns,
+            "r",
+            cluster_label="cluster-proj-x",
+            upstream_namespace=project,
+            parents=[{"name": "gw"}],
+        )
+    )
+    # --upstream-server-template names a path the real server does not serve.
+    up = [
+        "--upstream-kubeconfig",
+        upstream_kubeconfig,
+        "--upstream-server-template",
+        upstream_faults.url + "/{cluster}",
+    ]
+
+    e = explain("HTTPRoute", ns, "r", *explain_args, *up)
+    result = run_gcjob(*gcjob_hub_args, *up, "--sweep", "routes", "--namespace", ns, "--delete")
+
+    assert e.exit_code == ExitCode.INCOMPLETE
+    assert e.verdict == ("unknown", "upstream-unavailable")
+    assert result.outcome("HTTPRoute", "r") == ("skipped", "upstream-unavailable")
+    assert any(r.path.startswith("/proj-x/apis/") for r in upstream_faults.requests)
+    assert hub.present("HTTPRoute", ns, "r")
+
+
+def test_a_suspect_upstream_is_explained_as_the_sweep_distrusts_it(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    explain_args: list[str],
+    upstream_kubeconfig: str,
+) -> None:
+    project = upstream.namespace("project")  # holds no Gateway at all
+    ns = hub.namespace()
+    names = ["r1", "r2", "r3"]
+    for name in names:
+        hub.create(
+            route(
+                ns, name, cluster_label=LABEL, upstream_namespace=project, parents=[{"name": "gw"}]
+            )
+        )
+    args = ["--upstream-kubeconfig", upstream_kubeconfig, "--suspect-min-routes", "3"]
+
+    explained = {name: explain("HTTPRoute", ns, name, *explain_args, *args) for name in names}
+    one_fewer = explain(
+        "HTTPRoute", ns, "r1", *explain_args, *args[:2], "--suspect-min-routes", "4"
+    )
+    result = run_gcjob(*gcjob_hub_args, *args, "--sweep", "routes", "--namespace", ns, "--delete")
+
+    for name, e in explained.items():
+        assert e.verdict == ("skipped", "upstream-suspect"), name
+        assert agrees(e.verdict, result.outcome("HTTPRoute", name)), name
+        assert hub.present("HTTPRoute", ns, name)
+    assert one_fewer.verdict == ("would-delete", "upstream-gateways-gone")
+    trusted = next(s for s in explained["r1"].doc["steps"] if s["rule"] == "cluster-trusted")
+    assert trusted["outcome"] == "held back"
+    assert any(read.startswith("LIST httproutes") for read in trusted["reads"]), trusted
