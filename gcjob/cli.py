@@ -572,15 +572,16 @@ def run_sweep(settings: Settings) -> int:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
     error = redact(error)
     code = run.exit_code()
+    upstream_records = run.upstream_records()
     summary = run.summary(code, error)
     try:
-        reporter.finish(summary)
+        reporter.finish(upstream_records, summary)
     except OSError as exc:  # the report file could not be written after all
         run.codes.add(ExitCode.ITEM_FAILED)
         code = run.exit_code()
         error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
         summary = run.summary(code, error)
-        reporter.print_summary(summary)
+        reporter.print_summary(upstream_records, summary)
     if error:
         click.echo(f"gcjob: error: {error}", err=True)
     # After the report, and never changing the exit code: each only warns when it fails.

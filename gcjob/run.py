@@ -22,7 +22,7 @@ from gcjob.logs import log
 from gcjob.model import Action, Outcome, Sweep, Verdict
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
-from gcjob.report.records import rfc3339
+from gcjob.report.records import rfc3339, upstream_record
 from gcjob.settings import Settings
 
 # Skips that mean something went wrong, not that a rule held the object back.
@@ -160,10 +160,18 @@ class Run:
         return most_severe(self.codes)
 
     def summary(self, exit_code: ExitCode, error: str = "") -> dict[str, Any]:
+        """Totals and counts only: what grows with the hub (per-cluster states) has its own
+        records (upstream_records), so the summary stays one bounded line."""
         finished = datetime.now(UTC)
+        clusters = self.upstream_index.summary() if self.upstream_index else {}
+        upstream_counts: dict[str, int] = {}
+        for state in clusters.values():
+            status = str(state["status"])
+            upstream_counts[status] = upstream_counts.get(status, 0) + 1
         summary: dict[str, Any] = {
             "record": "summary",
             "run_id": self.run_id,
+            "time": rfc3339(finished, "milliseconds"),
             "version": __version__,
             "hub": redact(self.hub.server),
             "dry_run": not self.settings.delete,
@@ -186,23 +194,44 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "totals": self.reporter.tally.totals(),
-            "upstream_clusters": _redacted_servers(
-                self.upstream_index.summary() if self.upstream_index else {}
-            ),
+            "upstream_counts": dict(sorted(upstream_counts.items())),
             "api_requests": {
                 "total": self.stats.total,
-                "by_target": dict(sorted(self.stats.by_target.items())),
+                "by_target": _by_target_kind(self.stats.by_target),
             },
             "exit_code": int(exit_code),
             "exit_reason": redact(error or DESCRIPTIONS[exit_code]),
         }
         return summary
 
+    def upstream_records(self) -> list[dict[str, Any]]:
+        """One record per upstream cluster the routes sweep asked about, by name."""
+        if self.upstream_index is None:
+            return []
+        emitted = datetime.now(UTC)
+        return [
+            upstream_record(
+                cluster,
+                _redacted(state),
+                self.stats.by_target.get(f"upstream/{cluster}", 0),
+                self.run_id,
+                emitted,
+            )
+            for cluster, state in self.upstream_index.summary().items()
+        ]
 
-def _redacted_servers(clusters: dict[str, Any]) -> dict[str, Any]:
-    for state in clusters.values():
-        if isinstance(state, dict):
-            for key in ("server", "detail"):
-                if isinstance(state.get(key), str):
-                    state[key] = redact(state[key])
-    return clusters
+
+def _by_target_kind(by_target: dict[str, int]) -> dict[str, int]:
+    """Requests to the hub and to all upstreams together; each upstream record has its own."""
+    kinds: dict[str, int] = {}
+    for target, count in by_target.items():
+        kind = target.partition("/")[0]
+        kinds[kind] = kinds.get(kind, 0) + count
+    return dict(sorted(kinds.items()))
+
+
+def _redacted(state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: redact(value) if key in ("server", "detail") and isinstance(value, str) else value
+        for key, value in state.items()
+    }

@@ -228,7 +228,10 @@ def test_demo_run_exits_zero_with_json_lines_only() -> None:
     assert lines
     parsed = [json.loads(line) for line in lines]  # every stdout line is one JSON record
     assert all(isinstance(p, dict) for p in parsed)
-    assert all(p["record"] == "item" for p in parsed[:-1])
+    kinds = [p["record"] for p in parsed]
+    # items, then one line per upstream cluster, then the summary
+    assert kinds == sorted(kinds, key=["item", "upstream", "summary"].index)
+    assert kinds.count("upstream") == 3
     summary = parsed[-1]
     assert summary["record"] == "summary"
     assert summary["exit_code"] == 0

@@ -234,12 +234,13 @@ def test_summary_counts(demo: tuple[Any, dict[str, Any]]) -> None:
         "bindings": (20, 11),
         "routes": (16, 16),
     }
-    clusters = summary["upstream_clusters"]
-    assert {c: (v["status"], v["routes"]) for c, v in clusters.items()} == {
-        "single": ("ok", 7),
-        "proj-alpha": ("ok", 2),
-        "proj-unknown": ("unknown", 1),
-    }
+    clusters = report["upstream"]
+    assert [(c["cluster"], c["status"], c["routes"]) for c in clusters] == [
+        ("proj-alpha", "ok", 2),
+        ("proj-unknown", "unknown", 1),
+        ("single", "ok", 7),
+    ]
+    assert summary["upstream_counts"] == {"ok": 2, "unknown": 1}
     itemised = sum(
         n
         for sweep, actions in EXPECTED_COUNTS.items()

@@ -12,7 +12,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from gcjob.model import Action, Outcome, Sweep
+from gcjob.report.bounds import MAX_RECORD_BYTES
 from gcjob.report.emitter import Reporter
+from gcjob.report.records import upstream_record
 from tests.builders import HUB_NS, NOW, ref
 
 RUN_ID = "0b6f3a52-1c1d-4d0a-9b7e-8f2e4c6a1d3b"
@@ -66,6 +68,7 @@ def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
     return {
         "record": "summary",
         "run_id": RUN_ID,
+        "time": "2026-07-01T12:00:01.250Z",
         "version": "0.1.0",
         "hub": "test-hub",
         "dry_run": True,
@@ -85,19 +88,29 @@ def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
         },
         "counts": reporter.tally.as_dict(),
         "totals": reporter.tally.totals(),
-        "upstream_clusters": {
-            "single": {
-                "status": "ok",
-                "detail": "",
-                "server": "http://127.0.0.1:1",
-                "routes": 1,
-                "gateways_found": 0,
-            }
-        },
-        "api_requests": {"total": 7, "by_target": {"hub": 7}},
+        "upstream_counts": {"ok": 1},
+        "api_requests": {"total": 7, "by_target": {"hub": 6, "upstream": 1}},
         "exit_code": exit_code,
         "exit_reason": "completed",
     }
+
+
+def upstreams() -> list[dict[str, Any]]:
+    return [
+        upstream_record(
+            "single",
+            {
+                "status": "ok",
+                "detail": "",
+                "server": "https://127.0.0.1:1",
+                "routes": 1,
+                "gateways_found": 0,
+            },
+            1,
+            RUN_ID,
+            NOW,
+        )
+    ]
 
 
 def reporter(
@@ -131,18 +144,23 @@ def test_json_lines(validator: Draft202012Validator) -> None:
     rep = reporter(stream)
     rep.outcome(orphan(), NOW)
     rep.outcome(gone_route(), NOW)
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     lines = _lines(stream)
-    assert [line["record"] for line in lines] == ["item", "item", "summary"]
+    assert [line["record"] for line in lines] == ["item", "item", "upstream", "summary"]
     for line in lines:
         validator.validate(line)
+        assert line["run_id"] == RUN_ID
+        assert line["version"]
+        assert line["time"].endswith("Z")
+    assert lines[2]["cluster"] == "single"
+    assert lines[2]["api_requests"] == 1
     assert lines[0]["name"] == "orphan-app-config"
     assert lines[0]["referrers"] == ["shop/web-dfw"]
     assert lines[0]["age_seconds"] == 3600
     assert lines[0]["run_id"] == RUN_ID
     assert lines[0]["dry_run"] is True
     assert lines[1]["cluster"] == "single"
-    assert lines[2]["totals"]["would-delete"] == 2
+    assert lines[3]["totals"]["would-delete"] == 2
 
 
 def test_every_line_is_one_json_object() -> None:
@@ -156,9 +174,9 @@ def test_every_line_is_one_json_object() -> None:
         "HTTP 500 InternalError\non a second line",
     )
     rep.outcome(detail_with_newline, NOW)
-    rep.finish(summary(rep, exit_code=1))
+    rep.finish(upstreams(), summary(rep, exit_code=1))
     raw = stream.getvalue().splitlines()
-    assert len(raw) == 2
+    assert len(raw) == 3
     assert json.loads(raw[0])["detail"] == "HTTP 500 InternalError\non a second line"
 
 
@@ -167,7 +185,7 @@ def test_healthy_outcomes_are_counts_only() -> None:
     rep = reporter(stream)
     rep.outcome(healthy(), NOW)
     rep.outcome(orphan(), NOW)
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     lines = _lines(stream)
     assert [line.get("name") for line in lines if line["record"] == "item"] == ["orphan-app-config"]
     assert lines[-1]["counts"]["companions"]["skipped"] == {"referrer-live": 1}
@@ -190,23 +208,24 @@ def test_report_file(tmp_path: Path, validator: Draft202012Validator) -> None:
     rep.outcome(orphan(), NOW)
     rep.outcome(healthy(), NOW)
     rep.outcome(gone_route(), NOW)
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     document = json.loads(path.read_text(encoding="utf-8"))
-    assert set(document) == {"items", "summary"}
+    assert set(document) == {"items", "upstream", "summary"}
+    assert [u["cluster"] for u in document["upstream"]] == ["single"]
     assert [i["name"] for i in document["items"]] == ["orphan-app-config", "orphan-route"]
     for item in document["items"]:
         validator.validate(item)
     validator.validate(document["summary"])
     assert document["summary"]["counts"]["companions"]["skipped"] == {"referrer-live": 1}
     # the stream carries the same records
-    assert _lines(stream)[:-1] == document["items"]
+    assert _lines(stream)[:-2] == document["items"]
 
 
 def test_report_file_with_report_healthy(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
     rep = reporter(io.StringIO(), report_file=str(path), report_healthy=True)
     rep.outcome(healthy(), NOW)
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     document = json.loads(path.read_text(encoding="utf-8"))
     assert [i["reason"] for i in document["items"]] == ["referrer-live"]
 
@@ -215,7 +234,7 @@ def test_report_file_in_text_format(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
     rep = reporter(io.StringIO(), log_format="text", report_file=str(path))
     rep.outcome(orphan(), NOW)
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     document = json.loads(path.read_text(encoding="utf-8"))
     assert [i["name"] for i in document["items"]] == ["orphan-app-config"]
     assert document["summary"]["record"] == "summary"
@@ -230,7 +249,7 @@ def test_text_format() -> None:
     rep.outcome(orphan(), NOW)
     rep.outcome(healthy(), NOW)
     rep.outcome(gone_route(), NOW)
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     text = stream.getvalue()
     lines = text.splitlines()
     item_lines = [line for line in lines if line.startswith(("would-delete", "skipped"))]
@@ -279,7 +298,7 @@ def test_progress_goes_to_its_own_stream() -> None:
     stream, progress = io.StringIO(), io.StringIO()
     rep = reporter(stream, log_format="text", progress=progress)
     rep.progress("companions: sweeping")
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     assert "companions: sweeping" in progress.getvalue()
     assert progress.getvalue().endswith("\r\x1b[K")  # cleared at the end
     assert "sweeping" not in stream.getvalue()
@@ -296,11 +315,11 @@ def test_json_report_does_not_leak_to_other_loggers(capsys: pytest.CaptureFixtur
     stream = io.StringIO()
     rep = reporter(stream)
     rep.outcome(orphan(), NOW)
-    rep.finish(summary(rep))
+    rep.finish(upstreams(), summary(rep))
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == ""
-    assert len(stream.getvalue().splitlines()) == 2
+    assert len(stream.getvalue().splitlines()) == 3
 
 
 def test_a_second_reporter_does_not_write_to_the_first_stream() -> None:
@@ -310,3 +329,55 @@ def test_a_second_reporter_does_not_write_to_the_first_stream() -> None:
     rep.outcome(orphan(), NOW)
     assert first.getvalue() == ""
     assert len(second.getvalue().splitlines()) == 1
+
+
+# -- bounded lines (issue 13) -----------------------------------------------------------------
+
+
+def test_a_hostile_record_is_one_bounded_line_and_the_report_file_keeps_it_whole(
+    tmp_path: Path, validator: Draft202012Validator
+) -> None:
+    keys = tuple(f"p/wd-{i:05d}" for i in range(10_000))
+    hostile = Outcome(
+        Sweep.COMPANIONS,
+        ref("ConfigMap", "many-referrers"),
+        Action.WOULD_DELETE,
+        "orphaned",
+        "no WorkloadDeployment named " + ", ".join(k.split("/")[1] for k in keys),
+        referrers=keys,
+    )
+    stream = io.StringIO()
+    path = tmp_path / "report.json"
+    rep = reporter(stream, report_file=str(path))
+    rep.outcome(hostile, NOW)
+    rep.finish(upstreams(), summary(rep))
+    raw = stream.getvalue().split("\n")
+    assert raw[-1] == "" and len(raw) - 1 == 3  # three records, three lines, none split
+    for line in raw[:-1]:
+        assert len(line.encode("utf-8")) + 1 <= MAX_RECORD_BYTES
+        validator.validate(json.loads(line))
+    item = json.loads(raw[0])
+    assert item["truncated"] == {"detail": len(hostile.detail), "referrers": 10_000}
+    assert item["referrers"] == list(keys[:20])
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["items"][0]["referrers"] == list(keys)
+    assert document["items"][0]["detail"] == hostile.detail
+    assert "truncated" not in document["items"][0]
+
+
+def test_text_output_names_what_was_cut() -> None:
+    stream = io.StringIO()
+    rep = reporter(stream, log_format="text")
+    rep.outcome(
+        Outcome(
+            Sweep.BINDINGS,
+            ref("ResourceBinding", "x-configmap"),
+            Action.FAILED,
+            "delete-failed",
+            "HTTP 500: " + "m" * 50_000,
+        ),
+        NOW,
+    )
+    (line,) = stream.getvalue().splitlines()
+    assert line.endswith("… (truncated: detail)")
+    assert len(line) < 2000

@@ -70,7 +70,7 @@ def summary(exit_code: int = 0, **counts: Any) -> dict[str, Any]:
         "counts": counts
         or {"companions": {"deleted": {"orphaned": 3}, "skipped": {"referrer-live": 7}}},
         "sweeps": {"companions": {"scanned": 10}, "routes": {"scanned": 0}},
-        "api_requests": {"total": 9, "by_target": {"hub": 8, "upstream/a": 1}},
+        "api_requests": {"total": 9, "by_target": {"hub": 8, "upstream": 1}},
     }
 
 
@@ -87,7 +87,7 @@ def test_a_successful_run_replaces_the_group_and_sets_the_last_success(
     skipped = (("action", "skipped"), ("reason", "referrer-live"), ("sweep", "companions"))
     assert got[("gcjob_run_objects", skipped)] == 7
     assert got[("gcjob_run_objects_seen", (("sweep", "companions"),))] == 10
-    assert got[("gcjob_run_api_requests", (("target", "upstream/a"),))] == 1
+    assert got[("gcjob_run_api_requests", (("target", "upstream"),))] == 1
     assert got[("gcjob_run_duration_seconds", ())] == 1.5
     assert got[("gcjob_run_exit_code", ())] == 0
     assert got[("gcjob_run_brake_engaged", ())] == 0

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from gcjob import __version__
 from gcjob.model import Action, Outcome, Sweep
 from gcjob.report.records import Tally, item_record, rfc3339
 from tests.builders import HUB_NS, NOW, OLD, ref
 
 RUN_ID = "5f0c6c1e-6a1b-4f1e-9d7e-3c2b1a0f9e8d"
+EMITTED = NOW + timedelta(seconds=2, microseconds=345678)  # when the record was written
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +47,13 @@ def outcome(
 
 
 def test_companion_record(validator: Draft202012Validator) -> None:
-    record = item_record(outcome(referrers=("default/web-dfw",)), RUN_ID, NOW, True)
+    record = item_record(outcome(referrers=("default/web-dfw",)), RUN_ID, NOW, True, EMITTED)
     validator.validate(record)
     assert record == {
         "record": "item",
         "run_id": RUN_ID,
+        "time": rfc3339(EMITTED, "milliseconds"),
+        "version": __version__,
         "sweep": "companions",
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -79,6 +83,7 @@ def test_route_record_carries_cluster_and_gateways(validator: Draft202012Validat
         RUN_ID,
         NOW,
         False,
+        EMITTED,
     )
     validator.validate(record)
     assert record["apiVersion"] == "gateway.networking.k8s.io/v1"
@@ -94,6 +99,7 @@ def test_optional_fields_only_when_present(validator: Draft202012Validator) -> N
         RUN_ID,
         NOW,
         True,
+        EMITTED,
     )
     validator.validate(record)
     assert "referrers" not in record
@@ -107,6 +113,7 @@ def test_empty_cluster_name_is_still_reported(validator: Draft202012Validator) -
         RUN_ID,
         NOW,
         True,
+        EMITTED,
     )
     validator.validate(record)
     assert record["cluster"] == ""
@@ -114,7 +121,11 @@ def test_empty_cluster_name_is_still_reported(validator: Draft202012Validator) -
 
 def test_age_unknown_is_null(validator: Draft202012Validator) -> None:
     record = item_record(
-        outcome(action=Action.SKIPPED, reason="age-unknown", created=None), RUN_ID, NOW, True
+        outcome(action=Action.SKIPPED, reason="age-unknown", created=None),
+        RUN_ID,
+        NOW,
+        True,
+        EMITTED,
     )
     validator.validate(record)
     assert record["age_seconds"] is None
@@ -122,7 +133,7 @@ def test_age_unknown_is_null(validator: Draft202012Validator) -> None:
 
 def test_age_is_whole_seconds(validator: Draft202012Validator) -> None:
     created = NOW - timedelta(seconds=59, milliseconds=900)
-    record = item_record(outcome(created=created), RUN_ID, NOW, True)
+    record = item_record(outcome(created=created), RUN_ID, NOW, True, EMITTED)
     validator.validate(record)
     assert record["age_seconds"] == 59
     assert isinstance(record["age_seconds"], int)
@@ -130,7 +141,7 @@ def test_age_is_whole_seconds(validator: Draft202012Validator) -> None:
 
 def test_unpinnable_object_with_empty_uid_validates(validator: Draft202012Validator) -> None:
     record = item_record(
-        outcome(action=Action.SKIPPED, reason="unpinnable", uid=""), RUN_ID, NOW, True
+        outcome(action=Action.SKIPPED, reason="unpinnable", uid=""), RUN_ID, NOW, True, EMITTED
     )
     validator.validate(record)
     assert record["uid"] == ""
@@ -142,27 +153,31 @@ def test_every_action_and_kind_validates(
     validator: Draft202012Validator, action: Action, kind: str
 ) -> None:
     record = item_record(
-        outcome(action=action, reason="delete-failed", kind=kind), RUN_ID, NOW, False
+        outcome(action=action, reason="delete-failed", kind=kind), RUN_ID, NOW, False, EMITTED
     )
     validator.validate(record)
     assert record["action"] == action.value
 
 
 def test_schema_rejects_an_unknown_field(validator: Draft202012Validator) -> None:
-    record = item_record(outcome(), RUN_ID, NOW, True)
+    record = item_record(outcome(), RUN_ID, NOW, True, EMITTED)
     record["data"] = {"x": "y"}
     assert not validator.is_valid(record)
 
 
 def test_extra_is_not_reported(validator: Draft202012Validator) -> None:
-    record = item_record(outcome(extra={"note": "internal"}), RUN_ID, NOW, True)
+    record = item_record(outcome(extra={"note": "internal"}), RUN_ID, NOW, True, EMITTED)
     validator.validate(record)
     assert "extra" not in record and "note" not in record
 
 
 def test_record_is_json_serialisable() -> None:
     record = item_record(
-        outcome(referrers=("a/b",), cluster="single", gateways=("a/gw",)), RUN_ID, NOW, True
+        outcome(referrers=("a/b",), cluster="single", gateways=("a/gw",)),
+        RUN_ID,
+        NOW,
+        True,
+        EMITTED,
     )
     assert json.loads(json.dumps(record)) == record
 

@@ -302,3 +302,29 @@ def test_the_summary_never_carries_userinfo_or_a_token() -> None:
     assert "hunter2" not in text and "s3cr3t" not in text
     assert summary["hub"] == "https://***@hub.example:6443"
     assert "\n" not in summary["exit_reason"]
+
+
+def test_per_cluster_state_leaves_the_summary_for_upstream_records() -> None:
+    """issue 13: the summary keeps counts; each upstream cluster is its own record."""
+    route = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {
+            "namespace": "ns-a",
+            "name": "web",
+            "uid": "u1",
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-11-01T00:00:00Z",
+            "labels": route_labels("web", "cluster-single", "default"),
+        },
+        "spec": {"parentRefs": [{"name": "gw-1"}]},
+    }
+    run, _ = run_world([route], [])
+    run.stats.by_target.update({"hub": 3, "upstream/single": 2, "upstream/other": 1})
+    summary = run.summary(run.exit_code())
+    assert "upstream_clusters" not in summary
+    assert summary["upstream_counts"] == {"ok": 1}
+    assert summary["api_requests"] == {"total": 6, "by_target": {"hub": 3, "upstream": 3}}
+    (record,) = run.upstream_records()
+    assert (record["record"], record["cluster"], record["status"]) == ("upstream", "single", "ok")
+    assert (record["routes"], record["api_requests"], record["run_id"]) == (1, 2, "r")

@@ -1,34 +1,25 @@
-"""Writes the report: JSON lines on stdout (python-json-logger), or text for a person.
+"""Writes the report: JSON lines on stdout, or text for a person.
 
 Operational logs go to stderr (see gcjob/logs.py); stdout carries the report only, so a
-log pipeline can ingest it as is.
+log pipeline can ingest it as is. Each JSON line is one whole record of at most
+MAX_RECORD_BYTES (gcjob/report/bounds.py); `--report-file` keeps every record whole.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import IO, Any
 
-from pythonjsonlogger.json import JsonFormatter
-
 from gcjob.model import Action, Outcome, Sweep
+from gcjob.report.bounds import capped, json_line
 from gcjob.report.records import Tally, item_record
 
 
-def _json_logger(stream: IO[str]) -> logging.Logger:
-    logger = logging.getLogger("gcjob.report")
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter(fmt=[], json_ensure_ascii=False))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    return logger
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 class Reporter:
@@ -43,6 +34,7 @@ class Reporter:
         stream: IO[str] | None = None,
         progress: IO[str] | None = None,
         observer: Callable[[dict[str, Any]], None] | None = None,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.run_id = run_id
         self.dry_run = dry_run
@@ -53,23 +45,22 @@ class Reporter:
         self.progress_stream = progress
         self.tally = Tally()
         self.observer = observer  # sees every item record reported (the webhook's first few)
+        self.clock = clock
         self._items: list[dict[str, Any]] = []
-        self._logger = _json_logger(self.stream) if log_format == "json" else None
 
     def outcome(self, outcome: Outcome, now: datetime) -> None:
         self.tally.add(outcome)
         if outcome.healthy and not self.report_healthy:
             return  # healthy objects are counts only: a big hub must not flood the pipeline
-        record = item_record(outcome, self.run_id, now, self.dry_run)
+        record = item_record(outcome, self.run_id, now, self.dry_run, self.clock())
         if self.observer is not None:
             self.observer(record)
         if self.report_file:
             self._items.append(record)
-        if self._logger is not None:
-            self._logger.info(record)
+        if self.log_format == "json":
+            self._write(json_line(record) + "\n")
         else:
-            self.stream.write(_text_line(record) + "\n")
-            self.stream.flush()
+            self._write(_text_line(capped(record)) + "\n")
 
     def count_healthy(self, sweep: Sweep, reason: str, count: int) -> None:
         """Healthy objects decided without keeping an Outcome for each: counts only."""
@@ -80,37 +71,49 @@ class Reporter:
             self.progress_stream.write(f"\r\x1b[K{message}")
             self.progress_stream.flush()
 
-    def finish(self, summary: dict[str, Any]) -> None:
+    def finish(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
         """The report file first: if it cannot be written (OSError), nothing is printed yet,
         so the caller can print a summary that says so."""
-        self.save(summary)
-        self.print_summary(summary)
+        self.save(upstreams, summary)
+        self.print_summary(upstreams, summary)
 
-    def save(self, summary: dict[str, Any]) -> None:
+    def save(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+        """The whole document: every item and cluster, nothing cut (no Secret data either:
+        records never hold any)."""
         if self.report_file:
             with open(self.report_file, "w", encoding="utf-8") as out:
-                json.dump({"items": self._items, "summary": summary}, out, indent=2)
+                document = {"items": self._items, "upstream": upstreams, "summary": summary}
+                json.dump(document, out, indent=2)
                 out.write("\n")
 
-    def print_summary(self, summary: dict[str, Any]) -> None:
+    def print_summary(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+        """One line per upstream cluster, then the summary (last, as pipelines expect)."""
         if self.progress_stream is not None:
             self.progress_stream.write("\r\x1b[K")
-        if self._logger is not None:
-            self._logger.info(summary)
+        if self.log_format == "json":
+            self._write("".join(json_line(r) + "\n" for r in [*upstreams, summary]))
         else:
-            self.stream.write(_text_summary(summary))
-            self.stream.flush()
+            self._write(_text_summary([capped(u) for u in upstreams], capped(summary)))
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
 
 
 def _text_line(record: dict[str, Any]) -> str:
     where = f"{record['namespace']}/{record['name']}" if record["namespace"] else record["name"]
     return (
         f"{record['action']:<13} {record['sweep']:<10} {record['kind']:<16} {where}  "
-        f"[{record['reason']}] {record['detail']}"
+        f"[{record['reason']}] {record['detail']}{_cut(record)}"
     )
 
 
-def _text_summary(summary: dict[str, Any]) -> str:
+def _cut(record: dict[str, Any]) -> str:
+    truncated = record.get("truncated")
+    return f" (truncated: {', '.join(sorted(truncated))})" if truncated else ""
+
+
+def _text_summary(upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     lines = [
         "",
         f"gcjob {summary['version']} run {summary['run_id']} on {summary['hub']}"
@@ -130,12 +133,13 @@ def _text_summary(summary: dict[str, Any]) -> str:
             lines.append(f"{label[0]:<12}{label[1]:<16}{action:<14}{reason:<28}{count:>7}")
         if info.get("detail"):
             lines.append(f"{'':<12}{info['detail']}")
-    for cluster, info in summary.get("upstream_clusters", {}).items():
+    for info in upstreams:
         lines.append(
-            f"upstream {cluster}: {info['status']} ({info['routes']} routes) {info['detail']}"
+            f"upstream {info['cluster']}: {info['status']} ({info['routes']} routes) "
+            f"{info['detail']}{_cut(info)}"
         )
     lines.append(
         f"API requests: {summary['api_requests']['total']}; "
-        f"exit {summary['exit_code']}: {summary['exit_reason']}"
+        f"exit {summary['exit_code']}: {summary['exit_reason']}{_cut(summary)}"
     )
     return "\n".join(lines) + "\n"

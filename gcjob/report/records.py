@@ -1,4 +1,6 @@
-"""Report records as plain dicts: one per object acted on or held back, one summary last."""
+"""Report records as plain dicts: one per object acted on or held back, one per upstream
+cluster, one summary last. Each carries `record`, `run_id`, `time` and `version`, so a log
+pipeline can route, order and join them without context."""
 
 from __future__ import annotations
 
@@ -6,20 +8,33 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from gcjob import __version__
 from gcjob.decide.common import age_seconds
 from gcjob.model import Action, Outcome, Sweep
 
 
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+def rfc3339(moment: datetime, timespec: str = "seconds") -> str:
+    return moment.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
-def item_record(outcome: Outcome, run_id: str, now: datetime, dry_run: bool) -> dict[str, Any]:
+def envelope(kind: str, run_id: str, emitted: datetime) -> dict[str, Any]:
+    """What every record starts with. `time`: when it was written, to the millisecond."""
+    return {
+        "record": kind,
+        "run_id": run_id,
+        "time": rfc3339(emitted, "milliseconds"),
+        "version": __version__,
+    }
+
+
+def item_record(
+    outcome: Outcome, run_id: str, now: datetime, dry_run: bool, emitted: datetime
+) -> dict[str, Any]:
+    """`now`: the run's decision time (ages are measured from it); `emitted`: the record's."""
     ref = outcome.ref
     age = age_seconds(ref, now)
     record: dict[str, Any] = {
-        "record": "item",
-        "run_id": run_id,
+        **envelope("item", run_id, emitted),
         "sweep": outcome.sweep.value,
         "apiVersion": ref.api_version,
         "kind": ref.kind,
@@ -40,6 +55,22 @@ def item_record(outcome: Outcome, run_id: str, now: datetime, dry_run: bool) -> 
     if outcome.gateways:
         record["gateways"] = list(outcome.gateways)
     return record
+
+
+def upstream_record(
+    cluster: str, state: dict[str, Any], requests: int, run_id: str, emitted: datetime
+) -> dict[str, Any]:
+    """One upstream cluster: how it answered, and how many routes and requests it had."""
+    return {
+        **envelope("upstream", run_id, emitted),
+        "cluster": cluster,
+        "status": state["status"],
+        "detail": state["detail"],
+        "server": state["server"],
+        "routes": state["routes"],
+        "gateways_found": state["gateways_found"],
+        "api_requests": requests,
+    }
 
 
 class Tally:

@@ -21,6 +21,7 @@ from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
 from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest
 from tests.e2e.objects import binding, companion, gateway, route, workload
+from tests.e2e.report import upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"
@@ -469,7 +470,7 @@ def test_403_on_upstream_gateway_reads_keeps_routes(
         assert hub.present("HTTPRoute", ns, name), name
         assert result.outcome("HTTPRoute", name) == ("skipped", "upstream-unavailable"), name
     assert not [r for r in upstream_faults.requests if r.method == "DELETE"]
-    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "ok"
+    assert upstreams(result)[UPSTREAM_CLUSTER]["status"] == "ok"
     assert result.exit_code == 1, result.stderr
 
 
@@ -496,7 +497,7 @@ def test_slow_upstream_discovery_makes_the_cluster_unavailable(
 
     assert hub.present("HTTPRoute", ns, "orphan")
     assert result.outcome("HTTPRoute", "orphan") == ("skipped", "upstream-unavailable")
-    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "unavailable"
+    assert upstreams(result)[UPSTREAM_CLUSTER]["status"] == "unavailable"
     assert result.exit_code == 1, result.stderr
 
 
@@ -517,7 +518,7 @@ def test_upstream_not_serving_gateways_is_unavailable(
 
     assert hub.present("HTTPRoute", ns, "orphan")
     assert result.outcome("HTTPRoute", "orphan") == ("skipped", "upstream-unavailable")
-    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "unavailable"
+    assert upstreams(result)[UPSTREAM_CLUSTER]["status"] == "unavailable"
     assert result.exit_code == 1, result.stderr
 
 

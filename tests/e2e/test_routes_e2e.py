@@ -12,6 +12,7 @@ from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
 from tests.e2e.faultproxy import FaultProxy
 from tests.e2e.objects import gateway, route
+from tests.e2e.report import upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 
@@ -83,7 +84,7 @@ def test_seed_plan_orphaned_healthy_and_multi_parent_routes(
     assert orphan is not None
     assert orphan["cluster"] == UPSTREAM_CLUSTER
     assert orphan["gateways"] == [f"{project}/gw-gone"]
-    assert result.summary["upstream_clusters"][UPSTREAM_CLUSTER]["status"] == "ok"
+    assert upstreams(result)[UPSTREAM_CLUSTER]["status"] == "ok"
 
 
 def test_preserve_cases_are_kept(hub: TestCluster, project: str, routes_args: list[str]) -> None:
@@ -235,7 +236,7 @@ def test_unknown_and_unreachable_clusters_are_never_proof(
     assert result.outcome("HTTPRoute", "orphaned") == ("deleted", "upstream-gateways-gone")
     assert hub.present("HTTPRoute", ns, "unknown")
     assert hub.present("HTTPRoute", ns, "unreachable")
-    clusters = result.summary["upstream_clusters"]
+    clusters = upstreams(result)
     assert clusters["nowhere"]["status"] == "unknown"
     assert clusters["e2e-dead"]["status"] == "unavailable"
     assert clusters[UPSTREAM_CLUSTER]["status"] == "ok"
@@ -276,7 +277,7 @@ def test_wrong_server_template_is_unavailable_not_gone(
 
     assert result.outcome("HTTPRoute", "orphan-looking") == ("skipped", "upstream-unavailable")
     assert hub.present("HTTPRoute", ns, "orphan-looking")
-    assert result.summary["upstream_clusters"]["proj-x"]["status"] == "unavailable"
+    assert upstreams(result)["proj-x"]["status"] == "unavailable"
     assert result.exit_code == 1
 
 
@@ -359,7 +360,8 @@ def test_upstream_reads_are_batched_per_namespace(
         ("GET", "/apis/gateway.networking.k8s.io/v1"),
         ("GET", f"/apis/gateway.networking.k8s.io/v1/namespaces/{project}/gateways"),
     ]
-    assert result.summary["api_requests"]["by_target"][f"upstream/{UPSTREAM_CLUSTER}"] == 2
+    assert upstreams(result)[UPSTREAM_CLUSTER]["api_requests"] == 2
+    assert result.summary["api_requests"]["by_target"]["upstream"] == 2
 
 
 def test_a_parent_name_that_is_no_object_name_is_never_proof(
@@ -414,5 +416,5 @@ def test_an_upstream_context_whose_credentials_cannot_load_is_unavailable(
     )
 
     assert result.outcome("HTTPRoute", "r") == ("skipped", "upstream-unavailable")
-    assert result.summary["upstream_clusters"]["broken"]["status"] == "unavailable"
+    assert upstreams(result)["broken"]["status"] == "unavailable"
     assert result.exit_code == 1

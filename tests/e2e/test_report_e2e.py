@@ -1,0 +1,151 @@
+"""End to end: the stdout report over 1,000 upstream clusters and hostile annotations, on the
+real hub and upstream servers. Every line is one whole record that a log pipeline takes:
+it parses alone, validates, and is at most 16 KiB; the report file keeps everything."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from gcjob.domain import PROTECT_ANNOTATION
+from gcjob.report.bounds import LIST_ITEMS, MAX_RECORD_BYTES
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import SCHEMA, run_gcjob
+from tests.e2e.envtest import write_kubeconfig
+from tests.e2e.faultproxy import FaultProxy
+from tests.e2e.objects import binding, companion, gateway, route
+from tests.servers import Endpoint
+
+CLUSTERS = 1000
+PREFIX = "/projects/"
+
+
+@pytest.fixture
+def project_upstreams(
+    upstream: TestCluster, upstream_endpoint: Endpoint, tmp_path: Path
+) -> Iterator[tuple[str, str]]:
+    """(kubeconfig, server template): every project `proj-NNNN` is served by the one real
+    upstream, through a proxy that strips the `/projects/<cluster>` prefix."""
+    proxy = FaultProxy(upstream_endpoint.proxy.target, strip_prefix=f"^{PREFIX}[^/]+").start(
+        tmp_path
+    )
+    source = yaml.safe_load(Path(upstream_endpoint.kubeconfig).read_text())
+    kubeconfig = write_kubeconfig(
+        tmp_path / "projects.kubeconfig",
+        context="projects",
+        server=proxy.url,
+        ca_file=proxy.ca_file,
+        user=source["users"][0]["user"],
+    )
+    try:
+        yield str(kubeconfig), f"{proxy.url}{PREFIX}{{cluster}}"
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.timeout(900)
+def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    project_upstreams: tuple[str, str],
+    tmp_path: Path,
+) -> None:
+    kubeconfig, template = project_upstreams
+    project = upstream.namespace("project")
+    upstream.create(gateway(project, "gw-a"))
+    ns = hub.namespace()
+    clusters = [f"proj-{i:04d}" for i in range(CLUSTERS)]
+    routes = [
+        route(
+            ns,
+            f"route-{i:04d}",
+            cluster_label=f"cluster-{cluster}",
+            upstream_namespace=project,
+            # 10 orphans, 990 healthy routes
+            parents=[{"name": "gw-gone" if i % 100 == 0 else "gw-a"}],
+        )
+        for i, cluster in enumerate(clusters)
+    ]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(hub.create, routes))
+    hostile = "\x1b]0;pwned\x07\x1b[32mwould-delete\x9b0m\u202eevil\u2028"
+    many_keys = [f"p/wd-{i:05d}" for i in range(10_000)]
+    hub.create(
+        companion(
+            "ConfigMap", ns, "many-referrers", many_keys, annotations={PROTECT_ANNOTATION: "true"}
+        )
+    )
+    hub.create(companion("ConfigMap", ns, "huge-unparseable", "[" + "x" * 200_000))
+    hub.create(companion("Secret", ns, "escape-key", [f"{hostile}/x"]))
+    hub.create(binding(ns, "forged-configmap", kind="ConfigMap", target=hostile))
+    report_file = tmp_path / "report.json"
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--upstream-kubeconfig",
+        kubeconfig,
+        "--upstream-server-template",
+        template,
+        "--report-file",
+        str(report_file),
+    )
+
+    # Every line alone: one JSON record, schema-valid (run_gcjob checked), at most 16 KiB.
+    lines = result.stdout.split("\n")
+    assert lines[-1] == ""  # the last record ends with its newline too
+    lines = lines[:-1]
+    assert len(lines) == len(result.records)  # no record split over lines, no blank line
+    longest = max(len(line.encode("utf-8")) + 1 for line in lines)
+    assert longest <= MAX_RECORD_BYTES, longest
+    for line in lines:
+        jsonschema.validate(json.loads(line), SCHEMA)
+        for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\u2028"):
+            assert raw not in line
+
+    # One upstream record per cluster, before the summary; the summary keeps the counts.
+    kinds = [r["record"] for r in result.records]
+    assert kinds[-1] == "summary"
+    assert kinds.index("upstream") > max(i for i, k in enumerate(kinds) if k == "item")
+    upstream_records = [r for r in result.records if r["record"] == "upstream"]
+    assert sorted(r["cluster"] for r in upstream_records) == clusters
+    assert all(r["status"] == "ok" and r["api_requests"] >= 2 for r in upstream_records)
+    summary = result.summary
+    assert summary["upstream_counts"] == {"ok": CLUSTERS}
+    assert summary["counts"]["routes"] == {
+        "skipped": {"gateway-exists": 990},
+        "would-delete": {"upstream-gateways-gone": 10},
+    }
+    assert summary["api_requests"]["by_target"]["upstream"] == sum(
+        r["api_requests"] for r in upstream_records
+    )
+    assert result.exit_code == 0, result.stderr
+    run_id = summary["run_id"]
+    assert all(r["run_id"] == run_id and r["version"] == summary["version"] for r in result.records)
+
+    # Hostile annotations: reported with explicit caps.
+    many = result.item("ConfigMap", "many-referrers")
+    assert many is not None and many["reason"] == "protected"
+    assert many["referrers"] == many_keys[:LIST_ITEMS]
+    assert many["truncated"] == {"referrers": 10_000}
+    assert result.outcome("ConfigMap", "huge-unparseable") == ("skipped", "referrers-unparseable")
+    assert result.outcome("Secret", "escape-key") == ("skipped", "referrer-key-malformed")
+    forged = result.item("ResourceBinding", "forged-configmap")
+    assert forged is not None and forged["reason"] == "resource-mismatch"
+    assert hostile in forged["detail"]  # escaped on the line, the value itself is intact
+
+    # The report file: every cluster and every referrer, nothing cut.
+    document = json.loads(report_file.read_text(encoding="utf-8"))
+    assert sorted(u["cluster"] for u in document["upstream"]) == clusters
+    whole = next(i for i in document["items"] if i["name"] == "many-referrers")
+    assert whole["referrers"] == many_keys
+    assert "truncated" not in whole
+    assert document["summary"]["upstream_counts"] == {"ok": CLUSTERS}
+    print(f"longest stdout line: {longest} bytes over {len(lines)} lines")
