@@ -27,8 +27,20 @@ class Sweep(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Mark:
+    """gcjob's pending-deletion mark as read from an object: each part verbatim, None when
+    absent (gcjob/marks.py says what it means)."""
+
+    label: str | None = None
+    since: str | None = None
+    reason: str | None = None
+    evidence: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
-    """What was observed of one object: enough to report it and to pin a delete to it."""
+    """What was observed of one object: enough to report it and to pin a delete or a patch
+    to it."""
 
     api_version: str
     kind: str
@@ -38,6 +50,10 @@ class ObjectRef:
     resource_version: str
     created: datetime | None
     terminating: bool = False
+    # A JSON Patch adds a key to a map only if the map exists: whether each one was there.
+    has_labels: bool = False
+    has_annotations: bool = False
+    mark: Mark | None = None
 
 
 @dataclass(frozen=True, slots=True)
