@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -32,10 +32,6 @@ from gcjob.domain import (
 from gcjob.model import Mark, ObjectRef, ParentRef
 
 Op = dict[str, Any]
-
-# The default of --grace, in one place: how long an object must stay an orphan, on the same
-# evidence, between the run that marks it and the run that deletes it.
-DEFAULT_GRACE = "10m"
 
 MARKED = "true"
 DIGEST_HEX = 16  # 64 bits of SHA-256: tells evidence apart, short enough to read
@@ -203,65 +199,3 @@ def unmark_patch(ref: ObjectRef) -> list[Op]:
     if not ref.uid or not ref.resource_version:
         raise ValueError(f"{ref.kind} {ref.name}: no uid/resourceVersion to pin a patch to")
     return _guarded(ref, (), _projection(ref, ref.mark), _projection(ref, None))
-
-
-# -- the grace rule --------------------------------------------------------------------------
-
-
-class Next(StrEnum):
-    """What the grace rule says to do with one object this run."""
-
-    DELETE = "delete"  # an orphan on the same evidence, marked at least `grace` ago
-    MARK = "mark"  # an orphan with no mark, a broken one, or changed evidence: (re)start
-    WAIT = "wait"  # an orphan on the same evidence, marked less than `grace` ago
-    UNMARK = "unmark"  # not an orphan (any more), and carries this rule's mark
-    NOTHING = "nothing"  # not an orphan, and no mark of this rule to remove
-
-
-@dataclass(frozen=True, slots=True)
-class GraceCall:
-    next: Next
-    detail: str
-    since: datetime | None = None  # orphaned since: the mark's time (now, for a new mark)
-    due: datetime | None = None  # when it may be deleted
-
-
-def grace_rule(
-    rule: Rule,
-    evidence: Evidence | None,
-    mark: Mark | None,
-    now: datetime,
-    grace: timedelta,
-) -> GraceCall:
-    """`evidence`: what an orphan's decision rested on this run; None when the rules did not
-    find an orphan (for whatever reason, a failed read included: the mark then goes, and the
-    grace period starts again the next time it is found).
-
-    A mark is only trusted whole: the label, a readable time, and this very evidence."""
-    if evidence is None:
-        if mark is None:
-            return GraceCall(Next.NOTHING, "")
-        owner = rule_of(mark)
-        if owner is not None and owner != rule:
-            return GraceCall(Next.NOTHING, f"marked by the {owner} rule: left to it")
-        return GraceCall(Next.UNMARK, "no longer an orphan: mark removed")
-    if grace <= timedelta(0):
-        return GraceCall(Next.DELETE, "no grace period", mark_since(mark) or now, now)
-    since = mark_since(mark)
-    if mark is None:
-        return GraceCall(Next.MARK, "found orphaned: marked", now, now + grace)
-    if since is None:
-        return GraceCall(Next.MARK, "mark incomplete or unreadable: marked again", now, now + grace)
-    if mark.evidence != evidence.digest:
-        return GraceCall(
-            Next.MARK, "evidence changed since it was marked: grace restarts", now, now + grace
-        )
-    due = since + grace
-    if now >= due:
-        return GraceCall(Next.DELETE, f"orphaned since {since_value(since)}", since, due)
-    return GraceCall(
-        Next.WAIT,
-        f"orphaned since {since_value(since)}; deleted from {since_value(due)} if still orphaned",
-        since,
-        due,
-    )

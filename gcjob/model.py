@@ -18,6 +18,10 @@ class Action(StrEnum):
     ALREADY_GONE = "already-gone"
     SKIPPED = "skipped"
     FAILED = "failed"
+    MARKED = "marked"  # found orphaned: marked, deleted after the grace period
+    WOULD_MARK = "would-mark"
+    UNMARKED = "unmarked"  # no longer an orphan: its mark removed
+    WOULD_UNMARK = "would-unmark"
 
 
 class Sweep(StrEnum):
@@ -128,6 +132,7 @@ class Outcome:
     cluster: str | None = None
     gateways: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
+    orphaned_since: datetime | None = None  # once marked: since when it has been an orphan
 
     @classmethod
     def of(
@@ -137,6 +142,7 @@ class Outcome:
         action: Action,
         reason: str | None = None,
         detail: str | None = None,
+        orphaned_since: datetime | None = None,
     ) -> Outcome:
         return cls(
             sweep=sweep,
@@ -148,4 +154,5 @@ class Outcome:
             referrers=verdict.referrers,
             cluster=verdict.cluster,
             gateways=verdict.gateways,
+            orphaned_since=orphaned_since,
         )

@@ -39,6 +39,8 @@ def item_record(outcome: Outcome, run_id: str, now: datetime, dry_run: bool) -> 
         record["cluster"] = outcome.cluster
     if outcome.gateways:
         record["gateways"] = list(outcome.gateways)
+    if outcome.orphaned_since is not None:
+        record["orphaned_since"] = rfc3339(outcome.orphaned_since)
     return record
 
 
