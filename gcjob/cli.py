@@ -20,6 +20,7 @@ from click.core import ParameterSource
 
 from gcjob import __version__, logs, preflight
 from gcjob.act.deleter import Deleter
+from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
 from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
 from gcjob.exitcodes import ExitCode, table
@@ -28,7 +29,8 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import UpstreamResolver, hub_client
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.reader import Reader
-from gcjob.kube.snapshot import Snapshot, SnapshotUpstreams
+from gcjob.kube.reduce import parse_time
+from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
 from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.lease import LeaseLock, LockHeld
@@ -39,7 +41,7 @@ from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
-from gcjob.settings import Settings, parse_duration
+from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
 from gcjob.sweeps import execute
 
 LEASE_MARGIN = timedelta(minutes=1)
@@ -65,6 +67,24 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in cl
         if self.positive and not duration:
             self.fail(f"{value!r} must be more than 0s", param, ctx)
         return duration
+
+
+class Moment(click.ParamType):  # type: ignore[type-arg]
+    """An RFC 3339 time with its zone, e.g. 2026-11-23T10:00:00Z."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, datetime):
+            return value
+        moment = parse_time(str(value).strip())
+        if moment is None:
+            self.fail(
+                f"{value!r} is not an RFC 3339 time with a zone (e.g. 2026-11-23T10:00:00Z)",
+                param,
+                ctx,
+            )
+        return moment
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -212,6 +232,22 @@ READ_TIMEOUT = _opt("read-timeout", type=Duration(positive=True), default="15s",
 )
 @UPSTREAM_KUBECONFIG
 @UPSTREAM_SERVER_TEMPLATE
+@_opt(
+    "grace",
+    type=Duration(),
+    default=DEFAULT_GRACE,
+    show_default=True,
+    help="Mark an orphan first; delete it once it stayed one, on the same evidence, this long "
+    "(0: delete on the first look).",
+)
+@_opt(
+    "max-marks",
+    type=click.IntRange(0),
+    default=DEFAULT_MAX_MARKS,
+    show_default=True,
+    help="Brake: most new marks per run.",
+)
+@_opt("now", type=Moment(), hidden=True, help="Decide as of this RFC 3339 time (tests, replays).")
 @_opt(
     "max-deletions",
     type=click.IntRange(0),
@@ -400,6 +436,9 @@ def _settings(options: dict[str, Any]) -> Settings:
         read_timeout=options["read_timeout"].total_seconds(),
         pushgateway=options["pushgateway"],
         notify_webhook=options["notify_webhook"],
+        grace=options["grace"],
+        max_marks=options["max_marks"],
+        now=options["now"],
     )
 
 
@@ -454,6 +493,7 @@ class Sources:
     now: datetime
     upstreams: SnapshotUpstreams | LiveUpstreams | None
     make_access: Callable[..., KubeAccess]
+    snapshot_hub: SnapshotStore | None = None
 
 
 def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
@@ -476,15 +516,15 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
     if settings.snapshot:
         snapshot = Snapshot(settings.snapshot)
         upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
-        now = snapshot.captured_at or datetime.now(UTC)
-        return Sources(None, snapshot.hub, now, upstreams, make_access)
+        now = settings.now or snapshot.captured_at or datetime.now(UTC)
+        return Sources(None, snapshot.hub, now, upstreams, make_access, snapshot.hub)
     client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
     access = make_access(client, "hub")
     live: LiveUpstreams | None = None
     if settings.upstream_kubeconfig or settings.upstream_server_template:
         resolver = UpstreamResolver(settings.upstream_kubeconfig, settings.upstream_server_template)
         live = LiveUpstreams(resolver, make_upstream_access)
-    return Sources(access, access, datetime.now(UTC), live, make_access)
+    return Sources(access, access, settings.now or datetime.now(UTC), live, make_access)
 
 
 def run_sweep(settings: Settings) -> int:
@@ -492,6 +532,8 @@ def run_sweep(settings: Settings) -> int:
     logs.setup(settings.log_format, run_id)
     if os.environ.get("GCJOB_DELETE"):
         log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    if settings.now is not None:
+        log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
     started = time.monotonic()
     budget = RunBudget(settings.timeout.total_seconds())
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -528,7 +570,11 @@ def run_sweep(settings: Settings) -> int:
         observer=notable,
     )
     deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
-    run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id)
+    # A snapshot's loaded objects take the very patches a live run would send; a live dry run
+    # writes nothing.
+    patched = sources.snapshot_hub if settings.snapshot else access if settings.delete else None
+    marker = Marker(patched, dry_run=not settings.delete, budget=budget)
+    run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id, marker)
     error = ""
     lock: LeaseLock | None = None
     try:

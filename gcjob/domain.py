@@ -24,6 +24,13 @@ HTTPROUTE_KIND = "HTTPRoute"
 # Any object carrying this annotation with value "true" is never deleted by gcjob.
 PROTECT_ANNOTATION = "gcjob.datumapis.com/protect"
 
+# gcjob's mark on an object it found orphaned and will delete once the grace period is over
+# (see gcjob/marks.py): the state of a pending deletion lives on the object itself.
+ORPHANED_LABEL = "gcjob.datumapis.com/orphaned"
+ORPHANED_SINCE_ANNOTATION = "gcjob.datumapis.com/orphaned-since"
+ORPHANED_REASON_ANNOTATION = "gcjob.datumapis.com/orphaned-reason"
+ORPHANED_EVIDENCE_ANNOTATION = "gcjob.datumapis.com/orphaned-evidence"
+
 # Label keys gcjob reads from downstream routes; every other label is dropped on read.
 ROUTE_LABELS = (
     UPSTREAM_CLUSTER_LABEL,

@@ -18,6 +18,10 @@ class Action(StrEnum):
     ALREADY_GONE = "already-gone"
     SKIPPED = "skipped"
     FAILED = "failed"
+    MARKED = "marked"  # found orphaned: marked, deleted after the grace period
+    WOULD_MARK = "would-mark"
+    UNMARKED = "unmarked"  # no longer an orphan: its mark removed
+    WOULD_UNMARK = "would-unmark"
 
 
 class Sweep(StrEnum):
@@ -27,8 +31,20 @@ class Sweep(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Mark:
+    """gcjob's pending-deletion mark as read from an object: each part verbatim, None when
+    absent (gcjob/marks.py says what it means)."""
+
+    label: str | None = None
+    since: str | None = None
+    reason: str | None = None
+    evidence: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
-    """What was observed of one object: enough to report it and to pin a delete to it."""
+    """What was observed of one object: enough to report it and to pin a delete or a patch
+    to it."""
 
     api_version: str
     kind: str
@@ -38,6 +54,10 @@ class ObjectRef:
     resource_version: str
     created: datetime | None
     terminating: bool = False
+    # A JSON Patch adds a key to a map only if the map exists: whether each one was there.
+    has_labels: bool = False
+    has_annotations: bool = False
+    mark: Mark | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +132,7 @@ class Outcome:
     cluster: str | None = None
     gateways: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
+    orphaned_since: datetime | None = None  # once marked: since when it has been an orphan
 
     @classmethod
     def of(
@@ -121,6 +142,7 @@ class Outcome:
         action: Action,
         reason: str | None = None,
         detail: str | None = None,
+        orphaned_since: datetime | None = None,
     ) -> Outcome:
         return cls(
             sweep=sweep,
@@ -132,4 +154,5 @@ class Outcome:
             referrers=verdict.referrers,
             cluster=verdict.cluster,
             gateways=verdict.gateways,
+            orphaned_since=orphaned_since,
         )

@@ -28,8 +28,10 @@ from gcjob.model import Sweep
 from gcjob.settings import Settings
 
 READ = ("get", "list")
-READ_DELETE = ("get", "list", "delete")
-# What each sweep reads and deletes on the hub (the same list is cronjobs/rbac/hub).
+# `patch`: an orphan is marked first (a conditional JSON Patch of its labels and annotations)
+# and deleted after --grace; a mark is removed again when it stops being an orphan.
+READ_DELETE = ("get", "list", "patch", "delete")
+# What each sweep reads, marks and deletes on the hub (the same list is cronjobs/rbac/hub).
 SWEEP_NEEDS: dict[Sweep, tuple[tuple[Resource, tuple[str, ...]], ...]] = {
     Sweep.COMPANIONS: (
         (CONFIGMAPS, READ_DELETE),

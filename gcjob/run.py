@@ -10,6 +10,7 @@ from typing import Any
 from gcjob import __version__
 from gcjob.act.brake import BrakeLimits, brake_reason
 from gcjob.act.deleter import Deleter
+from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -90,10 +91,13 @@ class Run:
     now: datetime
     upstreams: UpstreamSource | None
     run_id: str
+    marker: Marker
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     codes: set[ExitCode] = field(default_factory=set)
     sweeps: dict[Sweep, SweepState] = field(default_factory=dict)
     deleted: int = 0  # deletions this run, for --max-deletions (a companion + binding: one)
+    marked: int = 0  # new marks this run, for --max-marks (a companion + binding: one)
+    marks: dict[str, dict[str, int]] = field(default_factory=dict)  # sweep -> reason -> count
     handled_bindings: set[str] = field(default_factory=set)  # uids reported with a companion
     companion_keys: set[tuple[str, str, str]] | None = None  # (kind, namespace, name)
     upstream_index: UpstreamIndex | None = None
@@ -148,6 +152,34 @@ class Run:
         log.warning("%s sweep: safety brake engaged: %s", sweep.value, reason)
         return True
 
+    def marks_braked(self, sweep: Sweep, candidates: list[Verdict]) -> bool:
+        """The marks' own ceiling: a mass of new orphans is the early warning to send."""
+        if not candidates or self.marked + len(candidates) <= self.settings.max_marks:
+            return False
+        reason = (
+            f"{len(candidates)} new marks (+{self.marked} earlier this run) exceed "
+            f"--max-marks {self.settings.max_marks}"
+        )
+        for verdict in candidates:
+            self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, "brake", reason))
+        state = self.sweeps[sweep]
+        state.status = "braked"
+        state.detail = "; ".join(filter(None, [state.detail, reason]))
+        if self.settings.delete:
+            self.codes.add(ExitCode.BRAKE)
+            log.warning("%s sweep: marks brake engaged: %s", sweep.value, reason)
+        return True
+
+    def count_mark(self, outcomes: list[Outcome]) -> None:
+        """The outcomes of one mark (a companion's: with its binding's)."""
+        if outcomes and outcomes[0].action in (Action.MARKED, Action.WOULD_MARK):
+            self.marked += 1
+            first = outcomes[0]
+            by_reason = self.marks.setdefault(first.sweep.value, {})
+            by_reason[first.reason] = by_reason.get(first.reason, 0) + 1
+        for outcome in outcomes:
+            self.record(outcome)
+
     def count_deletion(self, outcomes: list[Outcome]) -> None:
         if outcomes and outcomes[0].action in (Action.DELETED, Action.WOULD_DELETE):
             self.deleted += 1
@@ -179,6 +211,7 @@ class Run:
             "finished": rfc3339(finished),
             "decided_at": rfc3339(self.now),
             "min_age_seconds": int(self.settings.min_age.total_seconds()),
+            "grace_seconds": int(self.settings.grace.total_seconds()),
             "namespaces": {
                 "included": list(self.settings.namespaces) or "all but reserved",
                 "excluded": list(self.settings.exclude_namespaces),
@@ -193,6 +226,7 @@ class Run:
                 for sweep, st in self.sweeps.items()
             },
             "counts": self.reporter.tally.as_dict(),
+            "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.marks.items()},
             "totals": self.reporter.tally.totals(),
             "upstream_counts": dict(sorted(upstream_counts.items())),
             "api_requests": {

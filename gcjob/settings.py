@@ -5,11 +5,16 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from gcjob.model import Sweep
 
 MAX_DURATION_SECONDS = 365 * 24 * 3600
+
+# --grace: how long an object stays marked orphaned, on the same evidence, before a run deletes
+# it (gcjob/marks.py). "0" deletes on the first look. The one place its default is set.
+DEFAULT_GRACE = "10m"
+DEFAULT_MAX_MARKS = 500
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
 
 
@@ -31,6 +36,9 @@ def parse_duration(text: str) -> timedelta:
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_DURATION_SECONDS:
         raise ValueError(f"{text!r} is not a duration between 0 and 1 year (e.g. 30s, 5m, 1h, 90)")
     return timedelta(seconds=seconds)
+
+
+GRACE = parse_duration(DEFAULT_GRACE)
 
 
 @dataclass(frozen=True)
@@ -64,3 +72,6 @@ class Settings:
     read_timeout: float = 30.0
     pushgateway: str | None = None
     notify_webhook: str | None = None
+    grace: timedelta = GRACE
+    max_marks: int = DEFAULT_MAX_MARKS
+    now: datetime | None = None  # decide as of this time (--now, for tests and replays)

@@ -14,7 +14,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from gcjob import marks
 from gcjob.cli import cli
+from gcjob.domain import (
+    COMPANION_LABEL,
+    ORPHANED_EVIDENCE_ANNOTATION,
+    ORPHANED_LABEL,
+    ORPHANED_REASON_ANNOTATION,
+    ORPHANED_SINCE_ANNOTATION,
+    REFERRERS_ANNOTATION,
+)
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 
@@ -141,7 +150,9 @@ EXPECTED_COUNTS = {
 
 def _sweep(tmp_path: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
     report_file = tmp_path / "r.json"
-    args = ["sweep", "--snapshot", str(DEMO), "--report-file", str(report_file), *extra]
+    # --grace 0: the one-look verdicts this file pins down (marks: test_demo_with_a_grace_*)
+    args = ["sweep", "--snapshot", str(DEMO), "--report-file", str(report_file), "--grace", "0"]
+    args += extra
     # standalone_mode=False: the command's return value is the process exit code.
     result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
     report = json.loads(report_file.read_text(encoding="utf-8"))
@@ -297,3 +308,74 @@ def test_text_format_summary_table(tmp_path: Path) -> None:
     )
     assert "exit 0: completed" in result.stdout
     assert len(report["items"]) == len(EXPECTED)
+
+
+def test_demo_with_a_grace_period_marks_what_it_would_delete(
+    tmp_path: Path, demo: tuple[Any, dict[str, Any]]
+) -> None:
+    """With --grace, every orphan of the one-look sweep is (would be) marked, as of the capture
+    time; the patches apply to the loaded objects (a failed test there would be a skip)."""
+    _, one_look = demo
+    result, report = _sweep(tmp_path, "--grace", "10m")
+
+    assert result.return_value == 0, result.output
+    would_delete = {_key(i) for i in one_look["items"] if i["action"] == "would-delete"}
+    would_mark = {_key(i) for i in report["items"] if i["action"] == "would-mark"}
+    assert would_delete and would_mark == would_delete
+    for item in report["items"]:
+        if item["action"] == "would-mark":
+            assert item["orphaned_since"] == "2026-11-20T12:00:00Z"
+    assert report["summary"]["grace_seconds"] == 600
+    companions = [k for k in would_mark if k[0] == "companions" and k[1] != "ResourceBinding"]
+    assert sum(report["summary"]["marks"]["companions"].values()) == len(companions)
+
+
+def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: Path) -> None:
+    """A dump taken 10 minutes after a run marked two orphans: the one whose evidence is
+    unchanged is due; the other's referrers changed since, so its grace period restarts."""
+    raw, changed = '["default/web-gone"]', '["default/api-gone"]'
+    hub = tmp_path / "snap" / "hub"
+    hub.mkdir(parents=True)
+    (tmp_path / "snap" / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
+    items = []
+    for name, now_raw in (("due", raw), ("changed", changed)):
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": name,
+                    "namespace": "ns-1",
+                    "uid": f"uid-{name}",
+                    "resourceVersion": "5",
+                    "creationTimestamp": "2026-11-01T00:00:00Z",
+                    "labels": {COMPANION_LABEL: "true", ORPHANED_LABEL: "true"},
+                    "annotations": {
+                        REFERRERS_ANNOTATION: now_raw,
+                        ORPHANED_SINCE_ANNOTATION: "2026-11-20T11:50:00Z",
+                        ORPHANED_REASON_ANNOTATION: "orphaned",
+                        ORPHANED_EVIDENCE_ANNOTATION: marks.companion_evidence(raw).digest,
+                    },
+                },
+            }
+        )
+    (hub / "configmaps.json").write_text(
+        json.dumps({"kind": "List", "apiVersion": "v1", "items": items})
+    )
+    report_file = tmp_path / "r.json"
+    args = ["sweep", "--snapshot", str(tmp_path / "snap"), "--grace", "10m"]
+    args += ["--sweep", "companions", "--report-file", str(report_file)]
+
+    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
+
+    assert result.return_value == 0, result.output
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    by_name = {i["name"]: i for i in report["items"]}
+    assert (by_name["due"]["action"], by_name["due"]["orphaned_since"]) == (
+        "would-delete",
+        "2026-11-20T11:50:00Z",
+    )
+    assert (by_name["changed"]["action"], by_name["changed"]["orphaned_since"]) == (
+        "would-mark",
+        "2026-11-20T12:00:00Z",
+    )

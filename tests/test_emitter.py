@@ -76,6 +76,8 @@ def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
         "finished": "2026-07-01T12:00:01Z",
         "decided_at": "2026-07-01T12:00:00Z",
         "min_age_seconds": 300,
+        "grace_seconds": 600,
+        "marks": {},
         "sweeps": {
             "companions": {"status": "completed", "detail": "", "scanned": 2, "in_scope": 2},
             "bindings": {"status": "completed", "detail": "", "scanned": 0, "in_scope": 0},

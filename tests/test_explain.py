@@ -52,7 +52,7 @@ def schema() -> Draft202012Validator:
 
 
 def demo_sweep_items() -> list[dict[str, Any]]:
-    code, out = run("sweep", "--snapshot", DEMO, "--report-healthy")
+    code, out = run("sweep", "--snapshot", DEMO, "--report-healthy", "--grace", "0")
     assert code == 0
     records = [json.loads(line) for line in out.splitlines()]
     return [r for r in records if r["record"] == "item"]

@@ -63,7 +63,7 @@ def test_only_the_sweeps_run_and_their_namespaces_are_asked_for() -> None:
     assert needed(settings) == [
         Permission(verb, HTTPROUTES, namespace)
         for namespace in ("a", "b")
-        for verb in ("get", "list", "delete")
+        for verb in ("get", "list", "patch", "delete")
     ]
 
 

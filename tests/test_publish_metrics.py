@@ -126,7 +126,9 @@ def closed_port() -> int:
 
 def test_the_cli_pushes_at_the_end_of_a_run(receiver: Receiver) -> None:
     result = CliRunner().invoke(
-        cli, ["sweep", "--snapshot", DEMO, "--pushgateway", receiver.url], standalone_mode=False
+        cli,
+        ["sweep", "--snapshot", DEMO, "--grace", "0", "--pushgateway", receiver.url],
+        standalone_mode=False,
     )
 
     assert result.return_value == 0, result.stderr

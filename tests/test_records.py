@@ -105,6 +105,16 @@ def test_optional_fields_only_when_present(validator: Draft202012Validator) -> N
     assert "referrers" not in record
     assert "cluster" not in record
     assert "gateways" not in record
+    assert "orphaned_since" not in record
+
+
+def test_a_marked_object_carries_since_when_it_is_an_orphan(
+    validator: Draft202012Validator,
+) -> None:
+    since = datetime(2026, 11, 20, 11, 50, 0, 123456, tzinfo=UTC)
+    record = item_record(outcome(action=Action.MARKED, orphaned_since=since), RUN_ID, NOW, False)
+    validator.validate(record)
+    assert (record["action"], record["orphaned_since"]) == ("marked", "2026-11-20T11:50:00Z")
 
 
 def test_empty_cluster_name_is_still_reported(validator: Draft202012Validator) -> None:
@@ -218,6 +228,10 @@ def test_tally_counts() -> None:
         "already-gone": 0,
         "skipped": 2,
         "failed": 1,
+        "marked": 0,
+        "would-mark": 0,
+        "unmarked": 0,
+        "would-unmark": 0,
     }
 
 

@@ -15,10 +15,18 @@ import pytest
 from gcjob.decide.common import hold_back
 from gcjob.decide.companions import binding_names_companion, decide_companion
 from gcjob.decide.routes import is_gateway, route_target
-from gcjob.domain import PROTECT_ANNOTATION, REFERRERS_ANNOTATION, ROUTE_LABELS
+from gcjob.domain import (
+    ORPHANED_EVIDENCE_ANNOTATION,
+    ORPHANED_LABEL,
+    ORPHANED_REASON_ANNOTATION,
+    ORPHANED_SINCE_ANNOTATION,
+    PROTECT_ANNOTATION,
+    REFERRERS_ANNOTATION,
+    ROUTE_LABELS,
+)
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, RESOURCEBINDINGS, SECRETS
-from gcjob.model import ParentRef, Verdict
+from gcjob.model import Mark, ParentRef, Verdict
 from tests.builders import HUB_NS, MIN_AGE, route_labels
 
 NOW = datetime(2026, 11, 20, 12, 0, 0, tzinfo=UTC)
@@ -125,6 +133,31 @@ def test_secret_companion_keeps_only_metadata() -> None:
     record = reduce.companion(SECRETS)(obj)
     assert record.ref.kind == "Secret"
     assert "cG9zdGdyZXM6Ly9zM2NyM3Q=" not in repr(record)
+
+
+def test_no_mark_and_the_maps_as_found() -> None:
+    ref = reduce.companion(CONFIGMAPS)(configmap()).ref
+    assert ref.mark is None
+    assert ref.has_labels and ref.has_annotations
+    bare = reduce.object_ref({"metadata": {"name": "x", "uid": "u"}}, CONFIGMAPS)
+    assert not bare.has_labels and not bare.has_annotations and bare.mark is None
+
+
+def test_the_mark_is_read_verbatim_part_by_part() -> None:
+    obj = configmap()
+    obj["metadata"]["labels"][ORPHANED_LABEL] = "true"
+    obj["metadata"]["annotations"][ORPHANED_SINCE_ANNOTATION] = "2026-11-20T11:50:00Z"
+    obj["metadata"]["annotations"][ORPHANED_EVIDENCE_ANNOTATION] = "companion:0123456789abcdef"
+    ref = reduce.companion(CONFIGMAPS)(obj).ref
+    assert ref.mark == Mark(
+        label="true",
+        since="2026-11-20T11:50:00Z",
+        reason=None,
+        evidence="companion:0123456789abcdef",
+    )
+    only_reason = configmap()
+    only_reason["metadata"]["annotations"][ORPHANED_REASON_ANNOTATION] = "orphaned"
+    assert reduce.companion(CONFIGMAPS)(only_reason).ref.mark == Mark(reason="orphaned")
 
 
 def test_terminating_object() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gcjob.kube import requests
-from gcjob.kube.requests import JSON, METADATA, METADATA_LIST
+from gcjob.kube.requests import JSON, JSON_PATCH, METADATA, METADATA_LIST
 from gcjob.kube.resources import (
     CONFIGMAPS,
     GATEWAYS,
@@ -119,6 +119,30 @@ def test_delete_is_preconditioned_and_background() -> None:
     }
     assert request.content_type == JSON
     assert request.query == ()
+
+
+# -- patch ------------------------------------------------------------------------------------
+
+OPS = [
+    {"op": "test", "path": "/metadata/uid", "value": "uid-1"},
+    {"op": "test", "path": "/metadata/resourceVersion", "value": "100"},
+    {"op": "add", "path": "/metadata/labels/gcjob.datumapis.com~1orphaned", "value": "true"},
+]
+
+
+def test_patch_is_a_json_patch_of_the_ops_given() -> None:
+    request = requests.patch(CONFIGMAPS, NS, "app-config", OPS)
+    assert request.method == "PATCH"
+    assert request.path == f"/api/v1/namespaces/{NS}/configmaps/app-config"
+    assert request.content_type == JSON_PATCH == "application/json-patch+json"
+    assert request.body == OPS
+    assert _media_types(request.accept) == [METADATA, JSON]
+
+
+def test_secret_patch_is_answered_with_metadata_only_without_fallback() -> None:
+    request = requests.patch(SECRETS, NS, "db-creds", OPS)
+    assert request.accept == METADATA
+    assert JSON not in _media_types(request.accept)
 
 
 # -- list query -----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gcjob.act.deleter import Deleter
+from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
 from gcjob.domain import is_reserved_namespace
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
@@ -209,7 +210,9 @@ def run_world(hub_objects: list[dict[str, Any]], upstream_objects: list[dict[str
     upstream = SnapshotStore("single", [])
     for obj in upstream_objects:
         upstream.add(obj)
-    config = Settings(max_deletions=10**6, max_delete_percent=100, suspect_min_routes=0)
+    config = Settings(
+        max_deletions=10**6, max_delete_percent=100, suspect_min_routes=0, grace=timedelta(0)
+    )
     budget = RunBudget(None)
     out = io.StringIO()
     reporter = Reporter(
@@ -230,6 +233,7 @@ def run_world(hub_objects: list[dict[str, Any]], upstream_objects: list[dict[str
         NOW,
         SnapshotUpstreams({"single": upstream}),
         "r",
+        Marker(None, dry_run=True, budget=budget),
     )
     execute(run)
     items = [json.loads(line) for line in out.getvalue().splitlines()]

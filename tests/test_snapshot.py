@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gcjob.kube import reduce
+from gcjob.kube.access import Patched
 from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
 from gcjob.kube.resources import (
     CONFIGMAPS,
@@ -249,6 +250,64 @@ def test_delete_refused(snapshot_dir: Path) -> None:
     with pytest.raises(KubeError):
         hub.delete(CONFIGMAPS, WEB, "app-config", "uid-app-config", "100")
     assert hub.get(CONFIGMAPS, WEB, "app-config", reduce.name_of) == "app-config"
+
+
+MARK_OPS = [
+    {"op": "test", "path": "/metadata/uid", "value": "uid-app-config"},
+    {"op": "test", "path": "/metadata/resourceVersion", "value": "100"},
+    {"op": "add", "path": "/metadata/labels/gcjob.datumapis.com~1orphaned", "value": "true"},
+    {"op": "add", "path": "/metadata/annotations", "value": {"gcjob.datumapis.com/x": "y"}},
+]
+
+
+def test_patch_applies_to_the_loaded_object_and_later_reads_see_it(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+
+    result = hub.patch(CONFIGMAPS, WEB, "app-config", MARK_OPS)
+
+    assert result.outcome is Patched.APPLIED
+    obj = hub.get(CONFIGMAPS, WEB, "app-config", _raw)
+    assert obj is not None
+    assert obj["metadata"]["labels"] == {LABEL: "true", "gcjob.datumapis.com/orphaned": "true"}
+    assert obj["metadata"]["annotations"] == {"gcjob.datumapis.com/x": "y"}
+    assert obj["metadata"]["resourceVersion"] == "101"  # a write is a new version, as live
+    assert obj["data"] == {"APP_MODE": "production"}
+    # the same patch again is stale, as it would be on a server
+    again = hub.patch(CONFIGMAPS, WEB, "app-config", MARK_OPS)
+    assert again.outcome is Patched.CONFLICT
+    assert again.detail == "test failed: /metadata/resourceVersion"
+
+
+def test_a_failed_test_leaves_the_loaded_object_untouched(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    ops = [{**MARK_OPS[0], "value": "another-uid"}, *MARK_OPS[1:]]
+
+    result = hub.patch(CONFIGMAPS, WEB, "app-config", ops)
+
+    assert result.outcome is Patched.CONFLICT
+    assert result.detail == "test failed: /metadata/uid"
+    obj = hub.get(CONFIGMAPS, WEB, "app-config", _raw)
+    assert obj is not None and obj["metadata"]["labels"] == {LABEL: "true"}
+    assert "annotations" not in obj["metadata"]
+
+
+def test_a_patch_that_does_not_apply_is_a_conflict_and_a_missing_object_gone(
+    snapshot_dir: Path,
+) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    ops = [{"op": "add", "path": "/metadata/annotations/some~1key", "value": "v"}]  # no map
+
+    assert hub.patch(CONFIGMAPS, WEB, "app-config", ops).outcome is Patched.CONFLICT
+    assert hub.patch(CONFIGMAPS, WEB, "nothing-here", ops).outcome is Patched.GONE
+
+
+def test_a_secret_patched_in_a_snapshot_has_no_payload_to_show(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    ops = [{**MARK_OPS[0], "value": "uid-db-creds"}, *MARK_OPS[1:]]
+
+    assert hub.patch(SECRETS, WEB, "db-creds", ops).outcome is Patched.APPLIED
+    obj = hub.get(SECRETS, WEB, "db-creds", _raw)
+    assert obj is not None and "data" not in obj and "stringData" not in obj
 
 
 def test_captured_at_falls_back_to_newest_timestamp(tmp_path: Path) -> None:

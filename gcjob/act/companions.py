@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
+
 from gcjob.act.deleter import Deleter, read_failure
+from gcjob.act.marker import Marker, waiting
 from gcjob.decide.companions import follow_binding, referrer_names
+from gcjob.decide.grace import Graced
 from gcjob.domain import binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
-from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
+from gcjob.model import Action, Binding, ObjectRef, Outcome, Sweep, Verdict
 
 SWEEP = Sweep.COMPANIONS
 
@@ -42,22 +48,93 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
     return [outcome, *_delete_binding(verdict, hub, deleter)]
 
 
+def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None:
+    """The companion's binding, read in full; None when there is none; an Outcome when it
+    cannot be read."""
+    ref = companion
+    name = binding_name(ref.name, ref.kind)
+    try:
+        return hub.get(RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False)
+    except KubeError as exc:
+        unread = ObjectRef(
+            RESOURCEBINDINGS.api_version, RESOURCEBINDINGS.kind, ref.namespace, name, "", "", None
+        )
+        verdict = Verdict(unread, False, "lookup-failed", "")
+        return read_failure(SWEEP, verdict, f"ResourceBinding {name}", exc)
+
+
 def _delete_binding(companion: Verdict, hub: Reader, deleter: Deleter) -> list[Outcome]:
     ref = companion.ref
-    name = binding_name(ref.name, ref.kind)
-    unread = ObjectRef(
-        RESOURCEBINDINGS.api_version, RESOURCEBINDINGS.kind, ref.namespace, name, "", "", None
-    )
-    try:
-        binding = hub.get(
-            RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
-        )
-    except KubeError as exc:
-        verdict = Verdict(unread, False, "lookup-failed", "")
-        return [read_failure(SWEEP, verdict, f"ResourceBinding {name}", exc)]
+    binding = _read_binding(ref, hub)
     if binding is None:
         return []  # never bound, or already gone with it
+    if isinstance(binding, Outcome):
+        return [binding]
     verdict = follow_binding(binding, ref)
     if not verdict.delete:
         return [Outcome.of(SWEEP, verdict, Action.SKIPPED)]
     return [deleter.delete(SWEEP, verdict, RESOURCEBINDINGS)]
+
+
+# -- marks: a companion and its binding are marked, waited on and unmarked together ----------
+
+BINDING_REASON = "companion-orphaned"  # the reason on a binding marked with its companion
+
+
+def mark_companion(
+    graced: Graced[None], hub: Reader, marker: Marker, since: datetime
+) -> list[Outcome]:
+    """Mark a newly orphaned companion, then its binding with the same time."""
+    verdict = graced.verdict
+    assert graced.evidence is not None
+    resource = COMPANION_RESOURCES[verdict.ref.kind]
+    outcome = marker.mark(SWEEP, verdict, resource, graced.evidence, since, graced.call.detail)
+    if outcome.action not in (Action.MARKED, Action.WOULD_MARK):
+        return [outcome]  # a companion left unmarked leaves its binding unmarked too
+    return [outcome, *_binding_follows(verdict.ref, since, hub, marker)]
+
+
+def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
+    """A companion inside its grace period; its binding carries the same mark (again, if it
+    lost it or was created since)."""
+    since = graced.call.since
+    assert since is not None
+    kept = waiting(SWEEP, graced.verdict, graced.call.detail, since)
+    return [kept, *_binding_follows(graced.verdict.ref, since, hub, marker)]
+
+
+def _binding_follows(
+    companion: ObjectRef, since: datetime, hub: Reader, marker: Marker
+) -> list[Outcome]:
+    binding = _read_binding(companion, hub)
+    if binding is None or isinstance(binding, Outcome):
+        return [] if binding is None else [binding]
+    verdict = follow_binding(binding, companion)
+    if not verdict.delete:
+        return [Outcome.of(SWEEP, verdict, Action.SKIPPED)]  # it would not go with it either
+    verdict = replace(
+        verdict,
+        reason=BINDING_REASON,
+        detail=f"binds {companion.kind} {companion.name}, marked with it",
+    )
+    evidence = companion_binding_evidence(companion)
+    if binding.ref.mark == new_mark(evidence, BINDING_REASON, since):
+        return [waiting(SWEEP, verdict, "deleted with its companion", since)]
+    return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since)]
+
+
+def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
+    """A companion no longer orphaned: its mark goes, and its binding's (the mark the
+    companions sweep wrote; a mark of the bindings sweep is that sweep's to remove)."""
+    verdict = graced.verdict
+    ref = verdict.ref
+    outcomes = [marker.unmark(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])]
+    binding = _read_binding(ref, hub)
+    if binding is None or isinstance(binding, Outcome):
+        return outcomes if binding is None else [*outcomes, binding]
+    mark = binding.ref.mark
+    if mark is None or rule_of(mark) != Rule.COMPANION_BINDING:
+        return outcomes
+    detail = f"{ref.kind} {ref.name} is no orphan: {verdict.detail}"
+    unmark = Verdict(binding.ref, False, verdict.reason, detail)
+    return [*outcomes, marker.unmark(SWEEP, unmark, RESOURCEBINDINGS)]

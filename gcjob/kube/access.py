@@ -8,8 +8,11 @@ payload outlives the moment it was decoded, however large the answer.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
+
+import jsonpointer
 
 from gcjob.kube import requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
@@ -89,6 +92,18 @@ class DeleteResult(Enum):
     DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
     GONE = "already-gone"  # 404: someone else deleted it first
     CONFLICT = "conflict"  # 409: it changed since it was observed
+
+
+class Patched(Enum):
+    APPLIED = "applied"
+    GONE = "already-gone"  # 404: deleted since it was observed
+    CONFLICT = "conflict"  # 422/409: a `test` failed, it changed since it was observed
+
+
+@dataclass(frozen=True, slots=True)
+class PatchResult:
+    outcome: Patched
+    detail: str = ""  # the server's word on a conflict (which test failed)
 
 
 class KubeAccess(ListsByFolding):
@@ -260,6 +275,55 @@ class KubeAccess(ListsByFolding):
             return DeleteResult.DELETED
         return DeleteResult.CONFLICT
 
+    def patch(
+        self, resource: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
+    ) -> PatchResult:
+        """A conditional JSON Patch. A failed `test` (422) or a conflict (409) means "changed
+        since it was observed": nothing was written, a safe skip. Raises KubeError otherwise
+        (also when an attempt may have applied and reading it back could not tell)."""
+        request = requests.patch(resource, namespace, name, ops)
+        try:
+            response = self.transport.send(request)
+        except KubeError as exc:
+            if not exc.maybe_applied:
+                raise
+            if self._patch_holds(resource, namespace, name, ops, exc):
+                return PatchResult(Patched.APPLIED)
+            raise
+        # The body is the object's metadata; a Secret's payload is never sent back.
+        if 200 <= response.status < 300:
+            return PatchResult(Patched.APPLIED)
+        if response.status == 404 and is_not_found_for(response, resource, name):
+            return PatchResult(Patched.GONE)
+        if response.status in (409, 422):
+            # A retry after an attempt that may have applied fails its own resourceVersion
+            # test: look whether what the patch writes is there.
+            if response.resent_after_maybe_applied and self._patch_holds(
+                resource, namespace, name, ops, None
+            ):
+                return PatchResult(Patched.APPLIED)
+            return PatchResult(Patched.CONFLICT, _status_message(response))
+        raise _api_error(response, request)
+
+    def _patch_holds(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        ops: list[dict[str, Any]],
+        failure: KubeError | None,
+    ) -> bool:
+        """Does the object (metadata, read once even after a stop request) hold what the
+        patch writes? Raises KubeError when it cannot be read."""
+        try:
+            seen = self.get(resource, namespace, name, lambda obj: obj, final=True)
+        except KubeError as exc:
+            why = f"{failure}; " if failure else ""
+            raise KubeError(
+                f"{why}the patch may have been applied, and reading it back failed: {exc}"
+            ) from exc
+        return seen is not None and patch_holds(seen, ops)
+
     def create(self, resource: Resource, namespace: str | None, body: dict[str, Any]) -> Any:
         request = requests.create(resource, namespace, body)
         return _expect_ok(self.transport.send(request), request)
@@ -282,6 +346,35 @@ def _uid_and_terminating(obj: dict[str, Any]) -> tuple[str, bool]:
     return str(meta.get("uid") or ""), bool(meta.get("deletionTimestamp"))
 
 
+_ABSENT = object()
+
+
+def patch_holds(obj: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
+    """Whether `obj` holds what the patch's add/replace/remove ops write: every added value
+    (a map: every entry of it) in place and every removed path absent. Only ops under
+    /metadata can be checked (a read back is metadata only); any other op is not proof."""
+    for op in ops:
+        kind, path = op.get("op"), str(op.get("path", ""))
+        if kind == "test":
+            continue
+        if not path.startswith("/metadata/"):
+            return False
+        found = jsonpointer.resolve_pointer(obj, path, _ABSENT)
+        if kind == "remove":
+            if found is not _ABSENT:
+                return False
+        elif kind in ("add", "replace"):
+            want = op.get("value")
+            if isinstance(want, dict) and isinstance(found, dict):
+                if any(found.get(k, _ABSENT) != v for k, v in want.items()):
+                    return False
+            elif found != want:
+                return False
+        else:
+            return False
+    return True
+
+
 def _status_body(response: Response) -> dict[str, Any]:
     try:
         body = decode_json(response.body)
@@ -301,6 +394,14 @@ def is_not_found_for(response: Response, resource: Resource, name: str) -> bool:
         return False
     kind = details.get("kind")
     return kind in (None, "", resource.plural, resource.kind)
+
+
+def _status_message(response: Response) -> str:
+    """HTTP 422 for a failed `test` op (the server's message names no op), 409 for a
+    conflict; a 422 for an invalid result says why (details.causes)."""
+    body = _status_body(response)
+    message = str(body.get("message") or body.get("reason") or "") if body.get("kind") else ""
+    return f"HTTP {response.status}: {' '.join(message.split())[:300] or 'no Status'}"
 
 
 def _verb(request: Request) -> str:

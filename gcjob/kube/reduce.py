@@ -10,13 +10,17 @@ from typing import Any
 
 from gcjob.domain import (
     CLUSTER_POLICY_KEY,
+    ORPHANED_EVIDENCE_ANNOTATION,
+    ORPHANED_LABEL,
+    ORPHANED_REASON_ANNOTATION,
+    ORPHANED_SINCE_ANNOTATION,
     POLICY_KEY,
     PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
     ROUTE_LABELS,
 )
 from gcjob.kube.resources import HTTPROUTES, RESOURCEBINDINGS, Resource
-from gcjob.model import Binding, BoundResource, Companion, ObjectRef, ParentRef, Route
+from gcjob.model import Binding, BoundResource, Companion, Mark, ObjectRef, ParentRef, Route
 
 Obj = dict[str, Any]
 
@@ -57,7 +61,21 @@ def object_ref(obj: Obj, resource: Resource) -> ObjectRef:
         resource_version=_text(meta.get("resourceVersion")),
         created=parse_time(meta.get("creationTimestamp")),
         terminating=meta.get("deletionTimestamp") is not None,
+        has_labels=isinstance(meta.get("labels"), dict),
+        has_annotations=isinstance(meta.get("annotations"), dict),
+        mark=mark(meta),
     )
+
+
+def mark(meta: Obj) -> Mark | None:
+    """gcjob's mark, verbatim; None when no part of it is there."""
+    found = Mark(
+        label=_label(meta, ORPHANED_LABEL),
+        since=_annotation(meta, ORPHANED_SINCE_ANNOTATION),
+        reason=_annotation(meta, ORPHANED_REASON_ANNOTATION),
+        evidence=_annotation(meta, ORPHANED_EVIDENCE_ANNOTATION),
+    )
+    return None if found == Mark() else found
 
 
 def _annotation(meta: Obj, key: str) -> str | None:

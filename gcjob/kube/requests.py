@@ -10,6 +10,9 @@ from gcjob.kube.resources import Resource
 JSON = "application/json"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+JSON_PATCH = "application/json-patch+json"
+
+Body = dict[str, Any] | list[dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +21,7 @@ class Request:
     path: str
     query: tuple[tuple[str, str], ...] = ()
     accept: str = JSON
-    body: dict[str, Any] | None = field(default=None, hash=False)
+    body: Body | None = field(default=None, hash=False)
     content_type: str | None = None
 
 
@@ -84,6 +87,21 @@ def delete(resource: Resource, namespace: str | None, name: str, uid: str, rv: s
         accept=_accept(resource, True, METADATA),
         body=body,
         content_type=JSON,
+    )
+
+
+def patch(
+    resource: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
+) -> Request:
+    """A JSON Patch (RFC 6902): the server applies all of it or none, so its `test` ops make
+    it conditional on what was observed. The answer is the object: metadata only (always, for
+    a Secret, so no payload is ever received)."""
+    return Request(
+        "PATCH",
+        resource.path(namespace, name),
+        accept=_accept(resource, True, METADATA),
+        body=ops,
+        content_type=JSON_PATCH,
     )
 
 

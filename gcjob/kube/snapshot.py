@@ -17,9 +17,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import jsonpatch
+import jsonpointer
 import yaml
 
-from gcjob.kube.access import ListsByFolding, Reduce, Sink
+from gcjob.kube.access import ListsByFolding, Patched, PatchResult, Reduce, Sink
 from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
 from gcjob.kube.reduce import parse_time
 from gcjob.kube.resources import Resource
@@ -145,8 +147,48 @@ class SnapshotStore(ListsByFolding):
         obj = self._objects.get((resource.group, resource.kind), {}).get((namespace or "", name))
         return None if obj is None else reduce(obj)
 
+    def patch(
+        self, resource: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
+    ) -> PatchResult:
+        """The very JSON Patch a live run would send, applied to the loaded object in memory
+        (nothing on disk changes): its `test` ops fail here as they would on the server, and
+        later reads in this run see what it wrote."""
+        objects = self._objects.get((resource.group, resource.kind), {})
+        key = (namespace or "", name)
+        obj = objects.get(key)
+        if obj is None:
+            return PatchResult(Patched.GONE)
+        try:
+            patched = jsonpatch.apply_patch(obj, ops)
+        except jsonpatch.JsonPatchTestFailed:
+            return PatchResult(Patched.CONFLICT, f"test failed: {_failed_test(obj, ops)}")
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+            return PatchResult(Patched.CONFLICT, "the patch does not apply to the object")
+        meta = patched.get("metadata")
+        if isinstance(meta, dict):  # as a server would: a write is a new resourceVersion
+            meta["resourceVersion"] = _next_version(meta.get("resourceVersion"))
+        objects[key] = patched
+        return PatchResult(Patched.APPLIED)
+
     def delete(self, *args: object, **kwargs: object) -> None:
         raise KubeError("a snapshot is read-only")
+
+
+def _failed_test(obj: dict[str, Any], ops: list[dict[str, Any]]) -> str:
+    """The path of the first failing test, never the values (jsonpatch's message quotes them)."""
+    missing = object()
+    for op in ops:
+        if op.get("op") != "test":
+            continue
+        path = str(op.get("path"))
+        if jsonpointer.resolve_pointer(obj, path, missing) != op.get("value"):
+            return path
+    return "a test op"
+
+
+def _next_version(version: object) -> str:
+    text = str(version or "")
+    return str(int(text) + 1) if text.isdigit() else f"{text}+1"
 
 
 def _unreadable(exc: BaseException) -> str:

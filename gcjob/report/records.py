@@ -54,6 +54,8 @@ def item_record(
         record["cluster"] = outcome.cluster
     if outcome.gateways:
         record["gateways"] = list(outcome.gateways)
+    if outcome.orphaned_since is not None:
+        record["orphaned_since"] = rfc3339(outcome.orphaned_since)
     return record
 
 

@@ -7,12 +7,15 @@ from datetime import datetime, timedelta
 
 from gcjob.act.bindings import delete_binding
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
+from gcjob.decide.grace import Graced, GraceSort
 from gcjob.enumerate.hub import scan_bindings
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
-from gcjob.model import Binding, Sweep, Verdict
+from gcjob.marks import Rule, binding_evidence
+from gcjob.model import Binding, Outcome, Sweep, Verdict
 from gcjob.run import Run
+from gcjob.sweeps import grace
 from gcjob.sweeps.companions import CompanionKey, companion_keys
 
 SWEEP = Sweep.BINDINGS
@@ -41,6 +44,7 @@ class BindingScan:
         self.unconfirmed: list[tuple[Binding, Target]] = []
         self.kept: list[Verdict] = []
         self.healthy: Counter[str] = Counter()
+        self.marked: list[tuple[Verdict, Target]] = []  # healthy, yet carrying a mark
 
     def add(self, binding: Binding) -> None:
         self.scanned += 1
@@ -53,7 +57,9 @@ class BindingScan:
             self.unconfirmed.append((binding, target))
             return
         verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age)
-        if self.keep_healthy:
+        if binding.ref.mark is not None:
+            self.marked.append((verdict, target))
+        elif self.keep_healthy:
             self.kept.append(verdict)
         else:
             self.healthy[verdict.reason] += 1
@@ -76,12 +82,15 @@ def sweep(run: Run) -> None:
         scans = scan_bindings(run.hub, run.scope, start)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
-    candidates: list[tuple[Verdict, Target]] = []
+    sort: GraceSort[Target] = GraceSort(Rule.BINDING, run.now, settings.grace)
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope
         for verdict in scan.kept:
             run.keep(SWEEP, verdict)
+        for verdict, target in scan.marked:
+            if not sort.not_orphan(verdict, target):
+                run.keep(SWEEP, verdict)
         for reason, count in scan.healthy.items():
             run.reporter.count_healthy(SWEEP, reason, count)
         for binding, (kind, name) in scan.unconfirmed:
@@ -117,12 +126,13 @@ def sweep(run: Run) -> None:
                     binding = live
             verdict = decide_binding(binding, presence, run.now, settings.min_age, error)
             if verdict.delete:
-                candidates.append((verdict, (kind, name)))
-            else:
+                sort.orphan(verdict, binding_evidence(kind, name), (kind, name))
+            elif not sort.not_orphan(verdict, (kind, name)):
                 run.keep(SWEEP, verdict)
-    if run.braked(SWEEP, [v for v, _ in candidates], state.in_scope):
-        return None
-    for verdict, target in candidates:
-        run.count_deletion([delete_binding(verdict, target, run.hub, run.deleter)])
-    state.status = "completed"
+
+    def delete(graced: Graced[Target]) -> list[Outcome]:
+        return [delete_binding(graced.verdict, graced.target, run.hub, run.deleter)]
+
+    if grace.act(run, SWEEP, sort, state.in_scope, lambda _: RESOURCEBINDINGS, delete):
+        state.status = "completed"
     return None

@@ -5,12 +5,21 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timedelta
 
-from gcjob.act.companions import delete_companion
+from gcjob.act.companions import (
+    delete_companion,
+    mark_companion,
+    unmark_companion,
+    wait_companion,
+)
 from gcjob.decide.companions import decide_companion
+from gcjob.decide.grace import GraceSort
 from gcjob.enumerate.hub import read_workload_index, scan_companions
 from gcjob.kube.errors import KubeError
+from gcjob.kube.resources import COMPANION_RESOURCES
+from gcjob.marks import Rule, companion_evidence
 from gcjob.model import Companion, Sweep, Verdict
 from gcjob.run import Run
+from gcjob.sweeps import grace
 
 SWEEP = Sweep.COMPANIONS
 CompanionKey = tuple[str, str, str]  # (kind, namespace, name)
@@ -45,8 +54,9 @@ class CompanionScan(CompanionKeys):
         self.keep_healthy = keep_healthy
         self.scanned = 0
         self.kept: list[Verdict] = []
-        self.candidates: list[Verdict] = []
+        self.candidates: list[tuple[Verdict, str]] = []  # with the referrers they rest on
         self.healthy: Counter[str] = Counter()
+        self.marked: list[Verdict] = []  # healthy, yet carrying a mark
 
     def add(self, companion: Companion) -> None:
         super().add(companion)
@@ -54,7 +64,10 @@ class CompanionScan(CompanionKeys):
         live = self.workloads.get(companion.ref.namespace, frozenset())
         verdict = decide_companion(companion, live, self.now, self.min_age)
         if verdict.delete:
-            self.candidates.append(verdict)
+            assert companion.referrers_raw is not None  # an orphan's referrers were read
+            self.candidates.append((verdict, companion.referrers_raw))
+        elif verdict.healthy and companion.ref.mark is not None:
+            self.marked.append(verdict)
         elif not verdict.healthy or self.keep_healthy:
             self.kept.append(verdict)
         else:
@@ -88,19 +101,29 @@ def sweep(run: Run) -> None:
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list companions", exc)
     run.companion_keys = set()
-    candidates: list[Verdict] = []
+    sort: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
     for scan in scans:
         run.companion_keys |= scan.keys
         state.scanned += scan.scanned
-        for verdict in scan.kept:
-            run.keep(SWEEP, verdict)
+        for verdict in [*scan.kept, *scan.marked]:
+            if not sort.not_orphan(verdict, None):
+                run.keep(SWEEP, verdict)
         for reason, count in scan.healthy.items():
             run.reporter.count_healthy(SWEEP, reason, count)
-        candidates.extend(scan.candidates)
+        for verdict, referrers in scan.candidates:
+            sort.orphan(verdict, companion_evidence(referrers), None)
     state.in_scope = state.scanned
-    if run.braked(SWEEP, candidates, state.in_scope):
-        return None
-    for verdict in candidates:
-        run.count_deletion(delete_companion(verdict, run.hub, run.deleter))
-    state.status = "completed"
+    completed = grace.act(
+        run,
+        SWEEP,
+        sort,
+        state.in_scope,
+        lambda graced: COMPANION_RESOURCES[graced.verdict.ref.kind],
+        lambda graced: delete_companion(graced.verdict, run.hub, run.deleter),
+        mark=lambda graced: mark_companion(graced, run.hub, run.marker, run.now),
+        unmark=lambda graced: unmark_companion(graced, run.hub, run.marker),
+        wait=lambda graced: wait_companion(graced, run.hub, run.marker),
+    )
+    if completed:
+        state.status = "completed"
     return None

@@ -62,4 +62,4 @@ def run_gcjob(*args: str, env: dict[str, str] | None = None) -> Result:
 
 @pytest.fixture
 def gcjob_hub_args(hub_kubeconfig: str, hub: TestCluster) -> list[str]:
-    return ["--hub-kubeconfig", hub_kubeconfig, "--no-lock", "--min-age", "0s"]
+    return ["--hub-kubeconfig", hub_kubeconfig, "--no-lock", "--min-age", "0s", "--grace", "0s"]

@@ -544,6 +544,8 @@ def test_unreachable_hub_is_incomplete_with_one_summary(tmp_path: Path) -> None:
         "--no-lock",
         "--min-age",
         "0s",
+        "--grace",
+        "0s",
         "--namespace",
         ns,
         "--delete",

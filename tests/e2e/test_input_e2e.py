@@ -52,7 +52,9 @@ def test_a_wrong_token_is_a_configuration_error(
 ) -> None:
     ns = hub.namespace()
     config = kubeconfig_copy(hub_kubeconfig, tmp_path / "kc", user={"token": "wrong-s3cr3t"})
-    result = run_gcjob("--hub-kubeconfig", config, "--namespace", ns, "--min-age", "0s")
+    result = run_gcjob(
+        "--hub-kubeconfig", config, "--namespace", ns, "--min-age", "0s", "--grace", "0s"
+    )
     line = assert_config_error(result, "wrong-s3cr3t")
     assert "refuses the credentials" in line
 
@@ -68,7 +70,9 @@ def test_a_token_ending_in_a_newline_works_and_is_never_printed(
         return {k: v for k, v in user.items() if k != "token"} | {"tokenFile": str(token_file)}
 
     config = kubeconfig_copy(hub_kubeconfig, tmp_path / "kc", user=with_token_file)
-    result = run_gcjob("--hub-kubeconfig", config, "--namespace", ns, "--min-age", "0s")
+    result = run_gcjob(
+        "--hub-kubeconfig", config, "--namespace", ns, "--min-age", "0s", "--grace", "0s"
+    )
     assert result.exit_code == 0, (result.stdout, result.stderr)
     token = token_file.read_text(encoding="utf-8").strip()
     assert token not in result.stdout and token not in result.stderr

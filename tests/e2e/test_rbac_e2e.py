@@ -204,6 +204,8 @@ def gcjob_args(hub: Side, upstream: Side) -> list[str]:
         str(upstream.gcjob),
         "--min-age",
         "0s",
+        "--grace",
+        "0s",
         "--delete",
     ]
 
@@ -289,6 +291,7 @@ def without_verb(manifests: str, resource: str, verb: str) -> str:
     ("resource", "verb", "namespace"),
     [
         ("secrets", "delete", "any"),
+        ("configmaps", "patch", "any"),
         ("workloaddeployments.compute.datumapis.com", "list", "any"),
         ("leases.coordination.k8s.io", "create", "default"),
     ],

@@ -1,0 +1,158 @@
+"""Writes and removes marks (gcjob/marks.py) as conditional JSON Patches; turns each into an
+Outcome: dry run, stop requests, conflicts.
+
+Live, a patch goes to the hub. Over a --snapshot it is applied to the loaded objects (so a dry
+run over a dump proves the very patch a live run would send); a live dry run writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from gcjob.budget import RunBudget
+from gcjob.kube import reduce
+from gcjob.kube.access import Patched, PatchResult
+from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.resources import Resource
+from gcjob.marks import Evidence, mark_patch, new_mark, unmark_patch
+from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
+
+# A mark being removed is always the safe direction: when the object changed since it was
+# read, read it again and remove the mark from what is there, this many times.
+UNMARK_ATTEMPTS = 3
+
+
+class Patchable(Protocol):
+    def patch(
+        self, resource: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
+    ) -> PatchResult: ...
+
+    def get(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        reduce: Any,
+        *,
+        metadata_only: bool = True,
+    ) -> Any: ...
+
+
+class Marker:
+    def __init__(self, target: Patchable | None, *, dry_run: bool, budget: RunBudget) -> None:
+        """`target`: where patches go (the hub, or a snapshot's loaded objects); None for a
+        live dry run, which writes nothing."""
+        self.target = target
+        self.dry_run = dry_run
+        self.budget = budget
+
+    def mark(
+        self,
+        sweep: Sweep,
+        verdict: Verdict,
+        resource: Resource,
+        evidence: Evidence,
+        since: datetime,
+        why: str = "",
+        reason: str | None = None,
+    ) -> Outcome:
+        """Mark `verdict.ref` orphaned since `since`, on `evidence`; `why` leads the detail."""
+        mark = new_mark(evidence, reason or verdict.reason, since)
+        done = Action.WOULD_MARK if self.dry_run else Action.MARKED
+        stopped = self._stopped(sweep, verdict)
+        if stopped is not None:
+            return stopped
+        detail = f"{why}: {verdict.detail}" if why else verdict.detail
+        if self.target is None:
+            return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
+        ref = verdict.ref
+        try:
+            result = self.target.patch(
+                resource, ref.namespace, ref.name, mark_patch(ref, mark, evidence)
+            )
+        except Stopped as exc:
+            return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
+        except KubeError as exc:
+            return Outcome.of(sweep, verdict, Action.FAILED, "mark-failed", str(exc))
+        if result.outcome is Patched.APPLIED:
+            return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
+        return _not_patched(sweep, verdict, result, "mark")
+
+    def unmark(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
+        """Remove gcjob's mark from `verdict.ref`: it is no orphan (now) for `verdict.reason`.
+        An object in use whose mark is removed is reported one by one, not only counted."""
+        return replace(self._unmark(sweep, verdict, resource), healthy=False)
+
+    def _unmark(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
+        done = Action.WOULD_UNMARK if self.dry_run else Action.UNMARKED
+        detail = f"mark removed: {verdict.detail}" if verdict.detail else "mark removed"
+        stopped = self._stopped(sweep, verdict)
+        if stopped is not None:
+            return stopped
+        if self.target is None:
+            return Outcome.of(sweep, verdict, done, detail=detail)
+        ref: ObjectRef | None = verdict.ref
+        result = PatchResult(Patched.CONFLICT)
+        for _ in range(UNMARK_ATTEMPTS):
+            if ref is None:
+                return _not_patched(sweep, verdict, PatchResult(Patched.GONE), "unmark")
+            if ref.mark is None:
+                return Outcome.of(sweep, verdict, done, detail=f"{detail} (by someone else)")
+            try:
+                result = self.target.patch(resource, ref.namespace, ref.name, unmark_patch(ref))
+                if result.outcome is not Patched.CONFLICT:
+                    break
+                ref = self.target.get(resource, ref.namespace, ref.name, reduce.ref_of(resource))
+            except Stopped as exc:
+                return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
+            except KubeError as exc:
+                return Outcome.of(sweep, verdict, Action.FAILED, "unmark-failed", str(exc))
+        if result.outcome is Patched.APPLIED:
+            return Outcome.of(sweep, verdict, done, detail=detail)
+        if result.outcome is Patched.CONFLICT:
+            # Changed under every attempt: the mark may stay, so this run failed at it.
+            return Outcome.of(
+                sweep,
+                verdict,
+                Action.FAILED,
+                "unmark-failed",
+                f"changed under each of {UNMARK_ATTEMPTS} attempts: {result.detail}",
+            )
+        return _not_patched(sweep, verdict, result, "unmark")
+
+    def _stopped(self, sweep: Sweep, verdict: Verdict) -> Outcome | None:
+        reason = self.budget.stop_reason()
+        if reason is None:
+            return None
+        return Outcome.of(
+            sweep, verdict, Action.SKIPPED, "stopped", f"left undone: run stopped ({reason})"
+        )
+
+
+def waiting(sweep: Sweep, verdict: Verdict, detail: str, since: datetime | None) -> Outcome:
+    """An orphan on the same evidence, marked less than the grace period ago: kept, for now."""
+    return Outcome.of(
+        sweep,
+        verdict,
+        Action.SKIPPED,
+        "grace-period",
+        f"{detail}: {verdict.detail}",
+        orphaned_since=since,
+    )
+
+
+def _not_patched(sweep: Sweep, verdict: Verdict, result: PatchResult, what: str) -> Outcome:
+    if result.outcome is Patched.GONE:
+        return Outcome.of(
+            sweep, verdict, Action.ALREADY_GONE, "already-gone", "deleted by someone else first"
+        )
+    return Outcome.of(
+        sweep,
+        verdict,
+        Action.SKIPPED,
+        "changed-since-observed",
+        f"{what} not written: a test failed, it changed since it was observed "
+        f"({result.detail}); decided again next run",
+    )

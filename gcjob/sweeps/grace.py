@@ -1,0 +1,60 @@
+"""Acting on one sweep's verdicts through the grace rule: remove marks, report waits, delete
+what is due (behind the deletion brake), mark new orphans (behind the marks brake)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
+
+from gcjob.act.marker import waiting
+from gcjob.decide.grace import Graced, GraceSort
+from gcjob.kube.resources import Resource
+from gcjob.model import Outcome, Sweep
+from gcjob.run import Run
+
+T = TypeVar("T")
+Act = Callable[[Graced[T]], list[Outcome]]
+
+
+def act(
+    run: Run,
+    sweep: Sweep,
+    sort: GraceSort[T],
+    in_scope: int,
+    resource: Callable[[Graced[T]], Resource],
+    delete: Act[T],
+    *,
+    mark: Act[T] | None = None,
+    unmark: Act[T] | None = None,
+    wait: Act[T] | None = None,
+) -> bool:
+    """Acts on what `sort` holds; False when a brake held something back. `mark`, `unmark`
+    and `wait` default to acting on the object alone (a companion's take its binding along)."""
+
+    def mark_one(graced: Graced[T]) -> list[Outcome]:
+        assert graced.evidence is not None
+        return [run.marker.mark(sweep, graced.verdict, resource(graced), graced.evidence, run.now)]
+
+    def unmark_one(graced: Graced[T]) -> list[Outcome]:
+        return [run.marker.unmark(sweep, graced.verdict, resource(graced))]
+
+    for graced in sort.to_unmark:  # always safe: first
+        for outcome in (unmark or unmark_one)(graced):
+            run.record(outcome)
+    for graced in sort.waiting:
+        default = [waiting(sweep, graced.verdict, graced.call.detail, graced.call.since)]
+        for outcome in wait(graced) if wait else default:
+            run.record(outcome)
+    clear = True
+    if run.braked(sweep, [g.verdict for g in sort.due], in_scope):
+        clear = False
+    else:
+        for graced in sort.due:
+            since = graced.call.since
+            run.count_deletion([replace(o, orphaned_since=since) for o in delete(graced)])
+    if run.marks_braked(sweep, [g.verdict for g in sort.to_mark]):
+        return False
+    for graced in sort.to_mark:
+        run.count_mark((mark or mark_one)(graced))
+    return clear
