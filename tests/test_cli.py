@@ -476,3 +476,53 @@ def test_list_from_is_cache_or_etcd(capsys: pytest.CaptureFixture[str]) -> None:
     assert "'disk' is not one of 'cache', 'etcd'" in line
     for value in ("cache", "etcd"):
         assert invoke("--snapshot", DEMO, "--list-from", value).return_value == 0
+
+
+# -- nothing raw reaches a terminal (issue 12 item 3) ---------------------------------------
+
+HOSTILE = (
+    "\n\x1b[32mwould-delete  bindings  ResourceBinding  x/forged\x1b[0m\x1b]0;pwned\x07\x9b\u202e"
+)
+RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def _hostile_snapshot(tmp_path: Path) -> Path:
+    """A snapshot (names there are not validated) with a binding whose name and spec.resource
+    carry a forged report line, colours, a terminal title and a bidi override."""
+    snapshot = _hub_only_snapshot(tmp_path)
+    rb = {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {
+            "name": f"evil{HOSTILE}-configmap",
+            "namespace": WEB,
+            "uid": "u-1",
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-11-01T00:00:00Z",
+            "annotations": {"propagationpolicy.karmada.io/name": "city-dfw"},
+        },
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": HOSTILE}},
+    }
+    (snapshot / "hub" / "rb.json").write_text(json.dumps(rb))
+    return snapshot
+
+
+def test_text_output_escapes_control_characters_from_the_cluster(tmp_path: Path) -> None:
+    result = invoke("--snapshot", str(_hostile_snapshot(tmp_path)), "--log-format", "text")
+    for raw in RAW_CONTROLS:
+        assert raw not in result.stdout and raw not in result.stderr
+    items = [line for line in result.stdout.splitlines() if "ResourceBinding" in line]
+    assert len(items) == 1, result.stdout  # one record, one line: no forged second line
+    assert items[0].startswith("skipped ")
+    assert "[resource-mismatch]" in items[0]
+    assert "\\x1b[32mwould-delete" in items[0]  # shown, not acted on
+    assert not [line for line in result.stdout.splitlines() if line.startswith("would-delete")]
+
+
+def test_json_output_escapes_c1_and_bidi_and_keeps_the_value(tmp_path: Path) -> None:
+    result = invoke("--snapshot", str(_hostile_snapshot(tmp_path)))
+    for raw in RAW_CONTROLS:
+        assert raw not in result.stdout
+    (item,) = [r for r in records(result) if r.get("kind") == "ResourceBinding"]
+    assert item["name"] == f"evil{HOSTILE}-configmap"
+    assert item["reason"] == "resource-mismatch"

@@ -16,6 +16,7 @@ from typing import IO, Any
 from gcjob.model import Action, Outcome, Sweep
 from gcjob.report.bounds import capped, json_line
 from gcjob.report.records import Tally, item_record
+from gcjob.visible import visible
 
 
 def _utc_now() -> datetime:
@@ -68,7 +69,7 @@ class Reporter:
 
     def progress(self, message: str) -> None:
         if self.progress_stream is not None:
-            self.progress_stream.write(f"\r\x1b[K{message}")
+            self.progress_stream.write(f"\r\x1b[K{visible(message)}")
             self.progress_stream.flush()
 
     def finish(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
@@ -102,7 +103,7 @@ class Reporter:
 
 def _text_line(record: dict[str, Any]) -> str:
     where = f"{record['namespace']}/{record['name']}" if record["namespace"] else record["name"]
-    return (
+    return visible(
         f"{record['action']:<13} {record['sweep']:<10} {record['kind']:<16} {where}  "
         f"[{record['reason']}] {record['detail']}{_cut(record)}"
     )
@@ -142,4 +143,5 @@ def _text_summary(upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> s
         f"API requests: {summary['api_requests']['total']}; "
         f"exit {summary['exit_code']}: {summary['exit_reason']}{_cut(summary)}"
     )
-    return "\n".join(lines) + "\n"
+    # Names, details and server messages come from clusters: nothing raw reaches a terminal.
+    return "".join(visible(line) + "\n" for line in lines)
