@@ -569,6 +569,9 @@ def run_sweep(settings: Settings) -> int:
         report_file=settings.report_file,
         progress=progress,
         observer=notable,
+        # A closed stdout (`| head -1`) ends the run as a signal would: nothing further is
+        # deleted unseen, and the report file is still written.
+        on_stdout_closed=lambda: budget.request_stop("stdout closed"),
     )
     deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
     # A snapshot's loaded objects take the very patches a live run would send; a live dry run

@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -526,3 +528,36 @@ def test_json_output_escapes_c1_and_bidi_and_keeps_the_value(tmp_path: Path) -> 
     (item,) = [r for r in records(result) if r.get("kind") == "ResourceBinding"]
     assert item["name"] == f"evil{HOSTILE}-configmap"
     assert item["reason"] == "resource-mismatch"
+
+
+# -- a closed stdout (issue 12 item 8) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_closed_stdout_ends_the_run_quietly_and_the_report_file_is_written(
+    tmp_path: Path, log_format: str
+) -> None:
+    """`gcjob sweep ... | head -1`: the reader is gone before the report is. No traceback, no
+    `--- Logging error ---`: the run stops as a signal would, says so in one line on stderr,
+    and exits 5 with the whole report in --report-file."""
+    report = tmp_path / "report.json"
+    argv = ["sweep", "--snapshot", DEMO, "--report-file", str(report), "--log-format", log_format]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcjob", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # the reader goes away before gcjob has started writing
+    _, err = process.communicate(timeout=60)
+
+    assert process.returncode == ExitCode.STOPPED == 5, err
+    for noise in ("Traceback", "Logging error", "Exception ignored", "BrokenPipe"):
+        assert noise not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "run stopped: stdout closed" in err
+    summary = json.loads(report.read_text(encoding="utf-8"))["summary"]
+    assert summary["exit_code"] == 5
+    assert {s["status"] for s in summary["sweeps"].values()} == {"stopped"}
+    assert "stdout closed" in summary["sweeps"]["companions"]["detail"]
