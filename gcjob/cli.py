@@ -43,6 +43,7 @@ from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
 from gcjob.sweeps import execute
+from gcjob.visible import visible
 
 LEASE_MARGIN = timedelta(minutes=1)
 HUB_RETRY = RetryPolicy()
@@ -568,6 +569,9 @@ def run_sweep(settings: Settings) -> int:
         report_file=settings.report_file,
         progress=progress,
         observer=notable,
+        # A closed stdout (`| head -1`) ends the run as a signal would: nothing further is
+        # deleted unseen, and the report file is still written.
+        on_stdout_closed=lambda: budget.request_stop("stdout closed"),
     )
     deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
     # A snapshot's loaded objects take the very patches a live run would send; a live dry run
@@ -629,7 +633,7 @@ def run_sweep(settings: Settings) -> int:
         summary = run.summary(code, error)
         reporter.print_summary(upstream_records, summary)
     if error:
-        click.echo(f"gcjob: error: {error}", err=True)
+        click.echo(f"gcjob: error: {visible(error)}", err=True)
     # After the report, and never changing the exit code: each only warns when it fails.
     if settings.pushgateway:
         metrics.push(
@@ -653,7 +657,7 @@ def _check_writable(path: str) -> None:
 
 
 def _fail(code: ExitCode, message: str) -> int:
-    click.echo(f"gcjob: error: {redact(message)}", err=True)
+    click.echo(f"gcjob: error: {visible(redact(message))}", err=True)
     return int(code)
 
 
@@ -673,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         result = cli.main(args=argv, prog_name="gcjob", standalone_mode=False)
     except click.ClickException as exc:
         _name_the_variable(exc)
-        message = " ".join(exc.format_message().split())
+        message = visible(" ".join(exc.format_message().split()))
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "gcjob sweep"
         click.echo(f"gcjob: error: {message} (see {command} --help)", err=True)

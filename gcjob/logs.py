@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 
 from pythonjsonlogger.json import JsonFormatter
 
+from gcjob.visible import VisibleMessages
+
 log = logging.getLogger("gcjob")
 
 _said: set[str] = set()  # what warn_once() said in this run
@@ -44,6 +46,7 @@ def setup(log_format: str, run_id: str | None = None) -> None:
         )
     else:
         handler.setFormatter(logging.Formatter("gcjob: %(levelname)s: %(message)s"))
+        handler.addFilter(VisibleMessages())  # names and server messages come from clusters
     log.handlers[:] = [handler]
     log.setLevel(logging.INFO)
     log.propagate = False

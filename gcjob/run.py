@@ -122,6 +122,22 @@ class Run:
         if outcome.reason == "stopped":
             self.codes.add(ExitCode.STOPPED)
 
+    def completed(self, sweep: Sweep) -> None:
+        """The end of a sweep that went through its candidates: `completed`, unless a stop
+        (--timeout, SIGTERM) left some undone; then it is `stopped`, never `completed` with
+        items `stopped`."""
+        state = self.sweeps[sweep]
+        actions = self.reporter.tally.counts.get(sweep.value, {})
+        undone = actions.get(Action.SKIPPED.value, {}).get("stopped", 0)
+        if undone:
+            state.status = "stopped"
+            state.detail = (
+                f"{undone} object{'s' if undone != 1 else ''} left undone: run stopped "
+                f"({self.budget.stop_reason() or 'stop requested'})"
+            )
+        else:
+            state.status = "completed"
+
     def keep(self, sweep: Sweep, verdict: Verdict) -> None:
         self.record(Outcome.of(sweep, verdict, Action.SKIPPED))
 

@@ -9,6 +9,7 @@ reorders what is read.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -19,8 +20,26 @@ _FORMAT = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 _JSON_RAW = re.compile(f"[\x7f-\x9f{_FORMAT}\ud800-\udfff]")
 
 
+def visible(text: str) -> str:
+    """`text` with every character that is not printable (C0, DEL, C1, U+2028/2029, bidi and
+    other format characters, lone surrogates) written as a visible escape: `\\x1b`, `\\n`,
+    `\\u202e`. Printable text, non-ASCII included, is left as it is."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def json_text(value: Any) -> str:
     """One JSON document on one line: non-ASCII kept readable, but C1, bidi and separator
     characters (and lone surrogates) escaped, so no terminal or pipeline acts on them."""
     text = json.dumps(value, ensure_ascii=False)
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class VisibleMessages(logging.Filter):
+    """Escapes control characters in a log message and its arguments (text log format)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = visible(record.getMessage())
+        record.args = None
+        return True

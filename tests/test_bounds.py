@@ -189,11 +189,13 @@ def test_summary_caps_namespaces_and_messages(validator: Draft202012Validator) -
         "finished": "2026-07-01T12:00:01Z",
         "decided_at": "2026-07-01T12:00:00Z",
         "min_age_seconds": 300,
+        "grace_seconds": 600,
         "namespaces": {"included": [f"ns-{i}" for i in range(5000)], "excluded": []},
         "sweeps": {
             "routes": {"status": "incomplete", "detail": "e" * 20_000, "scanned": 0, "in_scope": 0}
         },
         "counts": {},
+        "marks": {},
         "totals": {"deleted": 0},
         "upstream_counts": {"ok": 1000},
         "api_requests": {"total": 2001, "by_target": {"hub": 1, "upstream": 2000}},

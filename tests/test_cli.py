@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -476,3 +478,86 @@ def test_list_from_is_cache_or_etcd(capsys: pytest.CaptureFixture[str]) -> None:
     assert "'disk' is not one of 'cache', 'etcd'" in line
     for value in ("cache", "etcd"):
         assert invoke("--snapshot", DEMO, "--list-from", value).return_value == 0
+
+
+# -- nothing raw reaches a terminal (issue 12 item 3) ---------------------------------------
+
+HOSTILE = (
+    "\n\x1b[32mwould-delete  bindings  ResourceBinding  x/forged\x1b[0m\x1b]0;pwned\x07\x9b\u202e"
+)
+RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def _hostile_snapshot(tmp_path: Path) -> Path:
+    """A snapshot (names there are not validated) with a binding whose name and spec.resource
+    carry a forged report line, colours, a terminal title and a bidi override."""
+    snapshot = _hub_only_snapshot(tmp_path)
+    rb = {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {
+            "name": f"evil{HOSTILE}-configmap",
+            "namespace": WEB,
+            "uid": "u-1",
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-11-01T00:00:00Z",
+            "annotations": {"propagationpolicy.karmada.io/name": "city-dfw"},
+        },
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": HOSTILE}},
+    }
+    (snapshot / "hub" / "rb.json").write_text(json.dumps(rb))
+    return snapshot
+
+
+def test_text_output_escapes_control_characters_from_the_cluster(tmp_path: Path) -> None:
+    result = invoke("--snapshot", str(_hostile_snapshot(tmp_path)), "--log-format", "text")
+    for raw in RAW_CONTROLS:
+        assert raw not in result.stdout and raw not in result.stderr
+    items = [line for line in result.stdout.splitlines() if "ResourceBinding" in line]
+    assert len(items) == 1, result.stdout  # one record, one line: no forged second line
+    assert items[0].startswith("skipped ")
+    assert "[resource-mismatch]" in items[0]
+    assert "\\x1b[32mwould-delete" in items[0]  # shown, not acted on
+    assert not [line for line in result.stdout.splitlines() if line.startswith("would-delete")]
+
+
+def test_json_output_escapes_c1_and_bidi_and_keeps_the_value(tmp_path: Path) -> None:
+    result = invoke("--snapshot", str(_hostile_snapshot(tmp_path)))
+    for raw in RAW_CONTROLS:
+        assert raw not in result.stdout
+    (item,) = [r for r in records(result) if r.get("kind") == "ResourceBinding"]
+    assert item["name"] == f"evil{HOSTILE}-configmap"
+    assert item["reason"] == "resource-mismatch"
+
+
+# -- a closed stdout (issue 12 item 8) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_closed_stdout_ends_the_run_quietly_and_the_report_file_is_written(
+    tmp_path: Path, log_format: str
+) -> None:
+    """`gcjob sweep ... | head -1`: the reader is gone before the report is. No traceback, no
+    `--- Logging error ---`: the run stops as a signal would, says so in one line on stderr,
+    and exits 5 with the whole report in --report-file."""
+    report = tmp_path / "report.json"
+    argv = ["sweep", "--snapshot", DEMO, "--report-file", str(report), "--log-format", log_format]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcjob", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # the reader goes away before gcjob has started writing
+    _, err = process.communicate(timeout=60)
+
+    assert process.returncode == ExitCode.STOPPED == 5, err
+    for noise in ("Traceback", "Logging error", "Exception ignored", "BrokenPipe"):
+        assert noise not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "run stopped: stdout closed" in err
+    summary = json.loads(report.read_text(encoding="utf-8"))["summary"]
+    assert summary["exit_code"] == 5
+    assert {s["status"] for s in summary["sweeps"].values()} == {"stopped"}
+    assert "stdout closed" in summary["sweeps"]["companions"]["detail"]

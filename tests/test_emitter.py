@@ -383,3 +383,36 @@ def test_text_output_names_what_was_cut() -> None:
     (line,) = stream.getvalue().splitlines()
     assert line.endswith("… (truncated: detail)")
     assert len(line) < 2000
+
+
+# -- a closed stdout (issue 12 item 8) --------------------------------------------------------
+
+
+class ClosedPipe(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    def write(self, text: str) -> int:
+        self.attempts += 1
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_stdout_is_reported_once_and_never_written_again(tmp_path: Path) -> None:
+    stream, path, calls = ClosedPipe(), tmp_path / "report.json", []
+    rep = Reporter(
+        run_id=RUN_ID,
+        dry_run=True,
+        log_format="json",
+        report_healthy=False,
+        report_file=str(path),
+        stream=stream,
+        on_stdout_closed=lambda: calls.append("closed"),
+    )
+    rep.outcome(orphan(), NOW)
+    rep.outcome(gone_route(), NOW)
+    rep.finish(upstreams(), summary(rep))
+    assert calls == ["closed"]
+    assert stream.attempts == 1
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert [i["name"] for i in document["items"]] == ["orphan-app-config", "orphan-route"]

@@ -112,7 +112,9 @@ def test_a_marked_object_carries_since_when_it_is_an_orphan(
     validator: Draft202012Validator,
 ) -> None:
     since = datetime(2026, 11, 20, 11, 50, 0, 123456, tzinfo=UTC)
-    record = item_record(outcome(action=Action.MARKED, orphaned_since=since), RUN_ID, NOW, False)
+    record = item_record(
+        outcome(action=Action.MARKED, orphaned_since=since), RUN_ID, NOW, False, EMITTED
+    )
     validator.validate(record)
     assert (record["action"], record["orphaned_since"]) == ("marked", "2026-11-20T11:50:00Z")
 

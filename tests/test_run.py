@@ -20,9 +20,9 @@ from gcjob.budget import RunBudget
 from gcjob.domain import is_reserved_namespace
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats
-from gcjob.model import Sweep
+from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.report.emitter import Reporter
-from gcjob.run import Run
+from gcjob.run import Run, SweepState
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
 
@@ -332,3 +332,22 @@ def test_per_cluster_state_leaves_the_summary_for_upstream_records() -> None:
     (record,) = run.upstream_records()
     assert (record["record"], record["cluster"], record["status"]) == ("upstream", "single", "ok")
     assert (record["routes"], record["api_requests"], record["run_id"]) == (1, 2, "r")
+
+
+def test_a_sweep_with_candidates_left_undone_by_a_stop_is_stopped_not_completed() -> None:
+    """issue 12 item 14: SIGTERM or --timeout mid-deletions used to say `completed`."""
+    run, _ = run_world([], [])
+    victim = ObjectRef("v1", "ConfigMap", "ns-a", "app", "u1", "1", NOW - timedelta(days=1))
+    verdict = Verdict(victim, True, "orphaned", "no WorkloadDeployment named web in ns-a")
+    run.sweeps[Sweep.COMPANIONS] = SweepState()
+    run.sweeps[Sweep.BINDINGS] = SweepState()
+    run.budget.request_stop("SIGTERM")
+    run.record(Outcome.of(Sweep.COMPANIONS, verdict, Action.SKIPPED, "stopped", "left undone"))
+    run.record(Outcome.of(Sweep.COMPANIONS, verdict, Action.SKIPPED, "stopped", "left undone"))
+    run.completed(Sweep.COMPANIONS)
+    run.completed(Sweep.BINDINGS)  # nothing of its own left undone
+    companions = run.summary(run.exit_code())["sweeps"]["companions"]
+    assert companions["status"] == "stopped"
+    assert companions["detail"] == "2 objects left undone: run stopped (SIGTERM)"
+    assert run.sweeps[Sweep.BINDINGS].status == "completed"
+    assert run.exit_code() == 5

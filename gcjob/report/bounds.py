@@ -27,7 +27,7 @@ ELLIPSIS = "…"
 # Never cut: what routes and joins a record, and values the schema fixes (enums, times).
 UNCUT = frozenset(
     {"record", "run_id", "time", "version", "sweep", "action", "reason", "status"}
-    | {"started", "finished", "decided_at"}
+    | {"started", "finished", "decided_at", "orphaned_since"}
 )
 
 

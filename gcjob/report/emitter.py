@@ -3,11 +3,16 @@
 Operational logs go to stderr (see gcjob/logs.py); stdout carries the report only, so a
 log pipeline can ingest it as is. Each JSON line is one whole record of at most
 MAX_RECORD_BYTES (gcjob/report/bounds.py); `--report-file` keeps every record whole.
+
+A closed stdout (`gcjob sweep ... | head -1`) is not an error: nothing more is printed, the
+run is told (`on_stdout_closed`: the CLI stops it as a signal would), and the report file is
+still written.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,6 +21,7 @@ from typing import IO, Any
 from gcjob.model import Action, Outcome, Sweep
 from gcjob.report.bounds import capped, json_line
 from gcjob.report.records import Tally, item_record
+from gcjob.visible import visible
 
 
 def _utc_now() -> datetime:
@@ -34,6 +40,7 @@ class Reporter:
         stream: IO[str] | None = None,
         progress: IO[str] | None = None,
         observer: Callable[[dict[str, Any]], None] | None = None,
+        on_stdout_closed: Callable[[], None] | None = None,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.run_id = run_id
@@ -46,6 +53,8 @@ class Reporter:
         self.tally = Tally()
         self.observer = observer  # sees every item record reported (the webhook's first few)
         self.clock = clock
+        self.on_stdout_closed = on_stdout_closed
+        self.stdout_closed = False
         self._items: list[dict[str, Any]] = []
 
     def outcome(self, outcome: Outcome, now: datetime) -> None:
@@ -68,7 +77,7 @@ class Reporter:
 
     def progress(self, message: str) -> None:
         if self.progress_stream is not None:
-            self.progress_stream.write(f"\r\x1b[K{message}")
+            self.progress_stream.write(f"\r\x1b[K{visible(message)}")
             self.progress_stream.flush()
 
     def finish(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
@@ -96,13 +105,33 @@ class Reporter:
             self._write(_text_summary([capped(u) for u in upstreams], capped(summary)))
 
     def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
+        if self.stdout_closed:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def _closed(self) -> None:
+        self.stdout_closed = True
+        # What is still buffered would fail again at exit ("Exception ignored ... BrokenPipe"):
+        # point the descriptor at /dev/null, as the Python docs advise for SIGPIPE.
+        try:
+            descriptor: int | None = self.stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            descriptor = None  # not a file (a test's StringIO)
+        if descriptor is not None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, descriptor)
+            os.close(devnull)
+        if self.on_stdout_closed is not None:
+            self.on_stdout_closed()
 
 
 def _text_line(record: dict[str, Any]) -> str:
     where = f"{record['namespace']}/{record['name']}" if record["namespace"] else record["name"]
-    return (
+    return visible(
         f"{record['action']:<13} {record['sweep']:<10} {record['kind']:<16} {where}  "
         f"[{record['reason']}] {record['detail']}{_cut(record)}"
     )
@@ -142,4 +171,5 @@ def _text_summary(upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> s
         f"API requests: {summary['api_requests']['total']}; "
         f"exit {summary['exit_code']}: {summary['exit_reason']}{_cut(summary)}"
     )
-    return "\n".join(lines) + "\n"
+    # Names, details and server messages come from clusters: nothing raw reaches a terminal.
+    return "".join(visible(line) + "\n" for line in lines)

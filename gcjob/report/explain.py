@@ -6,19 +6,15 @@ are escaped in text, so nothing read can move the cursor or recolour a terminal.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gcjob import __version__
 from gcjob.explain import Conclusion, Explanation
 from gcjob.report.records import rfc3339
+from gcjob.visible import json_text
+from gcjob.visible import visible as escape
 
 BOLD, RESET = "\033[1m", "\033[0m"
-
-
-def escape(text: str) -> str:
-    """Printable characters as they are; anything else as a backslash escape."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def _conclusion(c: Conclusion | None) -> dict[str, str] | None:
@@ -57,7 +53,7 @@ def as_json(out: Explanation) -> dict[str, Any]:
 
 
 def render_json(out: Explanation) -> str:
-    return json.dumps(as_json(out), ensure_ascii=False)
+    return json_text(as_json(out))  # C1 and bidi characters escaped too
 
 
 def _verdict_line(label: str, c: Conclusion) -> str:

@@ -134,5 +134,5 @@ def sweep(run: Run) -> None:
         return [delete_binding(graced.verdict, graced.target, run.hub, run.deleter)]
 
     if grace.act(run, SWEEP, sort, state.in_scope, lambda _: RESOURCEBINDINGS, delete):
-        state.status = "completed"
+        run.completed(SWEEP)
     return None

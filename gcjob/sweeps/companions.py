@@ -125,5 +125,5 @@ def sweep(run: Run) -> None:
         wait=lambda graced: wait_companion(graced, run.hub, run.marker),
     )
     if completed:
-        state.status = "completed"
+        run.completed(SWEEP)
     return None

@@ -68,5 +68,5 @@ def sweep(run: Run) -> None:
         return [delete_route(graced.verdict, graced.target, index, run.deleter)]
 
     if grace.act(run, SWEEP, sort, state.in_scope, lambda _: HTTPROUTES, delete):
-        state.status = "completed"
+        run.completed(SWEEP)
     return None

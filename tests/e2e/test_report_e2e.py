@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
+from gcjob.decide.companions import MAX_REFERRER_KEYS
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.report.bounds import LIST_ITEMS, MAX_RECORD_BYTES
 from tests.e2e.cluster import TestCluster
@@ -76,12 +77,15 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(hub.create, routes))
     hostile = "\x1b]0;pwned\x07\x1b[32mwould-delete\x9b0m\u202eevil\u2028"
-    many_keys = [f"p/wd-{i:05d}" for i in range(10_000)]
+    # 100 referrers (the most a companion may list) of the longest valid form: 63 + 1 + 253.
+    long_name = ".".join(["w" * 63, "x" * 63, "y" * 63, "z" * 61])
+    long_keys = [f"{i:03d}{'p' * 60}/{long_name}" for i in range(MAX_REFERRER_KEYS)]
     hub.create(
         companion(
-            "ConfigMap", ns, "many-referrers", many_keys, annotations={PROTECT_ANNOTATION: "true"}
+            "ConfigMap", ns, "long-referrers", long_keys, annotations={PROTECT_ANNOTATION: "true"}
         )
     )
+    hub.create(companion("ConfigMap", ns, "too-many", [f"p/wd-{i:05d}" for i in range(10_000)]))
     hub.create(companion("ConfigMap", ns, "huge-unparseable", "[" + "x" * 200_000))
     hub.create(companion("Secret", ns, "escape-key", [f"{hostile}/x"]))
     hub.create(binding(ns, "forged-configmap", kind="ConfigMap", target=hostile))
@@ -131,10 +135,11 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     assert all(r["run_id"] == run_id and r["version"] == summary["version"] for r in result.records)
 
     # Hostile annotations: reported with explicit caps.
-    many = result.item("ConfigMap", "many-referrers")
-    assert many is not None and many["reason"] == "protected"
-    assert many["referrers"] == many_keys[:LIST_ITEMS]
-    assert many["truncated"] == {"referrers": 10_000}
+    long = result.item("ConfigMap", "long-referrers")
+    assert long is not None and long["reason"] == "protected"
+    assert long["referrers"] == sorted(long_keys)[:LIST_ITEMS]
+    assert long["truncated"] == {"referrers": MAX_REFERRER_KEYS}
+    assert result.outcome("ConfigMap", "too-many") == ("skipped", "referrers-too-many")
     assert result.outcome("ConfigMap", "huge-unparseable") == ("skipped", "referrers-unparseable")
     assert result.outcome("Secret", "escape-key") == ("skipped", "referrer-key-malformed")
     forged = result.item("ResourceBinding", "forged-configmap")
@@ -144,8 +149,8 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     # The report file: every cluster and every referrer, nothing cut.
     document = json.loads(report_file.read_text(encoding="utf-8"))
     assert sorted(u["cluster"] for u in document["upstream"]) == clusters
-    whole = next(i for i in document["items"] if i["name"] == "many-referrers")
-    assert whole["referrers"] == many_keys
+    whole = next(i for i in document["items"] if i["name"] == "long-referrers")
+    assert whole["referrers"] == sorted(long_keys)
     assert "truncated" not in whole
     assert document["summary"]["upstream_counts"] == {"ok": CLUSTERS}
     print(f"longest stdout line: {longest} bytes over {len(lines)} lines")

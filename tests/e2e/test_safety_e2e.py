@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -289,6 +290,13 @@ def test_sigterm_mid_run_stops_after_the_request_in_flight(
     summary = summary_of(out)
     assert summary["exit_code"] == 5
     assert summary["totals"]["deleted"] == 1
+    # issue 12 item 14: the sweep is not `completed` when candidates were left undone
+    assert summary["sweeps"]["companions"]["status"] == "stopped"
+    # two ConfigMaps, and the deleted one's binding if its lookup was not sent yet
+    assert re.fullmatch(
+        r"[23] objects left undone: run stopped \(SIGTERM\)",
+        summary["sweeps"]["companions"]["detail"],
+    )
     records = [json.loads(line) for line in out.splitlines() if line.strip()]
     configmaps = {r["name"]: r["action"] for r in records if r.get("kind") == "ConfigMap"}
     assert sorted(configmaps.values()) == ["deleted", "skipped", "skipped"], out
