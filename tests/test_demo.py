@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -379,3 +380,22 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
         "would-mark",
         "2026-11-20T12:00:00Z",
     )
+
+
+def test_the_readme_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:
+    """README "The report": one item, one upstream and one summary from this demo."""
+    readme = (DEMO.parent.parent / "README.md").read_text("utf-8")
+    start = readme.index("(`gcjob sweep --snapshot fixtures/demo`, wrapped here):")
+    opening = readme.index("```json\n", start) + len("```json\n")
+    block = readme[opening : readme.index("\n```", opening)]
+    decoder, records, at = json.JSONDecoder(), [], 0
+    while at < len(block):
+        record, at = decoder.raw_decode(block, at)
+        records.append(record)
+        at += len(block[at:]) - len(block[at:].lstrip())
+    schema = json.loads((DEMO.parent.parent / "gcjob/report/schema.json").read_text("utf-8"))
+    for record in records:
+        jsonschema.validate(record, schema)
+    assert [r["record"] for r in records] == ["item", "upstream", "summary"]
+    _, report = _sweep(tmp_path, "--grace", "10m")  # as the README runs it: the default grace
+    assert records[2]["counts"] == report["summary"]["counts"]
