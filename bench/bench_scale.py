@@ -1,20 +1,22 @@
 """Scale benchmark: gcjob against a large hub and 1,000 upstream project control planes.
 
-One real hub (kube-apiserver + etcd from ``tests/e2e/envtest.py``) is filled over HTTPS to each
-size in turn (10k companions by default; ``--big`` for 10k, 50k and 100k, the last with 250k
-unlabelled ConfigMaps more), in the proportions of issue 9: per 20 companions, 15 ConfigMaps,
-5 Secrets, 20 ResourceBindings, 18 WorkloadDeployments and 5 HTTPRoutes. One real upstream
-server holds 1,000 projects (a namespace and 5 Gateways each) and stands, through a loopback
-proxy that adds 50 ms to every request, behind ``--upstream-server-template``.
+One real hub (kube-apiserver + etcd from ``tests/e2e/envtest.py``) grows to each size in turn
+(10k companions by default; ``--big`` for 10k, 50k and 100k, the last with 250k unlabelled
+ConfigMaps more), in the proportions of issue 9: per 20 companions, 15 ConfigMaps, 5 Secrets,
+20 ResourceBindings, 18 WorkloadDeployments and 5 HTTPRoutes, written straight into etcd (see
+EtcdFill). One real upstream server holds 1,000 projects (a namespace and 5 Gateways each)
+and stands, through a loopback proxy that adds 50 ms to every request, behind
+``--upstream-server-template``.
 
 At each size, each in a fresh subprocess: the two floors (a paginated metadata-only list of
-the hub collections gcjob reads, from etcd; one GET per collection with resourceVersion=0,
-from the watch cache), then ``gcjob sweep`` (dry run), once per ``--list-from`` mode when
-gcjob has the flag; once per run, the routes sweep alone (at the first size). Columns: wall,
-requests, MiB received (the hub's own response-size metrics, plus the proxy's byte count for
-the upstream), peak RSS. ``--profile`` adds a cProfile run of the sweep at the largest size.
+the hub collections the companions and bindings sweeps read, from etcd; one GET per
+collection with resourceVersion=0, from the watch cache), then those two sweeps as a dry
+run, once per ``--list-from`` mode when gcjob has the flag; at the first size, the full
+default sweep with the upstream. Columns: wall, requests, MiB received (the hub's own
+response-size metrics, plus the proxy's byte count for the upstream), peak RSS.
+``--profile`` adds a cProfile run of the hub's sweeps at the largest size.
 
-    python bench/bench_scale.py                 # 10k companions, ~10 min on 2 busy cores
+    python bench/bench_scale.py                 # 10k companions, 1,000 projects
     python bench/bench_scale.py --big           # 10k, 50k, 100k (+250k ConfigMaps): long
 """
 
@@ -31,7 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -55,7 +57,7 @@ from bench_sweep import (
 )
 
 from gcjob.domain import COMPANION_LABEL
-from gcjob.enumerate.hub import COMPANION_SELECTOR, ROUTE_SELECTOR
+from gcjob.enumerate.hub import COMPANION_SELECTOR
 from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
 from tests.e2e.faultproxy import Fault, FaultProxy, Target
 from tests.e2e.objects import gateway, route, workload
@@ -71,13 +73,13 @@ ORPHAN_EVERY = 100  # 1% of companions name a workload that does not exist; 1% o
 GATEWAYS_PER_PROJECT = 5
 LATENCY_S = 0.05
 TEMPLATE_PREFIX = r"^/projects/[^/]+/control-plane"
-HUB_LISTS = (  # what gcjob's three sweeps list on the hub, with its selectors
+HUB_LISTS = (  # what gcjob's companions and bindings sweeps list on the hub, with its selectors
     ("/api/v1/configmaps", COMPANION_SELECTOR),
     ("/api/v1/secrets", COMPANION_SELECTOR),
     ("/apis/compute.datumapis.com/v1alpha/workloaddeployments", None),
     ("/apis/work.karmada.io/v1alpha2/resourcebindings", None),
-    ("/apis/gateway.networking.k8s.io/v1/httproutes", ROUTE_SELECTOR),
 )
+HUB_SWEEPS = ("--sweep", "companions", "--sweep", "bindings")
 CORE = "/api/v1/namespaces/{ns}/{plural}"
 WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"
 ROUTE_PATH = "/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/httproutes"
@@ -320,7 +322,7 @@ METRIC = re.compile(r"^apiserver_response_sizes_(sum|count)\{(.*)\} (\S+)$")
 
 def response_metrics(server: ApiServer) -> dict[tuple[str, str, str], list[float]]:
     """(verb, resource, scope) -> [bytes, responses] so far, from the server's /metrics
-    (apiserver_response_sizes: GET and LIST answers; the scrape itself left out)."""
+    (apiserver_response_sizes of GET and LIST answers; the scrape itself left out)."""
     text = server.request("GET", "/metrics", raw=True).decode()
     out: dict[tuple[str, str, str], list[float]] = {}
     for line in text.splitlines():
@@ -328,8 +330,8 @@ def response_metrics(server: ApiServer) -> dict[tuple[str, str, str], list[float
         if not match:
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
-        if labels.get("subresource") == "/metrics":
-            continue
+        if labels.get("subresource") == "/metrics" or labels.get("verb") == "WATCH":
+            continue  # the scrape itself; the server's own informers' watches, as they end
         key = (
             labels.get("verb", ""),
             labels.get("resource") or labels.get("subresource", ""),
@@ -499,6 +501,7 @@ class Bench:
         return self.measure(mode, cmd)
 
     def profile(self, out: Path) -> Obj:
+        """The hub's two sweeps under cProfile (the routes sweep mostly waits on the 50 ms)."""
         cmd = [
             sys.executable,
             "-m",
@@ -510,15 +513,15 @@ class Bench:
             "sweep",
             "--hub-kubeconfig",
             self.hub_kubeconfig,
-            "--upstream-kubeconfig",
-            self.up_kubeconfig,
-            "--upstream-server-template",
-            self.template,
+            "--sweep",
+            "companions",
+            "--sweep",
+            "bindings",
             "--no-lock",
             "--min-age",
             "0s",
         ]
-        result = self.measure("sweep under cProfile", cmd)
+        result = self.measure("companions + bindings under cProfile", cmd)
         result["top"] = top_costs(out)
         return result
 
@@ -656,31 +659,36 @@ def main() -> None:
             filled = n
             size["etcd_db_mib"] = etcd_db_mib(hub)
             runs = size["runs"]
-            runs.append(bench.floor("etcd"))
-            runs.append(bench.floor("cache"))
-            if bench.list_from:
-                runs.append(bench.sweep("sweep --list-from cache", "--list-from", "cache"))
-                runs.append(bench.sweep("sweep --list-from etcd", "--list-from", "etcd"))
-            else:
-                runs.append(bench.sweep("sweep"))
+            steps: list[tuple[str, Callable[[], Obj]]] = [
+                ("floor-etcd", lambda: bench.floor("etcd")),
+                ("floor-cache", lambda: bench.floor("cache")),
+            ]
+            modes = ("cache", "etcd") if bench.list_from else (None,)
+            for mode in modes:
+                flags = ("--list-from", mode) if mode else ()
+                label = f"companions + bindings{f' --list-from {mode}' if mode else ''}"
+                steps.append((label, lambda f=flags, t=label: bench.sweep(t, *HUB_SWEEPS, *f)))
             if n == sizes[0]:  # the upstream side does not grow with the hub
-                runs.append(bench.sweep("sweep --sweep routes", "--sweep", "routes"))
+                steps.append(
+                    (
+                        "sweep (all three, defaults)",
+                        lambda: bench.sweep("sweep (all three, defaults)"),
+                    )
+                )
                 if bench.upstream_concurrency:
-                    runs.append(
-                        bench.sweep(
-                            "sweep --sweep routes, serial",
-                            "--sweep",
-                            "routes",
-                            "--upstream-concurrency",
-                            "1",
-                        )
+                    label = "sweep, --upstream-concurrency 1"
+                    steps.append(
+                        (label, lambda t=label: bench.sweep(t, "--upstream-concurrency", "1"))
                     )
             if args.profile and n == sizes[-1]:
-                size["profile"] = bench.profile(work / "sweep.prof")
-            doc["total_s"] = round(time.perf_counter() - started, 1)
-            Path(args.out).write_text(
-                json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8"
-            )
+                steps.append(("profile", lambda: bench.profile(work / "sweep.prof")))
+            for _label, step in steps:
+                runs.append(step())
+                doc["total_s"] = round(time.perf_counter() - started, 1)
+                # written after every run: a long run stopped half-way keeps what it measured
+                Path(args.out).write_text(
+                    json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8"
+                )
         proxy.stop()
     print(f"\nwrote {args.out} ({doc['total_s']}s)")
 
