@@ -404,8 +404,9 @@ def gcjob_bin() -> str:
 
 
 def run_gcjob(kubeconfig: str, mode: str, decided: int) -> Obj:
-    """mode: "dry-run" (default brakes), "dry-run-nobrake" (the brakes of "delete" lifted, so
-    the dry run does every per-orphan read a delete run does), "delete"."""
+    """mode: "dry-run" (defaults: brakes, and a 10m grace, so orphans would be marked),
+    "dry-run-nobrake" (the brakes of "delete" lifted and no grace, so the dry run does every
+    per-orphan read a delete run does), "delete"."""
     cmd = [gcjob_bin(), "sweep", "--hub-kubeconfig", kubeconfig]
     # the real server stamps creationTimestamp now: orphans are told by their missing
     # WorkloadDeployment, not by age
@@ -414,7 +415,8 @@ def run_gcjob(kubeconfig: str, mode: str, decided: int) -> Obj:
         cmd += ["--delete"]
     if mode in ("delete", "dry-run-nobrake"):
         cmd += ["--max-deletions", "1000000", "--max-delete-percent", "100"]
-        cmd += ["--delete-qps", "0"]
+        # --grace 0s: delete on the first look (the default 10m grace would only mark)
+        cmd += ["--delete-qps", "0", "--grace", "0s"]
     load_before = loadavg()
     code, wall, rss, stdout, stderr = run_measured(cmd, clean_env())
     lines = [line for line in stdout.splitlines() if line.strip()]
