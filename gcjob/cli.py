@@ -173,6 +173,13 @@ CONNECT_TIMEOUT = _opt(
     "connect-timeout", type=Duration(positive=True), default="5s", show_default=True
 )
 READ_TIMEOUT = _opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
+LIST_TIMEOUT = _opt(
+    "list-timeout",
+    type=Duration(positive=True),
+    default="2m",
+    show_default=True,
+    help="Most time for one hub list answer (a whole collection from the watch cache).",
+)
 NAMESPACE = _opt(
     "namespace",
     "namespaces",
@@ -297,6 +304,7 @@ EXCLUDE_NAMESPACE = _opt(
 @_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
 @CONNECT_TIMEOUT
 @READ_TIMEOUT
+@LIST_TIMEOUT
 @_opt("pushgateway", metavar="URL", help="Push the run's metrics to this Prometheus Pushgateway.")
 @_opt(
     "notify-webhook",
@@ -325,6 +333,7 @@ def sweep(**options: Any) -> int:
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @CONNECT_TIMEOUT
 @READ_TIMEOUT
+@LIST_TIMEOUT
 @_opt(
     "timeout",
     type=Duration(positive=True),
@@ -357,6 +366,7 @@ def explain(target: str, output: str, **options: Any) -> int:
         upstream_server_template=options["upstream_server_template"],
         connect_timeout=options["connect_timeout"].total_seconds(),
         read_timeout=options["read_timeout"].total_seconds(),
+        list_timeout=options["list_timeout"].total_seconds(),
         timeout=options["timeout"],
         suspect_min_routes=options["suspect_min_routes"],
         grace=options["grace"],
@@ -444,6 +454,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         lock_name=options["lock_name"],
         connect_timeout=options["connect_timeout"].total_seconds(),
         read_timeout=options["read_timeout"].total_seconds(),
+        list_timeout=options["list_timeout"].total_seconds(),
         pushgateway=options["pushgateway"],
         notify_webhook=options["notify_webhook"],
         grace=options["grace"],
@@ -523,10 +534,18 @@ class Sources:
 
 def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
     """The hub and upstreams the settings name. Raises ConfigError."""
-    timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
+    # Only the hub's lists get --list-timeout: a whole large collection is the one answer
+    # that can rightly take long. An upstream's Gateway lists are small, and a black-holed
+    # upstream must be given up on after --read-timeout.
+    hub_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout, settings.list_timeout)
+    upstream_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
 
     def make_access(
-        client: Any, target: str, run_budget: RunBudget = budget, retry: RetryPolicy = HUB_RETRY
+        client: Any,
+        target: str,
+        run_budget: RunBudget = budget,
+        retry: RetryPolicy = HUB_RETRY,
+        timeouts: Timeouts = hub_timeouts,
     ) -> KubeAccess:
         transport = Transport(
             client, target, stats=stats, budget=run_budget, timeouts=timeouts, retry=retry
@@ -536,7 +555,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         )
 
     def make_upstream_access(client: Any, target: str) -> KubeAccess:
-        return make_access(client, target, retry=UPSTREAM_RETRY)
+        return make_access(client, target, retry=UPSTREAM_RETRY, timeouts=upstream_timeouts)
 
     if settings.snapshot:
         snapshot = Snapshot(settings.snapshot)

@@ -70,6 +70,7 @@ class Settings:
     lock_name: str = "gcjob"
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
+    list_timeout: float = 120.0
     pushgateway: str | None = None
     notify_webhook: str | None = None
     grace: timedelta = GRACE

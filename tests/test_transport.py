@@ -321,6 +321,45 @@ def test_a_2xx_body_goes_to_the_consumer_and_others_are_read_whole(
     assert refused.chunks == []
 
 
+def test_a_streamed_list_answer_gets_the_list_timeout_and_nothing_else_does(
+    faults: FaultProxy, kubeconfig: str
+) -> None:
+    # Slow to start answering, as a watch cache converting a whole large collection is.
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", delay=1.5, times=None))
+    transport = Transport(
+        hub_client(kubeconfig, None),
+        "hub",
+        stats=RequestStats(),
+        budget=RunBudget(None),
+        timeouts=Timeouts(1.0, 0.5, list=5.0),
+        retry=RetryPolicy(attempts=1),
+    )
+
+    consumer = Chunks()
+    assert transport.send(LIST, consume=consumer).status == 200
+    assert decode_json(consumer.body)["kind"] == "PartialObjectMetadataList"
+    with pytest.raises(Unavailable, match=r"after 1 attempts: (AttemptTimedOut|ReadTimeoutError)"):
+        transport.send(LIST)  # read whole: --read-timeout
+
+
+def test_the_list_timeout_is_still_cut_to_the_runs_remaining_time(
+    faults: FaultProxy, kubeconfig: str
+) -> None:
+    faults.add_fault(Fault(method="GET", path="/api/v1/configmaps$", delay=3.0))
+    transport = Transport(
+        hub_client(kubeconfig, None),
+        "hub",
+        stats=RequestStats(),
+        budget=RunBudget(1.0),
+        timeouts=Timeouts(1.0, 0.5, list=60.0),
+        retry=RetryPolicy(attempts=1),
+    )
+    started = time.monotonic()
+    with pytest.raises((Stopped, Unavailable)):
+        transport.send(LIST, consume=Chunks())
+    assert time.monotonic() - started < 2.0
+
+
 def test_a_consumer_error_ends_the_attempt_and_is_not_retried() -> None:
     transport, peer = hostile_transport(huge, RunBudget(None))
     try:

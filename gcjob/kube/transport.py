@@ -1,6 +1,7 @@
 """Sends Requests through the official client's urllib3 pool; owns timeouts, retries and limits.
 
-Each attempt has a total deadline (the read timeout, capped by the run's remaining time),
+Each attempt has a total deadline (the read timeout, or the list timeout for a streamed list
+answer, capped by the run's remaining time),
 not just a per-socket-read timeout: a peer dripping one byte a second cannot hold a run. The
 exchange runs in a daemon thread while the caller waits in ticks, so a stop (SIGTERM,
 `--timeout`) abandons a request in flight at once. A body over MAX_BODY_BYTES is refused.
@@ -98,6 +99,14 @@ class RetryPolicy:
 class Timeouts:
     connect: float = 5.0
     read: float = 30.0
+    # A streamed list answer's attempt (None: `read`). A watch-cache list sends nothing until
+    # the server has converted the whole collection: at 100k ResourceBindings that took over
+    # 15 s before the first byte on the benchmark machine.
+    list: float | None = None
+
+    def attempt(self, *, streamed: bool) -> float:
+        """The total time one attempt may take."""
+        return self.list if streamed and self.list is not None else self.read
 
 
 @dataclass(slots=True)
@@ -240,7 +249,8 @@ class Transport:
         read cannot be interrupted, but it can be left behind (its socket times out soon).
         A streamed body comes back through a short queue and is fed here, in this thread."""
         started = time.monotonic()
-        limit = self.timeouts.read  # the whole attempt: connecting, sending, the whole answer
+        # The whole attempt: connecting, sending, the whole answer.
+        limit = self.timeouts.attempt(streamed=consume is not None)
         if final:
             limit = min(limit, FINAL_READ_SECONDS)
         else:
@@ -311,7 +321,7 @@ class Transport:
             _host=self._server,
         )
         # Socket timeouts no longer than the attempt, so an abandoned thread ends soon too.
-        socket_read = max(0.01, min(self.timeouts.read, limit))
+        socket_read = max(0.01, limit)
         socket_connect = max(0.01, min(self.timeouts.connect, limit))
         raw = self.api_client.call_api(
             method,
