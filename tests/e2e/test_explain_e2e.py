@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from jsonschema import Draft202012Validator
 
 from gcjob.cli import cli
 from gcjob.exitcodes import ExitCode
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
 from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding, companion, gateway, route, workload
+from tests.e2e.objects import SECRET_VALUE, binding, companion, gateway, route, workload
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
+SCHEMA = Draft202012Validator(
+    json.loads((Path(__file__).parents[2] / "gcjob/report/explain.schema.json").read_text())
+)
 SHORT = {"ConfigMap": "cm", "Secret": "secret", "ResourceBinding": "rb", "HTTPRoute": "httproute"}
 
 
@@ -46,6 +51,7 @@ def explain(kind: str, ns: str, name: str, *args: str) -> Explained:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     doc = json.loads(result.stdout)
+    SCHEMA.validate(doc)
     # Every step names the evidence it read; the object itself was read first.
     assert doc["steps"][0]["rule"] == "karmada-hub", doc
     assert all(step["evidence"] for step in doc["steps"]), doc
@@ -346,3 +352,27 @@ def test_a_suspect_upstream_is_explained_as_the_sweep_distrusts_it(
     trusted = next(s for s in explained["r1"].doc["steps"] if s["rule"] == "cluster-trusted")
     assert trusted["outcome"] == "held back"
     assert any(read.startswith("LIST httproutes") for read in trusted["reads"]), trusted
+
+
+def test_a_secret_is_explained_from_its_metadata_alone(
+    hub: TestCluster, faults: FaultProxy, explain_args: list[str]
+) -> None:
+    ns = hub.namespace()
+    applied = json.dumps({"kind": "Secret", "data": {"password": SECRET_VALUE}})
+    note = {"kubectl.kubernetes.io/last-applied-configuration": applied}
+    created = hub.create(companion("Secret", ns, "db-creds", ["default/gone"], annotations=note))
+    uid = created["metadata"]["uid"]
+    hub.create(binding(ns, "db-creds-secret", kind="Secret", target="db-creds", target_uid=uid))
+    faults.clear_requests()
+
+    e = explain("Secret", ns, "db-creds", *explain_args)
+    text = CliRunner().invoke(cli, ["explain", f"secret/{ns}/db-creds", *explain_args])
+
+    assert e.verdict == ("would-delete", "orphaned")
+    assert e.binding == ("would-delete", "companion-deleted")
+    secret_reads = [r for r in faults.requests if "/secrets" in r.path]
+    assert secret_reads and {r.method for r in secret_reads} == {"GET"}
+    for request in secret_reads:
+        assert "as=PartialObjectMetadata" in request.accept, request.accept
+        assert ",application/json" not in request.accept
+    assert SECRET_VALUE not in json.dumps(e.doc) + text.stdout + text.stderr
