@@ -23,6 +23,7 @@ from gcjob.act.deleter import Deleter
 from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
 from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
+from gcjob.enumerate.scope import Scope
 from gcjob.exitcodes import ExitCode, table
 from gcjob.explain import Explainer, Target, parse_target
 from gcjob.kube.access import KubeAccess
@@ -172,6 +173,20 @@ CONNECT_TIMEOUT = _opt(
     "connect-timeout", type=Duration(positive=True), default="5s", show_default=True
 )
 READ_TIMEOUT = _opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
+NAMESPACE = _opt(
+    "namespace",
+    "namespaces",
+    type=CommaList(),
+    multiple=True,
+    help="Sweep only this namespace (repeatable; default: all but reserved).",
+)
+EXCLUDE_NAMESPACE = _opt(
+    "exclude-namespace",
+    "exclude_namespaces",
+    type=CommaList(),
+    multiple=True,
+    help="Never sweep this namespace (repeatable).",
+)
 
 
 @cli.command(epilog=EPILOG)
@@ -190,20 +205,8 @@ READ_TIMEOUT = _opt("read-timeout", type=Duration(positive=True), default="15s",
     help="Sweep to run (repeatable; default: all).",
 )
 @MIN_AGE
-@_opt(
-    "namespace",
-    "namespaces",
-    type=CommaList(),
-    multiple=True,
-    help="Sweep only this namespace (repeatable; default: all but reserved).",
-)
-@_opt(
-    "exclude-namespace",
-    "exclude_namespaces",
-    type=CommaList(),
-    multiple=True,
-    help="Never sweep this namespace (repeatable).",
-)
+@NAMESPACE
+@EXCLUDE_NAMESPACE
 @_opt(
     "snapshot",
     type=click.Path(file_okay=False),
@@ -310,6 +313,8 @@ def sweep(**options: Any) -> int:
 @UPSTREAM_SERVER_TEMPLATE
 @_opt("snapshot", type=click.Path(file_okay=False), help="Explain offline from dumps in DIR.")
 @MIN_AGE
+@NAMESPACE
+@EXCLUDE_NAMESPACE
 @SUSPECT_MIN_ROUTES
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @CONNECT_TIMEOUT
@@ -333,7 +338,10 @@ def explain(target: str, output: str, **options: Any) -> int:
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
     _check_snapshot_alone(options)
+    namespaces, exclude_namespaces = _scope(options)
     settings = Settings(
+        namespaces=namespaces,
+        exclude_namespaces=exclude_namespaces,
         hub_kubeconfig=options["hub_kubeconfig"],
         hub_context=options["hub_context"],
         sweeps=(parsed.sweep,),
@@ -366,6 +374,7 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
             sources.upstreams,
             sources.now,
             settings.min_age,
+            scope=Scope(settings.namespaces, frozenset(settings.exclude_namespaces)),
             suspect_min_routes=settings.suspect_min_routes,
         )
         # The sweep's own hub check, as the trace's first step.
@@ -381,19 +390,10 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
 
 def _settings(options: dict[str, Any]) -> Settings:
     sweeps = tuple(options["sweeps"]) or tuple(s.value for s in Sweep)
-    namespaces = _namespaces(options["namespaces"], "namespace", "namespaces")
-    for namespace in namespaces:
-        if is_reserved_namespace(namespace):
-            raise click.BadParameter(
-                f"{namespace} is reserved and never swept",
-                param_hint=_hint("namespace", "namespaces"),
-            )
+    namespaces, exclude_namespaces = _scope(options)
     webhook_url = options["notify_webhook"]
     if webhook_url and not webhook_url.startswith(("https://", "http://")):
         raise click.BadParameter("must be an http(s) URL", param_hint=_hint("notify-webhook"))
-    exclude_namespaces = _namespaces(
-        options["exclude_namespaces"], "exclude-namespace", "exclude_namespaces"
-    )
     if not is_dns1123_label(options["lock_namespace"]):
         raise click.BadParameter(
             f"{options['lock_namespace']!r} is not a namespace name (DNS-1123 label)",
@@ -441,6 +441,21 @@ def _settings(options: dict[str, Any]) -> Settings:
         max_marks=options["max_marks"],
         now=options["now"],
     )
+
+
+def _scope(options: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--namespace and --exclude-namespace, checked."""
+    namespaces = _namespaces(options["namespaces"], "namespace", "namespaces")
+    for namespace in namespaces:
+        if is_reserved_namespace(namespace):
+            raise click.BadParameter(
+                f"{namespace} is reserved and never swept",
+                param_hint=_hint("namespace", "namespaces"),
+            )
+    exclude_namespaces = _namespaces(
+        options["exclude_namespaces"], "exclude-namespace", "exclude_namespaces"
+    )
+    return namespaces, exclude_namespaces
 
 
 def _check_snapshot_alone(options: dict[str, Any]) -> None:

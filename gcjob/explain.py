@@ -32,6 +32,7 @@ from gcjob.domain import (
     binding_name,
     is_dns1123_label,
     is_dns1123_subdomain,
+    is_reserved_namespace,
 )
 from gcjob.enumerate.hub import read_routes
 from gcjob.enumerate.scope import Scope
@@ -347,6 +348,14 @@ class Explainer:
         self._file(out, str(target), trace)
         out.verdict = Conclusion(str(target), "not-found", "not-found", detail)
 
+    def _outside_namespaces(self, target: Target, trace: Trace) -> Verdict:
+        namespace = target.namespace
+        if is_reserved_namespace(namespace):
+            detail = f"namespace {namespace} is reserved and never swept"
+        else:
+            detail = f"namespace {namespace} is outside --namespace/--exclude-namespace"
+        return self._out_of_scope(target, detail, "in-scope", trace)
+
     def _out_of_scope(self, target: Target, detail: str, rule: str, trace: Trace) -> Verdict:
         trace.hold(rule, "out-of-scope", detail)
         ref = _unread(target)
@@ -373,9 +382,7 @@ class Explainer:
             return None
         label, companion = read
         if not self.scope.allows(target.namespace):
-            return self._out_of_scope(
-                target, f"namespace {target.namespace} is never swept", "in-scope", trace
-            )
+            return self._outside_namespaces(target, trace)
         if label != "true":
             verdict = self._out_of_scope(
                 target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
@@ -446,9 +453,7 @@ class Explainer:
             self._not_found(target, out, trace)
             return None
         if not self.scope.allows(target.namespace):
-            return self._out_of_scope(
-                target, f"namespace {target.namespace} is never swept", "in-scope", trace
-            )
+            return self._outside_namespaces(target, trace)
         bound = bound_target(binding)
         presence, error = Presence.ABSENT, ""
         if bound is not None:
@@ -507,9 +512,7 @@ class Explainer:
             self._not_found(target, out, trace)
             return None
         if not self.scope.allows(target.namespace):
-            return self._out_of_scope(
-                target, f"namespace {target.namespace} is never swept", "in-scope", trace
-            )
+            return self._outside_namespaces(target, trace)
         if not in_scope(route, trace):
             return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
         shaped = route_target(route, trace)

@@ -214,3 +214,19 @@ def test_the_readme_examples_are_what_explain_prints() -> None:
         code, out = run(*command.split())
         assert code == 0
         assert out.rstrip("\n") == printed, command
+
+
+def test_the_sweeps_namespace_flags_set_what_is_in_scope(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, excluded = explain_json(f"cm/{WEB}/api-config", "--exclude-namespace", WEB)
+    _, elsewhere = explain_json(f"cm/{WEB}/api-config", "--namespace", SHOP)
+    _, included = explain_json(f"cm/{WEB}/api-config", "--namespace", WEB)
+    for doc in (excluded, elsewhere):
+        assert (doc["verdict"]["action"], doc["verdict"]["reason"]) == ("skipped", "out-of-scope")
+        assert doc["steps"][-1]["evidence"].endswith("outside --namespace/--exclude-namespace")
+    assert included["verdict"]["reason"] == "referrer-live"
+    with pytest.raises(SystemExit) as raised:
+        main(["explain", f"cm/{WEB}/x", "--snapshot", DEMO, "--namespace", "kube-system"])
+    assert raised.value.code == ExitCode.USAGE
+    assert "reserved" in capsys.readouterr().err

@@ -337,11 +337,10 @@ def test_a_suspect_upstream_is_explained_as_the_sweep_distrusts_it(
             )
         )
     args = ["--upstream-kubeconfig", upstream_kubeconfig, "--suspect-min-routes", "3"]
+    scoped = [*explain_args, "--namespace", ns]  # count the routes the sweep below counts
 
-    explained = {name: explain("HTTPRoute", ns, name, *explain_args, *args) for name in names}
-    one_fewer = explain(
-        "HTTPRoute", ns, "r1", *explain_args, *args[:2], "--suspect-min-routes", "4"
-    )
+    explained = {name: explain("HTTPRoute", ns, name, *scoped, *args) for name in names}
+    one_fewer = explain("HTTPRoute", ns, "r1", *scoped, *args[:2], "--suspect-min-routes", "4")
     result = run_gcjob(*gcjob_hub_args, *args, "--sweep", "routes", "--namespace", ns, "--delete")
 
     for name, e in explained.items():
