@@ -180,6 +180,17 @@ NAMESPACE = _opt(
     multiple=True,
     help="Sweep only this namespace (repeatable; default: all but reserved).",
 )
+GRACE = _opt(
+    "grace",
+    type=Duration(),
+    default=DEFAULT_GRACE,
+    show_default=True,
+    help="Mark an orphan first; delete it once it stayed one, on the same evidence, this long "
+    "(0: delete on the first look).",
+)
+NOW = _opt(
+    "now", type=Moment(), hidden=True, help="Decide as of this RFC 3339 time (tests, replays)."
+)
 EXCLUDE_NAMESPACE = _opt(
     "exclude-namespace",
     "exclude_namespaces",
@@ -236,14 +247,7 @@ EXCLUDE_NAMESPACE = _opt(
 )
 @UPSTREAM_KUBECONFIG
 @UPSTREAM_SERVER_TEMPLATE
-@_opt(
-    "grace",
-    type=Duration(),
-    default=DEFAULT_GRACE,
-    show_default=True,
-    help="Mark an orphan first; delete it once it stayed one, on the same evidence, this long "
-    "(0: delete on the first look).",
-)
+@GRACE
 @_opt(
     "max-marks",
     type=click.IntRange(0),
@@ -251,7 +255,7 @@ EXCLUDE_NAMESPACE = _opt(
     show_default=True,
     help="Brake: most new marks per run.",
 )
-@_opt("now", type=Moment(), hidden=True, help="Decide as of this RFC 3339 time (tests, replays).")
+@NOW
 @_opt(
     "max-deletions",
     type=click.IntRange(0),
@@ -313,6 +317,8 @@ def sweep(**options: Any) -> int:
 @UPSTREAM_SERVER_TEMPLATE
 @_opt("snapshot", type=click.Path(file_okay=False), help="Explain offline from dumps in DIR.")
 @MIN_AGE
+@GRACE
+@NOW
 @NAMESPACE
 @EXCLUDE_NAMESPACE
 @SUSPECT_MIN_ROUTES
@@ -353,6 +359,8 @@ def explain(target: str, output: str, **options: Any) -> int:
         read_timeout=options["read_timeout"].total_seconds(),
         timeout=options["timeout"],
         suspect_min_routes=options["suspect_min_routes"],
+        grace=options["grace"],
+        now=options["now"],
     )
     return run_explain(settings, parsed, output)
 
@@ -376,6 +384,7 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
             settings.min_age,
             scope=Scope(settings.namespaces, frozenset(settings.exclude_namespaces)),
             suspect_min_routes=settings.suspect_min_routes,
+            grace=settings.grace,
         )
         # The sweep's own hub check, as the trace's first step.
         explanation = explainer.explain(target, lambda hub: check_hub(hub, settings.sweeps))

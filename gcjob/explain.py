@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from gcjob.act.companions import BINDING_REASON
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
     decide_companion,
     follow_binding,
 )
+from gcjob.decide.grace import GraceCall, Next, grace_rule
 from gcjob.decide.routes import (
     ClusterStatus,
     RouteTarget,
@@ -29,6 +31,7 @@ from gcjob.decide.routes import (
 from gcjob.decide.trace import Step, StepOutcome, Trace
 from gcjob.domain import (
     COMPANION_LABEL,
+    ORPHANED_LABEL,
     binding_name,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -48,7 +51,17 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
     Resource,
 )
-from gcjob.model import Binding, Companion, ObjectRef, Route, Sweep, Verdict
+from gcjob.marks import (
+    Evidence,
+    Rule,
+    binding_evidence,
+    companion_binding_evidence,
+    companion_evidence,
+    new_mark,
+    route_evidence,
+    rule_of,
+)
+from gcjob.model import Binding, Companion, Mark, ObjectRef, Route, Sweep, Verdict
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)
@@ -272,6 +285,29 @@ def conclusion(subject: str, verdict: Verdict) -> Conclusion:
     return Conclusion(subject, action, verdict.reason, verdict.detail)
 
 
+def graced(subject: str, verdict: Verdict, call: GraceCall | None) -> Conclusion:
+    """The conclusion once the grace rule had its say, as the sweep would report it."""
+    base = conclusion(subject, verdict)
+    if call is None or base.action == "unknown":
+        return base
+    if call.next is Next.MARK:
+        return Conclusion(subject, "would-mark", verdict.reason, f"{call.detail}: {verdict.detail}")
+    if call.next is Next.WAIT:
+        return Conclusion(subject, "skipped", "grace-period", f"{call.detail}: {verdict.detail}")
+    if call.next is Next.UNMARK:
+        return Conclusion(subject, "would-unmark", verdict.reason, verdict.detail)
+    return base
+
+
+def describe_mark(mark: Mark | None) -> str:
+    if mark is None:
+        return "no mark"
+    return (
+        f"{ORPHANED_LABEL}={mark.label}, orphaned-since {mark.since}, "
+        f"orphaned-evidence {mark.evidence}"
+    )
+
+
 class Explainer:
     def __init__(
         self,
@@ -281,6 +317,7 @@ class Explainer:
         min_age: timedelta,
         scope: Scope | None = None,
         suspect_min_routes: int = 0,
+        grace: timedelta = timedelta(0),
     ) -> None:
         self.log = ReadLog()
         self.hub = RecordingReader(hub, self.log)
@@ -289,6 +326,7 @@ class Explainer:
         self.min_age = min_age
         self.scope = scope if scope is not None else Scope()
         self.suspect_min_routes = suspect_min_routes
+        self.grace = grace
 
     def explain(
         self, target: Target, check_hub: Callable[[Reader], str] | None = None
@@ -314,6 +352,32 @@ class Explainer:
             self._file(out, subject, trace)
             out.verdict = conclusion(subject, verdict)
         return out
+
+    def _grace(
+        self, verdict: Verdict, rule: Rule, evidence: Evidence | None, trace: Trace
+    ) -> GraceCall | None:
+        """The sweep's grace rule over this verdict and the mark the object carries (a step
+        of its own); None when it has nothing to say: a kept object with no mark this rule
+        would remove, or a terminating one."""
+        mark = verdict.ref.mark
+        if verdict.reason == "out-of-scope":
+            return None  # not the sweep's to judge: its mark is not either
+        if verdict.delete:
+            assert evidence is not None  # an orphan's decision rests on evidence
+            call = grace_rule(rule, evidence, mark, self.now, self.grace)
+        else:
+            if mark is None or verdict.ref.terminating:
+                return None
+            call = grace_rule(rule, None, mark, self.now, self.grace)
+            if call.next is not Next.UNMARK:
+                return None
+        seen = describe_mark(mark) + (f"; now {evidence.digest}" if evidence else "")
+        text = f"{seen}; --grace {int(self.grace.total_seconds())}s: {call.detail}"
+        if call.next is Next.DELETE:
+            trace.passed("grace", text)
+        else:
+            trace.hold("grace", call.next.value, text)
+        return call
 
     def _failed_read(self, subject: str, exc: KubeError) -> TracedStep:
         """The rule whose read failed: unknown, with that read and its error."""
@@ -383,6 +447,7 @@ class Explainer:
         label, companion = read
         if not self.scope.allows(target.namespace):
             return self._outside_namespaces(target, trace)
+        call: GraceCall | None = None
         if label != "true":
             verdict = self._out_of_scope(
                 target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
@@ -390,10 +455,18 @@ class Explainer:
         else:
             trace.passed("in-scope", f"labelled {COMPANION_LABEL}=true in {target.namespace}")
             verdict = self._decide_companion(companion, trace)
+            call = self._companion_grace(companion, verdict, trace)
         self._file(out, str(target), trace)
-        out.verdict = conclusion(str(target), verdict)
-        self._companions_binding(companion, out, deleted=verdict.delete)
+        out.verdict = graced(str(target), verdict, call)
+        self._companions_binding(companion, verdict, call, out)
         return verdict
+
+    def _companion_grace(
+        self, companion: Companion, verdict: Verdict, trace: Trace
+    ) -> GraceCall | None:
+        raw = companion.referrers_raw
+        evidence = companion_evidence(raw) if verdict.delete and raw is not None else None
+        return self._grace(verdict, Rule.COMPANION, evidence, trace)
 
     def _decide_companion(
         self, companion: Companion, trace: Trace, reads_for: str = "referrers-gone"
@@ -403,15 +476,17 @@ class Explainer:
         live = WorkloadsByName(self.hub, companion.ref.namespace)
         return decide_companion(companion, live, self.now, self.min_age, trace)
 
-    def _companions_binding(self, companion: Companion, out: Explanation, deleted: bool) -> None:
-        """What the same run does to the companion's binding: deleted with it when the
-        binding names it (the companions sweep), else judged by the bindings sweep, with its
-        object present."""
+    def _companions_binding(
+        self, companion: Companion, verdict: Verdict, call: GraceCall | None, out: Explanation
+    ) -> None:
+        """What the same run does to the companion's binding: the companions sweep's word
+        when it acts on it (deletes, marks or unmarks it with its companion), else the
+        bindings sweep's, with its object present."""
         ref = companion.ref
         name = binding_name(ref.name, ref.kind)
         subject = f"ResourceBinding {ref.namespace}/{name}"
         trace = Trace()
-        rule = self.log.rule = "binding-names-companion" if deleted else "in-scope"
+        rule = self.log.rule = "binding-names-companion" if verdict.delete else "in-scope"
         try:
             binding = self.hub.get(
                 RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False
@@ -422,12 +497,45 @@ class Explainer:
         if binding is None:
             self._no_binding(name, subject, rule, out, trace)
             return
-        if deleted:
-            verdict = follow_binding(binding, ref, trace)
-        else:
-            verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
+        followed = self._follow(binding, ref, verdict, call, subject, trace)
+        if followed is None:
+            kept = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
+            followed = graced(subject, kept, self._grace(kept, Rule.BINDING, None, trace))
         self._file(out, subject, trace)
-        out.binding = conclusion(subject, verdict)
+        out.binding = followed
+
+    def _follow(
+        self,
+        binding: Binding,
+        companion: ObjectRef,
+        verdict: Verdict,
+        call: GraceCall | None,
+        subject: str,
+        trace: Trace,
+    ) -> Conclusion | None:
+        """The companions sweep on the binding of a companion it decided (`verdict`, `call`):
+        None when it leaves the binding to the bindings sweep."""
+        if verdict.delete:
+            followed = follow_binding(binding, companion, trace)
+            if call is None or call.next is Next.DELETE or not followed.delete:
+                return conclusion(subject, followed)
+            evidence = companion_binding_evidence(companion)
+            if call.next is Next.WAIT and binding.ref.mark == new_mark(
+                evidence, BINDING_REASON, call.since or self.now
+            ):
+                detail = "deleted with its companion"
+                trace.hold("grace", "grace-period", f"{describe_mark(binding.ref.mark)}: {detail}")
+                return Conclusion(subject, "skipped", "grace-period", detail)
+            detail = f"binds {companion.kind} {companion.name}, marked with it"
+            trace.hold("grace", BINDING_REASON, f"{describe_mark(binding.ref.mark)}: {detail}")
+            return Conclusion(subject, "would-mark", BINDING_REASON, detail)
+        mark = binding.ref.mark
+        unmarked = call is not None and call.next is Next.UNMARK
+        if unmarked and mark is not None and rule_of(mark) == Rule.COMPANION_BINDING:
+            detail = f"{companion.kind} {companion.name} is no orphan: {verdict.detail}"
+            trace.hold("grace", "unmark", f"{describe_mark(mark)}: {detail}")
+            return Conclusion(subject, "would-unmark", verdict.reason, detail)
+        return None
 
     def _binding_unread(self, subject: str, exc: KubeError, out: Explanation) -> None:
         out.steps.append(self._failed_read(subject, exc))
@@ -470,36 +578,47 @@ class Explainer:
         verdict = decide_binding(binding, presence, self.now, self.min_age, error, trace)
         companion = companion_bound_by(binding.ref.name)
         if companion is not None and (bound is None or presence is Presence.EXISTS):
-            # The companions sweep runs first, whatever the policy: a companion it deletes
-            # takes the binding named after it along.
-            return self._binding_of_companion(binding, companion, verdict, trace)
+            # The companions sweep runs first, whatever the policy: what it does to the
+            # companion it does to the binding named after it.
+            followed = self._binding_of_companion(binding, companion, verdict, trace)
+            if followed is not None:
+                self._file(out, str(target), trace)
+                out.verdict = followed
+                return verdict
+        if bound is not None:
+            kind, name = bound
+            evidence = binding_evidence(kind, name) if verdict.delete else None
+            call = self._grace(verdict, Rule.BINDING, evidence, trace)
+            self._file(out, str(target), trace)
+            out.verdict = graced(str(target), verdict, call)
         return verdict
 
     def _binding_of_companion(
         self, binding: Binding, bound: tuple[str, str], verdict: Verdict, trace: Trace
-    ) -> Verdict:
-        """The companions sweep runs first: a companion it deletes takes this binding along."""
+    ) -> Conclusion | None:
+        """The companions sweep runs first: None when it leaves this binding alone."""
         kind, name = bound
         rule = "companion-sweep-first"
         self.log.rule = rule
         read = self._read_companion(Target(kind, binding.ref.namespace, name))
         if read is None or read[0] != "true":
-            trace.hold(rule, verdict.reason, f"{kind} {name} is not a companion: it stays")
-            return verdict
-        companion_verdict = self._decide_companion(read[1], Trace(), reads_for=rule)
-        if not companion_verdict.delete:
-            trace.hold(
-                rule,
-                verdict.reason,
-                f"companion {kind} {name} is kept ({companion_verdict.reason}), so is its binding",
-            )
-            return verdict
+            trace.passed(rule, f"{kind} {name} is not a companion: the bindings sweep decides")
+            return None
+        companion = read[1]
+        silent = Trace()  # the companion's own steps are its explanation's, not this one's
+        companion_verdict = self._decide_companion(companion, silent, reads_for=rule)
+        call = self._companion_grace(companion, companion_verdict, silent)
+        subject = str(Target(RESOURCEBINDINGS.kind, binding.ref.namespace, binding.ref.name))
+        if companion_verdict.delete and (call is None or call.next is Next.DELETE):
+            acted = "deleted"
+        else:
+            acted = "kept" if call is None else f"grace rule: {call.next.value}"
         trace.passed(
             rule,
-            f"companion {kind} {name} is deleted first ({companion_verdict.reason}: "
-            f"{companion_verdict.detail})",
+            f"companion {kind} {name}: {companion_verdict.reason}, {acted} "
+            f"({companion_verdict.detail})",
         )
-        return follow_binding(binding, read[1].ref, trace)
+        return self._follow(binding, companion.ref, companion_verdict, call, subject, trace)
 
     # -- routes --------------------------------------------------------------------------
 
@@ -517,6 +636,9 @@ class Explainer:
             return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
         shaped = route_target(route, trace)
         if isinstance(shaped, Verdict):
+            call = self._grace(shaped, Rule.ROUTE, None, trace)
+            self._file(out, str(target), trace)
+            out.verdict = graced(str(target), shaped, call)
             return shaped
         assert self.upstreams is not None, "explaining a route needs an upstream"
         index = UpstreamIndex(self.upstreams)
@@ -526,8 +648,15 @@ class Explainer:
         index.load([shaped], suspect_min_routes=0)
         index = self._suspect_check(index, route, shaped)
         verdict = decide_route(route, shaped, index.view(shaped), self.now, self.min_age, trace)
+        evidence = None
         if verdict.delete:
+            t = shaped
+            evidence = route_evidence(t.cluster, t.namespace, t.gateways, route.parent_refs)
+        call = self._grace(verdict, Rule.ROUTE, evidence, trace)
+        if verdict.delete and (call is None or call.next is Next.DELETE):
             verdict = self._upstream_namespace(verdict, shaped, index, trace)
+        self._file(out, str(target), trace)
+        out.verdict = graced(str(target), verdict, call)
         return verdict
 
     def _suspect_check(

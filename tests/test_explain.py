@@ -51,21 +51,22 @@ def schema() -> Draft202012Validator:
     return Draft202012Validator(loaded)
 
 
-def demo_sweep_items() -> list[dict[str, Any]]:
-    code, out = run("sweep", "--snapshot", DEMO, "--report-healthy", "--grace", "0")
+def demo_sweep_items(grace: str) -> list[dict[str, Any]]:
+    code, out = run("sweep", "--snapshot", DEMO, "--report-healthy", "--grace", grace)
     assert code == 0
     records = [json.loads(line) for line in out.splitlines()]
     return [r for r in records if r["record"] == "item"]
 
 
-def test_explain_agrees_with_the_sweep_on_every_demo_object() -> None:
-    items = demo_sweep_items()
+@pytest.mark.parametrize("grace", ["0", "10m"])  # deleted on the first look, or marked first
+def test_explain_agrees_with_the_sweep_on_every_demo_object(grace: str) -> None:
+    items = demo_sweep_items(grace)
     assert len(items) > 40  # every case of every sweep
     swept = {(i["kind"], i["namespace"], i["name"]): (i["action"], i["reason"]) for i in items}
     validator = schema()
     for item in items:
         target = f"{SHORT[item['kind']]}/{item['namespace']}/{item['name']}"
-        code, explained = explain_json(target)
+        code, explained = explain_json(target, "--grace", grace)
         validator.validate(explained)
         verdict = explained["verdict"]
         assert (verdict["action"], verdict["reason"]) == (item["action"], item["reason"]), target
@@ -73,9 +74,14 @@ def test_explain_agrees_with_the_sweep_on_every_demo_object() -> None:
         # The sweep's hub check first; every step names its evidence.
         assert explained["steps"][0]["rule"] == "karmada-hub", target
         assert all(s["evidence"] for s in explained["steps"]), target
-        # The rule that decided is the last of the object's own steps.
+        # Deleted: the last rule passed; anything else: a rule held it back, and says so.
         own = [s for s in explained["steps"] if s["object"] == verdict["object"]]
-        assert own[-1]["outcome"] == ("passed" if item["action"] == "would-delete" else "held back")
+        if item["action"] == "would-delete":
+            assert own[-1]["outcome"] == "passed", target
+        else:
+            assert "held back" in {s["outcome"] for s in own}, target
+        if item["action"] == "would-mark":
+            assert [s for s in explained["steps"] if s["rule"] == "grace"], target
         if item["kind"] in ("ConfigMap", "Secret"):  # its binding, as the same sweep treats it
             binding = explained["binding"]
             key = ("ResourceBinding", item["namespace"], binding["object"].rpartition("/")[2])
@@ -88,7 +94,7 @@ def test_explain_agrees_with_the_sweep_on_every_demo_object() -> None:
 
 
 def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
-    code, explained = explain_json(f"cm/{SHOP}/orphan-app-config")
+    code, explained = explain_json(f"cm/{SHOP}/orphan-app-config", "--grace", "0")
     assert code == 0
     assert explained["verdict"]["reason"] == "orphaned"
     assert explained["binding"]["action"] == "would-delete"
@@ -104,6 +110,7 @@ def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
         "pinnable",
         "old-enough",
         "not-protected",
+        "grace",
         "binding-names-companion",
         "binding-not-terminating",
         "binding-not-protected",
@@ -141,7 +148,7 @@ def test_absent_object_is_explained_as_not_found_with_exit_0() -> None:
 
 
 def test_text_is_numbered_with_the_verdict_last_and_plain_off_a_terminal() -> None:
-    code, out = run("explain", f"httproute/{WEB}/orphan-route", "--snapshot", DEMO)
+    code, out = run("explain", f"httproute/{WEB}/orphan-route", "--snapshot", DEMO, "--grace", "0")
     assert code == 0
     lines = out.splitlines()
     assert lines[1].startswith(" 1. karmada-hub: passed")

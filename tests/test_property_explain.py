@@ -21,8 +21,25 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from gcjob.cli import cli
+from gcjob.decide.routes import RouteTarget, route_target
+from gcjob.domain import (
+    ORPHANED_EVIDENCE_ANNOTATION,
+    ORPHANED_LABEL,
+    ORPHANED_REASON_ANNOTATION,
+    ORPHANED_SINCE_ANNOTATION,
+    REFERRERS_ANNOTATION,
+)
 from gcjob.explain import Explainer, Target
+from gcjob.kube import reduce
 from gcjob.kube.snapshot import Snapshot, SnapshotUpstreams
+from gcjob.marks import (
+    Evidence,
+    binding_evidence,
+    companion_binding_evidence,
+    companion_evidence,
+    route_evidence,
+)
+from gcjob.model import ObjectRef
 from tests.e2e import objects
 
 NS = "ns-prop"
@@ -32,12 +49,18 @@ WD_NAMES = ["web", "api", "worker"]
 NAMES = ["a", "b", "c"]
 GATEWAYS = ["gw1", "gw2"]
 SUSPECT_MIN_ROUTES = 2  # low enough that random worlds hold suspect clusters
+GRACE = timedelta(minutes=10)
+GRACE_FLAG = "10m"
 
+# A mark as a run could have left it: none, this evidence marked long or just ago, other
+# evidence, a mark the companions sweep wrote on a binding, a broken one.
+MARKS = ["none", "none", "none", "old", "fresh", "other-evidence", "companion-binding", "broken"]
 meta_st = st.fixed_dictionaries(
     {
         "age": st.sampled_from(["old"] * 6 + ["young", "none"]),
         "terminating": st.sampled_from([False] * 7 + [True]),
         "protected": st.sampled_from([False] * 7 + [True]),
+        "mark": st.sampled_from(MARKS),
     }
 )
 referrers_st = st.one_of(
@@ -68,7 +91,51 @@ route_st = st.tuples(
 )
 
 
+def evidence_of(obj: dict[str, Any]) -> Evidence | None:
+    """The evidence a sweep would find for this object, were it an orphan."""
+    kind = obj["kind"]
+    if kind in ("ConfigMap", "Secret"):
+        raw = (obj["metadata"].get("annotations") or {}).get(REFERRERS_ANNOTATION)
+        return companion_evidence(raw) if raw is not None else None
+    if kind == "ResourceBinding":
+        bound = obj["spec"]["resource"]
+        return binding_evidence(bound["kind"], bound["name"])
+    if kind == "HTTPRoute":
+        route = reduce.route(obj)
+        target = route_target(route)
+        if isinstance(target, RouteTarget):
+            t = target
+            return route_evidence(t.cluster, t.namespace, t.gateways, route.parent_refs)
+    return None
+
+
+def with_mark(obj: dict[str, Any], how: str) -> None:
+    m = obj["metadata"]
+    evidence = evidence_of(obj)
+    digest = evidence.digest if evidence is not None else "companion:0000000000000000"
+    since = {"old": "2026-11-20T11:00:00Z", "fresh": "2026-11-20T11:58:00Z"}.get(
+        how, "2026-11-20T11:00:00Z"
+    )
+    if how == "other-evidence":
+        digest = digest.split(":")[0] + ":ffffffffffffffff"
+    if how == "companion-binding":
+        spec = obj.get("spec", {}).get("resource", {"kind": "ConfigMap", "name": "x"})
+        ref = ObjectRef("v1", spec["kind"], NS, spec["name"], "", "", None)
+        digest = companion_binding_evidence(ref).digest
+    m.setdefault("labels", {})[ORPHANED_LABEL] = "true"
+    if how != "broken":
+        m.setdefault("annotations", {}).update(
+            {
+                ORPHANED_SINCE_ANNOTATION: since,
+                ORPHANED_REASON_ANNOTATION: "orphaned",
+                ORPHANED_EVIDENCE_ANNOTATION: digest,
+            }
+        )
+
+
 def stamp(obj: dict[str, Any], meta: dict[str, Any], n: int) -> dict[str, Any]:
+    if meta.get("mark", "none") != "none":
+        with_mark(obj, meta["mark"])
     m = obj["metadata"]
     m["uid"] = f"uid-{obj['kind']}-{m['name']}"
     m["resourceVersion"] = str(100 + n)
@@ -186,6 +253,8 @@ def test_explain_verdict_is_the_sweeps_decision(
                 "100",
                 "--suspect-min-routes",
                 str(SUSPECT_MIN_ROUTES),
+                "--grace",
+                GRACE_FLAG,
             ],
             standalone_mode=False,
             catch_exceptions=False,
@@ -209,6 +278,7 @@ def test_explain_verdict_is_the_sweeps_decision(
                 snapshot.captured_at,
                 timedelta(minutes=5),
                 suspect_min_routes=SUSPECT_MIN_ROUTES,
+                grace=GRACE,
             )
             explained = explainer.explain(Target(kind, NS, name))
             assert explained.verdict is not None

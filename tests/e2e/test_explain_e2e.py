@@ -60,11 +60,12 @@ def explain(kind: str, ns: str, name: str, *args: str) -> Explained:
 
 
 def agrees(explained: tuple[str, str], swept: tuple[str, str] | None) -> bool:
-    """would-delete is what a --delete run deletes; a skip is the same skip; out-of-scope and
-    not-found are objects the sweep never reports; unknown is never a delete."""
+    """would-delete/-mark/-unmark is what a --delete run does; a skip is the same skip;
+    out-of-scope and not-found are objects the sweep never reports; unknown is never a delete."""
     action, reason = explained
-    if action == "would-delete":
-        return swept == ("deleted", reason)
+    done = {"would-delete": "deleted", "would-mark": "marked", "would-unmark": "unmarked"}
+    if action in done:
+        return swept == (done[action], reason)
     if action == "skipped" and reason != "out-of-scope":
         return swept == ("skipped", reason)
     if action == "unknown":
@@ -74,7 +75,7 @@ def agrees(explained: tuple[str, str], swept: tuple[str, str] | None) -> bool:
 
 @pytest.fixture
 def explain_args(hub_kubeconfig: str, hub: TestCluster) -> list[str]:
-    return ["--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s"]
+    return ["--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s", "--grace", "0s"]
 
 
 def test_companions_and_bindings_explain_matches_what_delete_did(
@@ -375,3 +376,48 @@ def test_a_secret_is_explained_from_its_metadata_alone(
         assert "as=PartialObjectMetadata" in request.accept, request.accept
         assert ",application/json" not in request.accept
     assert SECRET_VALUE not in json.dumps(e.doc) + text.stdout + text.stderr
+
+
+def test_grace_explain_says_mark_wait_delete_and_unmark_as_the_runs_do(
+    hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    """Two-run scenarios with --grace 10m and --now: explain before each run says what that
+    run then does, for an orphan that stays one, and one whose referrer comes back."""
+    ns = hub.namespace()
+    for name, referrer in (("stays", "default/gone"), ("revives", "default/back")):
+        made = hub.create(companion("ConfigMap", ns, name, [referrer]))
+        uid = made["metadata"]["uid"]
+        hub.create(binding(ns, f"{name}-configmap", kind="ConfigMap", target=name, target_uid=uid))
+    common = ["--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s", "--grace", "10m"]
+    sweep = [*common, "--no-lock", "--namespace", ns, "--delete", "--report-healthy"]
+    targets = [
+        ("ConfigMap", "stays"),
+        ("ResourceBinding", "stays-configmap"),
+        ("ConfigMap", "revives"),
+        ("ResourceBinding", "revives-configmap"),
+    ]
+
+    def step(now: str) -> dict[tuple[str, str], tuple[str, str]]:
+        told = {t: explain(t[0], ns, t[1], *common, "--now", now) for t in targets}
+        result = run_gcjob(*sweep, "--now", now)
+        assert result.exit_code == 0, result.stderr
+        for (kind, name), e in told.items():
+            assert agrees(e.verdict, result.outcome(kind, name)), (now, kind, name, e.verdict)
+            if kind == "ConfigMap" and e.binding is not None:
+                rb = f"{name}-configmap"
+                assert agrees(e.binding, result.outcome("ResourceBinding", rb)), (now, rb)
+        return {t: e.verdict for t, e in told.items()}
+
+    first = step("2030-01-01T00:00:00Z")
+    assert first[("ConfigMap", "stays")] == ("would-mark", "orphaned")
+    assert first[("ConfigMap", "revives")] == ("would-mark", "orphaned")
+    hub.create(workload(ns, "back"))  # a referrer comes back inside the grace period
+    second = step("2030-01-01T00:05:00Z")
+    assert second[("ConfigMap", "stays")] == ("skipped", "grace-period")
+    assert second[("ConfigMap", "revives")] == ("would-unmark", "referrer-live")
+    third = step("2030-01-01T00:11:00Z")
+    assert third[("ConfigMap", "stays")] == ("would-delete", "orphaned")
+    assert third[("ResourceBinding", "stays-configmap")] == ("would-delete", "companion-deleted")
+    assert hub.gone("ConfigMap", ns, "stays")
+    assert hub.present("ConfigMap", ns, "revives")
+    assert hub.present("ResourceBinding", ns, "revives-configmap")
