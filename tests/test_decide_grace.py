@@ -32,13 +32,15 @@ def test_a_new_orphan_is_marked_now() -> None:
     assert (call.next, call.since, call.due) == (Next.MARK, NOW, NOW + GRACE)
 
 
-def test_a_mark_rounds_up_to_whole_seconds_so_grace_is_never_short() -> None:
+def test_a_mark_keeps_fractions_of_a_second_so_grace_is_exact() -> None:
     now = NOW + timedelta(microseconds=250_000)
     call = rule(None, now=now)
-    assert call.since == NOW + timedelta(seconds=1)
-    mark = Mark("true", marks.since_value(call.since), "orphaned", EVIDENCE.digest)
-    assert rule(mark, now=now + GRACE).next is Next.WAIT  # exactly `grace` after it was seen
-    assert rule(mark, now=call.since + GRACE).next is Next.DELETE
+    assert call.since == now
+    since = marks.since_value(now)
+    assert since == "2026-11-23T10:00:00.250000Z"
+    mark = Mark("true", since, "orphaned", EVIDENCE.digest)
+    assert rule(mark, now=now + GRACE - timedelta(microseconds=1)).next is Next.WAIT
+    assert rule(mark, now=now + GRACE).next is Next.DELETE
 
 
 def test_inside_the_grace_period_it_waits() -> None:

@@ -63,15 +63,9 @@ def grace_rule(
     else:
         why = ""
     if why:
-        # A mark holds whole seconds: rounded up, so the grace period is never short by one.
-        marked = (
-            now
-            if now.microsecond == 0
-            else now + timedelta(microseconds=1_000_000 - now.microsecond)
-        )
-        due = marked + grace
+        due = now + grace
         return GraceCall(
-            Next.MARK, f"{why}; deleted from {since_value(due)} if still orphaned", marked, due
+            Next.MARK, f"{why}; deleted from {since_value(due)} if still orphaned", now, due
         )
     assert since is not None
     due = since + grace
