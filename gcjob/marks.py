@@ -43,8 +43,10 @@ def pointer(*parts: str) -> str:
 
 
 def since_value(moment: datetime) -> str:
-    """An `orphaned-since` value: RFC 3339, UTC, whole seconds."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """An `orphaned-since` value: RFC 3339, UTC; fractional seconds only when there are any,
+    so the grace period is measured from the very moment the orphan was seen."""
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_since(value: str | None) -> datetime | None:

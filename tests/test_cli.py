@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 
 from gcjob.cli import cli, main
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode
+from gcjob.settings import DEFAULT_GRACE, parse_duration
 
 DEMO = str(Path(__file__).resolve().parent.parent / "fixtures" / "demo")
 WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
@@ -114,11 +115,44 @@ def test_bad_command(capsys: pytest.CaptureFixture[str]) -> None:
     usage_error(capsys, "sweeep")
 
 
-@pytest.mark.parametrize("flag", ["--min-age", "--timeout", "--connect-timeout"])
+@pytest.mark.parametrize("flag", ["--min-age", "--timeout", "--connect-timeout", "--grace"])
 @pytest.mark.parametrize("value", ["5x", "-1m", "1d", "forever"])
 def test_bad_duration(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
     line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
     assert flag in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--now", "yesterday"),
+        ("--now", "2026-11-20T12:00:00"),  # no zone: which time would that be?
+        ("--max-marks", "-1"),
+        ("--max-marks", "many"),
+    ],
+)
+def test_bad_now_and_max_marks(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, value)
+    assert flag in line
+
+
+def test_now_decides_as_of_that_time_and_says_so() -> None:
+    result = invoke("--snapshot", DEMO, "--now", "2026-11-21T12:00:00+02:00")
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["decided_at"] == "2026-11-21T10:00:00Z"
+    assert "deciding as of --now" in result.stderr
+
+
+def test_the_grace_default_is_one_constant_and_the_flag_overrides_it() -> None:
+    default = json.loads(
+        CliRunner()
+        .invoke(cli, ["sweep", "--snapshot", DEMO], standalone_mode=False)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    assert default["grace_seconds"] == parse_duration(DEFAULT_GRACE).total_seconds()
+    explicit = json.loads(invoke("--snapshot", DEMO, "--grace", "90s").stdout.splitlines()[-1])
+    assert explicit["grace_seconds"] == 90
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "karmada-system", "karmada-es-member1"])

@@ -3,7 +3,7 @@ of runs and world changes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gcjob import marks
-from gcjob.decide.grace import Next, grace_rule
+from gcjob.decide.grace import GraceSort, Next, grace_rule
 from gcjob.domain import ORPHANED_LABEL, REFERRERS_ANNOTATION
 from gcjob.marks import Rule
-from gcjob.model import Mark
+from gcjob.model import Mark, Verdict
 from tests.test_marks import GRACE, NOW, RAW, apply, configmap, mark_at, ref_of
 
 # -- the grace rule ----------------------------------------------------------------------------
@@ -30,6 +30,17 @@ def rule(mark: Mark | None, evidence: marks.Evidence | None = EVIDENCE, **kw: An
 def test_a_new_orphan_is_marked_now() -> None:
     call = rule(None)
     assert (call.next, call.since, call.due) == (Next.MARK, NOW, NOW + GRACE)
+
+
+def test_a_mark_keeps_fractions_of_a_second_so_grace_is_exact() -> None:
+    now = NOW + timedelta(microseconds=250_000)
+    call = rule(None, now=now)
+    assert call.since == now
+    since = marks.since_value(now)
+    assert since == "2026-11-23T10:00:00.250000Z"
+    mark = Mark("true", since, "orphaned", EVIDENCE.digest)
+    assert rule(mark, now=now + GRACE - timedelta(microseconds=1)).next is Next.WAIT
+    assert rule(mark, now=now + GRACE).next is Next.DELETE
 
 
 def test_inside_the_grace_period_it_waits() -> None:
@@ -93,6 +104,45 @@ def test_a_mark_of_another_rule_is_left_to_it() -> None:
     assert grace_rule(Rule.BINDING, mine, mark, NOW, GRACE).next is Next.MARK
 
 
+# -- sorting a sweep's verdicts ---------------------------------------------------------------
+
+
+def _verdict(delete: bool, mark: Mark | None, **ref_changes: Any) -> Verdict:
+    ref = replace(ref_of(configmap()), mark=mark, **ref_changes)
+    return Verdict(ref, delete, "orphaned" if delete else "referrer-live", "")
+
+
+def test_grace_sort_puts_each_verdict_where_the_rule_says() -> None:
+    sort: GraceSort[str] = GraceSort(Rule.COMPANION, NOW, GRACE)
+    sort.orphan(_verdict(True, None), EVIDENCE, "new")
+    sort.orphan(_verdict(True, mark_at(NOW - GRACE)), EVIDENCE, "due")
+    sort.orphan(_verdict(True, mark_at(NOW - GRACE / 2)), EVIDENCE, "waiting")
+    assert sort.not_orphan(_verdict(False, mark_at(NOW)), "back") is True
+    assert sort.not_orphan(_verdict(False, None), "never-marked") is False
+
+    assert [g.target for g in sort.to_mark] == ["new"]
+    assert [g.target for g in sort.due] == ["due"]
+    assert [g.target for g in sort.waiting] == ["waiting"]
+    assert [g.target for g in sort.to_unmark] == ["back"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"terminating": True}, {"uid": ""}, {"resource_version": ""}],
+    ids=["terminating", "no-uid", "no-resource-version"],
+)
+def test_a_mark_is_left_on_what_cannot_or_need_not_be_patched(changes: dict[str, Any]) -> None:
+    sort: GraceSort[None] = GraceSort(Rule.COMPANION, NOW, GRACE)
+    assert sort.not_orphan(_verdict(False, mark_at(NOW), **changes), None) is False
+    assert sort.to_unmark == []
+
+
+def test_a_binding_marked_with_its_companion_is_not_the_bindings_sweeps_to_unmark() -> None:
+    sort: GraceSort[None] = GraceSort(Rule.BINDING, NOW, GRACE)
+    companions = marks.companion_binding_evidence(ref_of(configmap()))
+    assert sort.not_orphan(_verdict(False, mark_at(NOW, companions)), None) is False
+
+
 # -- property: across runs and world changes ---------------------------------------------------
 
 REFERRER_SETS = ('["default/web"]', '["default/api","default/web"]', '["default/api"]')
@@ -134,8 +184,9 @@ def test_nothing_is_deleted_before_it_was_an_orphan_on_the_same_evidence_for_gra
 ) -> None:
     """World changes happen right before a run (so every world state is looked at by a run,
     which is all a stateless job can promise). A run can fail to read the object's referrers
-    (then it is no orphan this run: its mark goes), or fail to write a mark. Removing a mark is
-    retried on a conflict (gcjob/act): a hub that refuses it fails the run, out of this model.
+    (then it is no orphan this run: its mark goes), or fail to write a mark (then an old mark
+    is removed instead). Removing a mark is retried on a conflict (gcjob/act/marker.py): a hub
+    that refuses it fails the run, out of this model.
     Safety: a delete only after `grace` of being an orphan, continuously, on one evidence.
     Liveness: with every run since it became an orphan clean, the first run at least `grace`
     after the run that first saw it deletes it."""
@@ -198,3 +249,5 @@ def _run(world: World, now: datetime, grace: timedelta, fault: str) -> None:
         return
     if call.next is Next.UNMARK or fault != "mark-fails":
         world.obj = apply(world.obj, ops)
+    elif ref.mark is not None:  # a new mark not written: the old one is removed (act/marker)
+        world.obj = apply(world.obj, marks.unmark_patch(ref))

@@ -166,3 +166,26 @@ def test_an_unmark_that_never_applies_fails_the_item() -> None:
 
     assert (outcome.action, outcome.reason) == (Action.FAILED, "unmark-failed")
     assert "3 attempts" in outcome.detail
+
+
+def test_a_new_mark_that_cannot_replace_the_old_one_removes_it() -> None:
+    """Otherwise evidence that changes and changes back would find the old mark again."""
+    old = marks.companion_evidence('["default/api"]')
+    marked = configmap(**{ORPHANED_LABEL: "true"})
+    marked["metadata"]["annotations"].update(
+        {
+            "gcjob.datumapis.com/orphaned-since": "2026-11-23T09:00:00Z",
+            "gcjob.datumapis.com/orphaned-evidence": old.digest,
+        }
+    )
+    store = store_with(marked)
+    verdict = verdict_of(marked)
+    store.patch(CONFIGMAPS, "ns-1", "app-config", [])  # written since it was read
+
+    outcome = Marker(store, dry_run=False, budget=RunBudget(None)).mark(
+        SWEEP, verdict, CONFIGMAPS, EVIDENCE, NOW
+    )
+
+    assert (outcome.action, outcome.reason) == (Action.SKIPPED, "changed-since-observed")
+    assert outcome.detail.endswith("the old mark was removed")
+    assert reduce.object_ref(stored(store), CONFIGMAPS).mark is None

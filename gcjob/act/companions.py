@@ -81,12 +81,11 @@ def _delete_binding(companion: Verdict, hub: Reader, deleter: Deleter) -> list[O
 BINDING_REASON = "companion-orphaned"  # the reason on a binding marked with its companion
 
 
-def mark_companion(
-    graced: Graced[None], hub: Reader, marker: Marker, since: datetime
-) -> list[Outcome]:
+def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
     """Mark a newly orphaned companion, then its binding with the same time."""
     verdict = graced.verdict
-    assert graced.evidence is not None
+    since = graced.call.since
+    assert graced.evidence is not None and since is not None
     resource = COMPANION_RESOURCES[verdict.ref.kind]
     outcome = marker.mark(SWEEP, verdict, resource, graced.evidence, since, graced.call.detail)
     if outcome.action not in (Action.MARKED, Action.WOULD_MARK):

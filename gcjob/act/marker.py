@@ -75,10 +75,27 @@ class Marker:
         except Stopped as exc:
             return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
         except KubeError as exc:
-            return Outcome.of(sweep, verdict, Action.FAILED, "mark-failed", str(exc))
+            failed = Outcome.of(sweep, verdict, Action.FAILED, "mark-failed", str(exc))
+            return self._drop_old_mark(sweep, verdict, resource, failed)
         if result.outcome is Patched.APPLIED:
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
-        return _not_patched(sweep, verdict, result, "mark")
+        skipped = _not_patched(sweep, verdict, result, "mark")
+        if result.outcome is Patched.GONE:
+            return skipped
+        return self._drop_old_mark(sweep, verdict, resource, skipped)
+
+    def _drop_old_mark(
+        self, sweep: Sweep, verdict: Verdict, resource: Resource, outcome: Outcome
+    ) -> Outcome:
+        """A new mark that could not replace an old one (other evidence, a broken mark): the
+        old one must not stay, or evidence that changes and changes back would find it again
+        and count from its time. Remove it (safe, and retried); if that fails, the item fails."""
+        if verdict.ref.mark is None:
+            return outcome
+        removed = self._unmark(sweep, verdict, resource)
+        if removed.action is Action.FAILED:
+            return removed
+        return replace(outcome, detail=f"{outcome.detail}; the old mark was removed")
 
     def unmark(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
         """Remove gcjob's mark from `verdict.ref`: it is no orphan (now) for `verdict.reason`.

@@ -112,8 +112,11 @@ class GraceSort(Generic[T]):
 
     def not_orphan(self, verdict: Verdict, target: T) -> bool:
         """A verdict to keep: True when it took it, a mark of this rule to remove."""
-        if verdict.ref.mark is None or verdict.ref.terminating:
-            return False  # nothing to remove; a terminating object is on its way out anyway
+        ref = verdict.ref
+        if ref.mark is None or ref.terminating or not ref.uid or not ref.resource_version:
+            # Nothing to remove; a terminating object is on its way out anyway; a patch is
+            # never sent unpinned.
+            return False
         call = grace_rule(self.rule, None, verdict.ref.mark, self.now, self.grace)
         if call.next is not Next.UNMARK:
             return False

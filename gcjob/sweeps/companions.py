@@ -120,7 +120,7 @@ def sweep(run: Run) -> None:
         state.in_scope,
         lambda graced: COMPANION_RESOURCES[graced.verdict.ref.kind],
         lambda graced: delete_companion(graced.verdict, run.hub, run.deleter),
-        mark=lambda graced: mark_companion(graced, run.hub, run.marker, run.now),
+        mark=lambda graced: mark_companion(graced, run.hub, run.marker),
         unmark=lambda graced: unmark_companion(graced, run.hub, run.marker),
         wait=lambda graced: wait_companion(graced, run.hub, run.marker),
     )

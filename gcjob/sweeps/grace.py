@@ -34,7 +34,12 @@ def act(
 
     def mark_one(graced: Graced[T]) -> list[Outcome]:
         assert graced.evidence is not None
-        return [run.marker.mark(sweep, graced.verdict, resource(graced), graced.evidence, run.now)]
+        call = graced.call
+        assert call.since is not None  # a new mark's time
+        mark = run.marker.mark(
+            sweep, graced.verdict, resource(graced), graced.evidence, call.since, call.detail
+        )
+        return [mark]
 
     def unmark_one(graced: Graced[T]) -> list[Outcome]:
         return [run.marker.unmark(sweep, graced.verdict, resource(graced))]
