@@ -664,12 +664,14 @@ def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone
             path=f"/namespaces/{ns}/configmaps/app$",
             drop=True,
             apply_first=True,
-            delay=1.5,
+            delay=8.0,  # still in flight when the run's deadline comes
         )
     )
 
+    # 4 s: the preflight's access reviews and the lists come first, and take most of a second
+    # on a loaded machine; the DELETE must be sent before the deadline and answered after it.
     result = run_gcjob(
-        *gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions", "--timeout", "1s"
+        *gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions", "--timeout", "4s"
     )
 
     assert hub.gone("ConfigMap", ns, "app")
