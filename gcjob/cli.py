@@ -264,6 +264,13 @@ EXCLUDE_NAMESPACE = _opt(
 )
 @NOW
 @_opt(
+    "upstream-concurrency",
+    type=click.IntRange(1, 256),
+    default=16,
+    show_default=True,
+    help="Upstream clusters read at once.",
+)
+@_opt(
     "max-deletions",
     type=click.IntRange(0),
     default=50,
@@ -443,6 +450,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         list_from=options["list_from"],
         upstream_kubeconfig=options["upstream_kubeconfig"],
         upstream_server_template=options["upstream_server_template"],
+        upstream_concurrency=options["upstream_concurrency"],
         max_deletions=options["max_deletions"],
         max_delete_percent=options["max_delete_percent"],
         brake_min_objects=options["brake_min_objects"],

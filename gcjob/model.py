@@ -59,6 +59,12 @@ class ObjectRef:
     has_annotations: bool = False
     mark: Mark | None = None
 
+    @property
+    def order(self) -> tuple[str, str, str]:
+        """Its place in a report: by namespace and name, as etcd lists objects (a watch cache
+        lists them in no particular order, and concurrent reads finish in any order)."""
+        return (self.namespace, self.name, self.kind)
+
 
 @dataclass(frozen=True, slots=True)
 class Companion:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +13,7 @@ from gcjob.act.brake import BrakeLimits, brake_reason
 from gcjob.act.deleter import Deleter
 from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
+from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
@@ -101,6 +103,9 @@ class Run:
     handled_bindings: set[str] = field(default_factory=set)  # uids reported with a companion
     companion_keys: set[tuple[str, str, str]] | None = None  # (kind, namespace, name)
     upstream_index: UpstreamIndex | None = None
+    hub_reads: Reads = SERIAL  # set by sweeps.execute for the run's length
+    upstream_reads: Reads = SERIAL
+    routes_ahead: Future[Any] | None = None  # the routes sweep's reads, started at once
 
     @property
     def scope(self) -> Scope:

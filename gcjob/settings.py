@@ -57,6 +57,8 @@ class Settings:
     report_healthy: bool = False
     page_size: int = 500
     list_from: str = "cache"  # "cache": first pages from the watch cache; "etcd": all from etcd
+    upstream_concurrency: int = 16  # upstream clusters read at once
+    hub_concurrency: int = 4  # hub collections read at once
     upstream_kubeconfig: str | None = None
     upstream_server_template: str | None = None
     max_deletions: int = 50

@@ -595,3 +595,18 @@ def test_a_closed_stdout_ends_the_run_quietly_and_the_report_file_is_written(
     assert summary["exit_code"] == 5
     assert {s["status"] for s in summary["sweeps"].values()} == {"stopped"}
     assert "stdout closed" in summary["sweeps"]["companions"]["detail"]
+
+
+@pytest.mark.parametrize("value", ["0", "257", "x"])
+def test_upstream_concurrency_is_1_to_256(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--upstream-concurrency", value)
+    assert "'--upstream-concurrency'" in line
+
+
+def test_upstream_concurrency_does_not_change_the_report() -> None:
+    one = records(invoke("--snapshot", DEMO, "--upstream-concurrency", "1"))
+    many = records(invoke("--snapshot", DEMO))
+    strip = ("run_id", "time", "started", "finished")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in one] == [
+        {k: v for k, v in r.items() if k not in strip} for r in many
+    ]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from gcjob.enumerate.hub import read_workload_index
+from gcjob.enumerate.hub import read_routes, read_workload_index, scan_companions
+from gcjob.enumerate.parallel import Reads
 from gcjob.enumerate.scope import Scope
+from gcjob.kube.access import Collected
 from gcjob.kube.errors import KubeError
 from gcjob.kube.snapshot import SnapshotStore
 
@@ -41,3 +44,82 @@ def test_an_item_without_a_namespace_leaves_no_index_at_all() -> None:
     # Filed under "" it would leave its real namespace's companions looking orphaned.
     with pytest.raises(KubeError, match="no namespace"):
         read_workload_index(store(wd("ns-a", "web"), wd(None, "api")), Scope())
+
+
+class SlowStore(SnapshotStore):
+    """A hub whose every list takes 0.3 s."""
+
+    def fold(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)
+        return super().fold(*args, **kwargs)
+
+
+def companion(kind: str, namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {
+            "namespace": namespace,
+            "name": name,
+            "labels": {"compute.datumapis.com/referenced-data": "true"},
+        },
+    }
+
+
+def test_companion_lists_are_read_at_once_in_the_order_asked() -> None:
+    """ConfigMaps and Secrets of two namespaces: four lists of 0.3 s, at once."""
+    hub = SlowStore("hub", [])
+    for namespace in ("ns-b", "ns-a"):
+        for kind in ("Secret", "ConfigMap"):
+            for name in ("z", "a"):
+                hub.add(companion(kind, namespace, f"{kind.lower()}-{name}"))
+    scope = Scope(("ns-b", "ns-a"))
+
+    def names(reads: Reads) -> tuple[list[list[str]], float]:
+        started = time.monotonic()
+        sinks = scan_companions(hub, scope, Collected, reads)
+        elapsed = time.monotonic() - started
+        return [sorted(c.ref.name for c in sink.records) for sink in sinks], elapsed
+
+    pool = Reads(4, "test")
+    try:
+        at_once, fast = names(pool)
+    finally:
+        pool.close()
+    one_by_one, slow = names(Reads(1, "test"))
+    assert slow >= 1.2
+    assert fast < slow / 2
+    # One sink per resource and namespace, in that order: ConfigMaps of ns-b, of ns-a, ...
+    assert (
+        at_once
+        == one_by_one
+        == [
+            ["configmap-a", "configmap-z"],
+            ["configmap-a", "configmap-z"],
+            ["secret-a", "secret-z"],
+            ["secret-a", "secret-z"],
+        ]
+    )
+
+
+def test_routes_come_in_name_order_within_each_listed_namespace() -> None:
+    hub = SnapshotStore("hub", [])
+    labels = {
+        "meta.datumapis.com/upstream-group": "gateway.networking.k8s.io",
+        "meta.datumapis.com/upstream-kind": "HTTPRoute",
+    }
+    for namespace, name in (("ns-b", "r2"), ("ns-a", "r9"), ("ns-b", "r1"), ("ns-a", "r0")):
+        hub.add(
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "HTTPRoute",
+                "metadata": {"namespace": namespace, "name": name, "labels": labels},
+            }
+        )
+    routes = read_routes(hub, Scope(("ns-b", "ns-a")))
+    assert [(r.ref.namespace, r.ref.name) for r in routes] == [
+        ("ns-b", "r1"),
+        ("ns-b", "r2"),
+        ("ns-a", "r0"),
+        ("ns-a", "r9"),
+    ]

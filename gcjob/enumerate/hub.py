@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from gcjob.domain import (
@@ -13,6 +14,7 @@ from gcjob.domain import (
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
 )
+from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube import reduce
 from gcjob.kube.access import Collected, Reduce, Sink
@@ -50,7 +52,7 @@ def _in_scope(reduce_item: Reduce[R], scope: Scope) -> Reduce[R]:
     return reduce_in_scope
 
 
-def scan_in_scope(
+def _folds(
     reader: Reader,
     resource: Resource,
     reduce_item: Reduce[R],
@@ -59,10 +61,11 @@ def scan_in_scope(
     *,
     label_selector: str | None = None,
     metadata_only: bool = True,
-) -> list[S]:
-    """One sink per listed namespace (or one for the whole cluster)."""
+) -> list[Callable[[], S]]:
+    """One fold per listed namespace (or one for the whole cluster), not yet started."""
     return [
-        reader.fold(
+        partial(
+            reader.fold,
             resource,
             _in_scope(reduce_item, scope),
             start,
@@ -74,6 +77,31 @@ def scan_in_scope(
     ]
 
 
+def scan_in_scope(
+    reader: Reader,
+    resource: Resource,
+    reduce_item: Reduce[R],
+    scope: Scope,
+    start: Callable[[], S],
+    *,
+    label_selector: str | None = None,
+    metadata_only: bool = True,
+    reads: Reads = SERIAL,
+) -> list[S]:
+    """One sink per listed namespace (or one for the whole cluster), read at once."""
+    return reads.all(
+        _folds(
+            reader,
+            resource,
+            reduce_item,
+            scope,
+            start,
+            label_selector=label_selector,
+            metadata_only=metadata_only,
+        )
+    )
+
+
 def read_in_scope(
     reader: Reader,
     resource: Resource,
@@ -82,6 +110,7 @@ def read_in_scope(
     *,
     label_selector: str | None = None,
     metadata_only: bool = True,
+    reads: Reads = SERIAL,
 ) -> list[R]:
     sinks: list[Collected[R]] = scan_in_scope(
         reader,
@@ -91,17 +120,22 @@ def read_in_scope(
         Collected,
         label_selector=label_selector,
         metadata_only=metadata_only,
+        reads=reads,
     )
-    return [record for sink in sinks for record in sink.records]
+    # In key order within each listed namespace, whatever order the server listed them in.
+    return [record for sink in sinks for record in sorted(sink.records, key=lambda r: r.ref.order)]
 
 
-def scan_companions(reader: Reader, scope: Scope, start: Callable[[], S]) -> list[S]:
+def scan_companions(
+    reader: Reader, scope: Scope, start: Callable[[], S], reads: Reads = SERIAL
+) -> list[S]:
     """Labelled ConfigMaps and Secrets, metadata only (selected on the server), into one sink
-    per resource and listed namespace: nothing but what the sinks keep stays in memory."""
-    return [
-        sink
+    per resource and listed namespace, all read at once: nothing but what the sinks keep
+    stays in memory."""
+    folds = [
+        fold
         for resource in COMPANION_RESOURCES.values()
-        for sink in scan_in_scope(
+        for fold in _folds(
             reader,
             resource,
             reduce.companion(resource),
@@ -110,16 +144,24 @@ def scan_companions(reader: Reader, scope: Scope, start: Callable[[], S]) -> lis
             label_selector=COMPANION_SELECTOR,
         )
     ]
+    return reads.all(folds)
 
 
-def read_workload_index(reader: Reader, scope: Scope) -> dict[str, frozenset[str]]:
+def read_workload_index(
+    reader: Reader, scope: Scope, reads: Reads = SERIAL
+) -> dict[str, frozenset[str]]:
     """Names of every WorkloadDeployment, by namespace: read unfiltered (nothing guarantees a
     label on them). Raises KubeError when the read fails: then there is no index at all."""
     index: dict[str, set[str]] = defaultdict(set)
-    for target in scope.list_targets():
-        for namespace, name in reader.list(
-            WORKLOADDEPLOYMENTS, reduce.namespace_and_name, namespace=target
-        ):
+    targets = scope.list_targets()
+    lists = reads.all(
+        [
+            partial(reader.list, WORKLOADDEPLOYMENTS, reduce.namespace_and_name, namespace=target)
+            for target in targets
+        ]
+    )
+    for target, listed in zip(targets, lists, strict=True):
+        for namespace, name in listed:
             namespace = namespace or target or ""
             if not namespace:  # an item that says nothing of where it lives: no index
                 raise ApiError(200, "Malformed", f"{name} has no namespace", "workloaddeployments")
@@ -127,12 +169,20 @@ def read_workload_index(reader: Reader, scope: Scope) -> dict[str, frozenset[str
     return {ns: frozenset(names) for ns, names in index.items()}
 
 
-def scan_bindings(reader: Reader, scope: Scope, start: Callable[[], S]) -> list[S]:
+def scan_bindings(
+    reader: Reader, scope: Scope, start: Callable[[], S], reads: Reads = SERIAL
+) -> list[S]:
     # Metadata only: spec.resource is read live for the bindings deleted with a companion.
-    return scan_in_scope(reader, RESOURCEBINDINGS, reduce.binding, scope, start)
+    return scan_in_scope(reader, RESOURCEBINDINGS, reduce.binding, scope, start, reads=reads)
 
 
-def read_routes(reader: Reader, scope: Scope) -> list[Route]:
+def read_routes(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> list[Route]:
     return read_in_scope(
-        reader, HTTPROUTES, reduce.route, scope, label_selector=ROUTE_SELECTOR, metadata_only=False
+        reader,
+        HTTPROUTES,
+        reduce.route,
+        scope,
+        label_selector=ROUTE_SELECTOR,
+        metadata_only=False,
+        reads=reads,
     )

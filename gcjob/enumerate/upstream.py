@@ -2,17 +2,21 @@
 
 Batched and cached per run: each cluster is probed once (resolves, authenticates, serves
 gateway.networking.k8s.io/v1 gateways); each (cluster, namespace) costs one metadata-only
-Gateway list, or one GET when a single Gateway is asked for there.
+Gateway list, or one GET when a single Gateway is asked for there. Clusters are read at once
+(`--upstream-concurrency`), each one's reads in order: a slow or black-holed cluster holds one
+reader, and only its own routes wait for it. What they found is merged in cluster order.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from gcjob.decide.routes import ClusterStatus, RouteTarget, UpstreamView, is_suspect
+from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
 from gcjob.kube.reader import Reader
@@ -73,19 +77,31 @@ class UpstreamIndex:
             )
         return ClusterState(ClusterStatus.OK, "", reader.server, reader)
 
-    def load(self, targets: Iterable[RouteTarget], suspect_min_routes: int) -> None:
-        """Look up every Gateway the targets name; then distrust clusters that found none."""
-        wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
+    def load(
+        self, targets: Iterable[RouteTarget], suspect_min_routes: int, reads: Reads = SERIAL
+    ) -> None:
+        """Look up every Gateway the targets name, cluster by cluster at once; then distrust
+        clusters that found none. Raises Stopped (the first, in cluster order)."""
+        routes: Counter[str] = Counter()
+        wanted: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         for target in targets:
-            state = self.cluster(target.cluster)
-            state.routes += 1
-            if state.status is ClusterStatus.OK:
-                wanted[(target.cluster, target.namespace)].update(target.gateways)
-        for (cluster, namespace), names in sorted(wanted.items()):
-            entry = self._lookup(cluster, namespace, names)
-            self._namespaces[(cluster, namespace)] = entry
-            if entry.gateways is not None:
-                self.clusters[cluster].gateways_found += len(entry.gateways)
+            routes[target.cluster] += 1
+            wanted[target.cluster][target.namespace].update(target.gateways)
+        clusters = sorted(routes)
+        found = reads.all([partial(self._read_cluster, c, wanted[c]) for c in clusters])
+        stopped: Stopped | None = None
+        for cluster, (state, namespaces, stop) in zip(clusters, found, strict=True):
+            stopped = stopped or stop
+            if state is None:
+                continue  # stopped before it could be probed
+            self.clusters[cluster] = state
+            state.routes += routes[cluster]
+            for namespace, entry in sorted(namespaces.items()):
+                self._namespaces[(cluster, namespace)] = entry
+                if entry.gateways is not None:
+                    state.gateways_found += len(entry.gateways)
+        if stopped is not None:
+            raise stopped  # what was read so far stays, for the summary
         for state in self.clusters.values():
             if state.status is ClusterStatus.OK and is_suspect(
                 state.routes, state.gateways_found, suspect_min_routes
@@ -96,9 +112,25 @@ class UpstreamIndex:
                     f"suspected wrong endpoint or emptied cluster (--suspect-min-routes)"
                 )
 
-    def _lookup(self, cluster: str, namespace: str, names: set[str]) -> _Namespace:
-        reader = self.clusters[cluster].reader
-        assert reader is not None
+    def _read_cluster(
+        self, cluster: str, wanted: dict[str, set[str]]
+    ) -> tuple[ClusterState | None, dict[str, _Namespace], Stopped | None]:
+        """One cluster's probe (unless done already), then its namespaces' lookups, in a
+        reader thread: it only returns what it found, and a stop with it; `load` merges."""
+        state = self.clusters.get(cluster)
+        namespaces: dict[str, _Namespace] = {}
+        try:
+            if state is None:
+                state = self._probe(cluster)
+            if state.status is ClusterStatus.OK:
+                assert state.reader is not None
+                for namespace, names in sorted(wanted.items()):
+                    namespaces[namespace] = self._lookup(state.reader, namespace, names)
+        except Stopped as exc:
+            return state, namespaces, exc
+        return state, namespaces, None
+
+    def _lookup(self, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
         try:
             if len(names) == 1:
                 (name,) = names

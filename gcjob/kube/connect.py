@@ -173,6 +173,7 @@ class UpstreamResolver:
         self.server_template = server_template
         self._contexts: set[str] = set()
         self._template_base: Configuration | None = None
+        self._template_lock = threading.Lock()  # clusters are resolved from several threads
         if server_template is not None:
             if not kubeconfig:
                 raise ConfigError("--upstream-server-template needs --upstream-kubeconfig")
@@ -206,9 +207,11 @@ class UpstreamResolver:
         if cluster in self._contexts:
             return _client(_from_kubeconfig(self.kubeconfig, cluster), "upstream clusters")
         if self.server_template:
-            if self._template_base is None:
-                self._template_base = _from_kubeconfig(self.kubeconfig, None)
-            configuration = copy.copy(self._template_base)
+            with self._template_lock:  # its credentials are loaded once, not once per thread
+                if self._template_base is None:
+                    self._template_base = _from_kubeconfig(self.kubeconfig, None)
+                base = self._template_base
+            configuration = copy.copy(base)
             configuration.host = self.server_url(cluster)
             return _client(configuration, "upstream clusters")
         raise UnknownCluster(f"no context named {cluster!r} in {self.kubeconfig} and no template")

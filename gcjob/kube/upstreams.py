@@ -1,7 +1,9 @@
-"""Readers for upstream clusters, made on first use and kept for the run."""
+"""Readers for upstream clusters, made on first use and kept for the run (asked for from
+several reader threads at once: each cluster's from its own)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from kubernetes.client import ApiClient
@@ -18,12 +20,17 @@ class LiveUpstreams:
         self.resolver = resolver
         self.make_access = make_access
         self._readers: dict[str, KubeAccess] = {}
+        self._lock = threading.Lock()  # not held while credentials load: they may be slow
 
     def reader_for(self, cluster: str) -> KubeAccess:
-        if cluster not in self._readers:
-            try:
-                client = self.resolver.client_for(cluster)
-            except ConfigError as exc:  # configured, but its credentials cannot be loaded
-                raise Unavailable(str(exc)) from exc
-            self._readers[cluster] = self.make_access(client, f"upstream/{cluster}")
-        return self._readers[cluster]
+        with self._lock:
+            reader = self._readers.get(cluster)
+        if reader is not None:
+            return reader
+        try:
+            client = self.resolver.client_for(cluster)
+        except ConfigError as exc:  # configured, but its credentials cannot be loaded
+            raise Unavailable(str(exc)) from exc
+        made = self.make_access(client, f"upstream/{cluster}")
+        with self._lock:
+            return self._readers.setdefault(cluster, made)

@@ -79,21 +79,21 @@ def sweep(run: Run) -> None:
         )
 
     try:
-        scans = scan_bindings(run.hub, run.scope, start)
+        scans = scan_bindings(run.hub, run.scope, start, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
     sort: GraceSort[Target] = GraceSort(Rule.BINDING, run.now, settings.grace)
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope
-        for verdict in scan.kept:
+        for verdict in sorted(scan.kept, key=lambda v: v.ref.order):
             run.keep(SWEEP, verdict)
-        for verdict, target in scan.marked:
+        for verdict, target in sorted(scan.marked, key=lambda m: m[0].ref.order):
             if not sort.not_orphan(verdict, target):
                 run.keep(SWEEP, verdict)
-        for reason, count in scan.healthy.items():
+        for reason, count in sorted(scan.healthy.items()):
             run.reporter.count_healthy(SWEEP, reason, count)
-        for binding, (kind, name) in scan.unconfirmed:
+        for binding, (kind, name) in sorted(scan.unconfirmed, key=lambda u: u[0].ref.order):
             # A labelled list only nominates: an unlabelled object still owns the binding.
             error = ""
             try:

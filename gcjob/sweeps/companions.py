@@ -74,12 +74,16 @@ class CompanionScan(CompanionKeys):
             self.healthy[verdict.reason] += 1
 
 
+def _in_order(verdict: Verdict) -> tuple[str, str, str]:
+    return verdict.ref.order
+
+
 def companion_keys(run: Run) -> set[CompanionKey]:
     """Labelled companions, by key: from this run's companions sweep, or read for the bindings
     sweep alone. Raises KubeError."""
     if run.companion_keys is None:
         run.companion_keys = set()
-        for scan in scan_companions(run.hub, run.scope, CompanionKeys):
+        for scan in scan_companions(run.hub, run.scope, CompanionKeys, run.hub_reads):
             run.companion_keys |= scan.keys
     return run.companion_keys
 
@@ -87,7 +91,7 @@ def companion_keys(run: Run) -> set[CompanionKey]:
 def sweep(run: Run) -> None:
     state = run.sweeps[SWEEP]
     try:
-        workloads = read_workload_index(run.hub, run.scope)
+        workloads = read_workload_index(run.hub, run.scope, run.hub_reads)
     except KubeError as exc:
         # No index is not an empty index: every companion would look orphaned.
         return run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
@@ -97,7 +101,7 @@ def sweep(run: Run) -> None:
         return CompanionScan(workloads, run.now, settings.min_age, settings.report_healthy)
 
     try:
-        scans = scan_companions(run.hub, run.scope, start)
+        scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list companions", exc)
     run.companion_keys = set()
@@ -105,12 +109,12 @@ def sweep(run: Run) -> None:
     for scan in scans:
         run.companion_keys |= scan.keys
         state.scanned += scan.scanned
-        for verdict in [*scan.kept, *scan.marked]:
+        for verdict in sorted([*scan.kept, *scan.marked], key=_in_order):
             if not sort.not_orphan(verdict, None):
                 run.keep(SWEEP, verdict)
-        for reason, count in scan.healthy.items():
+        for reason, count in sorted(scan.healthy.items()):
             run.reporter.count_healthy(SWEEP, reason, count)
-        for verdict, referrers in scan.candidates:
+        for verdict, referrers in sorted(scan.candidates, key=lambda c: _in_order(c[0])):
             sort.orphan(verdict, companion_evidence(referrers), None)
     state.in_scope = state.scanned
     completed = grace.act(
