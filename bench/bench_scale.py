@@ -579,6 +579,11 @@ def main() -> None:
         help="add COUNT unlabelled ConfigMaps before measuring SIZE",
     )
     parser.add_argument("--projects", type=int, default=1000)
+    parser.add_argument(
+        "--no-etcd",
+        action="store_true",
+        help="skip the etcd floor and --list-from etcd (each takes minutes at 100k)",
+    )
     parser.add_argument("--threads", type=int, default=8, help="connections filling the hub")
     parser.add_argument(
         "--profile", action="store_true", help="cProfile the sweep at the largest size"
@@ -662,8 +667,10 @@ def main() -> None:
             steps: list[tuple[str, Callable[[], Obj]]] = [
                 ("floor-etcd", lambda: bench.floor("etcd")),
                 ("floor-cache", lambda: bench.floor("cache")),
-            ]
-            modes = ("cache", "etcd") if bench.list_from else (None,)
+            ][args.no_etcd :]
+            modes = (
+                (("cache",) if args.no_etcd else ("cache", "etcd")) if bench.list_from else (None,)
+            )
             for mode in modes:
                 flags = ("--list-from", mode) if mode else ()
                 label = f"companions + bindings{f' --list-from {mode}' if mode else ''}"
