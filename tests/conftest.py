@@ -1,5 +1,10 @@
-"""Session-wide fixtures: the real API servers (started only when a test asks for one)."""
+"""Session-wide fixtures: the real API servers (started only when a test asks for one), and
+the report schema's validator."""
 
+import pytest
+from jsonschema import Draft202012Validator
+
+from tests import schemas
 from tests.servers import (  # noqa: F401  # imported to register them as fixtures
     faults,
     hub,
@@ -10,3 +15,9 @@ from tests.servers import (  # noqa: F401  # imported to register them as fixtur
     upstream_faults,
     upstream_kubeconfig,
 )
+
+
+@pytest.fixture
+def validator() -> Draft202012Validator:
+    """The report schema (gcjob/report/schema.json), compiled once."""
+    return schemas.REPORT

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from importlib import resources
 from typing import Any
 
-import pytest
 from jsonschema import Draft202012Validator
 
 from gcjob.model import Action, Outcome, Sweep
@@ -27,14 +25,6 @@ from tests.builders import NOW, ref
 
 RUN_ID = "8d2c1f0e-3b4a-4c5d-9e6f-0a1b2c3d4e5f"
 EMITTED = NOW + timedelta(seconds=1)
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = json.loads(
-        resources.files("gcjob.report").joinpath("schema.json").read_text(encoding="utf-8")
-    )
-    return Draft202012Validator(schema)
 
 
 def item(**fields: Any) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -25,6 +24,7 @@ from gcjob.domain import (
     ORPHANED_SINCE_ANNOTATION,
     REFERRERS_ANNOTATION,
 )
+from tests import schemas
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 
@@ -393,9 +393,8 @@ def test_the_readme_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:
         record, at = decoder.raw_decode(block, at)
         records.append(record)
         at += len(block[at:]) - len(block[at:].lstrip())
-    schema = json.loads((DEMO.parent.parent / "gcjob/report/schema.json").read_text("utf-8"))
     for record in records:
-        jsonschema.validate(record, schema)
+        schemas.REPORT.validate(record)
     assert [r["record"] for r in records] == ["item", "upstream", "summary"]
     _, report = _sweep(tmp_path, "--grace", "10m")  # as the README runs it: the default grace
     assert records[2]["counts"] == report["summary"]["counts"]

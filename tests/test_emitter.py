@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,6 @@ from gcjob.report.records import upstream_record
 from tests.builders import HUB_NS, NOW, ref
 
 RUN_ID = "0b6f3a52-1c1d-4d0a-9b7e-8f2e4c6a1d3b"
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = json.loads(
-        resources.files("gcjob.report").joinpath("schema.json").read_text(encoding="utf-8")
-    )
-    return Draft202012Validator(schema)
 
 
 def orphan() -> Outcome:

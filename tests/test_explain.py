@@ -7,18 +7,17 @@ import logging
 import re
 import shutil
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from jsonschema import Draft202012Validator
 
 from gcjob.cli import cli, main
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Target, parse_target
 from gcjob.report.explain import escape
+from tests import schemas
 
 DEMO = "fixtures/demo"
 WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
@@ -44,13 +43,6 @@ def explain_json(target: str, *extra: str) -> tuple[int, dict[str, Any]]:
     return code, json.loads(out)
 
 
-def schema() -> Draft202012Validator:
-    text = resources.files("gcjob.report").joinpath("explain.schema.json").read_text("utf-8")
-    loaded = json.loads(text)
-    Draft202012Validator.check_schema(loaded)
-    return Draft202012Validator(loaded)
-
-
 def demo_sweep_items(grace: str) -> list[dict[str, Any]]:
     code, out = run("sweep", "--snapshot", DEMO, "--report-healthy", "--grace", grace)
     assert code == 0
@@ -63,7 +55,7 @@ def test_explain_agrees_with_the_sweep_on_every_demo_object(grace: str) -> None:
     items = demo_sweep_items(grace)
     assert len(items) > 40  # every case of every sweep
     swept = {(i["kind"], i["namespace"], i["name"]): (i["action"], i["reason"]) for i in items}
-    validator = schema()
+    validator = schemas.EXPLAIN
     for item in items:
         target = f"{SHORT[item['kind']]}/{item['namespace']}/{item['name']}"
         code, explained = explain_json(target, "--grace", grace)

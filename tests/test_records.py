@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta, timezone
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -17,15 +16,6 @@ from tests.builders import HUB_NS, NOW, OLD, ref
 
 RUN_ID = "5f0c6c1e-6a1b-4f1e-9d7e-3c2b1a0f9e8d"
 EMITTED = NOW + timedelta(seconds=2, microseconds=345678)  # when the record was written
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = json.loads(
-        resources.files("gcjob.report").joinpath("schema.json").read_text(encoding="utf-8")
-    )
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
 
 
 def outcome(

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from gcjob.cli import cli
+from tests import schemas
 from tests.e2e.cluster import TestCluster
 from tests.servers import UPSTREAM_CLUSTER
 
 __all__ = ["UPSTREAM_CLUSTER", "Result", "run_gcjob"]
-
-SCHEMA = json.loads((Path(__file__).parents[2] / "gcjob/report/schema.json").read_text())
 
 
 @dataclass
@@ -56,7 +53,7 @@ def run_gcjob(*args: str, env: dict[str, str] | None = None) -> Result:
         raise result.exception
     records = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     for record in records:
-        jsonschema.validate(record, SCHEMA)
+        schemas.REPORT.validate(record)
     return Result(int(result.return_value), records, result.stdout, result.stderr)
 
 

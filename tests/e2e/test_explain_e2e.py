@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from jsonschema import Draft202012Validator
 
 from gcjob.cli import cli
 from gcjob.exitcodes import ExitCode
+from tests import schemas
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
 from tests.e2e.faultproxy import Fault, FaultProxy
 from tests.e2e.objects import SECRET_VALUE, binding, companion, gateway, route, workload
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
-SCHEMA = Draft202012Validator(
-    json.loads((Path(__file__).parents[2] / "gcjob/report/explain.schema.json").read_text())
-)
 SHORT = {"ConfigMap": "cm", "Secret": "secret", "ResourceBinding": "rb", "HTTPRoute": "httproute"}
 
 
@@ -51,7 +47,7 @@ def explain(kind: str, ns: str, name: str, *args: str) -> Explained:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     doc = json.loads(result.stdout)
-    SCHEMA.validate(doc)
+    schemas.EXPLAIN.validate(doc)
     # Every step names the evidence it read; the object itself was read first.
     assert doc["steps"][0]["rule"] == "karmada-hub", doc
     assert all(step["evidence"] for step in doc["steps"]), doc

@@ -9,15 +9,15 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
 from gcjob.decide.companions import MAX_REFERRER_KEYS
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.report.bounds import LIST_ITEMS, MAX_RECORD_BYTES
+from tests import schemas
 from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import SCHEMA, run_gcjob
+from tests.e2e.conftest import run_gcjob
 from tests.e2e.envtest import write_kubeconfig
 from tests.e2e.faultproxy import FaultProxy
 from tests.e2e.objects import binding, companion, gateway, route
@@ -110,7 +110,7 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     longest = max(len(line.encode("utf-8")) + 1 for line in lines)
     assert longest <= MAX_RECORD_BYTES, longest
     for line in lines:
-        jsonschema.validate(json.loads(line), SCHEMA)
+        schemas.REPORT.validate(json.loads(line))
         for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\u2028"):
             assert raw not in line
 
