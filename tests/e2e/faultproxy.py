@@ -56,6 +56,7 @@ class RecordedRequest:
     body: Any  # parsed JSON, or None (no body or not JSON)
     raw_body: bytes = b""
     status: int | None = None  # status sent back; None if the connection was reset (or not yet)
+    received: float = field(default_factory=time.monotonic)  # when the proxy read it
     response_body: bytes = field(default=b"", repr=False)
 
     @property

@@ -8,6 +8,7 @@ puts in each cluster's URL, and delays every answer of the clusters named `slow-
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gcjob.cli import UPSTREAM_RETRY
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import run_gcjob
 from tests.e2e.faultproxy import Fault, FaultProxy
@@ -54,6 +56,19 @@ def template_kubeconfig(
     path = tmp_path / "templated-kubeconfig"
     path.write_text(yaml.safe_dump(config))
     return str(path)
+
+
+Windows = dict[str, list[float]]
+
+
+def slow_windows(proxy: FaultProxy) -> Windows:
+    """When the proxy received each slow cluster's requests, per cluster, in order."""
+    windows: Windows = {}
+    for request in proxy.requests:
+        cluster = request.path.split("/")[2]
+        if cluster.startswith("slow-"):
+            windows.setdefault(cluster, []).append(request.received)
+    return {cluster: sorted(times) for cluster, times in windows.items()}
 
 
 def routes_args(
@@ -95,19 +110,26 @@ def test_slow_upstreams_delay_only_their_own_routes(
         "1s",
     ]
 
-    def timed(*more: str) -> tuple[float, list[tuple[str, str, str]], dict[str, Any]]:
-        started = time.monotonic()
+    def swept(*more: str) -> tuple[list[tuple[str, str, str]], dict[str, Any], Windows]:
+        clusters_proxy.clear_requests()
         result = run_gcjob(*args, *more)
-        elapsed = time.monotonic() - started
         order = [(i["name"], i["action"], i["reason"]) for i in result.items]
-        return elapsed, order, upstreams(result)
+        return order, upstreams(result), slow_windows(clusters_proxy)
 
-    one_by_one, serial_order, _ = timed("--upstream-concurrency", "1")
-    at_once, order, clusters = timed()  # default: 16
+    serial_order, _, serial = swept("--upstream-concurrency", "1")
+    order, clusters, concurrent = swept()  # default: 16
 
-    # Each slow cluster costs its probe's attempts (1 s each); one after another they add up.
-    assert one_by_one >= 3 * len(SLOW)
-    assert at_once < one_by_one / 2
+    # Each slow cluster's probe is tried UPSTREAM_RETRY.attempts times, every attempt timed
+    # out by the client (1 s) while the proxy holds it (3 s).
+    for windows in (serial, concurrent):
+        assert {c: len(times) for c, times in windows.items()} == {
+            c: UPSTREAM_RETRY.attempts for c in SLOW
+        }
+    # One at a time: a slow cluster's attempts all come before the next cluster's first.
+    spans = sorted((times[0], times[-1]) for times in serial.values())
+    assert all(end < start for (_, end), (start, _) in itertools.pairwise(spans)), spans
+    # At once: every slow cluster was asked before any of them had its last attempt.
+    assert max(t[0] for t in concurrent.values()) < min(t[-1] for t in concurrent.values())
     assert order == serial_order  # the report does not depend on which answer came first
     for cluster in FAST:
         assert clusters[cluster]["status"] == "ok"
