@@ -175,6 +175,10 @@ class Hostile:
             self.reply(conn)
 
     def close(self) -> None:
+        # shutdown() wakes the accept() blocked in _serve; close() alone would leave the
+        # port listening until that accept returns, answering some later test's connection.
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
 
 
