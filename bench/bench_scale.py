@@ -580,9 +580,12 @@ def main() -> None:
     )
     parser.add_argument("--projects", type=int, default=1000)
     parser.add_argument(
-        "--no-etcd",
-        action="store_true",
-        help="skip the etcd floor and --list-from etcd (each takes minutes at 100k)",
+        "--etcd-max",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run the etcd floor and --list-from etcd only at sizes up to N companions "
+        "(each takes minutes at 100k; default: at every size)",
     )
     parser.add_argument("--threads", type=int, default=8, help="connections filling the hub")
     parser.add_argument(
@@ -664,13 +667,12 @@ def main() -> None:
             filled = n
             size["etcd_db_mib"] = etcd_db_mib(hub)
             runs = size["runs"]
+            skip_etcd = int(args.etcd_max is not None and n > args.etcd_max)
             steps: list[tuple[str, Callable[[], Obj]]] = [
                 ("floor-etcd", lambda: bench.floor("etcd")),
                 ("floor-cache", lambda: bench.floor("cache")),
-            ][args.no_etcd :]
-            modes = (
-                (("cache",) if args.no_etcd else ("cache", "etcd")) if bench.list_from else (None,)
-            )
+            ][skip_etcd:]
+            modes = ("cache", "etcd")[: 2 - skip_etcd] if bench.list_from else (None,)
             for mode in modes:
                 flags = ("--list-from", mode) if mode else ()
                 label = f"companions + bindings{f' --list-from {mode}' if mode else ''}"
