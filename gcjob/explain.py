@@ -163,6 +163,9 @@ class RecordingReader:
         self.log.add(f"{self.prefix}{what} -> {answer(result)}")
         return result
 
+    def close_idle(self) -> None:
+        self.inner.close_idle()
+
     def served(self, resource: Resource) -> bool:
         return self._read(
             f"discovery {resource.api_version} {resource.plural}",

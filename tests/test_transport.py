@@ -89,6 +89,24 @@ def test_transient_errors_are_retried_with_growing_backoff(
     assert 0.375 <= sum(clock.slept) <= 0.75
 
 
+def test_idle_connections_are_closed_on_request_and_reopened_when_needed(
+    faults: FaultProxy, kubeconfig: str
+) -> None:
+    transport, _, _ = make(kubeconfig)
+    assert transport.send(LIST).status == 200
+    pools = transport.api_client.rest_client.pool_manager.pools
+    keys = pools.keys()  # RecentlyUsedContainer: no iteration of its own
+    kept = [conn for key in keys for conn in list(pools[key].pool.queue) if conn]
+    assert [conn.sock is not None for conn in kept] == [True]  # kept alive after the answer
+
+    transport.close_idle()
+
+    assert len(pools) == 0
+    assert kept[0].sock is None  # closed, not only forgotten
+    assert transport.send(LIST).status == 200  # a later request connects again
+    assert len(faults.requests) == 2
+
+
 def test_retry_after_is_honoured(faults: FaultProxy, kubeconfig: str) -> None:
     faults.add_fault(
         Fault(method="GET", path="/api/v1/configmaps$", status=429, headers={"Retry-After": "3"})

@@ -36,6 +36,9 @@ class CountingStore(SnapshotStore):
         self.calls.append(f"get {resource.plural} {namespace}/{name}")
         return super().get(resource, namespace, name, reduce, **kwargs)
 
+    def close_idle(self) -> None:
+        self.calls.append("close")
+
 
 def gateway(ns: str, name: str) -> dict[str, Any]:
     return {
@@ -57,17 +60,20 @@ def test_one_probe_and_one_read_per_namespace() -> None:
 
     index.load(targets, suspect_min_routes=10)
 
-    # p1 needs three names: one list; p2 needs one: one GET. One discovery in all.
-    assert store.calls == ["discovery", "list gateways p1", "get gateways p2/gw-b"]
+    # p1 needs three names: one list; p2 needs one: one GET. One discovery in all. Then
+    # its connection is closed: one kept open per cluster adds up over a thousand clusters.
+    assert store.calls == ["discovery", "list gateways p1", "get gateways p2/gw-b", "close"]
     assert index.view(targets[0]).gateways == frozenset({"gw-a"})
     assert index.view(targets[3]).gateways == frozenset({"gw-b"})
     assert index.clusters["single"].routes == 4
 
 
 def test_a_cluster_that_does_not_serve_gateways_is_unavailable() -> None:
-    index = UpstreamIndex(SnapshotUpstreams({"single": CountingStore(serves=False)}))
+    store = CountingStore(serves=False)
+    index = UpstreamIndex(SnapshotUpstreams({"single": store}))
     index.load([RouteTarget("single", "p1", ("gw-a",))], suspect_min_routes=10)
     assert index.clusters["single"].status is ClusterStatus.UNAVAILABLE
+    assert store.calls == ["discovery", "close"]
 
 
 def test_many_routes_and_no_gateway_at_all_is_suspect() -> None:

@@ -58,18 +58,23 @@ class UpstreamIndex:
         return self.clusters[name]
 
     def _probe(self, name: str) -> ClusterState:
-        server = ""  # known once the cluster resolved, and reported even when it failed
         try:
             reader = self.source.reader_for(name)
-            server = reader.server
-            served = reader.served(GATEWAYS)
         except UnknownCluster as exc:
             return ClusterState(ClusterStatus.UNKNOWN, str(exc))
         except Stopped:
             raise  # the run is over: not a fact about this cluster
+        except KubeError as exc:  # configured, but its credentials cannot be loaded
+            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc))
+        try:
+            served = reader.served(GATEWAYS)
+        except Stopped:
+            raise
         except KubeError as exc:
-            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc), server)
+            reader.close_idle()
+            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc), reader.server)
         if not served:
+            reader.close_idle()
             return ClusterState(
                 ClusterStatus.UNAVAILABLE,
                 f"{reader.server} does not serve {GATEWAYS.api_version} gateways",
@@ -128,6 +133,11 @@ class UpstreamIndex:
                     namespaces[namespace] = self._lookup(state.reader, namespace, names)
         except Stopped as exc:
             return state, namespaces, exc
+        finally:
+            # Done with this cluster until a deletion's live read, if any: its connection
+            # would otherwise stay open for the rest of the run, one per cluster.
+            if state is not None and state.reader is not None:
+                state.reader.close_idle()
         return state, namespaces, None
 
     def _lookup(self, reader: Reader, namespace: str, names: set[str]) -> _Namespace:

@@ -120,6 +120,9 @@ class KubeAccess(ListsByFolding):
     def server(self) -> str:
         return self.transport.server
 
+    def close_idle(self) -> None:
+        self.transport.close_idle()
+
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""
         request = requests.discovery(resource)

@@ -18,6 +18,10 @@ class Reader(Protocol):
 
     def served(self, resource: Resource) -> bool: ...
 
+    def close_idle(self) -> None:
+        """Close the connections kept open for later reads; a later read opens a new one."""
+        ...
+
     def list(
         self,
         resource: Resource,

@@ -112,6 +112,9 @@ class SnapshotStore(ListsByFolding):
     def served(self, resource: Resource) -> bool:
         return True  # a dump of a hub or upstream: whatever it holds was served
 
+    def close_idle(self) -> None:
+        pass  # no connections
+
     def fold(
         self,
         resource: Resource,

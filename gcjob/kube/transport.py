@@ -166,6 +166,12 @@ class Transport:
     def server(self) -> str:
         return self._server
 
+    def close_idle(self) -> None:
+        """Close the kept-alive connections. A TLS connection costs about 50 KiB: a run that
+        keeps one open to each of 1,000 upstream clusters holds 50 MiB for nothing. Requests
+        in flight keep theirs (urllib3 closes it when it comes back to a cleared pool)."""
+        self.api_client.rest_client.pool_manager.clear()
+
     def send(
         self, request: Request, *, final: bool = False, consume: BodyConsumer | None = None
     ) -> Response:
