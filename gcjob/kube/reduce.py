@@ -111,9 +111,9 @@ def _bound_resource(obj: Obj) -> BoundResource | None:
     if not isinstance(res, dict):
         return None
     return BoundResource(
-        api_version=_text(res.get("apiVersion")),
-        kind=_text(res.get("kind")),
-        namespace=_text(res.get("namespace")),
+        api_version=sys.intern(_text(res.get("apiVersion"))),
+        kind=sys.intern(_text(res.get("kind"))),
+        namespace=sys.intern(_text(res.get("namespace"))),
         name=_text(res.get("name")),
         uid=_text(res.get("uid")),
     )
@@ -172,7 +172,7 @@ def name_of(obj: Obj) -> str | None:
 def namespace_and_name(obj: Obj) -> tuple[str, str] | None:
     meta = _meta(obj)
     name = _text(meta.get("name"))
-    return (_text(meta.get("namespace")), name) if name else None
+    return (sys.intern(_text(meta.get("namespace"))), name) if name else None
 
 
 def ref_of(resource: Resource) -> Callable[[Obj], ObjectRef]:
