@@ -39,7 +39,7 @@ from gcjob.logs import log
 from gcjob.model import Sweep
 from gcjob.publish import metrics, webhook
 from gcjob.redact import redact
-from gcjob.report.emitter import Reporter
+from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
@@ -353,7 +353,8 @@ def explain(target: str, output: str, **options: Any) -> int:
 
     TARGET is KIND/NAMESPACE/NAME, KIND one of configmap (cm), secret, resourcebinding (rb),
     httproute. Read-only: no lock, no delete. Exit 0 explained (also when the object does not
-    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed.
+    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed,
+    5 stdout closed before the explanation was written out.
     """
     try:
         parsed = parse_target(target)
@@ -407,10 +408,17 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
         explanation = explainer.explain(target, lambda hub: check_hub(hub, settings.sweeps))
     except (ConfigError, NotAHub) as exc:
         return _fail(ExitCode.USAGE, str(exc))
-    if output == "json":
-        click.echo(render_json(explanation))
-    else:
-        click.echo(render_text(explanation, bold=sys.stdout.isatty()))
+    text = (
+        render_json(explanation)
+        if output == "json"
+        else render_text(explanation, bold=sys.stdout.isatty())
+    )
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `gcjob explain ... | head -1`: the reader left first
+        silence(sys.stdout)
+        return _fail(ExitCode.STOPPED, "stdout closed before the explanation was written out")
     return int(ExitCode.OK if explanation.known else ExitCode.INCOMPLETE)
 
 

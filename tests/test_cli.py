@@ -597,6 +597,29 @@ def test_a_closed_stdout_ends_the_run_quietly_and_the_report_file_is_written(
     assert "stdout closed" in summary["sweeps"]["companions"]["detail"]
 
 
+@pytest.mark.parametrize("output", ["json", "text"])
+def test_explain_into_a_closed_stdout_says_so_in_one_line_and_exits_5(output: str) -> None:
+    """`gcjob explain ... | head -1` with the reader gone first: not a silent exit 1."""
+    target = "cm/ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d/api-config"
+    argv = ["explain", target, "--snapshot", DEMO, "--output", output]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcjob", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+
+    assert process.returncode == ExitCode.STOPPED, err
+    for noise in ("Traceback", "Exception ignored", "BrokenPipe"):
+        assert noise not in err
+    assert err.splitlines() == [
+        "gcjob: error: stdout closed before the explanation was written out"
+    ]
+
+
 @pytest.mark.parametrize("value", ["0", "257", "x"])
 def test_upstream_concurrency_is_1_to_256(capsys: pytest.CaptureFixture[str], value: str) -> None:
     line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--upstream-concurrency", value)

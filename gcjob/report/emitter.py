@@ -115,18 +115,23 @@ class Reporter:
 
     def _closed(self) -> None:
         self.stdout_closed = True
-        # What is still buffered would fail again at exit ("Exception ignored ... BrokenPipe"):
-        # point the descriptor at /dev/null, as the Python docs advise for SIGPIPE.
-        try:
-            descriptor: int | None = self.stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            descriptor = None  # not a file (a test's StringIO)
-        if descriptor is not None:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, descriptor)
-            os.close(devnull)
+        silence(self.stream)
         if self.on_stdout_closed is not None:
             self.on_stdout_closed()
+
+
+def silence(stream: IO[str]) -> None:
+    """After a BrokenPipeError: what is still buffered would fail again at exit ("Exception
+    ignored ... BrokenPipe"), so point the descriptor at /dev/null, as the Python docs advise
+    for SIGPIPE."""
+    try:
+        descriptor: int | None = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        descriptor = None  # not a file (a test's StringIO)
+    if descriptor is not None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, descriptor)
+        os.close(devnull)
 
 
 def _text_line(record: dict[str, Any]) -> str:
