@@ -116,15 +116,17 @@ def test_slow_upstreams_delay_only_their_own_routes(
         order = [(i["name"], i["action"], i["reason"]) for i in result.items]
         return order, upstreams(result), slow_windows(clusters_proxy)
 
-    serial_order, _, serial = swept("--upstream-concurrency", "1")
+    serial_order, serial_clusters, serial = swept("--upstream-concurrency", "1")
     order, clusters, concurrent = swept()  # default: 16
 
     # Each slow cluster's probe is tried UPSTREAM_RETRY.attempts times, every attempt timed
-    # out by the client (1 s) while the proxy holds it (3 s).
-    for windows in (serial, concurrent):
-        assert {c: len(times) for c, times in windows.items()} == {
-            c: UPSTREAM_RETRY.attempts for c in SLOW
-        }
+    # out by the client (1 s) while the proxy holds it (3 s); the proxy saw those attempts
+    # that got as far as a request (under load a TLS handshake can take the whole second).
+    tried = f"failed after {UPSTREAM_RETRY.attempts} attempts"
+    for reported, windows in ((serial_clusters, serial), (clusters, concurrent)):
+        assert all(tried in reported[c]["detail"] for c in SLOW), reported
+        assert sorted(windows) == sorted(SLOW)
+        assert all(len(times) <= UPSTREAM_RETRY.attempts for times in windows.values())
     # One at a time: a slow cluster's attempts all come before the next cluster's first.
     spans = sorted((times[0], times[-1]) for times in serial.values())
     assert all(end < start for (_, end), (start, _) in itertools.pairwise(spans)), spans
