@@ -18,6 +18,7 @@ from gcjob.domain import (
     PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
     ROUTE_LABELS,
+    UPSTREAM_NAME_LABEL,
 )
 from gcjob.kube.resources import HTTPROUTES, RESOURCEBINDINGS, Resource
 from gcjob.model import Binding, BoundResource, Companion, Mark, ObjectRef, ParentRef, Route
@@ -142,19 +143,25 @@ def _parent_ref(value: object) -> ParentRef:
     def optional(key: str) -> str | None:
         if key not in value:
             return None
-        return value[key] if isinstance(value[key], str) else "<malformed>"
+        return sys.intern(value[key]) if isinstance(value[key], str) else "<malformed>"
 
     return ParentRef(
-        name=_text(value.get("name")),
+        name=sys.intern(_text(value.get("name"))),  # a few Gateways carry many routes
         group=optional("group"),
         kind=optional("kind"),
         namespace=optional("namespace"),  # "" is set, and not the route's namespace
     )
 
 
+def _shared(key: str, value: str) -> str:
+    """A route label's value, interned unless it is the route's own name: the cluster, group,
+    kind and namespace labels are the same on thousands of routes."""
+    return value if key == UPSTREAM_NAME_LABEL else sys.intern(value)
+
+
 def route(obj: Obj) -> Route:
     meta = _meta(obj)
-    labels = {k: v for k in ROUTE_LABELS if (v := _label(meta, k)) is not None}
+    labels = {k: _shared(k, v) for k in ROUTE_LABELS if (v := _label(meta, k)) is not None}
     refs = _str_map(obj.get("spec")).get("parentRefs")
     parents = tuple(_parent_ref(p) for p in refs) if isinstance(refs, list) else ()
     return Route(
