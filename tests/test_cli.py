@@ -567,6 +567,21 @@ def test_json_output_escapes_c1_and_bidi_and_keeps_the_value(tmp_path: Path) -> 
 # -- a closed stdout (issue 12 item 8) -------------------------------------------------------
 
 
+def into_closed_stdout(*argv: str) -> tuple[int, str]:
+    """gcjob in a child process whose stdout reader goes away before gcjob starts writing:
+    its exit code and stderr."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcjob", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err
+
+
 @pytest.mark.parametrize("log_format", ["json", "text"])
 def test_a_closed_stdout_ends_the_run_quietly_and_the_report_file_is_written(
     tmp_path: Path, log_format: str
@@ -576,17 +591,9 @@ def test_a_closed_stdout_ends_the_run_quietly_and_the_report_file_is_written(
     and exits 5 with the whole report in --report-file."""
     report = tmp_path / "report.json"
     argv = ["sweep", "--snapshot", DEMO, "--report-file", str(report), "--log-format", log_format]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gcjob", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    process.stdout.close()  # the reader goes away before gcjob has started writing
-    _, err = process.communicate(timeout=60)
+    returncode, err = into_closed_stdout(*argv)
 
-    assert process.returncode == ExitCode.STOPPED == 5, err
+    assert returncode == ExitCode.STOPPED == 5, err
     for noise in ("Traceback", "Logging error", "Exception ignored", "BrokenPipe"):
         assert noise not in err
     assert len(err.strip().splitlines()) == 1, err
@@ -601,18 +608,9 @@ def test_a_closed_stdout_ends_the_run_quietly_and_the_report_file_is_written(
 def test_explain_into_a_closed_stdout_says_so_in_one_line_and_exits_5(output: str) -> None:
     """`gcjob explain ... | head -1` with the reader gone first: not a silent exit 1."""
     target = "cm/ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d/api-config"
-    argv = ["explain", target, "--snapshot", DEMO, "--output", output]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gcjob", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    process.stdout.close()
-    _, err = process.communicate(timeout=60)
+    returncode, err = into_closed_stdout("explain", target, "--snapshot", DEMO, "--output", output)
 
-    assert process.returncode == ExitCode.STOPPED, err
+    assert returncode == ExitCode.STOPPED, err
     for noise in ("Traceback", "Exception ignored", "BrokenPipe"):
         assert noise not in err
     assert err.splitlines() == [
