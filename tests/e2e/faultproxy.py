@@ -75,6 +75,7 @@ class Fault:
     body: dict[str, Any] | str | None = None  # dict -> JSON, str -> text/plain; None -> a Status
     headers: dict[str, str] | None = None  # e.g. {"Retry-After": "1"}
     delay: float = 0.0  # wait this long before answering (or before forwarding)
+    hold: threading.Event | None = None  # and until this is set (60 s at most)
     drop: bool = False  # reset the connection (TCP RST) instead of answering
     apply_first: bool = False  # forward to the real server first, then delay/answer/drop
     times: int | None = 1  # how many matching requests it affects; None: every one
@@ -267,6 +268,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Delay, reset or answer for the fault; False when the request should go on as usual."""
         if fault.delay:
             time.sleep(fault.delay)
+        if fault.hold is not None:
+            fault.hold.wait(timeout=60)
         if fault.drop:
             self._reset()
             return True

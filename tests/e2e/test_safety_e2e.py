@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -219,13 +220,17 @@ def test_two_runs_at_once_one_waits_out(
 ) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 2)
-    # Hold the first run inside its sweep, after it took the lease.
-    faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/workloaddeployments$", delay=2.0))
+    # Hold the first run inside its sweep, after it took the lease, until the second is done
+    # (a fixed delay lost the race once: the second process started after the first ended).
+    gate = threading.Event()
+    path = f"/namespaces/{ns}/workloaddeployments$"
+    faults.add_fault(Fault(method="GET", path=path, hold=gate))
     first = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
     wait_for(lambda: (hub.get("Lease", ns, "gcjob") or {}).get("spec", {}).get("holderIdentity"))
 
     second = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
     second_out, second_err = second.communicate(timeout=30)
+    gate.set()
     first_out, first_err = first.communicate(timeout=30)
 
     assert second.returncode == 6, second_err
