@@ -40,6 +40,12 @@ LIST = requests.list_page(
 )
 
 
+# How late a bounded wait may end on a loaded CI machine (four test workers on two cores).
+# The peers below drip for 100 s and the read timeouts are 30 s: any bound well under those
+# proves the deadline held.
+SLACK = 1.5
+
+
 @pytest.fixture
 def kubeconfig(faults: FaultProxy, hub_kubeconfig: str) -> str:
     return hub_kubeconfig
@@ -246,7 +252,7 @@ def test_a_dripping_answer_cannot_outlast_the_run() -> None:
     finally:
         peer.close()
     # Each read got a byte within the 30 s read timeout; the run's 2 s deadline still held.
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 2.0 + SLACK
 
 
 def test_an_attempt_has_a_total_deadline() -> None:
@@ -258,8 +264,8 @@ def test_an_attempt_has_a_total_deadline() -> None:
             transport.send(LIST)
     finally:
         peer.close()
-    # Two attempts of at most the read timeout (1.5 s) each, and one short backoff.
-    assert time.monotonic() - started < 4.0
+    # Two attempts of at most the read timeout (1.5 s) each, and one short backoff (0.25 s).
+    assert time.monotonic() - started < 2 * 1.5 + 0.25 + SLACK
 
 
 def test_a_stop_abandons_the_request_in_flight() -> None:
@@ -272,7 +278,7 @@ def test_a_stop_abandons_the_request_in_flight() -> None:
             transport.send(LIST)
     finally:
         peer.close()
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 1.0 + SLACK
     assert stopped.value.maybe_applied is False  # a GET applies nothing
 
 
@@ -379,7 +385,7 @@ def test_the_list_timeout_is_still_cut_to_the_runs_remaining_time(
     started = time.monotonic()
     with pytest.raises((Stopped, Unavailable)):
         transport.send(LIST, consume=Chunks())
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 1.0 + SLACK  # < 3.0: the delayed answer never came
 
 
 def test_a_consumer_error_ends_the_attempt_and_is_not_retried() -> None:
@@ -435,7 +441,7 @@ def test_a_dripping_streamed_answer_has_the_same_total_deadline() -> None:
             transport.send(LIST, consume=consumer)
     finally:
         peer.close()
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 1.5 + SLACK
     assert consumer.body.strip() == b""
 
 
@@ -449,7 +455,7 @@ def test_a_stop_abandons_a_streamed_answer_in_flight() -> None:
             transport.send(LIST, consume=Chunks())
     finally:
         peer.close()
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 1.0 + SLACK
 
 
 def test_requests_are_counted_exactly_from_many_threads() -> None:
