@@ -30,7 +30,6 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import UpstreamResolver, hub_client
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.reader import Reader
-from gcjob.kube.reduce import parse_time
 from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
 from gcjob.kube.upstreams import LiveUpstreams
@@ -44,6 +43,7 @@ from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
 from gcjob.sweeps import execute
+from gcjob.times import parse_time
 from gcjob.visible import visible
 
 LEASE_MARGIN = timedelta(minutes=1)

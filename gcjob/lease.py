@@ -12,8 +12,8 @@ from typing import Any
 
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, ConfigError
-from gcjob.kube.reduce import parse_time
 from gcjob.kube.resources import LEASES
+from gcjob.times import parse_time
 
 
 class LockHeld(Exception):

@@ -30,6 +30,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
 )
 from gcjob.model import Mark, ObjectRef, ParentRef
+from gcjob.times import parse_time
 
 Op = dict[str, Any]
 
@@ -47,17 +48,6 @@ def since_value(moment: datetime) -> str:
     so the grace period is measured from the very moment the orphan was seen."""
     utc = moment.astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_since(value: str | None) -> datetime | None:
-    """An `orphaned-since` value, or None when it is not an RFC 3339 time with a zone."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
 
 
 # -- evidence ----------------------------------------------------------------------------
@@ -144,7 +134,7 @@ def mark_since(mark: Mark | None) -> datetime | None:
     """When a complete mark says the object became an orphan; None for no or a broken mark."""
     if mark is None or mark.label != MARKED or not mark.evidence:
         return None
-    return parse_since(mark.since)
+    return parse_time(mark.since)
 
 
 # -- writing a mark: conditional JSON Patches ---------------------------------------------

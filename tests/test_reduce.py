@@ -7,7 +7,7 @@ creation time, an unreadable referrers annotation, a parent that is not a Gatewa
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -348,28 +348,6 @@ def test_bad_creation_timestamp_means_age_unknown(timestamp: Any) -> None:
     assert record.ref.created is None
     verdict = _decide(obj)
     assert (verdict.delete, verdict.reason) == (False, "age-unknown")
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("2026-11-12T09:14:27Z", datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC)),
-        ("2026-11-12T09:14:27.5Z", datetime(2026, 11, 12, 9, 14, 27, 500000, tzinfo=UTC)),
-        (
-            "2026-11-12T11:14:27+02:00",
-            datetime(2026, 11, 12, 11, 14, 27, tzinfo=timezone(timedelta(hours=2))),
-        ),
-        # what PyYAML makes of an unquoted timestamp with a zone
-        (
-            datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC),
-            datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC),
-        ),
-    ],
-)
-def test_parse_time(value: Any, expected: datetime) -> None:
-    parsed = reduce.parse_time(value)
-    assert parsed == expected
-    assert parsed is not None and parsed.tzinfo is not None
 
 
 # -- bindings: spec.resource ----------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from gcjob.domain import (
@@ -22,20 +21,9 @@ from gcjob.domain import (
 )
 from gcjob.kube.resources import HTTPROUTES, RESOURCEBINDINGS, Resource
 from gcjob.model import Binding, BoundResource, Companion, Mark, ObjectRef, ParentRef, Route
+from gcjob.times import parse_time
 
 Obj = dict[str, Any]
-
-
-def parse_time(value: object) -> datetime | None:
-    if isinstance(value, datetime):  # YAML loads unquoted timestamps itself
-        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
 
 
 def _meta(obj: Obj) -> Obj:

@@ -23,8 +23,8 @@ import yaml
 
 from gcjob.kube.access import ListsByFolding, Patched, PatchResult, Reduce, Sink
 from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
-from gcjob.kube.reduce import parse_time
 from gcjob.kube.resources import Resource
+from gcjob.times import parse_time
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)
