@@ -162,3 +162,16 @@ class Outcome:
             gateways=verdict.gateways,
             orphaned_since=orphaned_since,
         )
+
+    @classmethod
+    def already_gone(cls, sweep: Sweep, verdict: Verdict) -> Outcome:
+        """A delete or a mark found the object deleted (404) since it was observed."""
+        return cls.of(
+            sweep, verdict, Action.ALREADY_GONE, "already-gone", "deleted by someone else first"
+        )
+
+    @classmethod
+    def changed_since_observed(cls, sweep: Sweep, verdict: Verdict, detail: str) -> Outcome:
+        """A write's precondition failed: decided again on the next run, never forced."""
+        reason, detail = "changed-since-observed", f"{detail}; decided again next run"
+        return cls.of(sweep, verdict, Action.SKIPPED, reason, detail)

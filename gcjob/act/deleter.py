@@ -62,15 +62,9 @@ class Deleter:
         if result is DeleteResult.DELETED:
             return Outcome.of(sweep, verdict, Action.DELETED)
         if result is DeleteResult.GONE:
-            return Outcome.of(
-                sweep, verdict, Action.ALREADY_GONE, "already-gone", "deleted by someone else first"
-            )
-        return Outcome.of(
-            sweep,
-            verdict,
-            Action.SKIPPED,
-            "changed-since-observed",
-            "409: uid or resourceVersion changed since it was observed; decided again next run",
+            return Outcome.already_gone(sweep, verdict)
+        return Outcome.changed_since_observed(
+            sweep, verdict, "409: uid or resourceVersion changed since it was observed"
         )
 
     def _throttle(self) -> None:

@@ -162,14 +162,9 @@ def waiting(sweep: Sweep, verdict: Verdict, detail: str, since: datetime | None)
 
 def _not_patched(sweep: Sweep, verdict: Verdict, result: PatchResult, what: str) -> Outcome:
     if result.outcome is Patched.GONE:
-        return Outcome.of(
-            sweep, verdict, Action.ALREADY_GONE, "already-gone", "deleted by someone else first"
-        )
-    return Outcome.of(
+        return Outcome.already_gone(sweep, verdict)
+    return Outcome.changed_since_observed(
         sweep,
         verdict,
-        Action.SKIPPED,
-        "changed-since-observed",
-        f"{what} not written: a test failed, it changed since it was observed "
-        f"({result.detail}); decided again next run",
+        f"{what} not written: a test failed, it changed since it was observed ({result.detail})",
     )
