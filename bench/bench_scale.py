@@ -39,8 +39,6 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from bench_sweep import (
-    META_LIST_ACCEPT,
-    PAGE_SIZE,
     ROOT,
     Blobs,
     Populator,
@@ -53,6 +51,7 @@ from bench_sweep import (
     gcjob_bin,
     loadavg,
     machine,
+    read_lists,
     run_measured,
 )
 
@@ -365,41 +364,7 @@ def floor_main(kubeconfig: str, mode: str) -> None:
     """Child: read HUB_LISTS metadata only. mode "etcd": paginated (limit=500), serial, each
     page parsed and dropped; mode "cache": one GET per collection with resourceVersion=0,
     the whole body read, then json.loads. Prints {"requests", "items", "bytes"}."""
-    from kubernetes import config as kube_config
-
-    api = kube_config.new_client_from_config(config_file=kubeconfig)
-    requests = items = received = 0
-    for path, selector in HUB_LISTS:
-        token = None
-        while True:
-            query: list[tuple[str, Any]] = []
-            if mode == "etcd":
-                query.append(("limit", PAGE_SIZE))
-            else:
-                query += [("resourceVersion", "0"), ("resourceVersionMatch", "NotOlderThan")]
-            if selector:
-                query.append(("labelSelector", selector))
-            if token:
-                query.append(("continue", token))
-            method, url, headers, body, post = api.param_serialize(
-                method="GET",
-                resource_path=path,
-                query_params=query,
-                header_params={"Accept": META_LIST_ACCEPT},
-                auth_settings=["BearerToken"],
-            )
-            resp = api.call_api(method, url, header_params=headers, body=body, post_params=post)
-            data = resp.read()
-            resp.response.release_conn()
-            page = json.loads(data)
-            requests += 1
-            received += len(data)
-            items += len(page.get("items") or [])
-            token = page["metadata"].get("continue")
-            del page, data
-            if not token:
-                break
-    print(json.dumps({"requests": requests, "items": items, "bytes": received}))
+    print(json.dumps(read_lists(kubeconfig, HUB_LISTS, from_cache=mode == "cache")))
 
 
 # ---------------------------------------------------------------------------------------------
