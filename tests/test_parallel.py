@@ -79,3 +79,34 @@ def test_size_one_runs_in_the_callers_thread() -> None:
     threads: list[str] = []
     Reads(1, "test").all([lambda: threads.append(threading.current_thread().name)] * 2)
     assert threads == [threading.current_thread().name] * 2
+
+
+def test_reads_cancelled_by_close_end_the_wait_with_a_stop() -> None:
+    """The run's end closes the pools while the routes read-ahead still waits on one (a stop,
+    say stdout closed): jobs never started are cancelled, and the wait must end with them.
+    It used to wait forever for a cancelled job, and the process never exited."""
+    reads = Reads(2, "test")
+    release = threading.Event()
+    outcome: list[BaseException | list[int]] = []
+
+    def blocked() -> int:
+        release.wait(timeout=10)
+        return 0
+
+    def waiter() -> None:
+        try:
+            outcome.append(reads.all([blocked, blocked, lambda: 2]))  # the third never starts
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=waiter, daemon=True)
+    thread.start()
+    time.sleep(0.2)  # both workers busy, the third job queued
+    reads.close()
+    release.set()
+    thread.join(timeout=5)
+
+    assert not thread.is_alive(), "the wait outlived the cancelled job"
+    (result,) = outcome
+    assert isinstance(result, Stopped)
+    assert "not started" in str(result)

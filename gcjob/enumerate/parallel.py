@@ -11,6 +11,8 @@ import concurrent.futures
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from gcjob.kube.errors import Stopped
+
 T = TypeVar("T")
 
 WAIT_TICK = 0.1  # the waiting (main) thread wakes this often, so signal handlers run
@@ -33,6 +35,8 @@ class Reads:
         futures = [self._pool().submit(job) for job in jobs]
         wait_all(futures)
         for future in futures:
+            if future.cancelled():  # close() came first: the run is ending
+                raise Stopped(f"{self._name} read not started: the run is ending")
             error = future.exception()
             if error is not None:
                 raise error
@@ -59,7 +63,10 @@ SERIAL = Reads(1, "serial")
 
 def wait_all(futures: Sequence[concurrent.futures.Future[T]]) -> None:
     """Waits in ticks: a main thread blocked in one long wait would run no signal handler,
-    and a stop (SIGTERM) is what ends the reads (their transports give up within a tick)."""
+    and a stop (SIGTERM) is what ends the reads (their transports give up within a tick).
+    Asks each future whether it is done: concurrent.futures.wait() never counts a job that
+    close() cancelled before a worker took it, and would wait for it forever."""
     pending = set(futures)
     while pending:
-        _, pending = concurrent.futures.wait(pending, timeout=WAIT_TICK)
+        concurrent.futures.wait(pending, timeout=WAIT_TICK)
+        pending = {future for future in pending if not future.done()}
