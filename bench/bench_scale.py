@@ -491,6 +491,31 @@ class Bench:
         return result
 
 
+def hold(bench: Bench) -> None:
+    """Keep the filled servers up for runs by hand, until interrupted."""
+    command = " ".join(
+        [
+            gcjob_bin(),
+            "sweep",
+            "--hub-kubeconfig",
+            bench.hub_kubeconfig,
+            "--upstream-kubeconfig",
+            bench.up_kubeconfig,
+            "--upstream-server-template",
+            f"'{bench.template}'",
+            "--no-lock",
+            "--min-age",
+            "0s",
+        ]
+    )
+    print(f"holding; the default sweep:\n{command}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("released", flush=True)
+
+
 def top_costs(path: Path, count: int = 15) -> Obj:
     import pstats
 
@@ -557,6 +582,12 @@ def main() -> None:
         "--profile", action="store_true", help="cProfile the sweep at the largest size"
     )
     parser.add_argument("--out", default=str(ROOT / "bench/results-scale.json"))
+    parser.add_argument(
+        "--hold",
+        action="store_true",
+        help="fill every size, measure nothing, print the sweep command and keep the servers "
+        "up until interrupted: for profiling by hand",
+    )
     parser.add_argument("--floor", nargs=2, metavar=("MODE", "KUBECONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
@@ -632,6 +663,8 @@ def main() -> None:
             filled = n
             size["etcd_db_mib"] = etcd_db_mib(hub)
             runs = size["runs"]
+            if args.hold:
+                continue
             skip_etcd = int(args.etcd_max is not None and n > args.etcd_max)
             steps: list[tuple[str, Callable[[], Obj]]] = [
                 ("floor-etcd", lambda: bench.floor("etcd")),
@@ -663,7 +696,11 @@ def main() -> None:
                 Path(args.out).write_text(
                     json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8"
                 )
+        if args.hold:
+            hold(bench)
         proxy.stop()
+    if args.hold:
+        return
     print(f"\nwrote {args.out} ({doc['total_s']}s)")
 
 
