@@ -13,6 +13,7 @@ from gcjob.act.brake import BrakeLimits, brake_reason
 from gcjob.act.deleter import Deleter
 from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
+from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -101,7 +102,7 @@ class Run:
     marked: int = 0  # new marks this run, for --max-marks (a companion + binding: one)
     marks: dict[str, dict[str, int]] = field(default_factory=dict)  # sweep -> reason -> count
     handled_bindings: set[str] = field(default_factory=set)  # uids reported with a companion
-    companion_keys: set[tuple[str, str, str]] | None = None  # (kind, namespace, name)
+    companion_keys: KeySet | None = None  # labelled companions: (kind, namespace, name)
     upstream_index: UpstreamIndex | None = None
     hub_reads: Reads = SERIAL  # set by sweeps.execute for the run's length
     upstream_reads: Reads = SERIAL

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -14,6 +13,7 @@ from gcjob.domain import (
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
 )
+from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube import reduce
@@ -147,26 +147,48 @@ def scan_companions(
     return reads.all(folds)
 
 
-def read_workload_index(
-    reader: Reader, scope: Scope, reads: Reads = SERIAL
-) -> dict[str, frozenset[str]]:
-    """Names of every WorkloadDeployment, by namespace: read unfiltered (nothing guarantees a
+class _WorkloadKeys:
+    """One listed namespace's WorkloadDeployments (or all of them), as (namespace, name),
+    added as they arrive: the names are never held as strings."""
+
+    def __init__(self, target: str | None) -> None:
+        self.target = target
+        self.keys = KeySet()
+        self.nowhere = ""  # the name of an item that says nothing of where it lives
+
+    def add(self, record: tuple[str, str]) -> None:
+        namespace, name = record
+        namespace = namespace or self.target or ""
+        if namespace:
+            self.keys.add(namespace, name)
+        elif not self.nowhere:
+            self.nowhere = name
+
+
+def read_workload_index(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> KeySet:
+    """Every WorkloadDeployment, as (namespace, name): read unfiltered (nothing guarantees a
     label on them). Raises KubeError when the read fails: then there is no index at all."""
-    index: dict[str, set[str]] = defaultdict(set)
     targets = scope.list_targets()
-    lists = reads.all(
+    sinks = reads.all(
         [
-            partial(reader.list, WORKLOADDEPLOYMENTS, reduce.namespace_and_name, namespace=target)
+            partial(
+                reader.fold,
+                WORKLOADDEPLOYMENTS,
+                reduce.namespace_and_name,
+                partial(_WorkloadKeys, target),
+                namespace=target,
+            )
             for target in targets
         ]
     )
-    for target, listed in zip(targets, lists, strict=True):
-        for namespace, name in listed:
-            namespace = namespace or target or ""
-            if not namespace:  # an item that says nothing of where it lives: no index
-                raise ApiError(200, "Malformed", f"{name} has no namespace", "workloaddeployments")
-            index[namespace].add(name)
-    return {ns: frozenset(names) for ns, names in index.items()}
+    index = KeySet()
+    for sink in sinks:
+        if sink.nowhere:  # filed nowhere, its namespace's companions would look orphaned
+            raise ApiError(
+                200, "Malformed", f"{sink.nowhere} has no namespace", "workloaddeployments"
+            )
+        index.update(sink.keys)
+    return index.freeze()
 
 
 def scan_bindings(
@@ -174,6 +196,23 @@ def scan_bindings(
 ) -> list[S]:
     # Metadata only: spec.resource is read live for the bindings deleted with a companion.
     return scan_in_scope(reader, RESOURCEBINDINGS, reduce.binding, scope, start, reads=reads)
+
+
+def scan_routes(
+    reader: Reader, scope: Scope, start: Callable[[], S], reads: Reads = SERIAL
+) -> list[S]:
+    """The hub's upstream HTTPRoute copies, whole (spec.parentRefs is needed), into one sink
+    per listed namespace, read at once."""
+    return scan_in_scope(
+        reader,
+        HTTPROUTES,
+        reduce.route,
+        scope,
+        start,
+        label_selector=ROUTE_SELECTOR,
+        metadata_only=False,
+        reads=reads,
+    )
 
 
 def read_routes(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> list[Route]:

@@ -9,6 +9,7 @@ from gcjob.act.bindings import delete_binding
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.enumerate.hub import scan_bindings
+from gcjob.enumerate.keyset import KeySet
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
@@ -16,7 +17,7 @@ from gcjob.marks import Rule, binding_evidence
 from gcjob.model import Binding, Outcome, Sweep, Verdict
 from gcjob.run import Run
 from gcjob.sweeps import grace
-from gcjob.sweeps.companions import CompanionKey, companion_keys
+from gcjob.sweeps.companions import companion_keys
 
 SWEEP = Sweep.BINDINGS
 Target = tuple[str, str]  # (kind, name) of the object a binding is for
@@ -28,7 +29,7 @@ class BindingScan:
 
     def __init__(
         self,
-        labelled: set[CompanionKey],
+        labelled: KeySet,
         handled: set[str],
         now: datetime,
         min_age: timedelta,
@@ -71,7 +72,7 @@ def sweep(run: Run) -> None:
     try:
         labelled = companion_keys(run)
     except KubeError:
-        labelled = set()  # every candidate is then confirmed by its own read
+        labelled = KeySet().freeze()  # every candidate is then confirmed by its own read
 
     def start() -> BindingScan:
         return BindingScan(

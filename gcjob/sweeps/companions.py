@@ -14,6 +14,7 @@ from gcjob.act.companions import (
 from gcjob.decide.companions import decide_companion
 from gcjob.decide.grace import GraceSort
 from gcjob.enumerate.hub import read_workload_index, scan_companions
+from gcjob.enumerate.keyset import KeySet
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES
 from gcjob.marks import Rule, companion_evidence
@@ -22,18 +23,18 @@ from gcjob.run import Run
 from gcjob.sweeps import grace
 
 SWEEP = Sweep.COMPANIONS
-CompanionKey = tuple[str, str, str]  # (kind, namespace, name)
 
 
 class CompanionKeys:
-    """Keeps only which companions exist: what the bindings sweep needs of them."""
+    """Keeps only which companions exist, as (kind, namespace, name): what the bindings sweep
+    needs of them."""
 
     def __init__(self) -> None:
-        self.keys: set[CompanionKey] = set()
+        self.keys = KeySet()
 
     def add(self, companion: Companion) -> None:
         ref = companion.ref
-        self.keys.add((ref.kind, ref.namespace, ref.name))
+        self.keys.add(ref.kind, ref.namespace, ref.name)
 
 
 class CompanionScan(CompanionKeys):
@@ -42,7 +43,7 @@ class CompanionScan(CompanionKeys):
 
     def __init__(
         self,
-        workloads: dict[str, frozenset[str]],
+        workloads: KeySet,
         now: datetime,
         min_age: timedelta,
         keep_healthy: bool,
@@ -61,7 +62,7 @@ class CompanionScan(CompanionKeys):
     def add(self, companion: Companion) -> None:
         super().add(companion)
         self.scanned += 1
-        live = self.workloads.get(companion.ref.namespace, frozenset())
+        live = self.workloads.within(companion.ref.namespace)
         verdict = decide_companion(companion, live, self.now, self.min_age)
         if verdict.delete:
             assert companion.referrers_raw is not None  # an orphan's referrers were read
@@ -78,13 +79,14 @@ def _in_order(verdict: Verdict) -> tuple[str, str, str]:
     return verdict.ref.order
 
 
-def companion_keys(run: Run) -> set[CompanionKey]:
-    """Labelled companions, by key: from this run's companions sweep, or read for the bindings
-    sweep alone. Raises KubeError."""
+def companion_keys(run: Run) -> KeySet:
+    """Labelled companions, as (kind, namespace, name): from this run's companions sweep, or
+    read for the bindings sweep alone. Raises KubeError."""
     if run.companion_keys is None:
-        run.companion_keys = set()
+        keys = KeySet()
         for scan in scan_companions(run.hub, run.scope, CompanionKeys, run.hub_reads):
-            run.companion_keys |= scan.keys
+            keys.update(scan.keys)
+        run.companion_keys = keys.freeze()
     return run.companion_keys
 
 
@@ -104,10 +106,10 @@ def sweep(run: Run) -> None:
         scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list companions", exc)
-    run.companion_keys = set()
+    keys = KeySet()
     sort: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
     for scan in scans:
-        run.companion_keys |= scan.keys
+        keys.update(scan.keys)
         state.scanned += scan.scanned
         for verdict in sorted([*scan.kept, *scan.marked], key=_in_order):
             if not sort.not_orphan(verdict, None):
@@ -116,6 +118,7 @@ def sweep(run: Run) -> None:
             run.reporter.count_healthy(SWEEP, reason, count)
         for verdict, referrers in sorted(scan.candidates, key=lambda c: _in_order(c[0])):
             sort.orphan(verdict, companion_evidence(referrers), None)
+    run.companion_keys = keys.freeze()
     state.in_scope = state.scanned
     completed = grace.act(
         run,
