@@ -39,7 +39,7 @@ from gcjob.domain import (
 )
 from gcjob.enumerate.hub import read_routes
 from gcjob.enumerate.scope import Scope
-from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
+from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource, Wanted
 from gcjob.kube import reduce
 from gcjob.kube.access import Reduce, Sink
 from gcjob.kube.errors import KubeError
@@ -648,7 +648,7 @@ class Explainer:
         self.log.rule = "cluster-available"
         index.cluster(shaped.cluster)
         self.log.rule = "gateways-gone"
-        index.load([shaped], suspect_min_routes=0)
+        index.load(Wanted.of([shaped]), suspect_min_routes=0)
         index = self._suspect_check(index, route, shaped)
         verdict = decide_route(route, shaped, index.view(shaped), self.now, self.min_age, trace)
         evidence = None
@@ -687,7 +687,7 @@ class Explainer:
         if len(same_cluster) < self.suspect_min_routes:
             return index
         full = UpstreamIndex(self.upstreams)
-        full.load(same_cluster, self.suspect_min_routes)
+        full.load(Wanted.of(same_cluster), self.suspect_min_routes)
         return full
 
     def _upstream_namespace(

@@ -9,7 +9,7 @@ import pytest
 
 from gcjob.decide.routes import ClusterStatus, RouteTarget
 from gcjob.enumerate.parallel import Reads
-from gcjob.enumerate.upstream import UpstreamIndex
+from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.kube.errors import Stopped, Unavailable
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 
@@ -58,7 +58,7 @@ def test_one_probe_and_one_read_per_namespace() -> None:
         RouteTarget("single", "p2", ("gw-b",)),
     ]
 
-    index.load(targets, suspect_min_routes=10)
+    index.load(Wanted.of(targets), suspect_min_routes=10)
 
     # p1 needs three names: one list; p2 needs one: one GET. One discovery in all. Then
     # its connection is closed: one kept open per cluster adds up over a thousand clusters.
@@ -71,7 +71,7 @@ def test_one_probe_and_one_read_per_namespace() -> None:
 def test_a_cluster_that_does_not_serve_gateways_is_unavailable() -> None:
     store = CountingStore(serves=False)
     index = UpstreamIndex(SnapshotUpstreams({"single": store}))
-    index.load([RouteTarget("single", "p1", ("gw-a",))], suspect_min_routes=10)
+    index.load(Wanted.of([RouteTarget("single", "p1", ("gw-a",))]), suspect_min_routes=10)
     assert index.clusters["single"].status is ClusterStatus.UNAVAILABLE
     assert store.calls == ["discovery", "close"]
 
@@ -80,7 +80,7 @@ def test_many_routes_and_no_gateway_at_all_is_suspect() -> None:
     index = UpstreamIndex(SnapshotUpstreams({"single": CountingStore()}))
     targets = [RouteTarget("single", f"p{i}", ("gw",)) for i in range(3)]
 
-    index.load(targets, suspect_min_routes=3)
+    index.load(Wanted.of(targets), suspect_min_routes=3)
 
     assert index.clusters["single"].status is ClusterStatus.SUSPECT
     assert index.view(targets[0]).cluster_status is ClusterStatus.SUSPECT
@@ -88,14 +88,16 @@ def test_many_routes_and_no_gateway_at_all_is_suspect() -> None:
 
 def test_one_gateway_found_is_enough_to_trust_the_cluster() -> None:
     index = UpstreamIndex(SnapshotUpstreams({"single": CountingStore(gateway("p0", "gw"))}))
-    index.load([RouteTarget("single", f"p{i}", ("gw",)) for i in range(3)], suspect_min_routes=3)
+    index.load(
+        Wanted.of([RouteTarget("single", f"p{i}", ("gw",)) for i in range(3)]), suspect_min_routes=3
+    )
     assert index.clusters["single"].status is ClusterStatus.OK
 
 
 def test_namespace_existence_is_read_once() -> None:
     store = CountingStore({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "p1"}})
     index = UpstreamIndex(SnapshotUpstreams({"single": store}))
-    index.load([RouteTarget("single", "p1", ("gw",))], suspect_min_routes=0)
+    index.load(Wanted.of([RouteTarget("single", "p1", ("gw",))]), suspect_min_routes=0)
 
     assert index.namespace_exists("single", "p1") is True
     assert index.namespace_exists("single", "p1") is True
@@ -111,7 +113,7 @@ class UnreachableStore(CountingStore):
 def test_an_unavailable_cluster_still_names_the_server_it_resolved_to() -> None:
     """issue 12 item 9: the templated URL is in the summary even when the cluster failed."""
     index = UpstreamIndex(SnapshotUpstreams({"proj-a": UnreachableStore()}))
-    index.load([RouteTarget("proj-a", "p1", ("gw",))], suspect_min_routes=0)
+    index.load(Wanted.of([RouteTarget("proj-a", "p1", ("gw",))]), suspect_min_routes=0)
     state = index.summary()["proj-a"]
     assert state["status"] == ClusterStatus.UNAVAILABLE.value
     assert state["server"] == "upstream"
@@ -143,7 +145,7 @@ def test_clusters_are_read_at_once_and_merged_in_cluster_order() -> None:
         stores = {name: SlowStore(gateway("p", "gw"), delay=0.2) for name in names}
         index = UpstreamIndex(SnapshotUpstreams(stores))  # type: ignore[arg-type]
         started = time.monotonic()
-        index.load(reversed(targets), suspect_min_routes=10, reads=reads)
+        index.load(Wanted.of(reversed(targets)), suspect_min_routes=10, reads=reads)
         return index, time.monotonic() - started
 
     pool = Reads(16, "test")
@@ -170,6 +172,37 @@ def test_a_stop_while_reading_clusters_is_raised_not_taken_for_unavailable() -> 
     pool = Reads(4, "test")
     try:
         with pytest.raises(Stopped):
-            index.load([RouteTarget("a", "p", ("gw",)), RouteTarget("b", "p", ("gw",))], 10, pool)
+            index.load(
+                Wanted.of([RouteTarget("a", "p", ("gw",)), RouteTarget("b", "p", ("gw",))]),
+                10,
+                pool,
+            )
     finally:
         pool.close()
+
+
+def test_covers_only_what_was_asked() -> None:
+    # A route read after the lookups may name a Gateway nobody asked for: a GET of gw-a
+    # that found nothing says nothing of gw-b, nor of another namespace or cluster.
+    store = CountingStore(gateway("p1", "gw-a"))
+    index = UpstreamIndex(SnapshotUpstreams({"single": store}))
+    index.load(Wanted.of([RouteTarget("single", "p1", ("gw-a",))]), suspect_min_routes=0)
+    assert index.covers(RouteTarget("single", "p1", ("gw-a",)))
+    assert not index.covers(RouteTarget("single", "p1", ("gw-a", "gw-b")))
+    assert not index.covers(RouteTarget("single", "p2", ("gw-a",)))
+    assert not index.covers(RouteTarget("other", "p1", ("gw-a",)))
+
+
+def test_covers_any_name_on_a_cluster_that_cannot_be_read() -> None:
+    index = UpstreamIndex(SnapshotUpstreams({"single": CountingStore(serves=False)}))
+    index.load(Wanted.of([RouteTarget("single", "p1", ("gw-a",))]), suspect_min_routes=0)
+    # Its routes are kept for the cluster's sake, whatever Gateways they name.
+    assert index.covers(RouteTarget("single", "p9", ("gw-z",)))
+
+
+def test_wanted_merges_counts_and_names() -> None:
+    first = Wanted.of([RouteTarget("a", "p", ("gw-1",))])
+    first.update(Wanted.of([RouteTarget("a", "p", ("gw-2",)), RouteTarget("b", "q", ("gw",))]))
+    assert first.routes == {"a": 2, "b": 1}
+    assert first.gateways["a"]["p"] == {"gw-1", "gw-2"}
+    assert first.gateways["b"]["q"] == {"gw"}

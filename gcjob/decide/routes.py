@@ -39,6 +39,10 @@ class RouteTarget:
     namespace: str
     gateways: tuple[str, ...]
 
+    def qualified(self) -> tuple[str, ...]:
+        """The Gateways as namespace/name, as verdicts report them."""
+        return tuple(f"{self.namespace}/{g}" for g in self.gateways)
+
 
 @dataclass(frozen=True, slots=True)
 class UpstreamView:
@@ -156,7 +160,7 @@ def decide_route(
 ) -> Verdict:
     trace = trace if trace is not None else Trace()
     ref = route.ref
-    names = tuple(f"{target.namespace}/{g}" for g in target.gateways)
+    names = target.qualified()
 
     def keep(rule: str, reason: str, detail: str, healthy: bool = False) -> Verdict:
         trace.hold(rule, reason, detail)
@@ -228,6 +232,21 @@ def decide_route(
         gateways=names,
     )
     return namespace_gone(orphan, target) if view.namespace_exists is False else orphan
+
+
+def not_looked_up(route: Route, target: RouteTarget) -> Verdict:
+    """A route whose Gateways this run did not ask about: it appeared or changed between the
+    sweep's two reads of the hub's routes. Nothing is known of it yet; the next run decides."""
+    names = target.qualified()
+    return Verdict(
+        route.ref,
+        False,
+        "upstream-not-read",
+        f"Gateway {', '.join(names)} on upstream cluster {target.cluster} not looked up this "
+        "run: the route appeared or changed while the run read",
+        cluster=target.cluster,
+        gateways=names,
+    )
 
 
 def namespace_gone(orphan: Verdict, target: RouteTarget) -> Verdict:

@@ -40,10 +40,40 @@ class ClusterState:
 
 
 @dataclass
+class Wanted:
+    """What the routes ask of their upstream clusters: how many hang on each cluster, and
+    which Gateways each (cluster, namespace) must be asked for. Nothing per route: the
+    routes sweep builds it as the hub's routes stream in, and keeps no route."""
+
+    routes: Counter[str] = field(default_factory=Counter)
+    gateways: dict[str, dict[str, set[str]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(set))
+    )
+
+    def add(self, target: RouteTarget) -> None:
+        self.routes[target.cluster] += 1
+        self.gateways[target.cluster][target.namespace].update(target.gateways)
+
+    def update(self, other: Wanted) -> None:
+        self.routes.update(other.routes)
+        for cluster, namespaces in other.gateways.items():
+            for namespace, names in namespaces.items():
+                self.gateways[cluster][namespace].update(names)
+
+    @classmethod
+    def of(cls, targets: Iterable[RouteTarget]) -> Wanted:
+        wanted = cls()
+        for target in targets:
+            wanted.add(target)
+        return wanted
+
+
+@dataclass
 class _Namespace:
     gateways: frozenset[str] | None = None
     error: str = ""
     exists: bool | None = None
+    asked: frozenset[str] = frozenset()  # `gateways` says nothing of names not asked for
 
 
 @dataclass
@@ -82,18 +112,12 @@ class UpstreamIndex:
             )
         return ClusterState(ClusterStatus.OK, "", reader.server, reader)
 
-    def load(
-        self, targets: Iterable[RouteTarget], suspect_min_routes: int, reads: Reads = SERIAL
-    ) -> None:
-        """Look up every Gateway the targets name, cluster by cluster at once; then distrust
-        clusters that found none. Raises Stopped (the first, in cluster order)."""
-        routes: Counter[str] = Counter()
-        wanted: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        for target in targets:
-            routes[target.cluster] += 1
-            wanted[target.cluster][target.namespace].update(target.gateways)
+    def load(self, wanted: Wanted, suspect_min_routes: int, reads: Reads = SERIAL) -> None:
+        """Look up every Gateway wanted, cluster by cluster at once; then distrust clusters
+        that found none. Raises Stopped (the first, in cluster order)."""
+        routes = wanted.routes
         clusters = sorted(routes)
-        found = reads.all([partial(self._read_cluster, c, wanted[c]) for c in clusters])
+        found = reads.all([partial(self._read_cluster, c, wanted.gateways[c]) for c in clusters])
         stopped: Stopped | None = None
         for cluster, (state, namespaces, stop) in zip(clusters, found, strict=True):
             stopped = stopped or stop
@@ -141,17 +165,30 @@ class UpstreamIndex:
         return state, namespaces, None
 
     def _lookup(self, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
+        asked = frozenset(names)
         try:
             if len(names) == 1:
                 (name,) = names
                 found = reader.get(GATEWAYS, namespace, name, reduce.name_of)
-                return _Namespace(frozenset() if found is None else frozenset({name}))
+                return _Namespace(frozenset() if found is None else asked, asked=asked)
             listed = reader.list(GATEWAYS, reduce.name_of, namespace=namespace)
-            return _Namespace(frozenset(n for n in listed if n))
+            return _Namespace(frozenset(n for n in listed if n), asked=asked)
         except Stopped:
             raise
         except KubeError as exc:
-            return _Namespace(None, str(exc))
+            return _Namespace(None, str(exc), asked=asked)
+
+    def covers(self, target: RouteTarget) -> bool:
+        """Whether `load` asked about everything this target names. A route that appeared
+        or changed after the routes were first read may hang on a cluster or a Gateway
+        nobody asked about: that a lookup found no such name then proves nothing."""
+        state = self.clusters.get(target.cluster)
+        if state is None:
+            return False
+        if state.status not in (ClusterStatus.OK, ClusterStatus.SUSPECT):
+            return True  # the cluster's own state decides, whatever the names
+        entry = self._namespaces.get((target.cluster, target.namespace))
+        return entry is not None and entry.asked.issuperset(target.gateways)
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool | None:
         """Whether the upstream namespace still exists: None when that cannot be told."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import yaml
 
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import FaultProxy
+from tests.e2e.faultproxy import Fault, FaultProxy
 from tests.e2e.objects import gateway, route
 from tests.e2e.report import upstreams
 
@@ -418,3 +420,58 @@ def test_an_upstream_context_whose_credentials_cannot_load_is_unavailable(
     assert result.outcome("HTTPRoute", "r") == ("skipped", "upstream-unavailable")
     assert upstreams(result)["broken"]["status"] == "unavailable"
     assert result.exit_code == 1
+
+
+def test_a_route_that_changes_between_the_two_reads_is_not_decided(
+    hub: TestCluster,
+    upstream: TestCluster,
+    project: str,
+    routes_args: list[str],
+    faults: FaultProxy,
+) -> None:
+    """The sweep reads the hub's routes twice: first for what to ask upstream, then to
+    decide each as it streams in. A GET of gw-a alone says nothing of gw-b: a route moved
+    to gw-b, or a new one in a namespace nobody asked about, is not decided this run."""
+    ns = hub.namespace()
+    other = upstream.namespace("project")
+    upstream.create(gateway(other, "gw-x"))
+    hub.create(
+        route(ns, "moved", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-a")])
+    )
+    hub.create(
+        route(ns, "steady", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-a")])
+    )
+    lists = f"/namespaces/{ns}/httproutes$"
+    faults.add_fault(Fault(method="GET", path=lists))  # the first read goes through
+    gate = threading.Event()
+    second = Fault(method="GET", path=lists, hold=gate)
+    faults.add_fault(second)
+    changed: list[str] = []
+
+    def change_between_the_reads() -> None:
+        # Between the reads: gw-b exists but was never asked for; nor was anything in `other`.
+        deadline = time.monotonic() + 30
+        while not second.hits and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            hub.patch("HTTPRoute", ns, "moved", {"spec": {"parentRefs": [gw("gw-b")]}})
+            hub.create(
+                route(
+                    ns, "new", cluster_label=LABEL, upstream_namespace=other, parents=[gw("gw-x")]
+                )
+            )
+            changed.append("yes")
+        finally:
+            gate.set()
+
+    changer = threading.Thread(target=change_between_the_reads, daemon=True)
+    changer.start()
+    result = run_gcjob(*routes_args, "--namespace", ns)
+    changer.join(30)
+
+    assert changed, "the second read of the routes never came"
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("HTTPRoute", "moved") == ("skipped", "upstream-not-read")
+    assert result.outcome("HTTPRoute", "new") == ("skipped", "upstream-not-read")
+    assert result.summary["counts"]["routes"]["skipped"]["gateway-exists"] == 1  # steady
+    assert result.summary["sweeps"]["routes"]["scanned"] == 3
