@@ -11,9 +11,10 @@ and stands, through a loopback proxy that adds 50 ms to every request, behind
 At each size, each in a fresh subprocess: the two floors (a paginated metadata-only list of
 the hub collections the companions and bindings sweeps read, from etcd; one GET per
 collection with resourceVersion=0, from the watch cache), then those two sweeps as a dry
-run, once per ``--list-from`` mode when gcjob has the flag; at the first size, the full
-default sweep with the upstream. Columns: wall, requests, MiB received (the hub's own
-response-size metrics, plus the proxy's byte count for the upstream), peak RSS.
+run, once per ``--list-from`` mode when gcjob has the flag, then the full default sweep with
+the upstream; at the first size, that sweep again one upstream cluster at a time. Columns:
+wall, requests, MiB received (the hub's own response-size metrics, plus the proxy's byte
+count for the upstream), peak RSS.
 ``--profile`` adds a cProfile run of the hub's sweeps at the largest size.
 
     python bench/bench_scale.py                 # 10k companions, 1,000 projects
@@ -28,6 +29,7 @@ import http.client
 import json
 import random
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -509,6 +511,9 @@ def hold(bench: Bench) -> None:
         ]
     )
     print(f"holding; the default sweep:\n{command}", flush=True)
+    # Started in the background, a process ignores SIGINT: SIGTERM releases it too.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: signal.default_int_handler(signal.SIGINT, None))
     try:
         while True:
             time.sleep(3600)
@@ -586,7 +591,7 @@ def main() -> None:
         "--hold",
         action="store_true",
         help="fill every size, measure nothing, print the sweep command and keep the servers "
-        "up until interrupted: for profiling by hand",
+        "up until SIGINT or SIGTERM: for profiling by hand",
     )
     parser.add_argument("--floor", nargs=2, metavar=("MODE", "KUBECONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -675,18 +680,14 @@ def main() -> None:
                 flags = ("--list-from", mode) if mode else ()
                 label = f"companions + bindings{f' --list-from {mode}' if mode else ''}"
                 steps.append((label, lambda f=flags, t=label: bench.sweep(t, *HUB_SWEEPS, *f)))
-            if n == sizes[0]:  # the upstream side does not grow with the hub
-                steps.append(
-                    (
-                        "sweep (all three, defaults)",
-                        lambda: bench.sweep("sweep (all three, defaults)"),
-                    )
-                )
-                if bench.upstream_concurrency:
-                    label = "sweep, --upstream-concurrency 1"
-                    steps.append(
-                        (label, lambda t=label: bench.sweep(t, "--upstream-concurrency", "1"))
-                    )
+            # The full sweep at every size: its memory grows with the hub. The serial
+            # comparison only at the first: the upstream side does not grow with the hub.
+            steps.append(
+                ("sweep (all three, defaults)", lambda: bench.sweep("sweep (all three, defaults)"))
+            )
+            if n == sizes[0] and bench.upstream_concurrency:
+                label = "sweep, --upstream-concurrency 1"
+                steps.append((label, lambda t=label: bench.sweep(t, "--upstream-concurrency", "1")))
             if args.profile and n == sizes[-1]:
                 steps.append(("profile", lambda: bench.profile(work / "sweep.prof")))
             for _label, step in steps:
