@@ -2,12 +2,14 @@
 the report schema's validator."""
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from jsonschema import Draft202012Validator
 
 from tests import schemas
+from tests.e2e.envtest import PROJECT_ROOT, AssetsMissing, assets_dir, crds_dir
 from tests.servers import (  # noqa: F401  # imported to register them as fixtures
     faults,
     hub,
@@ -29,6 +31,23 @@ settings.register_profile(
     "long", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("GCJOB_HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run of the whole suite, or of the end-to-end tests, with no API server to start says
+    so in one line and stops (exit 4), instead of the same error once a test. A run of single
+    unit test files goes on: a test there that needs a server fails with that one line."""
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller has checked
+    e2e = PROJECT_ROOT / "tests" / "e2e"
+    targets = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
+    if not any(t == PROJECT_ROOT / "tests" or t.is_relative_to(e2e) for t in targets):
+        return
+    try:
+        assets_dir()
+        crds_dir()
+    except AssetsMissing as missing:
+        pytest.exit(f"gcjob tests: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture

@@ -23,7 +23,14 @@ from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
 from tests.e2e.cluster import TestCluster
-from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
+from tests.e2e.envtest import (
+    ADMIN_TOKEN,
+    ApiServer,
+    AssetsMissing,
+    assets_dir,
+    crds_dir,
+    write_kubeconfig,
+)
 from tests.e2e.faultproxy import FaultProxy, Target
 
 UPSTREAM_CLUSTER = "e2e-upstream"  # the context name gcjob resolves route labels to
@@ -85,6 +92,12 @@ def endpoint(
         finally:
             proxy.stop()
         return
+    try:
+        assets_dir()
+        crds_dir()
+    except AssetsMissing as missing:
+        # A short failure, not a traceback (the whole suite stops before it starts: conftest).
+        pytest.fail(str(missing), pytrace=False)
     with ApiServer(name) as server:
         server.install_crds(crds_dir() / crd for crd in crds)
         proxy = FaultProxy(Target(server.url, server.ssl_context())).start(work)

@@ -2,8 +2,11 @@
 envtest does it.
 
 Binaries: `$KUBEBUILDER_ASSETS`, then `$GCJOB_TEST_ASSETS`, then `../shared/envtest/bin`
-beside the project. Each `ApiServer` is one etcd + kube-apiserver pair on free loopback
-ports in its own temporary directory, with RBAC and a token file: `admin-token` is a
+beside the project. CRDs: `$GCJOB_CRDS_DIR`, else `tests/crds` (kept in the repository: see
+its README for where each came from).
+
+Each `ApiServer` is one etcd + kube-apiserver pair on free loopback ports in its own temporary
+directory, with RBAC and a token file: `admin-token` is a
 `system:masters` administrator; more users can be given (`users=`), for tests that prove a
 Role grants exactly enough. Children die with the test process (PR_SET_PDEATHSIG), so an
 interrupted session leaves no stray server behind.
@@ -35,12 +38,17 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 ADMIN_TOKEN = "admin-token"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHARED = PROJECT_ROOT.parent / "shared"
+CRDS = PROJECT_ROOT / "tests" / "crds"
 READY_TIMEOUT = 90.0
 PR_SET_PDEATHSIG = 1
 
 
 class EnvtestError(Exception):
     pass
+
+
+class AssetsMissing(EnvtestError):
+    """No kube-apiserver/etcd to start: the whole session says so once, not once a test."""
 
 
 def assets_dir() -> Path:
@@ -52,16 +60,17 @@ def assets_dir() -> Path:
         path = Path(candidate)
         if (path / "kube-apiserver").is_file() and (path / "etcd").is_file():
             return path
-    raise EnvtestError(
-        "no kube-apiserver and etcd found: set KUBEBUILDER_ASSETS (or GCJOB_TEST_ASSETS) to a "
-        "folder holding both, or keep ../shared/envtest/bin beside the project"
+    raise AssetsMissing(
+        "no kube-apiserver and etcd found for the tests: install them with controller-runtime's "
+        "setup-envtest (`setup-envtest use -p path 1.31.x`) and set KUBEBUILDER_ASSETS to the "
+        "folder it prints, or keep ../shared/envtest/bin beside the project"
     )
 
 
 def crds_dir() -> Path:
-    path = Path(os.environ.get("GCJOB_CRDS_DIR") or SHARED / "crds")
+    path = Path(os.environ.get("GCJOB_CRDS_DIR") or CRDS)
     if not path.is_dir():
-        raise EnvtestError(f"no CRDs at {path}: set GCJOB_CRDS_DIR or keep ../shared beside")
+        raise AssetsMissing(f"no CRDs at {path}: set GCJOB_CRDS_DIR to a folder of CRD files")
     return path
 
 
