@@ -734,6 +734,9 @@ def _name_the_variable(exc: click.ClickException) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         result = cli.main(args=argv, prog_name="gcjob", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()  # bare `gcjob`: the help as `gcjob --help` prints it (on stderr), exit 2
+        sys.exit(ExitCode.USAGE)
     except click.ClickException as exc:
         _name_the_variable(exc)
         message = visible(" ".join(exc.format_message().split()))

@@ -103,6 +103,16 @@ def test_help_through_main_exits_zero(capsys: pytest.CaptureFixture[str]) -> Non
     assert "another run holds the lock" in capsys.readouterr().out
 
 
+def test_bare_gcjob_prints_its_help_not_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main([])
+    assert raised.value.code == ExitCode.USAGE  # nothing ran
+    err = capsys.readouterr().err
+    assert not err.startswith("gcjob: error")
+    assert err.splitlines()[0].startswith("Usage: gcjob")
+    assert "\nCommands:\n" in err and "  sweep " in err
+
+
 # -- usage errors: exit 2, one line ---------------------------------------------------------
 
 
