@@ -9,7 +9,7 @@ import pytest
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.model import Binding, BoundResource
 from tests import builders
-from tests.builders import MIN_AGE, NOW, YOUNG, bound
+from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, bound
 
 
 def binding(name: str = "app-config-configmap", **kwargs: Any) -> Binding:
@@ -204,6 +204,9 @@ def test_out_of_scope_binding_never_deleted(b: Binding, presence: Presence) -> N
         (bound("Secret", "app-config"), "binding binds Secret app-config"),
         (bound("ConfigMap", "other"), "binding binds ConfigMap other"),
         (bound("ConfigMap", "app-config", namespace="ns-other"), "namespace ns-other"),
+        # Karmada names a binding after the kind alone: a custom `ConfigMap` in another group
+        (BoundResource("x.example.com/v1", "ConfigMap", HUB_NS, "app-config", "u"), "apiVersion"),
+        (BoundResource("", "ConfigMap", HUB_NS, "app-config", "u"), "apiVersion ''"),
     ],
 )
 @pytest.mark.parametrize("presence", list(Presence))

@@ -14,6 +14,7 @@ from gcjob.decide.companions import (
     decide_companion,
     parse_referrers,
 )
+from gcjob.model import BoundResource
 from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, bound, companion, ref
 
 # --- parse_referrers ---------------------------------------------------------------------
@@ -274,6 +275,12 @@ def test_binding_of_other_uid_does_not_name_companion() -> None:
     reason = binding_names_companion(bound(uid="uid-2"), ref(uid="uid-1"))
     assert reason is not None
     assert "uid-2" in reason
+
+
+def test_binding_of_a_custom_kind_of_the_same_name_does_not_name_companion() -> None:
+    custom = BoundResource("x.example.com/v1", "ConfigMap", HUB_NS, "app-config", "")
+    reason = binding_names_companion(custom, ref())
+    assert reason is not None and "x.example.com/v1" in reason
 
 
 def test_no_minimum_age_holds_nothing_back_even_on_clock_skew() -> None:

@@ -11,6 +11,7 @@ from gcjob.domain import CITY_POLICY_PREFIX, POLICY_KEY
 from gcjob.model import Binding, Verdict
 
 _SUFFIX_KINDS = (("-configmap", "ConfigMap"), ("-secret", "Secret"))
+CORE_API_VERSION = "v1"
 
 
 class Presence(Enum):
@@ -88,6 +89,7 @@ def decide_binding(
     # bindings are metadata only: the sweep reads an absent object's binding in full first.)
     mismatch = spec_resource_names(
         binding,
+        CORE_API_VERSION,  # the ConfigMaps and Secrets this sweep is about
         kind,
         ref.namespace,
         name,

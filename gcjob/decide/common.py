@@ -59,14 +59,23 @@ def hold_back(
 
 
 def resource_mismatch(
-    resource: BoundResource | None, kind: str, namespace: str, name: str, uid: str = ""
+    resource: BoundResource | None,
+    api_version: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    uid: str = "",
 ) -> str | None:
-    """None when a binding's spec.resource names this very object (kind and name; namespace
-    and uid where set); else why not. The binding's name alone never says what it binds."""
+    """None when a binding's spec.resource names this very object (apiVersion, kind and name;
+    namespace and uid where set); else why not. The binding's name alone never says what it
+    binds: Karmada names it after the kind without its group, so a custom resource of kind
+    `Secret` has the binding a core Secret of that name would have."""
     if resource is None:
         return "binding has no spec.resource"
     if resource.kind != kind or resource.name != name:
         return f"binding binds {resource.kind} {resource.name}"
+    if resource.api_version != api_version:
+        return f"binding binds a {resource.kind} of apiVersion {resource.api_version!r}"
     if resource.namespace and resource.namespace != namespace:
         return f"binding binds an object in namespace {resource.namespace}"
     if uid and resource.uid and resource.uid != uid:
@@ -76,6 +85,7 @@ def resource_mismatch(
 
 def spec_resource_names(
     binding: Binding,
+    api_version: str,
     kind: str,
     namespace: str,
     name: str,
@@ -88,7 +98,7 @@ def spec_resource_names(
     """The step that checks a binding's spec.resource names this very object: None when it
     does, else (reason, detail) to keep the binding. Both sweeps that delete a binding run it."""
     trace = trace if trace is not None else Trace()
-    mismatch = resource_mismatch(binding.resource, kind, namespace, name, uid)
+    mismatch = resource_mismatch(binding.resource, api_version, kind, namespace, name, uid)
     if mismatch is not None:
         return trace.hold(rule, reason, mismatch)
     bound = binding.resource

@@ -149,7 +149,7 @@ def binding_names_companion(resource: BoundResource | None, companion: ObjectRef
     Deleting the binding of another object would remove that object's cell copies.
     """
     c = companion
-    return resource_mismatch(resource, c.kind, c.namespace, c.name, c.uid)
+    return resource_mismatch(resource, c.api_version, c.kind, c.namespace, c.name, c.uid)
 
 
 def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None = None) -> Verdict:
@@ -159,6 +159,7 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
     c = companion
     mismatch = spec_resource_names(
         binding,
+        c.api_version,
         c.kind,
         c.namespace,
         c.name,

@@ -9,6 +9,7 @@ both. Tests work only inside namespaces they create here (random names), and cou
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
@@ -89,6 +90,51 @@ class TestCluster:
     def ensure_namespace(self, name: str) -> None:
         if self.get("Namespace", None, name) is None:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def install_crd(self, group: str, kind: str, plural: str) -> str:
+        """A namespaced custom resource with an open schema, served once this returns; its
+        collection path in a namespace, with `{namespace}` to fill in."""
+        crd = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {
+                "group": group,
+                "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List"},
+                "scope": "Namespaced",
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        status, body = self._call(
+            "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+        )
+        if status not in (200, 201):
+            raise ApiFailure(f"create CRD {plural}.{group}: {status} {body}")
+        collection = f"/apis/{group}/v1/namespaces/{{namespace}}/{plural}"
+        for _ in range(150):
+            if self._call("GET", collection.format(namespace="default"))[0] == 200:
+                return collection
+            time.sleep(0.1)
+        raise ApiFailure(f"CRD {plural}.{group} not served after 15s")
+
+    def create_at(self, collection: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create an object of a kind this class does not know, at its collection path."""
+        status, body = self._call("POST", collection, obj)
+        if status not in (200, 201):
+            raise ApiFailure(f"create at {collection}: {status} {body}")
+        return body
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         resource = BY_KIND[obj["kind"]]
