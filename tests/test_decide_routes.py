@@ -154,6 +154,34 @@ def test_http01_solver_false_is_not_a_solver() -> None:
     )
 
 
+@pytest.mark.parametrize("value", ["True", "yes", "1", " true", "", "false "])
+def test_an_http01_solver_value_not_understood_keeps_the_route(value: str) -> None:
+    verdict = route_target(route(labels=route_labels(**{SOLVER_LABEL: value})))
+    assert isinstance(verdict, Verdict)
+    assert (verdict.delete, verdict.reason) == (False, "http01-solver")
+    assert "not understood" in verdict.detail
+
+
+@pytest.mark.parametrize(
+    "value", ["Project-a", "project.svc", "project_a", "-a", "a" * 64, "ns/x", "é"]
+)
+def test_an_upstream_namespace_label_that_is_no_namespace_name_keeps_the_route(value: str) -> None:
+    """Such a namespace cannot exist upstream: its NotFound proves nothing of the Gateways."""
+    verdict = route_target(route(labels=route_labels(**{NAMESPACE_LABEL: value})))
+    assert isinstance(verdict, Verdict)
+    assert (verdict.delete, verdict.reason) == (False, "upstream-namespace-malformed")
+
+
+@pytest.mark.parametrize(
+    "value", ["cluster-x_.._y", "cluster-a__b", "cluster-A", "cluster-a_", "cluster-a_b c"]
+)
+def test_a_cluster_name_with_a_part_that_is_no_object_name_keeps_the_route(value: str) -> None:
+    """The name goes into a URL path: `..` or an empty part could name another project."""
+    verdict = route_target(route(labels=route_labels(cluster=value)))
+    assert isinstance(verdict, Verdict)
+    assert (verdict.delete, verdict.reason) == (False, "cluster-label-malformed")
+
+
 @pytest.mark.parametrize("value", ["single", "org_proj", "cluster-"])
 def test_undecodable_cluster_label_preserved(value: str) -> None:
     verdict = route_target(route(labels=route_labels(cluster=value)))

@@ -19,6 +19,7 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
     decode_cluster_label,
+    is_dns1123_label,
     is_dns1123_subdomain,
 )
 from gcjob.model import ParentRef, Route, Verdict
@@ -87,16 +88,22 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         detail = f"missing label {', '.join(missing)}"
         return trace.held("labels-present", detail, Verdict(ref, False, "labels-missing", detail))
     trace.passed("labels-present", ", ".join(f"{k}={labels[k]}" for k in required))
-    if labels.get(HTTP01_SOLVER_LABEL) == "true":
+    solver = labels.get(HTTP01_SOLVER_LABEL)
+    if solver is not None and solver != "false":
+        # Fails closed, as protect does: only the absent label or exactly "false" is no solver.
         detail = "certificate challenge route: no upstream"
+        if solver != "true":
+            detail = f"{HTTP01_SOLVER_LABEL}={solver[:80]!r} not understood: kept as a {detail}"
         return trace.held(
             "not-http01-solver",
-            f"{HTTP01_SOLVER_LABEL}=true: {detail}",
+            f"{HTTP01_SOLVER_LABEL}={solver[:80]!r}: {detail}",
             Verdict(ref, False, "http01-solver", detail),
         )
-    trace.passed("not-http01-solver", f"not labelled {HTTP01_SOLVER_LABEL}=true")
+    trace.passed("not-http01-solver", f"not labelled {HTTP01_SOLVER_LABEL}")
     cluster = decode_cluster_label(labels[UPSTREAM_CLUSTER_LABEL])
-    if cluster is None:
+    # Each part of the name an object name: it is put into a URL path (a template's
+    # `{cluster}`), where `..` or an empty part could name another project.
+    if cluster is None or not all(map(is_dns1123_subdomain, cluster.split("/"))):
         detail = (
             f"{UPSTREAM_CLUSTER_LABEL}={labels[UPSTREAM_CLUSTER_LABEL]!r} is not cluster-<name>"
         )
@@ -104,6 +111,19 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
             "cluster-label", detail, Verdict(ref, False, "cluster-label-malformed", detail)
         )
     trace.passed("cluster-label", f"upstream cluster {cluster}")
+    upstream_namespace = labels[UPSTREAM_NAMESPACE_LABEL]
+    if not is_dns1123_label(upstream_namespace):
+        # A label value allows what a namespace name does not (capitals, `.`, `_`): such a
+        # namespace cannot exist, so its NotFound would prove nothing about the Gateways.
+        detail = (
+            f"{UPSTREAM_NAMESPACE_LABEL}={upstream_namespace[:80]!r} is not a namespace name"
+        )
+        return trace.held(
+            "namespace-label",
+            detail,
+            Verdict(ref, False, "upstream-namespace-malformed", detail, cluster=cluster),
+        )
+    trace.passed("namespace-label", f"upstream namespace {upstream_namespace}")
     if not route.parent_refs:
         detail = "no spec.parentRefs"
         return trace.held(
@@ -141,7 +161,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         )
     trace.passed("same-namespace-parents", f"every parent is in the route's own {ref.namespace}")
     gateways = tuple(sorted({p.name for p in route.parent_refs}))
-    return RouteTarget(cluster, labels[UPSTREAM_NAMESPACE_LABEL], gateways)
+    return RouteTarget(cluster, upstream_namespace, gateways)
 
 
 def is_suspect(routes_checked: int, gateways_found: int, min_routes: int) -> bool:
