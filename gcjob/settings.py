@@ -15,7 +15,10 @@ MAX_DURATION_SECONDS = 365 * 24 * 3600
 # it (gcjob/marks.py). "0" deletes on the first look. The one place its default is set.
 DEFAULT_GRACE = "10m"
 DEFAULT_MAX_MARKS = 500
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+# ASCII digits only: `\d` and float() would also read Arabic-Indic or full-width digits.
+_NUMBER = r"[0-9]+(?:\.[0-9]+)?"
+_SECONDS = re.compile(_NUMBER)
+_DURATION = re.compile(rf"(?:({_NUMBER})h)?(?:({_NUMBER})m)?(?:({_NUMBER})s)?")
 
 
 def parse_duration(text: str) -> timedelta:
@@ -23,19 +26,21 @@ def parse_duration(text: str) -> timedelta:
     value = text.strip()
     if not value:
         raise ValueError("empty duration")
-    if "_" in value:  # float() reads "1_000" as 1000: not a duration anyone means
-        raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)")
-    try:
+    # No exponents, signs, `_` or non-ASCII digits: "1e-300" must not mean "no grace".
+    if _SECONDS.fullmatch(value):
         seconds = float(value)
-    except ValueError:
+    else:
         match = _DURATION.fullmatch(value)
         if match is None or not any(match.groups()):
-            raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)") from None
+            raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h, 90)")
         hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
         seconds = hours * 3600 + minutes * 60 + secs
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_DURATION_SECONDS:
         raise ValueError(f"{text!r} is not a duration between 0 and 1 year (e.g. 30s, 5m, 1h, 90)")
-    return timedelta(seconds=seconds)
+    duration = timedelta(seconds=seconds)
+    if seconds > 0 and duration < timedelta(milliseconds=1):
+        raise ValueError(f"{text!r} is shorter than a millisecond: write 0 for none")
+    return duration
 
 
 GRACE = parse_duration(DEFAULT_GRACE)

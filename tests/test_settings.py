@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.settings import parse_duration
 
@@ -23,6 +25,8 @@ from gcjob.settings import parse_duration
         ("0s", 0),
         ("1.5", 1.5),
         (" 5m ", 300),
+        ("0.001", 0.001),
+        ("1.5m", 90),
     ],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
@@ -49,8 +53,31 @@ def test_parse_duration(text: str, seconds: float) -> None:
         "1e20",
         "1_000",
         "1_0m",
+        "1e-300",
+        "1e2",
+        "+5",
+        "0.0000001",
+        ".5",
+        "5.",
+        "٣٠٠",
+        "\uff11\uff10m",  # full-width digits
+        "1.5e1s",
     ],
 )
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+@given(st.text(max_size=12))
+def test_any_text_is_a_duration_of_ascii_digits_or_refused(text: str) -> None:
+    """Generated: whatever an operator or a GCJOB_* variable holds, the answer is a duration
+    in range written in ASCII digits and h/m/s, or a ValueError; a nonzero text is never 0."""
+    try:
+        duration = parse_duration(text)
+    except ValueError:
+        return
+    assert text.strip().isascii()
+    assert timedelta(0) <= duration <= timedelta(days=366)
+    if any(c in "123456789" for c in text):
+        assert duration > timedelta(0)
