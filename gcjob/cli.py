@@ -44,6 +44,7 @@ from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
 from gcjob.sweeps import execute
 from gcjob.times import parse_time
+from gcjob.urls import outbound_problem
 from gcjob.visible import visible
 
 LEASE_MARGIN = timedelta(minutes=1)
@@ -425,12 +426,20 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
 def _settings(options: dict[str, Any]) -> Settings:
     sweeps = tuple(options["sweeps"]) or tuple(s.value for s in Sweep)
     namespaces, exclude_namespaces = _scope(options)
-    webhook_url = options["notify_webhook"]
-    if webhook_url and not webhook_url.startswith(("https://", "http://")):
-        raise click.BadParameter("must be an http(s) URL", param_hint=_hint("notify-webhook"))
+    for flag, secret_in_url in (("notify-webhook", True), ("pushgateway", False)):
+        url = options[flag.replace("-", "_")]
+        problem = url and outbound_problem(url, secret_in_url=secret_in_url)
+        if problem:
+            raise click.BadParameter(problem, param_hint=_hint(flag))
     if not is_dns1123_label(options["lock_namespace"]):
         raise click.BadParameter(
             f"{options['lock_namespace']!r} is not a namespace name (DNS-1123 label)",
+            param_hint=_hint("lock-namespace"),
+        )
+    if is_reserved_namespace(options["lock_namespace"]):
+        raise click.BadParameter(
+            f"{options['lock_namespace']!r} is reserved (kube-*, karmada-*): gcjob writes "
+            "nothing there, its Lease included",
             param_hint=_hint("lock-namespace"),
         )
     if not is_dns1123_subdomain(options["lock_name"]):

@@ -23,6 +23,7 @@ from click.testing import CliRunner, Result
 from gcjob.cli import cli, main
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode
 from gcjob.settings import DEFAULT_GRACE, parse_duration
+from gcjob.urls import outbound_problem
 
 DEMO = str(Path(__file__).resolve().parent.parent / "fixtures" / "demo")
 WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
@@ -123,6 +124,44 @@ def test_bad_flag(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_command(capsys: pytest.CaptureFixture[str]) -> None:
     usage_error(capsys, "sweeep")
+
+
+@pytest.mark.parametrize(
+    ("flag", "url", "why"),
+    [
+        ("--notify-webhook", "http://hooks.example/services/T0/B0/SECRET", "cleartext"),
+        ("--notify-webhook", "https://u:S3cret@hooks.example/x", "credentials"),
+        ("--notify-webhook", "ftp://hooks.example/x", "http(s)"),
+        ("--pushgateway", "https://admin:S3cret@pushgw.example", "credentials"),
+        ("--pushgateway", "http://pushgw.example:port", "not a valid URL"),
+        ("--pushgateway", "https://", "no host"),
+    ],
+)
+def test_a_url_gcjob_would_leak_a_secret_to_is_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, url: str, why: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, flag, url)
+    assert why in line and flag in line
+    assert "S3cret" not in line and "SECRET" not in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "url"),
+    [
+        ("--notify-webhook", "http://127.0.0.1:8080/hook"),
+        ("--pushgateway", "http://pushgateway.monitoring:9091"),  # carries no secret
+    ],
+)
+def test_loopback_webhooks_and_plain_pushgateways_are_accepted(flag: str, url: str) -> None:
+    assert outbound_problem(url, secret_in_url=flag == "--notify-webhook") is None
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "karmada-system", "karmada-es-cell1"])
+def test_a_lock_in_a_reserved_namespace_is_refused(
+    capsys: pytest.CaptureFixture[str], namespace: str
+) -> None:
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--lock-namespace", namespace)
+    assert "reserved" in line and "--lock-namespace" in line
 
 
 @pytest.mark.parametrize("flag", ["--min-age", "--timeout", "--connect-timeout", "--grace"])

@@ -8,7 +8,6 @@ current context's credentials.
 from __future__ import annotations
 
 import copy
-import ipaddress
 import logging
 import os
 import re
@@ -25,6 +24,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from gcjob.kube.errors import ConfigError, UnknownCluster
 from gcjob.logs import warn_once
+from gcjob.urls import is_loopback
 
 # What a missing, unreadable or malformed kubeconfig raises from inside the client.
 _UNLOADABLE = (ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError)
@@ -217,7 +217,6 @@ class UpstreamResolver:
         raise UnknownCluster(f"no context named {cluster!r} in {self.kubeconfig} and no template")
 
 
-_LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 _HOST = re.compile(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]")
 
 
@@ -247,17 +246,8 @@ def check_server_template(template: str) -> None:
     host = url.netloc.rsplit(":", 1)[0] if port is not None else url.netloc
     if not host or _HOST.fullmatch(host) is None:
         raise ConfigError(f"{flag} has no valid host name")
-    if url.scheme == "http" and not _is_loopback(url.hostname or ""):
+    if url.scheme == "http" and not is_loopback(url.hostname or ""):
         raise ConfigError(f"{flag} must be https:// (http:// sends the token in cleartext)")
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _one_line(exc: BaseException) -> str:

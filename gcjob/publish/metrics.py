@@ -14,6 +14,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd_to_gateway
 
 from gcjob.logs import log
+from gcjob.redact import redact
 
 JOB = "gcjob"
 PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
@@ -85,4 +86,4 @@ def push(url: str, summary: dict[str, Any], *, duration: float, finished: float)
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return redact(f"{type(exc).__name__}: {exc}")[:300]
