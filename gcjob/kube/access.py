@@ -7,6 +7,7 @@ payload outlives the moment it was decoded, however large the answer.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -16,16 +17,18 @@ import jsonpointer
 
 from gcjob.kube import requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
-from gcjob.kube.liststream import ListStream
+from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
 from gcjob.kube.transport import (
+    BodyConsumer,
     NestedTooDeeply,
     Response,
     StreamBroken,
     Transport,
     decode_json,
 )
+from gcjob.redact import redact
 
 T = TypeVar("T")
 Reduce = Callable[[dict[str, Any]], T | None]
@@ -88,6 +91,68 @@ class ListsByFolding:
 MAX_LIST_RESTARTS = 3
 
 
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """What one upstream cluster may cost a run (README "Upstream clusters"). A real cluster
+    answers a namespace's Gateway list in one page of a few KB; these are hundreds of times
+    that. Past any of them the cluster is unavailable, and only its own routes wait."""
+
+    pages: int = 20  # list pages asked for with a `continue` token, over all its lists
+    items: int = 50_000  # list items decoded, over all its lists
+    bytes: int = 64 * 1024 * 1024  # answer bytes, over every request
+    # The largest answer read whole and the largest list item decoded (a metadata-only
+    # Gateway is a few KB; its annotations are at most 256 KiB). Not a flag: a real server
+    # never comes near it, and it is what bounds memory per cluster.
+    value: int = 1024 * 1024
+
+
+class BudgetExhausted(Unavailable):
+    """A cluster's read budget ran out: nothing more is read from it this run."""
+
+
+class ReadBudget:
+    """Counts what one cluster's answers cost, against its ReadLimits. Shared by the reads of
+    that cluster (its reader thread; a deletion's live read later), hence the lock."""
+
+    def __init__(self, limits: ReadLimits, target: str) -> None:
+        self.limits = limits
+        self.target = target
+        self.pages = 0
+        self.items = 0
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, *, pages: int = 0, items: int = 0, size: int = 0) -> None:
+        """Raises BudgetExhausted once any count is over its limit (and on every call after)."""
+        with self._lock:
+            self.pages += pages
+            self.items += items
+            self.bytes += size
+            over = [
+                f"more than {limit} {what} ({flag})"
+                for count, limit, what, flag in (
+                    (self.pages, self.limits.pages, "continued list pages", "--upstream-max-pages"),
+                    (self.items, self.limits.items, "list items", "--upstream-max-items"),
+                    (self.bytes, self.limits.bytes, "bytes of answers", "--upstream-max-mib"),
+                )
+                if count > limit
+            ]
+        if over:
+            raise BudgetExhausted(f"{self.target}: read budget ran out: {over[0]}")
+
+
+class _Metered:
+    """A list answer's consumer whose bytes are taken from the budget before they are fed."""
+
+    def __init__(self, page: ListStream, budget: ReadBudget) -> None:
+        self.page = page
+        self.budget = budget
+
+    def feed(self, chunk: bytes) -> None:
+        self.budget.take(size=len(chunk))
+        self.page.feed(chunk)
+
+
 class DeleteResult(Enum):
     DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
     GONE = "already-gone"  # 404: someone else deleted it first
@@ -108,13 +173,31 @@ class PatchResult:
 
 class KubeAccess(ListsByFolding):
     def __init__(
-        self, transport: Transport, page_size: int = 500, *, list_from_cache: bool = False
+        self,
+        transport: Transport,
+        page_size: int = 500,
+        *,
+        list_from_cache: bool = False,
+        budget: ReadBudget | None = None,
+        max_value_chars: int = MAX_VALUE_CHARS,
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`--list-from cache`), which can
-        lag etcd by a moment; safe because no caller deletes on a list alone (see README)."""
+        lag etcd by a moment; safe because no caller deletes on a list alone (see README).
+        `budget`: what this server's answers may cost in all (an upstream cluster's); None:
+        no budget (the hub's lists are as large as the hub). `max_value_chars`: the largest
+        single item of a list decoded."""
         self.transport = transport
         self.page_size = page_size
         self.list_from_cache = list_from_cache
+        self.budget = budget
+        self.max_value_chars = max_value_chars
+
+    def _send(self, request: Request, *, final: bool = False) -> Response:
+        """A request answered whole, its bytes taken from the budget."""
+        response = self.transport.send(request, final=final)
+        if self.budget is not None:
+            self.budget.take(size=len(response.body))
+        return response
 
     @property
     def server(self) -> str:
@@ -126,7 +209,7 @@ class KubeAccess(ListsByFolding):
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""
         request = requests.discovery(resource)
-        response = self.transport.send(request)
+        response = self._send(request)
         if response.status == 404:
             return False
         body = _expect_ok(response, request)
@@ -152,6 +235,8 @@ class KubeAccess(ListsByFolding):
             sink = start()
 
             def take(item: Any, sink: S = sink) -> None:
+                if self.budget is not None:
+                    self.budget.take(items=1)
                 if isinstance(item, dict):
                     record = reduce(item)
                     if record is not None:
@@ -168,9 +253,16 @@ class KubeAccess(ListsByFolding):
                     metadata_only=metadata_only or resource.sensitive,
                     from_cache=self.list_from_cache,
                 )
-                page = ListStream(take)
+                page = ListStream(take, max_value_chars=self.max_value_chars)
+                consumer: BodyConsumer = page
+                if self.budget is not None:
+                    if token is not None:
+                        self.budget.take(pages=1)
+                    consumer = _Metered(page, self.budget)
                 try:
-                    response = self.transport.send(request, consume=page)
+                    response = self.transport.send(request, consume=consumer)
+                    if self.budget is not None:  # an answer read whole (not 2xx)
+                        self.budget.take(size=len(response.body))
                     if response.status == 410 and token is not None:
                         break  # continue token expired mid-list: restart
                     if not 200 <= response.status < 300:
@@ -210,7 +302,7 @@ class KubeAccess(ListsByFolding):
         request = requests.get(
             resource, namespace, name, metadata_only=metadata_only or resource.sensitive
         )
-        response = self.transport.send(request, final=final)
+        response = self._send(request, final=final)
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
         obj = _expect_ok(response, request)
@@ -404,7 +496,7 @@ def _status_message(response: Response) -> str:
     conflict; a 422 for an invalid result says why (details.causes)."""
     body = _status_body(response)
     message = str(body.get("message") or body.get("reason") or "") if body.get("kind") else ""
-    return f"HTTP {response.status}: {' '.join(message.split())[:300] or 'no Status'}"
+    return f"HTTP {response.status}: {redact(message)[:300] or 'no Status'}"
 
 
 def _verb(request: Request) -> str:
