@@ -293,6 +293,13 @@ EXCLUDE_NAMESPACE = _opt(
     help="Budget: MiB of answers per upstream cluster.",
 )
 @_opt(
+    "upstream-max-time",
+    type=Duration(positive=True),
+    default="60s",
+    show_default=True,
+    help="Budget: time waiting on one upstream cluster's answers.",
+)
+@_opt(
     "max-deletions",
     type=click.IntRange(0),
     default=50,
@@ -484,6 +491,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         upstream_max_pages=options["upstream_max_pages"],
         upstream_max_items=options["upstream_max_items"],
         upstream_max_mib=options["upstream_max_mib"],
+        upstream_max_time=options["upstream_max_time"],
         max_deletions=options["max_deletions"],
         max_delete_percent=options["max_delete_percent"],
         brake_min_objects=options["brake_min_objects"],
@@ -599,6 +607,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         pages=settings.upstream_max_pages,
         items=settings.upstream_max_items,
         bytes=settings.upstream_max_mib * 1024 * 1024,
+        seconds=settings.upstream_max_time.total_seconds(),
     )
 
     def make_upstream_access(client: Any, target: str) -> KubeAccess:

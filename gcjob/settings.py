@@ -62,6 +62,7 @@ class Settings:
     upstream_max_pages: int = 20
     upstream_max_items: int = 50_000
     upstream_max_mib: int = 64
+    upstream_max_time: timedelta = timedelta(seconds=60)
     hub_concurrency: int = 4  # hub collections read at once
     upstream_kubeconfig: str | None = None
     upstream_server_template: str | None = None

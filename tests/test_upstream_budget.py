@@ -29,7 +29,7 @@ from gcjob.kube.transport import BodyConsumer, Response, Transport
 from gcjob.redact import redact
 
 SECRET = "s3cr3t-t0ken"
-LIMITS = ReadLimits(pages=3, items=60, bytes=40_000, value=4096)
+LIMITS = ReadLimits(pages=3, items=60, bytes=40_000, value=4096, seconds=30.0)
 DISCOVERY = json.dumps(
     {"kind": "APIResourceList", "resources": [{"name": "gateways", "namespaced": True}]}
 ).encode()
@@ -51,6 +51,8 @@ class ScriptedWire:
     sent: list[Request] = field(default_factory=list)
     fed: int = 0
     server: str = "https://hostile.example"
+    clock: list[float] = field(default_factory=lambda: [0.0])  # advanced as the wire "drips"
+    tick: float = 0.0  # seconds each chunk takes to arrive
 
     def send(
         self, request: Request, *, final: bool = False, consume: BodyConsumer | None = None
@@ -64,6 +66,7 @@ class ScriptedWire:
         for start in range(0, len(answer.body), answer.chunk):
             chunk = answer.body[start : start + answer.chunk]
             self.fed += len(chunk)
+            self.clock[0] += self.tick
             consume.feed(chunk)
         return Response(answer.status, {}, b"", streamed=True)
 
@@ -85,7 +88,7 @@ def reader(wire: ScriptedWire, limits: ReadLimits = LIMITS) -> KubeAccess:
     return KubeAccess(
         cast(Transport, wire),
         page_size=5,
-        budget=ReadBudget(limits, "upstream/x"),
+        budget=ReadBudget(limits, "upstream/x", clock=lambda: wire.clock[0]),
         max_value_chars=limits.value,
     )
 
@@ -122,9 +125,15 @@ answers = st.one_of(
 )
 
 
-@given(script=st.lists(answers, min_size=1, max_size=6), healthy=st.booleans())
-def test_no_answer_escapes_the_cluster_or_its_budget(script: list[Answer], healthy: bool) -> None:
-    wire = ScriptedWire(script)
+@given(
+    script=st.lists(answers, min_size=1, max_size=6),
+    healthy=st.booleans(),
+    tick=st.sampled_from([0.0, 0.01, 1.0]),
+)
+def test_no_answer_escapes_the_cluster_or_its_budget(
+    script: list[Answer], healthy: bool, tick: float
+) -> None:
+    wire = ScriptedWire(script, tick=tick)
     good = ScriptedWire([Answer(200, page(["gw-a"], None))])
     readers = {"hostile": reader(wire), "healthy": reader(good)}
     asked = ("gw-a", "gw-b")
@@ -144,6 +153,7 @@ def test_no_answer_escapes_the_cluster_or_its_budget(script: list[Answer], healt
     assert len(continued) <= LIMITS.pages
     assert budget.items <= LIMITS.items + 1  # the one that crossed it ends the read
     assert wire.fed <= LIMITS.bytes + max(a.chunk for a in script)
+    assert budget.seconds <= LIMITS.seconds + tick  # the chunk that crossed it ends the read
     for target in targets[:3]:
         view = index.view(target)
         assert view.gateways is None or view.gateways <= set(asked)
@@ -228,3 +238,18 @@ def test_the_budget_raises_at_the_first_crossing_and_after(
             crossed = True
         else:
             budget.take(pages=pages, items=items, size=size)
+
+
+def test_a_peer_dripping_pages_ends_at_the_time_budget() -> None:
+    """Each page arrives within --read-timeout, but slowly, with a continue token: the pages
+    budget alone would let it hold its reader for 20 pages of drip."""
+    wire = ScriptedWire([Answer(200, page(["gw-x"] * 3, "more"), chunk=16)], tick=1.0)
+    limits = ReadLimits(pages=1000, items=10_000, seconds=30.0)
+    index = UpstreamIndex(Source({"drip": reader(wire, limits)}))
+
+    index.load(Wanted.of([RouteTarget("drip", "p", ("gw-a", "gw-b"), "ns")]), 10)
+
+    state = index.clusters["drip"]
+    assert state.status is ClusterStatus.UNAVAILABLE
+    assert "more than 30.0 seconds waiting on answers (--upstream-max-time)" in state.detail
+    assert wire.clock[0] <= 31.0

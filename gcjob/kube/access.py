@@ -8,6 +8,7 @@ payload outlives the moment it was decoded, however large the answer.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -100,6 +101,9 @@ class ReadLimits:
     pages: int = 20  # list pages asked for with a `continue` token, over all its lists
     items: int = 50_000  # list items decoded, over all its lists
     bytes: int = 64 * 1024 * 1024  # answer bytes, over every request
+    # Time spent waiting on its answers (not the run's wall time: a deletion's live read
+    # comes much later). A peer dripping pages each just inside --read-timeout ends here.
+    seconds: float = 60.0
     # The largest answer read whole and the largest list item decoded (a metadata-only
     # Gateway is a few KB; its annotations are at most 256 KiB). Not a flag: a real server
     # never comes near it, and it is what bounds memory per cluster.
@@ -114,16 +118,23 @@ class ReadBudget:
     """Counts what one cluster's answers cost, against its ReadLimits. Shared by the reads of
     that cluster (its reader thread; a deletion's live read later), hence the lock."""
 
-    def __init__(self, limits: ReadLimits, target: str) -> None:
+    def __init__(
+        self, limits: ReadLimits, target: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.limits = limits
         self.target = target
+        self.clock = clock
         self.pages = 0
         self.items = 0
         self.bytes = 0
+        self.seconds = 0.0  # spent waiting on answers, requests done
         self._lock = threading.Lock()
 
-    def take(self, *, pages: int = 0, items: int = 0, size: int = 0) -> None:
-        """Raises BudgetExhausted once any count is over its limit (and on every call after)."""
+    def take(
+        self, *, pages: int = 0, items: int = 0, size: int = 0, in_flight: float = 0.0
+    ) -> None:
+        """Raises BudgetExhausted once any count is over its limit (and on every call after).
+        `in_flight`: how long the request in progress has taken so far."""
         with self._lock:
             self.pages += pages
             self.items += items
@@ -134,22 +145,35 @@ class ReadBudget:
                     (self.pages, self.limits.pages, "continued list pages", "--upstream-max-pages"),
                     (self.items, self.limits.items, "list items", "--upstream-max-items"),
                     (self.bytes, self.limits.bytes, "bytes of answers", "--upstream-max-mib"),
+                    (
+                        self.seconds + in_flight,
+                        self.limits.seconds,
+                        "seconds waiting on answers",
+                        "--upstream-max-time",
+                    ),
                 )
                 if count > limit
             ]
         if over:
             raise BudgetExhausted(f"{self.target}: read budget ran out: {over[0]}")
 
+    def spend(self, seconds: float) -> None:
+        """A request's time, once it is over (answered or not): checked by the next take."""
+        with self._lock:
+            self.seconds += seconds
+
 
 class _Metered:
-    """A list answer's consumer whose bytes are taken from the budget before they are fed."""
+    """A list answer's consumer whose bytes (and the time so far) are taken from the budget
+    before they are fed."""
 
-    def __init__(self, page: ListStream, budget: ReadBudget) -> None:
+    def __init__(self, page: ListStream, budget: ReadBudget, started: float) -> None:
         self.page = page
         self.budget = budget
+        self.started = started
 
     def feed(self, chunk: bytes) -> None:
-        self.budget.take(size=len(chunk))
+        self.budget.take(size=len(chunk), in_flight=self.budget.clock() - self.started)
         self.page.feed(chunk)
 
 
@@ -193,10 +217,16 @@ class KubeAccess(ListsByFolding):
         self.max_value_chars = max_value_chars
 
     def _send(self, request: Request, *, final: bool = False) -> Response:
-        """A request answered whole, its bytes taken from the budget."""
-        response = self.transport.send(request, final=final)
-        if self.budget is not None:
-            self.budget.take(size=len(response.body))
+        """A request answered whole, its bytes and time taken from the budget."""
+        if self.budget is None:
+            return self.transport.send(request, final=final)
+        self.budget.take()  # nothing more is asked of a cluster whose budget ran out
+        started = self.budget.clock()
+        try:
+            response = self.transport.send(request, final=final)
+        finally:
+            self.budget.spend(self.budget.clock() - started)
+        self.budget.take(size=len(response.body))
         return response
 
     @property
@@ -255,12 +285,17 @@ class KubeAccess(ListsByFolding):
                 )
                 page = ListStream(take, max_value_chars=self.max_value_chars)
                 consumer: BodyConsumer = page
+                started = 0.0
                 if self.budget is not None:
-                    if token is not None:
-                        self.budget.take(pages=1)
-                    consumer = _Metered(page, self.budget)
+                    self.budget.take(pages=0 if token is None else 1)
+                    started = self.budget.clock()
+                    consumer = _Metered(page, self.budget, started)
                 try:
-                    response = self.transport.send(request, consume=consumer)
+                    try:
+                        response = self.transport.send(request, consume=consumer)
+                    finally:
+                        if self.budget is not None:
+                            self.budget.spend(self.budget.clock() - started)
                     if self.budget is not None:  # an answer read whole (not 2xx)
                         self.budget.take(size=len(response.body))
                     if response.status == 410 and token is not None:

@@ -120,11 +120,13 @@ def hostile_list(
     gzipped: bool = False,
     name_bytes: int = 8,
     wide: int = 0,
+    drip: float = 0.0,
 ) -> Callable[[RecordedRequest], Served]:
     """A Gateway list answer of `items` tiny items whatever `limit` asked for, with
     `continue_token` on every page (None: the last page), gzip-encoded if `gzipped` (gcjob
     asks for `identity`). `hostile_list(0, continue_token="again")`: empty pages forever.
-    `wide`: each item also holds an array of that many empty objects (costly to decode)."""
+    `wide`: each item also holds an array of that many empty objects (costly to decode).
+    `drip`: seconds to wait before each chunk (every answer in time, but slow)."""
     spec = b', "spec": [' + b",".join([b"{}"] * wide) + b"]" if wide else b""
 
     def body() -> Iterator[bytes]:
@@ -152,11 +154,17 @@ def hostile_list(
                 yield packed
         yield packer.flush()
 
+    def slowly(chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            time.sleep(drip)
+            yield chunk
+
     def serve(rec: RecordedRequest) -> Served:
         headers = [("Content-Type", "application/json")]
         if gzipped:
             headers.append(("Content-Encoding", "gzip"))
-        return Served(200, headers, gzip_of(body()) if gzipped else body())
+        chunks = gzip_of(body()) if gzipped else body()
+        return Served(200, headers, slowly(chunks) if drip else chunks)
 
     return serve
 
