@@ -26,7 +26,7 @@ from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_nam
 from gcjob.enumerate.scope import Scope
 from gcjob.exitcodes import ExitCode, table
 from gcjob.explain import Explainer, Target, parse_target
-from gcjob.kube.access import KubeAccess
+from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
 from gcjob.kube.connect import UpstreamResolver, hub_client
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.reader import Reader
@@ -52,6 +52,7 @@ HUB_RETRY = RetryPolicy()
 # An upstream that fails only keeps its routes until the next run: a few blackholed
 # clusters must not use up the run's --timeout before the healthy ones are swept.
 UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
+DEFAULT_READ_LIMITS = ReadLimits()
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
@@ -272,6 +273,34 @@ EXCLUDE_NAMESPACE = _opt(
     help="Upstream clusters read at once.",
 )
 @_opt(
+    "upstream-max-pages",
+    type=click.IntRange(0),
+    default=DEFAULT_READ_LIMITS.pages,
+    show_default=True,
+    help="Budget: list pages after the first one (continue tokens) per upstream cluster.",
+)
+@_opt(
+    "upstream-max-items",
+    type=click.IntRange(1),
+    default=DEFAULT_READ_LIMITS.items,
+    show_default=True,
+    help="Budget: list items decoded per upstream cluster.",
+)
+@_opt(
+    "upstream-max-mib",
+    type=click.IntRange(1),
+    default=DEFAULT_READ_LIMITS.bytes // (1024 * 1024),
+    show_default=True,
+    help="Budget: MiB of answers per upstream cluster.",
+)
+@_opt(
+    "upstream-max-time",
+    type=Duration(positive=True),
+    default="60s",
+    show_default=True,
+    help="Budget: time waiting on one upstream cluster's answers.",
+)
+@_opt(
     "max-deletions",
     type=click.IntRange(0),
     default=50,
@@ -468,6 +497,10 @@ def _settings(options: dict[str, Any]) -> Settings:
         upstream_kubeconfig=options["upstream_kubeconfig"],
         upstream_server_template=options["upstream_server_template"],
         upstream_concurrency=options["upstream_concurrency"],
+        upstream_max_pages=options["upstream_max_pages"],
+        upstream_max_items=options["upstream_max_items"],
+        upstream_max_mib=options["upstream_max_mib"],
+        upstream_max_time=options["upstream_max_time"],
         max_deletions=options["max_deletions"],
         max_delete_percent=options["max_delete_percent"],
         brake_min_objects=options["brake_min_objects"],
@@ -579,8 +612,32 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             transport, settings.page_size, list_from_cache=settings.list_from == "cache"
         )
 
+    limits = ReadLimits(
+        pages=settings.upstream_max_pages,
+        items=settings.upstream_max_items,
+        bytes=settings.upstream_max_mib * 1024 * 1024,
+        seconds=settings.upstream_max_time.total_seconds(),
+    )
+
     def make_upstream_access(client: Any, target: str) -> KubeAccess:
-        return make_access(client, target, retry=UPSTREAM_RETRY, timeouts=upstream_timeouts)
+        """Each upstream cluster on its own read budget: a hostile or broken one runs out of
+        it and is unavailable; the others go on."""
+        transport = Transport(
+            client,
+            target,
+            stats=stats,
+            budget=budget,
+            timeouts=upstream_timeouts,
+            retry=UPSTREAM_RETRY,
+            max_body_bytes=limits.value,
+        )
+        return KubeAccess(
+            transport,
+            settings.page_size,
+            list_from_cache=settings.list_from == "cache",
+            budget=ReadBudget(limits, target),
+            max_value_chars=limits.value,
+        )
 
     if settings.snapshot:
         snapshot = Snapshot(settings.snapshot)

@@ -63,6 +63,11 @@ class Settings:
     page_size: int = 500
     list_from: str = "cache"  # "cache": first pages from the watch cache; "etcd": all from etcd
     upstream_concurrency: int = 16  # upstream clusters read at once
+    # Each upstream cluster's read budget (gcjob/kube/access.py ReadLimits).
+    upstream_max_pages: int = 20
+    upstream_max_items: int = 50_000
+    upstream_max_mib: int = 64
+    upstream_max_time: timedelta = timedelta(seconds=60)
     hub_concurrency: int = 4  # hub collections read at once
     upstream_kubeconfig: str | None = None
     upstream_server_template: str | None = None

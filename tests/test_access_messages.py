@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.kube import requests
 from gcjob.kube.access import _api_error
+from gcjob.kube.errors import MAX_MESSAGE_CHARS, Unavailable
 from gcjob.kube.resources import SECRETS
 from gcjob.kube.transport import Response
+from gcjob.redact import redact
 
 REQUEST = requests.get(SECRETS, "ns-a", "db-creds", metadata_only=True)
 
@@ -37,3 +41,33 @@ def test_a_status_message_is_quoted() -> None:
     error = _api_error(Response(403, {}, json.dumps(status).encode()), REQUEST)
     assert "secrets is forbidden" in str(error)
     assert error.reason == "Forbidden"
+
+
+# -- issue 20 item 10: a Status message is one redacted line, whatever it holds ---------------
+
+SECRETS_IN_TEXT = ("Authorization: Bearer tok3n-abc", "https://user:pw0rd@example.com/x")
+
+
+@pytest.mark.parametrize("secret", SECRETS_IN_TEXT)
+def test_a_status_message_with_newlines_and_credentials_is_one_redacted_line(secret: str) -> None:
+    status = {
+        "kind": "Status",
+        "reason": "Forbidden\nX",
+        "message": f"gateways is forbidden:\n{secret}\r\n\tand more",
+    }
+    error = _api_error(Response(403, {}, json.dumps(status).encode()), REQUEST)
+    text = str(error)
+    assert "\n" not in text and "\r" not in text and "\t" not in text
+    assert "tok3n-abc" not in text and "pw0rd" not in text
+    assert "gateways is forbidden:" in text
+
+
+@given(message=st.text(max_size=400), reason=st.text(max_size=40))
+def test_every_error_message_is_one_redacted_line(message: str, reason: str) -> None:
+    for secret in SECRETS_IN_TEXT:
+        status = {"kind": "Status", "reason": reason, "message": f"{message} {secret} {message}"}
+        text = str(_api_error(Response(403, {}, json.dumps(status).encode()), REQUEST))
+        assert text == " ".join(text.split())  # one line: no line break of any kind
+        assert len(text) <= MAX_MESSAGE_CHARS
+        assert "tok3n-abc" not in text and "pw0rd" not in text
+        assert str(Unavailable(text + "\n" + secret)) == redact(text + " " + secret)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.decide.routes import (
     ClusterStatus,
@@ -13,6 +15,7 @@ from gcjob.decide.routes import (
     is_gateway,
     is_suspect,
     route_target,
+    suspect_groups,
 )
 from gcjob.model import ParentRef, Route, Verdict
 from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, parent, route, route_labels
@@ -110,7 +113,7 @@ def test_non_gateway_parents(p: ParentRef) -> None:
 
 def test_route_target_of_nso_route() -> None:
     r = route(labels=route_labels(cluster="cluster-org_proj", namespace="team-a"))
-    assert route_target(r) == RouteTarget("org/proj", "team-a", ("gw",))
+    assert route_target(r) == RouteTarget("org/proj", "team-a", ("gw",), r.ref.namespace)
 
 
 def test_route_target_upstream_namespace_is_the_label_not_the_hub_namespace() -> None:
@@ -410,3 +413,43 @@ def test_parent_ref_with_empty_namespace_is_set_and_preserved() -> None:
     assert isinstance(verdict, Verdict)
     assert verdict.reason == "cross-namespace-parent"
     assert verdict.delete is False
+
+
+# --- suspect_groups (issue 20 item 9) ------------------------------------------------------
+
+
+def test_a_gateway_of_one_hub_namespace_does_not_vouch_for_another() -> None:
+    # Tenant A's route names tenant B's cluster and finds its Gateway there; B's ten routes
+    # found none of theirs: B's stay distrusted.
+    groups = {"ns-a": (1, 1), "ns-b": (10, 0)}
+    assert suspect_groups(groups, 10) == {"ns-b"}
+
+
+def test_unvouched_routes_are_counted_together_across_hub_namespaces() -> None:
+    groups = {"ns-a": (1, 1), **{f"ns-b{i}": (1, 0) for i in range(10)}}
+    assert suspect_groups(groups, 10) == {f"ns-b{i}" for i in range(10)}
+    assert suspect_groups(groups, 11) == frozenset()
+    assert suspect_groups(groups, 0) == frozenset()  # the rule switched off
+
+
+group_counts = st.dictionaries(
+    st.text(max_size=8),
+    st.tuples(st.integers(0, 50), st.integers(0, 5)),
+    max_size=12,
+)
+
+
+@given(groups=group_counts, min_routes=st.integers(0, 60), extra=st.integers(1, 50))
+def test_found_gateways_vouch_only_for_the_group_that_asked(
+    groups: dict[str, tuple[int, int]], min_routes: int, extra: int
+) -> None:
+    suspect = suspect_groups(groups, min_routes)
+    unvouched = {g for g, (_, found) in groups.items() if found == 0}
+    assert suspect <= unvouched  # a group that found one of its own Gateways is trusted
+    # Another group that found its Gateways (a tenant naming this cluster) changes nothing
+    # for the others.
+    assert suspect_groups({**groups, "\x00other": (extra, extra)}, min_routes) == suspect
+    # Never weaker than the rule for a whole cluster that found nothing.
+    routes = sum(r for r, _ in groups.values())
+    if not any(found for _, found in groups.values()) and is_suspect(routes, 0, min_routes):
+        assert suspect == set(groups)

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.kube.liststream import ListStream, ValueTooLarge
 from gcjob.kube.transport import NestedTooDeeply
@@ -139,3 +141,36 @@ def test_a_value_spanning_many_chunks_is_decoded_a_bounded_number_of_times(
     items, _ = _decode(body, 1024)
     assert len(items) == 1
     assert calls < 80  # ~1000 chunks went in: 64 tries up to 64 KiB, then 64K->128K->...->1M
+
+
+def test_a_value_under_the_limit_is_not_refused_for_the_values_after_it() -> None:
+    """issue 20 item 7: with an upstream's 1 MiB limit, an item of 600 KiB followed by
+    others was refused once the buffer past its start (it and the next) grew over the
+    limit before the value was tried again."""
+    body = json.dumps({"items": [{"a": "x" * 600_000}, {"a": "y" * 600_000}]}).encode()
+    items, _ = _decode(body, 64 * 1024, max_value_chars=1024 * 1024)
+    assert [len(i["a"]) for i in items] == [600_000, 600_000]
+
+
+@given(
+    sizes=st.lists(st.integers(0, 6000), min_size=1, max_size=8),
+    chunk=st.integers(1, 9000),
+    limit=st.integers(64, 5000),
+)
+def test_values_over_the_limit_and_only_they_are_refused(
+    sizes: list[int], chunk: int, limit: int
+) -> None:
+    values = [{"a": "x" * size} for size in sizes]
+    body = json.dumps({"items": values}).encode()
+    fits = [len(json.dumps(v)) <= limit for v in values]
+    items: list[Any] = []
+    stream = ListStream(items.append, max_value_chars=limit)
+    try:
+        for start in range(0, len(body), chunk):
+            stream.feed(body[start : start + chunk])
+        stream.end()
+    except ValueTooLarge:
+        assert not all(fits)
+        assert items == values[: fits.index(False)]  # every value before the first too large
+    else:
+        assert all(fits) and items == values

@@ -150,3 +150,16 @@ def test_an_unreachable_pushgateway_changes_nothing_but_a_warning() -> None:
     assert result.return_value == plain.return_value == 0
     assert "could not push metrics to the Pushgateway" in result.stderr
     assert len(result.stdout.splitlines()) == len(plain.stdout.splitlines())
+
+
+def test_upstream_clusters_are_counted_by_status_every_status_shown(receiver: Receiver) -> None:
+    """issue 20 item 15: a failed upstream cluster shows where alerts look."""
+    failed = {**summary(1), "upstream_counts": {"ok": 3, "unavailable": 1}}
+
+    assert push(receiver.url, failed, duration=1.0, finished=1_700_000_000.0)
+
+    got = receiver.samples()
+    assert got[("gcjob_run_upstream_clusters", (("status", "unavailable"),))] == 1
+    assert got[("gcjob_run_upstream_clusters", (("status", "ok"),))] == 3
+    assert got[("gcjob_run_upstream_clusters", (("status", "suspect"),))] == 0
+    assert got[("gcjob_run_upstream_clusters", (("status", "unknown"),))] == 0

@@ -4,12 +4,15 @@ backoff, deadlines."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import socket
 import threading
 import time
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kubernetes.client import ApiClient, Configuration
 
 from gcjob.budget import RunBudget
@@ -181,6 +184,7 @@ class Hostile:
 
     def __init__(self, reply: Callable[[socket.socket], None]) -> None:
         self.reply = reply
+        self.received: list[bytes] = []  # each request's first bytes
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         threading.Thread(target=self._serve, daemon=True).start()
@@ -195,7 +199,7 @@ class Hostile:
 
     def _answer(self, conn: socket.socket) -> None:
         with conn, contextlib.suppress(OSError):
-            conn.recv(65536)
+            self.received.append(conn.recv(65536))
             self.reply(conn)
 
     def close(self) -> None:
@@ -471,3 +475,79 @@ def test_requests_are_counted_exactly_from_many_threads() -> None:
     for thread in threads:
         thread.join()
     assert stats.by_target["hub"] == 80_000
+
+
+# -- encodings not asked for, and a smaller cap for upstreams (issue 20 item 7) ----------------
+
+
+def gzipped(conn: socket.socket) -> None:
+    """A list sent gzip-encoded although the client asked for `identity`: 10 MB of items in a
+    few KB on the wire."""
+    body = gzip.compress(b'{"items": [' + b'{"a": 1},' * (1024 * 1024) + b'{"a": 1}]}')
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])
+def test_an_encoding_not_asked_for_is_refused_not_decoded(streamed: bool) -> None:
+    peer = Hostile(gzipped)
+    configuration = Configuration()
+    configuration.host = peer.url
+    configuration.retries = False
+    transport = Transport(
+        ApiClient(configuration),
+        "upstream/x",
+        stats=RequestStats(),
+        budget=RunBudget(None),
+        timeouts=Timeouts(1.0, 5.0),
+        retry=RetryPolicy(attempts=3),
+    )
+    consumer = Chunks()
+    try:
+        with pytest.raises(Unavailable, match="Content-Encoding 'gzip', not asked for"):
+            transport.send(LIST, consume=consumer if streamed else None)
+    finally:
+        peer.close()
+    assert consumer.chunks == []  # not a byte of it decoded
+    assert transport.stats.total == 1  # not asked again
+    assert b"accept-encoding: identity" in peer.received[0].lower()  # what gcjob asked for
+
+
+@given(value=st.text(max_size=40))
+def test_only_identity_or_no_encoding_is_accepted(value: str) -> None:
+    headers = {"Content-Encoding": value}
+    if value.strip().lower() in ("", "identity"):
+        transport_module._check_encoding(headers)
+    else:
+        with pytest.raises(transport_module.EncodingRefused) as refused:
+            transport_module._check_encoding(headers)
+        assert "\n" not in str(refused.value)
+
+
+def test_a_transport_can_have_a_smaller_body_cap() -> None:
+    def megabyte(conn: socket.socket) -> None:
+        body = b'{"kind": "Status", "message": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+        conn.sendall(
+            b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+            + body
+        )
+
+    peer = Hostile(megabyte)
+    configuration = Configuration()
+    configuration.host = peer.url
+    configuration.retries = False
+    transport = Transport(
+        ApiClient(configuration),
+        "upstream/x",
+        stats=RequestStats(),
+        budget=RunBudget(None),
+        max_body_bytes=1024 * 1024,
+    )
+    try:
+        with pytest.raises(Unavailable, match="over the 1 MiB limit"):
+            transport.send(LIST)
+    finally:
+        peer.close()

@@ -10,7 +10,7 @@ import pytest
 from gcjob.decide.routes import ClusterStatus, RouteTarget
 from gcjob.enumerate.parallel import Reads
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
-from gcjob.kube.errors import Stopped, Unavailable
+from gcjob.kube.errors import ApiError, Stopped, Unavailable
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 
 
@@ -206,3 +206,75 @@ def test_wanted_merges_counts_and_names() -> None:
     assert first.routes == {"a": 2, "b": 1}
     assert first.gateways["a"]["p"] == {"gw-1", "gw-2"}
     assert first.gateways["b"]["q"] == {"gw"}
+
+
+def test_only_gateways_asked_for_are_kept_and_counted() -> None:
+    """issue 20 items 7, 9: a list keeps only the names asked for, and only they count."""
+    store = CountingStore(*(gateway("p1", name) for name in ("gw-a", "gw-x", "gw-y", "gw-z")))
+    index = UpstreamIndex(SnapshotUpstreams({"single": store}))
+    target = RouteTarget("single", "p1", ("gw-a", "gw-b"), "ns-1")
+
+    index.load(Wanted.of([target]), suspect_min_routes=10)
+
+    assert index.view(target).gateways == frozenset({"gw-a"})
+    assert index.clusters["single"].gateways_found == 1
+
+
+def tenant_targets(spread: bool) -> tuple[RouteTarget, list[RouteTarget]]:
+    """Tenant A's one route naming cluster b with a parent that exists there, and tenant B's
+    ten routes whose Gateways are not there (in one hub namespace, or one each)."""
+    vouching = RouteTarget("b", "shared", ("gw-real",), "ns-a")
+    victims = [
+        RouteTarget("b", "shared", (f"gw-{i}",), f"ns-b{i}" if spread else "ns-b")
+        for i in range(10)
+    ]
+    return vouching, victims
+
+
+@pytest.mark.parametrize("spread", [False, True], ids=["one-namespace", "spread"])
+def test_a_route_of_another_tenant_does_not_vouch_for_a_cluster(spread: bool) -> None:
+    """issue 20 item 9."""
+    vouching, victims = tenant_targets(spread)
+    store = CountingStore(gateway("shared", "gw-real"))
+    index = UpstreamIndex(SnapshotUpstreams({"b": store}))
+
+    index.load(Wanted.of([vouching, *victims]), suspect_min_routes=10)
+
+    state = index.clusters["b"]
+    assert state.status is ClusterStatus.SUSPECT
+    assert state.gateways_found == 1
+    assert "10 routes" in state.detail
+    assert index.view(vouching).cluster_status is ClusterStatus.OK
+    for victim in victims:
+        assert index.view(victim).cluster_status is ClusterStatus.SUSPECT
+    # A route that appeared later, in a hub namespace that vouched for nothing: distrusted.
+    late = RouteTarget("b", "shared", ("gw-0",), "ns-late")
+    assert index.view(late).cluster_status is ClusterStatus.SUSPECT
+
+
+class ForbiddenListStore(CountingStore):
+    """An identity with `get` but no `list` on Gateways (issue 20 item 15)."""
+
+    def list(self, resource, reduce, **kwargs):  # type: ignore[no-untyped-def]
+        self.calls.append(f"list {resource.plural} {kwargs.get('namespace')}")
+        raise ApiError(403, "Forbidden", "forbidden:\nAuthorization: Bearer s3cr3t", "/apis/x")
+
+
+def test_a_failed_lookup_makes_the_whole_cluster_unavailable() -> None:
+    store = ForbiddenListStore(gateway("p0", "gw"), gateway("p2", "gw"))
+    index = UpstreamIndex(SnapshotUpstreams({"single": store}))
+    targets = [
+        RouteTarget("single", "p0", ("gw",)),  # a GET: found
+        RouteTarget("single", "p1", ("gw-a", "gw-b")),  # a list: forbidden
+        RouteTarget("single", "p2", ("gw",)),  # not read: the cluster failed already
+    ]
+
+    index.load(Wanted.of(targets), suspect_min_routes=10)
+
+    state = index.clusters["single"]
+    assert state.status is ClusterStatus.UNAVAILABLE
+    assert state.detail.startswith("Gateway lookup in namespace p1 failed: HTTP 403")
+    assert "s3cr3t" not in state.detail and "\n" not in state.detail
+    assert store.calls == ["discovery", "get gateways p0/gw", "list gateways p1", "close"]
+    for target in targets:
+        assert index.view(target).cluster_status is ClusterStatus.UNAVAILABLE

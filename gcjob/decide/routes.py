@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import TypeVar
 
 from gcjob.decide.common import hold_back
 from gcjob.decide.trace import Trace
@@ -34,11 +36,13 @@ class ClusterStatus(Enum):
 
 @dataclass(frozen=True, slots=True)
 class RouteTarget:
-    """The upstream Gateways one route hangs on."""
+    """The upstream Gateways one route hangs on. `route_namespace`: the hub namespace the
+    route lives in; the suspect rule lets only a route's own hub namespace vouch for it."""
 
     cluster: str
     namespace: str
     gateways: tuple[str, ...]
+    route_namespace: str = ""
 
     def qualified(self) -> tuple[str, ...]:
         """The Gateways as namespace/name, as verdicts report them."""
@@ -161,13 +165,30 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         )
     trace.passed("same-namespace-parents", f"every parent is in the route's own {ref.namespace}")
     gateways = tuple(sorted({p.name for p in route.parent_refs}))
-    return RouteTarget(cluster, upstream_namespace, gateways)
+    return RouteTarget(cluster, upstream_namespace, gateways, ref.namespace)
 
 
 def is_suspect(routes_checked: int, gateways_found: int, min_routes: int) -> bool:
     """An upstream where many routes hang on Gateways and not one is found is distrusted:
     a wrong endpoint or an emptied cluster looks exactly like that."""
     return min_routes > 0 and routes_checked >= min_routes and gateways_found == 0
+
+
+G = TypeVar("G", bound=Hashable)
+
+
+def suspect_groups(groups: Mapping[G, tuple[int, int]], min_routes: int) -> frozenset[G]:
+    """The groups of one cluster's routes (by hub namespace: a tenant's) that are distrusted.
+    `groups`: group -> (routes, Gateways those routes asked for that were found).
+
+    A Gateway found vouches only for the group that asked for it: one tenant's route naming
+    another tenant's cluster, with parents that exist there, must not make that cluster look
+    healthy for the other tenant's routes. So the routes of every group that found nothing
+    are counted together; when they reach `min_routes`, each of those groups is suspect, as
+    a whole cluster that found nothing was before."""
+    unvouched = frozenset(group for group, (_, found) in groups.items() if found == 0)
+    routes = sum(groups[group][0] for group in unvouched)
+    return unvouched if is_suspect(routes, 0, min_routes) else frozenset()
 
 
 def decide_route(

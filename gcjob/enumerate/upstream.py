@@ -5,6 +5,11 @@ gateway.networking.k8s.io/v1 gateways); each (cluster, namespace) costs one meta
 Gateway list, or one GET when a single Gateway is asked for there. Clusters are read at once
 (`--upstream-concurrency`), each one's reads in order: a slow or black-holed cluster holds one
 reader, and only its own routes wait for it. What they found is merged in cluster order.
+
+Only the names some route asked for are kept from a list (a hostile list of millions of names
+costs nothing but its read budget), and only they count as found. A cluster where any lookup
+fails (a 403 on list, a read budget run out, retries used up) is unavailable as a whole: its
+other namespaces are not read, and none of its routes is decided on a part of its answers.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-from gcjob.decide.routes import ClusterStatus, RouteTarget, UpstreamView, is_suspect
+from gcjob.decide.routes import ClusterStatus, RouteTarget, UpstreamView, suspect_groups
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import GATEWAYS, NAMESPACES
+from gcjob.redact import redact
 
 
 class UpstreamSource(Protocol):
@@ -36,7 +42,16 @@ class ClusterState:
     server: str = ""
     reader: Reader | None = None
     routes: int = 0
-    gateways_found: int = 0
+    gateways_found: int = 0  # of those some route asked for
+    vouched: frozenset[str] = frozenset()  # hub namespaces whose routes found a Gateway here
+
+
+@dataclass
+class Group:
+    """The routes of one hub namespace that hang on one cluster."""
+
+    routes: int = 0
+    asked: set[tuple[str, str]] = field(default_factory=set)  # (upstream namespace, Gateway)
 
 
 @dataclass
@@ -49,16 +64,29 @@ class Wanted:
     gateways: dict[str, dict[str, set[str]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(set))
     )
+    # Per cluster and hub namespace (a tenant): how many routes, and which (upstream
+    # namespace, Gateway) they asked for, so a Gateway vouches only for those who asked.
+    groups: dict[str, dict[str, Group]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(Group))
+    )
 
     def add(self, target: RouteTarget) -> None:
         self.routes[target.cluster] += 1
         self.gateways[target.cluster][target.namespace].update(target.gateways)
+        group = self.groups[target.cluster][target.route_namespace]
+        group.routes += 1
+        group.asked.update((target.namespace, name) for name in target.gateways)
 
     def update(self, other: Wanted) -> None:
         self.routes.update(other.routes)
         for cluster, namespaces in other.gateways.items():
             for namespace, names in namespaces.items():
                 self.gateways[cluster][namespace].update(names)
+        for cluster, groups in other.groups.items():
+            for route_namespace, group in groups.items():
+                mine = self.groups[cluster][route_namespace]
+                mine.routes += group.routes
+                mine.asked.update(group.asked)
 
     @classmethod
     def of(cls, targets: Iterable[RouteTarget]) -> Wanted:
@@ -91,18 +119,18 @@ class UpstreamIndex:
         try:
             reader = self.source.reader_for(name)
         except UnknownCluster as exc:
-            return ClusterState(ClusterStatus.UNKNOWN, str(exc))
+            return ClusterState(ClusterStatus.UNKNOWN, redact(str(exc)))
         except Stopped:
             raise  # the run is over: not a fact about this cluster
         except KubeError as exc:  # configured, but its credentials cannot be loaded
-            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc))
+            return ClusterState(ClusterStatus.UNAVAILABLE, redact(str(exc)))
         try:
             served = reader.served(GATEWAYS)
         except Stopped:
             raise
         except KubeError as exc:
             reader.close_idle()
-            return ClusterState(ClusterStatus.UNAVAILABLE, str(exc), reader.server)
+            return ClusterState(ClusterStatus.UNAVAILABLE, redact(str(exc)), reader.server)
         if not served:
             reader.close_idle()
             return ClusterState(
@@ -113,8 +141,8 @@ class UpstreamIndex:
         return ClusterState(ClusterStatus.OK, "", reader.server, reader)
 
     def load(self, wanted: Wanted, suspect_min_routes: int, reads: Reads = SERIAL) -> None:
-        """Look up every Gateway wanted, cluster by cluster at once; then distrust clusters
-        that found none. Raises Stopped (the first, in cluster order)."""
+        """Look up every Gateway wanted, cluster by cluster at once; then distrust the routes
+        of a cluster that found none of theirs. Raises Stopped (the first, in cluster order)."""
         routes = wanted.routes
         clusters = sorted(routes)
         found = reads.all([partial(self._read_cluster, c, wanted.gateways[c]) for c in clusters])
@@ -127,19 +155,41 @@ class UpstreamIndex:
             state.routes += routes[cluster]
             for namespace, entry in sorted(namespaces.items()):
                 self._namespaces[(cluster, namespace)] = entry
-                if entry.gateways is not None:
-                    state.gateways_found += len(entry.gateways)
         if stopped is not None:
             raise stopped  # what was read so far stays, for the summary
-        for state in self.clusters.values():
-            if state.status is ClusterStatus.OK and is_suspect(
-                state.routes, state.gateways_found, suspect_min_routes
-            ):
-                state.status = ClusterStatus.SUSPECT
-                state.detail = (
-                    f"{state.routes} routes hang on Gateways here and none was found; "
-                    f"suspected wrong endpoint or emptied cluster (--suspect-min-routes)"
-                )
+        for cluster in clusters:
+            state = self.clusters[cluster]
+            if state.status is ClusterStatus.OK:
+                self._judge(cluster, state, wanted.groups[cluster], suspect_min_routes)
+
+    def _judge(
+        self, cluster: str, state: ClusterState, groups: dict[str, Group], min_routes: int
+    ) -> None:
+        """Count the Gateways found that some route asked for, and distrust the hub
+        namespaces whose routes found none of theirs (decide/routes.py: suspect_groups)."""
+        found: dict[str, int] = {}
+        for route_namespace, group in groups.items():
+            found[route_namespace] = sum(
+                1 for namespace, name in group.asked if self._found(cluster, namespace, name)
+            )
+        asked = {pair for group in groups.values() for pair in group.asked}
+        state.gateways_found = sum(1 for pair in asked if self._found(cluster, *pair))
+        state.vouched = frozenset(ns for ns, count in found.items() if count)
+        suspect = suspect_groups(
+            {ns: (group.routes, found[ns]) for ns, group in groups.items()}, min_routes
+        )
+        if suspect:
+            state.status = ClusterStatus.SUSPECT
+            held = sum(groups[ns].routes for ns in suspect)
+            state.detail = (
+                f"{held} routes in {len(suspect)} hub namespaces hang on Gateways here and "
+                f"none of theirs was found; suspected wrong endpoint or emptied cluster "
+                f"(--suspect-min-routes)"
+            )
+
+    def _found(self, cluster: str, namespace: str, name: str) -> bool:
+        entry = self._namespaces.get((cluster, namespace))
+        return entry is not None and entry.gateways is not None and name in entry.gateways
 
     def _read_cluster(
         self, cluster: str, wanted: dict[str, set[str]]
@@ -154,7 +204,17 @@ class UpstreamIndex:
             if state.status is ClusterStatus.OK:
                 assert state.reader is not None
                 for namespace, names in sorted(wanted.items()):
-                    namespaces[namespace] = self._lookup(state.reader, namespace, names)
+                    entry = self._lookup(state.reader, namespace, names)
+                    namespaces[namespace] = entry
+                    if entry.gateways is None:
+                        # Its other answers decide nothing either: a cluster that answers only
+                        # part of what it is asked is not trusted with the rest, and its
+                        # failure must show as the cluster's, where alerts look.
+                        state.status = ClusterStatus.UNAVAILABLE
+                        state.detail = (
+                            f"Gateway lookup in namespace {namespace} failed: {entry.error}"
+                        )
+                        break
         except Stopped as exc:
             return state, namespaces, exc
         finally:
@@ -166,17 +226,22 @@ class UpstreamIndex:
 
     def _lookup(self, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
         asked = frozenset(names)
+
+        def asked_name(obj: dict[str, object]) -> str | None:
+            name = reduce.name_of(obj)  # kept while the list streams in only if asked for
+            return name if name in asked else None
+
         try:
             if len(names) == 1:
                 (name,) = names
                 found = reader.get(GATEWAYS, namespace, name, reduce.name_of)
                 return _Namespace(frozenset() if found is None else asked, asked=asked)
-            listed = reader.list(GATEWAYS, reduce.name_of, namespace=namespace)
-            return _Namespace(frozenset(n for n in listed if n), asked=asked)
+            listed = reader.list(GATEWAYS, asked_name, namespace=namespace)
+            return _Namespace(frozenset(listed), asked=asked)
         except Stopped:
             raise
         except KubeError as exc:
-            return _Namespace(None, str(exc), asked=asked)
+            return _Namespace(None, redact(str(exc)), asked=asked)
 
     def covers(self, target: RouteTarget) -> bool:
         """Whether `load` asked about everything this target names. A route that appeared
@@ -206,8 +271,11 @@ class UpstreamIndex:
     def view(self, target: RouteTarget) -> UpstreamView:
         state = self.cluster(target.cluster)
         entry = self._namespaces.get((target.cluster, target.namespace), _Namespace())
+        status = state.status
+        if status is ClusterStatus.SUSPECT and target.route_namespace in state.vouched:
+            status = ClusterStatus.OK  # its own hub namespace's routes found theirs here
         return UpstreamView(
-            cluster_status=state.status,
+            cluster_status=status,
             cluster_detail=state.detail,
             gateways=entry.gateways,
             lookup_error=entry.error,

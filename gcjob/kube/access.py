@@ -7,6 +7,8 @@ payload outlives the moment it was decoded, however large the answer.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -16,16 +18,18 @@ import jsonpointer
 
 from gcjob.kube import requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
-from gcjob.kube.liststream import ListStream
+from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
 from gcjob.kube.transport import (
+    BodyConsumer,
     NestedTooDeeply,
     Response,
     StreamBroken,
     Transport,
     decode_json,
 )
+from gcjob.redact import redact
 
 T = TypeVar("T")
 Reduce = Callable[[dict[str, Any]], T | None]
@@ -88,6 +92,91 @@ class ListsByFolding:
 MAX_LIST_RESTARTS = 3
 
 
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """What one upstream cluster may cost a run (README "Upstream clusters"). A real cluster
+    answers a namespace's Gateway list in one page of a few KB; these are hundreds of times
+    that. Past any of them the cluster is unavailable, and only its own routes wait."""
+
+    pages: int = 20  # list pages asked for with a `continue` token, over all its lists
+    items: int = 50_000  # list items decoded, over all its lists
+    bytes: int = 64 * 1024 * 1024  # answer bytes, over every request
+    # Time spent waiting on its answers (not the run's wall time: a deletion's live read
+    # comes much later). A peer dripping pages each just inside --read-timeout ends here.
+    seconds: float = 60.0
+    # The largest answer read whole and the largest list item decoded (a metadata-only
+    # Gateway is a few KB; its annotations are at most 256 KiB). Not a flag: a real server
+    # never comes near it, and it is what bounds memory per cluster.
+    value: int = 1024 * 1024
+
+
+class BudgetExhausted(Unavailable):
+    """A cluster's read budget ran out: nothing more is read from it this run."""
+
+
+class ReadBudget:
+    """Counts what one cluster's answers cost, against its ReadLimits. Shared by the reads of
+    that cluster (its reader thread; a deletion's live read later), hence the lock."""
+
+    def __init__(
+        self, limits: ReadLimits, target: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limits = limits
+        self.target = target
+        self.clock = clock
+        self.pages = 0
+        self.items = 0
+        self.bytes = 0
+        self.seconds = 0.0  # spent waiting on answers, requests done
+        self._lock = threading.Lock()
+
+    def take(
+        self, *, pages: int = 0, items: int = 0, size: int = 0, in_flight: float = 0.0
+    ) -> None:
+        """Raises BudgetExhausted once any count is over its limit (and on every call after).
+        `in_flight`: how long the request in progress has taken so far."""
+        with self._lock:
+            self.pages += pages
+            self.items += items
+            self.bytes += size
+            over = [
+                f"more than {limit} {what} ({flag})"
+                for count, limit, what, flag in (
+                    (self.pages, self.limits.pages, "continued list pages", "--upstream-max-pages"),
+                    (self.items, self.limits.items, "list items", "--upstream-max-items"),
+                    (self.bytes, self.limits.bytes, "bytes of answers", "--upstream-max-mib"),
+                    (
+                        self.seconds + in_flight,
+                        self.limits.seconds,
+                        "seconds waiting on answers",
+                        "--upstream-max-time",
+                    ),
+                )
+                if count > limit
+            ]
+        if over:
+            raise BudgetExhausted(f"{self.target}: read budget ran out: {over[0]}")
+
+    def spend(self, seconds: float) -> None:
+        """A request's time, once it is over (answered or not): checked by the next take."""
+        with self._lock:
+            self.seconds += seconds
+
+
+class _Metered:
+    """A list answer's consumer whose bytes (and the time so far) are taken from the budget
+    before they are fed."""
+
+    def __init__(self, page: ListStream, budget: ReadBudget, started: float) -> None:
+        self.page = page
+        self.budget = budget
+        self.started = started
+
+    def feed(self, chunk: bytes) -> None:
+        self.budget.take(size=len(chunk), in_flight=self.budget.clock() - self.started)
+        self.page.feed(chunk)
+
+
 class DeleteResult(Enum):
     DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
     GONE = "already-gone"  # 404: someone else deleted it first
@@ -108,13 +197,37 @@ class PatchResult:
 
 class KubeAccess(ListsByFolding):
     def __init__(
-        self, transport: Transport, page_size: int = 500, *, list_from_cache: bool = False
+        self,
+        transport: Transport,
+        page_size: int = 500,
+        *,
+        list_from_cache: bool = False,
+        budget: ReadBudget | None = None,
+        max_value_chars: int = MAX_VALUE_CHARS,
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`--list-from cache`), which can
-        lag etcd by a moment; safe because no caller deletes on a list alone (see README)."""
+        lag etcd by a moment; safe because no caller deletes on a list alone (see README).
+        `budget`: what this server's answers may cost in all (an upstream cluster's); None:
+        no budget (the hub's lists are as large as the hub). `max_value_chars`: the largest
+        single item of a list decoded."""
         self.transport = transport
         self.page_size = page_size
         self.list_from_cache = list_from_cache
+        self.budget = budget
+        self.max_value_chars = max_value_chars
+
+    def _send(self, request: Request, *, final: bool = False) -> Response:
+        """A request answered whole, its bytes and time taken from the budget."""
+        if self.budget is None:
+            return self.transport.send(request, final=final)
+        self.budget.take()  # nothing more is asked of a cluster whose budget ran out
+        started = self.budget.clock()
+        try:
+            response = self.transport.send(request, final=final)
+        finally:
+            self.budget.spend(self.budget.clock() - started)
+        self.budget.take(size=len(response.body))
+        return response
 
     @property
     def server(self) -> str:
@@ -126,7 +239,7 @@ class KubeAccess(ListsByFolding):
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""
         request = requests.discovery(resource)
-        response = self.transport.send(request)
+        response = self._send(request)
         if response.status == 404:
             return False
         body = _expect_ok(response, request)
@@ -152,6 +265,8 @@ class KubeAccess(ListsByFolding):
             sink = start()
 
             def take(item: Any, sink: S = sink) -> None:
+                if self.budget is not None:
+                    self.budget.take(items=1)
                 if isinstance(item, dict):
                     record = reduce(item)
                     if record is not None:
@@ -168,9 +283,21 @@ class KubeAccess(ListsByFolding):
                     metadata_only=metadata_only or resource.sensitive,
                     from_cache=self.list_from_cache,
                 )
-                page = ListStream(take)
+                page = ListStream(take, max_value_chars=self.max_value_chars)
+                consumer: BodyConsumer = page
+                started = 0.0
+                if self.budget is not None:
+                    self.budget.take(pages=0 if token is None else 1)
+                    started = self.budget.clock()
+                    consumer = _Metered(page, self.budget, started)
                 try:
-                    response = self.transport.send(request, consume=page)
+                    try:
+                        response = self.transport.send(request, consume=consumer)
+                    finally:
+                        if self.budget is not None:
+                            self.budget.spend(self.budget.clock() - started)
+                    if self.budget is not None:  # an answer read whole (not 2xx)
+                        self.budget.take(size=len(response.body))
                     if response.status == 410 and token is not None:
                         break  # continue token expired mid-list: restart
                     if not 200 <= response.status < 300:
@@ -210,7 +337,7 @@ class KubeAccess(ListsByFolding):
         request = requests.get(
             resource, namespace, name, metadata_only=metadata_only or resource.sensitive
         )
-        response = self.transport.send(request, final=final)
+        response = self._send(request, final=final)
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
         obj = _expect_ok(response, request)
@@ -404,7 +531,7 @@ def _status_message(response: Response) -> str:
     conflict; a 422 for an invalid result says why (details.causes)."""
     body = _status_body(response)
     message = str(body.get("message") or body.get("reason") or "") if body.get("kind") else ""
-    return f"HTTP {response.status}: {' '.join(message.split())[:300] or 'no Status'}"
+    return f"HTTP {response.status}: {redact(message)[:300] or 'no Status'}"
 
 
 def _verb(request: Request) -> str:

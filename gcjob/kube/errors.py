@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from gcjob.redact import redact
+
+MAX_MESSAGE_CHARS = 300
+
 
 class KubeError(Exception):
-    """A request could not be answered with what gcjob needs."""
+    """A request could not be answered with what gcjob needs. Its message is one redacted
+    line whatever went into it: a server's Status message (a hostile upstream's included)
+    reaches the report, stderr and the summary only this way."""
 
     # True when an attempt of the failed request may have been applied (no answer, or a 5xx):
     # a DELETE failing this way must be settled by looking before it is reported.
     maybe_applied: bool = False
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str):
+            args = (redact(args[0]),)
+        super().__init__(*args)
 
 
 class ApiError(KubeError):
@@ -16,7 +27,8 @@ class ApiError(KubeError):
         self.status = status
         self.reason = reason
         self.path = path
-        super().__init__(f"HTTP {status} {reason} on {path}: {message}"[:300])
+        # Redacted whole, then cut: a cut token would no longer look like one.
+        super().__init__(redact(f"HTTP {status} {reason} on {path}: {message}")[:MAX_MESSAGE_CHARS])
 
 
 class Unavailable(KubeError):

@@ -103,8 +103,6 @@ class ListStream:
         """The next complete JSON value, decoded whole."""
         self._skip_space()
         start = self._pos
-        if len(self._buffer) - start > self._max_value:
-            raise ValueTooLarge(f"a value of the list is over {self._max_value} characters")
         if len(self._buffer) < self._retry_at:
             raise _NeedMore  # not enough new text since the last try: never quadratic
         try:
@@ -114,11 +112,21 @@ class ListStream:
         except json.JSONDecodeError:
             if self._ended:
                 raise ValueError("malformed JSON in the list") from None
-            # A short tail is tried again with the next chunk; a long one once it doubled:
-            # a huge value costs a few decodes, not one per chunk.
+            # Only text that does not decode as one value is over the limit: the buffer past
+            # `start` may also hold the values after it.
             tail = len(self._buffer) - start
-            self._retry_at = len(self._buffer) + (1 if tail < _RETRY_EVERY_CHUNK else tail)
+            if tail > self._max_value:
+                raise ValueTooLarge(
+                    f"a value of the list is over {self._max_value} characters"
+                ) from None
+            # A short tail is tried again with the next chunk; a long one once it doubled
+            # (a huge value costs a few decodes, not one per chunk), and once more just past
+            # the limit, so the buffer never grows much beyond it.
+            again = len(self._buffer) + (1 if tail < _RETRY_EVERY_CHUNK else tail)
+            self._retry_at = min(again, start + self._max_value + 1)
             raise _NeedMore from None
+        if end - start > self._max_value:
+            raise ValueTooLarge(f"a value of the list is over {self._max_value} characters")
         # A value that ends with the buffer may be cut short (a number, `nul`): only a
         # following character, or the end of the answer, proves it whole.
         if end >= len(self._buffer) and not self._ended:

@@ -72,7 +72,12 @@ def decode_json(body: bytes) -> Any:
 
 
 class BodyTooLarge(Exception):
-    """The answer was larger than MAX_BODY_BYTES: not read further, not retried."""
+    """The answer was larger than the transport's body cap: not read further, not retried."""
+
+
+class EncodingRefused(Exception):
+    """The answer came in a Content-Encoding gcjob did not ask for (it asks for `identity`):
+    not decoded, not retried. A gzip body of a few hundred KB can decode to gigabytes."""
 
 
 class AttemptTimedOut(Exception):
@@ -151,8 +156,12 @@ class Transport:
         retry: RetryPolicy = RetryPolicy(),
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
+        """`max_body_bytes`: the largest answer read whole (an upstream's is far smaller
+        than the hub's: it answers a handful of Gateways, and a hostile one is decoded too)."""
         self.api_client = api_client
+        self.max_body_bytes = max_body_bytes
         self.target = target
         self.stats = stats
         self.budget = budget
@@ -201,7 +210,7 @@ class Transport:
                 ) from None
             except StreamBroken as exc:
                 raise _with(exc, maybe_applied) from None
-            except BodyTooLarge as exc:
+            except (BodyTooLarge, EncodingRefused) as exc:
                 raise _with(
                     Unavailable(f"{request.method} {request.path} on {self.target}: {exc}"),
                     maybe_applied,
@@ -343,12 +352,13 @@ class Transport:
         exchange.stream = stream
         status, response_headers = raw.status, dict(raw.headers or {})
         try:
+            _check_encoding(response_headers)
             if exchange.streaming and 200 <= status < 300:
                 exchange.put("head", Response(status, response_headers, b"", streamed=True))
                 _stream(stream, exchange)
                 exchange.put("end", None)
             else:
-                data = _read_capped(stream, exchange)
+                data = _read_capped(stream, exchange, self.max_body_bytes)
                 exchange.put("response", Response(status, response_headers, data))
         except BaseException:
             stream.close()  # unread bytes must not reach the next request on this connection
@@ -412,10 +422,19 @@ def _stream(stream: Any, exchange: _Exchange) -> None:
         exchange.put("chunk", chunk)
 
 
-def _read_capped(stream: Any, exchange: _Exchange) -> bytes:
+def _check_encoding(headers: Mapping[str, str]) -> None:
+    """gcjob never asks for a compressed answer (http.client sends `Accept-Encoding:
+    identity`), so any other Content-Encoding is refused before a byte of it is decoded."""
+    for key, value in headers.items():
+        if key.lower() == "content-encoding" and value.strip().lower() not in ("", "identity"):
+            shown = " ".join(value.split())[:40]
+            raise EncodingRefused(f"answer in Content-Encoding {shown!r}, not asked for: refused")
+
+
+def _read_capped(stream: Any, exchange: _Exchange, limit: int = MAX_BODY_BYTES) -> bytes:
     length = stream.headers.get("Content-Length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise BodyTooLarge(f"answer of {int(length)} bytes is over the {_cap()} limit")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise BodyTooLarge(f"answer of {int(length)} bytes is over the {_cap(limit)} limit")
     chunks: list[bytes] = []
     size = 0
     while not exchange.abandoned.is_set():
@@ -423,14 +442,16 @@ def _read_capped(stream: Any, exchange: _Exchange) -> bytes:
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise BodyTooLarge(f"answer is over the {_cap()} limit")
+        if size > limit:
+            raise BodyTooLarge(f"answer is over the {_cap(limit)} limit")
         chunks.append(chunk)
     raise _Interrupted("abandoned")
 
 
 def _cap(limit: int = MAX_BODY_BYTES) -> str:
-    return f"{limit // (1024 * 1024)} MiB"
+    if limit >= 1024 * 1024:
+        return f"{limit // (1024 * 1024)} MiB"
+    return f"{limit} bytes"
 
 
 def _with(error: KubeError, maybe_applied: bool) -> KubeError:

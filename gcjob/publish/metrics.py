@@ -13,12 +13,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd_to_gateway
 
+from gcjob.decide.routes import ClusterStatus
 from gcjob.logs import log
 from gcjob.redact import redact
 
 JOB = "gcjob"
 PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
 BRAKE_REASONS = ("brake", "upstream-suspect")
+UPSTREAM_STATUSES = tuple(status.value for status in ClusterStatus)
 
 
 def grouping(summary: dict[str, Any]) -> dict[str, str]:
@@ -49,6 +51,16 @@ def registry_of(summary: dict[str, Any], *, duration: float, finished: float) ->
     )
     for sweep, state in summary["sweeps"].items():
         seen.labels(sweep).set(state.get("scanned") or 0)
+    clusters = Gauge(
+        "gcjob_run_upstream_clusters",
+        "Upstream clusters the routes sweep asked in the last run, by status.",
+        ["status"],
+        registry=registry,
+    )
+    # Every status, 0 included: an alert on `unavailable` must see it go back to 0.
+    counts = summary.get("upstream_counts") or {}
+    for status in UPSTREAM_STATUSES:
+        clusters.labels(status).set(counts.get(status, 0))
     requests = Gauge(
         "gcjob_run_api_requests",
         "API requests sent in the last run, by target.",

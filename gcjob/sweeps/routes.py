@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from gcjob.act.routes import delete_route
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.routes import (
+    ClusterStatus,
     RouteTarget,
     decide_route,
     in_scope,
@@ -147,6 +148,9 @@ def sweep(run: Run) -> None:
     index = run.upstream_index = upstream.index
     if upstream.failed:  # stopped while reading upstream
         return run.incomplete(SWEEP, upstream.failed, upstream.error)
+    if any(state.status is ClusterStatus.UNAVAILABLE for state in index.clusters.values()):
+        # A cluster that failed is a failure of the run, whatever its routes' items say.
+        run.codes.add(ExitCode.ITEM_FAILED)
     settings = run.settings
 
     def start() -> RouteScan:

@@ -7,6 +7,11 @@ headers such as Retry-After), waits, or resets the connection, either before the
 reaches the server or after the server applied it (`apply_first`), so that a DELETE can be
 applied while its answer is lost. Kubernetes semantics all come from the real server: the
 proxy only breaks the wire, and keeps a log of what gcjob asked for.
+
+For one path a fault can also `serve` an answer of its own, streamed as it is made: what a
+hostile or broken upstream sends (`hostile_list`: a list of millions of items that ignores
+`limit`, gzip-encoded though nobody asked for it, a `continue` token on every page, empty
+pages forever). Those answers are not Kubernetes; they are what gcjob must survive.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import ssl
 import struct
 import threading
 import time
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -78,6 +85,7 @@ class Fault:
     hold: threading.Event | None = None  # and until this is set (60 s at most)
     drop: bool = False  # reset the connection (TCP RST) instead of answering
     apply_first: bool = False  # forward to the real server first, then delay/answer/drop
+    serve: Callable[[RecordedRequest], Served] | None = None  # an answer of the proxy's own
     times: int | None = 1  # how many matching requests it affects; None: every one
     hits: int = 0  # how many requests it has affected
 
@@ -93,6 +101,72 @@ class Fault:
             if have is None or (want != "*" and want not in have):
                 return False
         return True
+
+
+@dataclass
+class Served:
+    """An answer the proxy makes itself: its body streamed chunk by chunk as it is made
+    (Transfer-Encoding: chunked), so a body of gigabytes costs the proxy nothing."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: Iterator[bytes]
+
+
+def hostile_list(
+    items: int,
+    *,
+    continue_token: str | None = None,
+    gzipped: bool = False,
+    name_bytes: int = 8,
+    wide: int = 0,
+    drip: float = 0.0,
+) -> Callable[[RecordedRequest], Served]:
+    """A Gateway list answer of `items` tiny items whatever `limit` asked for, with
+    `continue_token` on every page (None: the last page), gzip-encoded if `gzipped` (gcjob
+    asks for `identity`). `hostile_list(0, continue_token="again")`: empty pages forever.
+    `wide`: each item also holds an array of that many empty objects (costly to decode).
+    `drip`: seconds to wait before each chunk (every answer in time, but slow)."""
+    spec = b', "spec": [' + b",".join([b"{}"] * wide) + b"]" if wide else b""
+
+    def body() -> Iterator[bytes]:
+        meta = {"resourceVersion": "1"}
+        if continue_token is not None:
+            meta["continue"] = continue_token
+        yield (
+            '{"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", '
+            f'"metadata": {json.dumps(meta)}, "items": ['
+        ).encode()
+        batch: list[bytes] = []
+        for i in range(items):
+            name = f"g{i:0{name_bytes}d}".encode()
+            batch.append(b'%s{"metadata": {"name": "%s"}%s}' % (b"," if i else b"", name, spec))
+            if len(batch) == 2048 or spec:
+                yield b"".join(batch)
+                batch.clear()
+        yield b"".join(batch) + b"]}"
+
+    def gzip_of(chunks: Iterator[bytes]) -> Iterator[bytes]:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
+        for chunk in chunks:
+            packed = packer.compress(chunk)
+            if packed:
+                yield packed
+        yield packer.flush()
+
+    def slowly(chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            time.sleep(drip)
+            yield chunk
+
+    def serve(rec: RecordedRequest) -> Served:
+        headers = [("Content-Type", "application/json")]
+        if gzipped:
+            headers.append(("Content-Encoding", "gzip"))
+        chunks = gzip_of(body()) if gzipped else body()
+        return Served(200, headers, slowly(chunks) if drip else chunks)
+
+    return serve
 
 
 @dataclass(frozen=True)
@@ -273,6 +347,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault.drop:
             self._reset()
             return True
+        if fault.serve is not None:
+            self._send_streamed(rec, fault.serve(rec))
+            return True
         if fault.status is None:
             return False
         body = fault.body
@@ -339,6 +416,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(answer.body)
+
+    def _send_streamed(self, rec: RecordedRequest, served: Served) -> None:
+        rec.status = served.status
+        self.send_response(served.status)
+        for key, value in served.headers:
+            self.send_header(key, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in served.chunks:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client stopped reading and hung up: what a budget does
+            self.close_connection = True
 
     def _reset(self) -> None:
         """Close with a TCP RST: the client sees the connection reset, no answer at all."""

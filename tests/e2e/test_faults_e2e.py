@@ -470,7 +470,10 @@ def test_403_on_upstream_gateway_reads_keeps_routes(
         assert hub.present("HTTPRoute", ns, name), name
         assert result.outcome("HTTPRoute", name) == ("skipped", "upstream-unavailable"), name
     assert not [r for r in upstream_faults.requests if r.method == "DELETE"]
-    assert upstreams(result)[UPSTREAM_CLUSTER]["status"] == "ok"
+    # issue 20 item 15: what failed shows as the cluster's status, where alerts look.
+    cluster = upstreams(result)[UPSTREAM_CLUSTER]
+    assert cluster["status"] == "unavailable"
+    assert "HTTP 403" in cluster["detail"]
     assert result.exit_code == 1, result.stderr
 
 

@@ -475,3 +475,193 @@ def test_a_route_that_changes_between_the_two_reads_is_not_decided(
     assert result.outcome("HTTPRoute", "new") == ("skipped", "upstream-not-read")
     assert result.summary["counts"]["routes"]["skipped"]["gateway-exists"] == 1  # steady
     assert result.summary["sweeps"]["routes"]["scanned"] == 3
+
+
+# -- issue 20: a hostile or broken upstream ---------------------------------------------------
+
+
+def test_a_route_of_another_hub_namespace_cannot_vouch_for_a_cluster(
+    hub: TestCluster, upstream: TestCluster, project: str, routes_args: list[str]
+) -> None:
+    """issue 20 item 9: tenant B's ten routes find none of their Gateways (a wrong endpoint or
+    an emptied cluster: suspect). One route in tenant A's hub namespace naming B's cluster,
+    with a parent that exists there, no longer makes that cluster look healthy for B's."""
+    tenant_a, tenant_b = hub.namespace("tenant-a"), hub.namespace("tenant-b")
+    b_project = upstream.namespace("b-project")
+    upstream.create(gateway(b_project, "gw-other"))  # never asked for: counts for nothing
+    upstream.create(gateway(b_project, "gw-unasked"))
+    for i in range(10):
+        hub.create(
+            route(
+                tenant_b,
+                f"b-{i}",
+                cluster_label=LABEL,
+                upstream_namespace=b_project,
+                parents=[gw(f"gw-b-{i}"), gw("gw-b-shared")],
+            )
+        )
+    hub.create(
+        route(
+            tenant_a,
+            "vouching",
+            cluster_label=LABEL,
+            upstream_namespace=project,
+            parents=[gw("gw-a")],
+        )
+    )
+
+    result = run_gcjob(*routes_args, "--namespace", f"{tenant_a},{tenant_b}", "--delete")
+
+    for i in range(10):
+        assert result.outcome("HTTPRoute", f"b-{i}") == ("skipped", "upstream-suspect")
+        assert hub.present("HTTPRoute", tenant_b, f"b-{i}")
+    assert result.summary["counts"]["routes"]["skipped"]["gateway-exists"] == 1  # A's own
+    cluster = upstreams(result)[UPSTREAM_CLUSTER]
+    assert cluster["status"] == "suspect"
+    assert cluster["gateways_found"] == 1  # gw-a; gw-other and gw-unasked were never asked
+    assert "10 routes in 1 hub namespaces" in cluster["detail"]
+    assert result.exit_code == 4  # the brake: nothing deleted on that cluster
+
+
+def test_an_upstream_403_reaches_the_report_as_one_redacted_line(
+    hub: TestCluster, project: str, routes_args: list[str], upstream_faults: FaultProxy
+) -> None:
+    """issue 20 item 10."""
+    ns = hub.namespace()
+    hub.create(
+        route(ns, "r", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-gone")])
+    )
+    message = (
+        "gateways is forbidden:\nAuthorization: Bearer t0ken-XYZ\r\n"
+        "see https://admin:hunter2@idp.example/login\n\tthanks"
+    )
+    upstream_faults.add_fault(
+        Fault(
+            path=rf"/namespaces/{project}/gateways/gw-gone$",
+            status=403,
+            body={
+                "kind": "Status",
+                "status": "Failure",
+                "reason": "Forbidden\n",
+                "message": message,
+            },
+            times=None,
+        )
+    )
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
+
+    item = result.item("HTTPRoute", "r")
+    assert item is not None and (item["action"], item["reason"]) == (
+        "skipped",
+        "upstream-unavailable",
+    )
+    cluster = upstreams(result)[UPSTREAM_CLUSTER]
+    for detail in (item["detail"], cluster["detail"]):
+        assert detail == " ".join(detail.split()), detail  # one line
+        assert "t0ken-XYZ" not in detail and "hunter2" not in detail
+        assert "gateways is forbidden: Authorization: Bearer ***" in detail
+    assert "t0ken-XYZ" not in result.stdout + result.stderr
+    assert "hunter2" not in result.stdout + result.stderr
+    assert hub.present("HTTPRoute", ns, "r")
+
+
+def get_only_token(upstream: TestCluster, namespace: str) -> str:
+    """A ServiceAccount token on the real upstream that may `get` Gateways but not `list`
+    them (issue 20 item 15): RBAC enforced by the real server."""
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    for path, body in (
+        (
+            f"/api/v1/namespaces/{namespace}/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "getter"}},
+        ),
+        (
+            f"{rbac}/namespaces/{namespace}/roles",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "gateway-getter"},
+                "rules": [
+                    {
+                        "apiGroups": ["gateway.networking.k8s.io"],
+                        "resources": ["gateways"],
+                        "verbs": ["get"],
+                    }
+                ],
+            },
+        ),
+        (
+            f"{rbac}/namespaces/{namespace}/rolebindings",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "gateway-getter"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "gateway-getter",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "getter", "namespace": namespace}],
+            },
+        ),
+    ):
+        status, answer = upstream._call("POST", path, body)
+        assert status in (200, 201), answer
+    status, answer = upstream._call(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/getter/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )
+    assert status in (200, 201), answer
+    return str(answer["status"]["token"])
+
+
+def test_an_identity_that_may_get_but_not_list_fails_where_alerts_look(
+    hub: TestCluster,
+    upstream: TestCluster,
+    project: str,
+    gcjob_hub_args: list[str],
+    upstream_kubeconfig: str,
+    tmp_path: Path,
+) -> None:
+    """issue 20 item 15: its routes are kept, and the failure shows in the upstream record,
+    the summary's counts and the exit code (metrics: tests/test_publish_metrics.py)."""
+    token = get_only_token(upstream, project)
+    config = yaml.safe_load(Path(upstream_kubeconfig).read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    kubeconfig = tmp_path / "get-only"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    ns = hub.namespace()
+    for name, parents in (("one", ["gw-a"]), ("two", ["gw-gone", "gw-b"]), ("gone", ["x", "y"])):
+        hub.create(
+            route(
+                ns,
+                name,
+                cluster_label=LABEL,
+                upstream_namespace=project,
+                parents=[gw(p) for p in parents],
+            )
+        )
+    deadline = time.monotonic() + 10  # the RoleBinding takes effect within moments
+    while True:
+        result = run_gcjob(
+            *gcjob_hub_args,
+            *("--upstream-kubeconfig", str(kubeconfig), "--sweep", "routes"),
+            *("--namespace", ns, "--delete"),
+        )
+        cluster = upstreams(result)[UPSTREAM_CLUSTER]
+        if "grant 'list'" in cluster["detail"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+
+    assert cluster["status"] == "unavailable"
+    assert cluster["detail"].startswith(f"Gateway lookup in namespace {project} failed: HTTP 403")
+    assert "grant 'list'" in cluster["detail"]
+    for name in ("one", "two", "gone"):
+        assert result.outcome("HTTPRoute", name) == ("skipped", "upstream-unavailable"), name
+        assert hub.present("HTTPRoute", ns, name)
+    assert result.summary["upstream_counts"] == {"unavailable": 1}
+    assert result.summary["counts"]["routes"]["skipped"]["upstream-unavailable"] == 3
+    assert result.exit_code == 1
+    assert result.summary["exit_code"] == 1

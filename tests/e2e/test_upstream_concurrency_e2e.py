@@ -9,6 +9,10 @@ puts in each cluster's URL, and delays every answer of the clusters named `slow-
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +22,10 @@ import pytest
 import yaml
 
 from gcjob.cli import UPSTREAM_RETRY
+from tests import schemas
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
+from tests.e2e.faultproxy import Fault, FaultProxy, hostile_list
 from tests.e2e.objects import gateway, route
 from tests.e2e.report import upstreams
 from tests.servers import Endpoint
@@ -187,3 +192,135 @@ def test_a_run_with_black_holed_upstreams_still_ends_at_its_timeout(
     assert result.summary["sweeps"]["routes"]["status"] == "stopped"
     for cluster in FAST:
         assert hub.present("HTTPRoute", ns, f"{cluster}-orphan")
+
+
+# -- issue 20 items 7, 8: hostile upstreams answering at once ---------------------------------
+
+POD_LIMIT_BYTES = 256 * 1024 * 1024  # the memory limit cronjobs/ ships
+HOSTILE_MODES = {
+    # 3 million tiny items whatever `limit` asked (a watch cache ignores it; a hostile peer too)
+    "huge": hostile_list(3_000_000),
+    # the same, gzip-encoded though gcjob asked for `identity`
+    "gzip": hostile_list(3_000_000, gzipped=True),
+    # big pages, each with a `continue` token
+    "pages": hostile_list(2_000, continue_token="more"),
+    # empty pages with a `continue` token, forever
+    "loop": hostile_list(0, continue_token="again"),
+    # items of almost 1 MiB each, every one an array of 330,000 objects to decode
+    "wide": hostile_list(80, wide=330_000),
+    # pages each in time but dripped, with a `continue` token on every one
+    "drip": hostile_list(200, continue_token="more", drip=0.5),
+}
+
+
+def run_measured(args: list[str], tmp_path: Path) -> tuple[int, list[dict[str, Any]], str, int]:
+    """The CLI in a subprocess of its own: exit code, stdout records, stderr, and its peak
+    resident memory in bytes (os.wait4: that one child's rusage, no other's)."""
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "gcjob", "sweep", *args], stdout=stdout, stderr=stderr
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    for record in records:
+        schemas.REPORT.validate(record)
+    return child.returncode, records, err.read_text(), usage.ru_maxrss * 1024  # KiB on Linux
+
+
+def test_hostile_upstreams_at_once_stay_within_memory_and_budget(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    template_kubeconfig: str,
+    clusters_proxy: FaultProxy,
+    tmp_path: Path,
+) -> None:
+    """--upstream-concurrency (16) hostile clusters answer at once, every mode of issue 20
+    items 7 and 8 among them: the run stays within the pod's memory limit, each hostile
+    cluster is unavailable with the budget or encoding named, only its own routes wait, every
+    healthy cluster is decided (its orphan deleted), and the summary's numbers are true."""
+    concurrency = 16
+    hostile = {
+        f"hostile-{i}": mode
+        for i, mode in enumerate(itertools.islice(itertools.cycle(HOSTILE_MODES), concurrency))
+    }
+    for cluster, mode in hostile.items():
+        clusters_proxy.add_fault(
+            Fault(
+                method="GET",
+                path=rf"^/clusters/{cluster}/apis/gateway\.networking\.k8s\.io/v1/namespaces/[^/]+/gateways$",
+                serve=HOSTILE_MODES[mode],
+                times=None,
+            )
+        )
+    project = upstream.namespace("project")
+    upstream.create(gateway(project, "gw-live"))
+    ns = hub.namespace()
+    for cluster in hostile:
+        hub.create(
+            route(
+                ns,
+                f"{cluster}-route",
+                cluster_label=f"cluster-{cluster}",
+                upstream_namespace=project,
+                parents=[{"name": "gw-1"}, {"name": "gw-2"}],  # two names: a list
+            )
+        )
+    for cluster in FAST:
+        for name, parents in (("orphan", ["gw-gone", "gw-gone-2"]), ("live", ["gw-live", "x"])):
+            hub.create(
+                route(
+                    ns,
+                    f"{cluster}-{name}",
+                    cluster_label=f"cluster-{cluster}",
+                    upstream_namespace=project,
+                    parents=[{"name": p} for p in parents],
+                )
+            )
+    args = [
+        *routes_args(gcjob_hub_args, template_kubeconfig, clusters_proxy, ns),
+        *("--upstream-concurrency", str(concurrency), "--delete", "--timeout", "3m"),
+        *("--upstream-max-time", "4s"),  # the dripping clusters' pages would take 20 s
+    ]
+
+    started = time.monotonic()
+    code, records, stderr, peak = run_measured(args, tmp_path)
+    took = time.monotonic() - started
+
+    assert peak < POD_LIMIT_BYTES, f"peak RSS {peak / 2**20:.0f} MiB"
+    assert code == 1, stderr  # hostile clusters are failures to decide: never 5, never 70
+    summary = records[-1]
+    assert summary["record"] == "summary" and summary["exit_code"] == 1
+    assert summary["sweeps"]["routes"]["status"] == "completed"
+    clusters = {r["cluster"]: r for r in records if r["record"] == "upstream"}
+    why = {
+        "huge": "more than 50000 list items",
+        "gzip": "Content-Encoding 'gzip', not asked for",
+        "pages": "more than 20 continued list pages",
+        "loop": "more than 20 continued list pages",
+        "wide": "read budget ran out",  # its bytes, or its time on a loaded machine
+        "drip": "seconds waiting on answers (--upstream-max-time)",
+    }
+    for cluster, mode in hostile.items():
+        assert clusters[cluster]["status"] == "unavailable", clusters[cluster]
+        assert why[mode] in clusters[cluster]["detail"], clusters[cluster]
+        assert hub.present("HTTPRoute", ns, f"{cluster}-route")
+    # Each loop cluster asked its first page and 20 continued ones, then stopped.
+    loops = [c for c, mode in hostile.items() if mode == "loop"]
+    assert all(clusters[c]["api_requests"] == 1 + 1 + 20 for c in loops), clusters
+    for cluster in FAST:
+        assert clusters[cluster]["status"] == "ok"
+        assert hub.gone("HTTPRoute", ns, f"{cluster}-orphan")
+        assert hub.present("HTTPRoute", ns, f"{cluster}-live")
+    items = {r["name"]: (r["action"], r["reason"]) for r in records if r["record"] == "item"}
+    assert all(items[f"{c}-route"] == ("skipped", "upstream-unavailable") for c in hostile)
+    assert all(items[f"{c}-orphan"] == ("deleted", "upstream-gateways-gone") for c in FAST)
+    counts = summary["counts"]["routes"]
+    assert counts["skipped"]["upstream-unavailable"] == len(hostile)
+    assert counts["deleted"]["upstream-gateways-gone"] == len(FAST)
+    assert counts["skipped"]["gateway-exists"] == len(FAST)
+    assert summary["totals"]["deleted"] == len(FAST)
+    assert summary["upstream_counts"] == {"ok": len(FAST), "unavailable": len(hostile)}
+    assert took < 120, f"took {took:.0f}s"
