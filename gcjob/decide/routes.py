@@ -119,9 +119,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
     if not is_dns1123_label(upstream_namespace):
         # A label value allows what a namespace name does not (capitals, `.`, `_`): such a
         # namespace cannot exist, so its NotFound would prove nothing about the Gateways.
-        detail = (
-            f"{UPSTREAM_NAMESPACE_LABEL}={upstream_namespace[:80]!r} is not a namespace name"
-        )
+        detail = f"{UPSTREAM_NAMESPACE_LABEL}={upstream_namespace[:80]!r} is not a namespace name"
         return trace.held(
             "namespace-label",
             detail,
