@@ -367,14 +367,16 @@ class Explainer:
             return None  # not the sweep's to judge: its mark is not either
         if verdict.delete:
             assert evidence is not None  # an orphan's decision rests on evidence
-            call = grace_rule(rule, evidence, mark, self.now, self.grace)
+            call = grace_rule(rule, evidence, verdict.ref, self.now, self.grace)
         else:
             if mark is None or verdict.ref.terminating:
                 return None
-            call = grace_rule(rule, None, mark, self.now, self.grace)
+            call = grace_rule(rule, None, verdict.ref, self.now, self.grace)
             if call.next is not Next.UNMARK:
                 return None
-        seen = describe_mark(mark) + (f"; now {evidence.digest}" if evidence else "")
+        seen = describe_mark(mark) + (
+            f"; now {evidence.on(verdict.ref.uid).digest}" if evidence else ""
+        )
         text = f"{seen}; --grace {int(self.grace.total_seconds())}s: {call.detail}"
         if call.next is Next.DELETE:
             trace.passed("grace", text)
@@ -522,7 +524,7 @@ class Explainer:
             followed = follow_binding(binding, companion, trace)
             if call is None or call.next is Next.DELETE or not followed.delete:
                 return conclusion(subject, followed)
-            evidence = companion_binding_evidence(companion)
+            evidence = companion_binding_evidence(companion).on(binding.ref.uid)
             if call.next is Next.WAIT and binding.ref.mark == new_mark(
                 evidence, BINDING_REASON, call.since or self.now
             ):

@@ -355,7 +355,9 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
                         REFERRERS_ANNOTATION: now_raw,
                         ORPHANED_SINCE_ANNOTATION: "2026-11-20T11:50:00Z",
                         ORPHANED_REASON_ANNOTATION: "orphaned",
-                        ORPHANED_EVIDENCE_ANNOTATION: marks.companion_evidence(raw).digest,
+                        ORPHANED_EVIDENCE_ANNOTATION: marks.companion_evidence(raw)
+                        .on(f"uid-{name}")
+                        .digest,
                     },
                 },
             }

@@ -30,3 +30,16 @@ def test_parse_time(value: Any, expected: datetime) -> None:
     parsed = parse_time(value)
     assert parsed == expected
     assert parsed is not None and parsed.tzinfo is not None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-23:59", "9999-12-31T23:59:59.999999-00:01"],
+)
+def test_a_time_outside_the_representable_years_once_in_utc_is_none(value: str) -> None:
+    assert parse_time(value) is None
+
+
+def test_a_time_is_returned_in_utc() -> None:
+    parsed = parse_time("2026-11-12T11:14:27+02:00")
+    assert parsed is not None and parsed.utcoffset() == timedelta(0)

@@ -116,7 +116,7 @@ def _binding_follows(
         reason=BINDING_REASON,
         detail=f"binds {companion.kind} {companion.name}, marked with it",
     )
-    evidence = companion_binding_evidence(companion)
+    evidence = companion_binding_evidence(companion).on(binding.ref.uid)
     if binding.ref.mark == new_mark(evidence, BINDING_REASON, since):
         return [waiting(SWEEP, verdict, "deleted with its companion", since)]
     return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since)]

@@ -58,8 +58,12 @@ def act(
         for graced in sort.due:
             since = graced.call.since
             run.count_deletion([replace(o, orphaned_since=since) for o in delete(graced)])
-    if run.marks_braked(sweep, [g.verdict for g in sort.to_mark]):
+    # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
+    for graced in sort.upgrades:
+        for outcome in (mark or mark_one)(graced):
+            run.record(outcome)
+    if run.marks_braked(sweep, [g.verdict for g in sort.new_marks]):
         return False
-    for graced in sort.to_mark:
+    for graced in sort.new_marks:
         run.count_mark((mark or mark_one)(graced))
     return clear
