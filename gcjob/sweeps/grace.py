@@ -10,7 +10,7 @@ from typing import TypeVar
 from gcjob.act.marker import waiting
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.kube.resources import Resource
-from gcjob.model import Outcome, Sweep
+from gcjob.model import Action, Outcome, Sweep
 from gcjob.run import Run
 
 T = TypeVar("T")
@@ -51,6 +51,15 @@ def act(
         default = [waiting(sweep, graced.verdict, graced.call.detail, graced.call.since)]
         for outcome in wait(graced) if wait else default:
             run.record(outcome)
+    if run.clock_problem:  # no hub clock: no mark is measured or written against the pod's
+        for graced in [*sort.due, *sort.to_mark]:
+            run.record(
+                Outcome.of(
+                    sweep, graced.verdict, Action.SKIPPED, "hub-clock-unknown", run.clock_problem
+                )
+            )
+        run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
+        return False
     clear = True
     if run.braked(sweep, [g.verdict for g in sort.due], in_scope):
         clear = False
