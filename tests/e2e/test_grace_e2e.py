@@ -549,3 +549,22 @@ def test_a_hub_without_a_usable_date_gets_nothing_deleted_or_marked(
     assert hub.present("ConfigMap", ns, "due")
     assert mark_of(hub.get("ConfigMap", ns, "fresh"))["label"] is None  # type: ignore[index]
     assert run.summary["sweeps"]["companions"]["status"] == "incomplete"
+
+
+def test_explain_names_a_void_mark_and_ends_normally(hub: TestCluster, hub_kubeconfig: str) -> None:
+    """Issue 20 item 5: `gcjob explain` on such a mark printed a traceback (exit 1)."""
+    from tests.e2e.test_explain_e2e import explain
+
+    ns = hub.namespace("grace")
+    for name, since in ITEM_13_SINCES.items():
+        _marked_with(hub, ns, name, since)
+    args = ("--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s")
+    for name, since in ITEM_13_SINCES.items():
+        for grace in ("10m", "0s"):
+            told = explain("ConfigMap", ns, name, *args, "--grace", grace)
+            assert told.exit_code == 0, told.doc
+            if grace == "10m":
+                assert told.verdict == ("would-mark", "orphaned"), (name, told.doc)
+                assert since in told.doc["verdict"]["detail"]
+            else:
+                assert told.verdict == ("would-delete", "orphaned"), (name, told.doc)
