@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from gcjob.act.companions import BINDING_REASON
+from gcjob.act.companions import BINDING_REASON, left_scope
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
     decide_companion,
@@ -453,7 +453,12 @@ class Explainer:
         if not self.scope.allows(target.namespace):
             return self._outside_namespaces(target, trace)
         call: GraceCall | None = None
-        if label != "true":
+        leaving = left_scope(companion) if label != "true" else None
+        if leaving is not None:  # the sweep removes the mark it left behind
+            verdict, call = leaving.verdict, leaving.call
+            seen = describe_mark(companion.ref.mark)
+            trace.hold("in-scope", "unmark", f"{seen}: {verdict.detail}")
+        elif label != "true":
             verdict = self._out_of_scope(
                 target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
             )

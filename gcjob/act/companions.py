@@ -8,14 +8,14 @@ from datetime import datetime
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.marker import Marker, waiting
 from gcjob.decide.companions import follow_binding, referrer_names
-from gcjob.decide.grace import Graced
-from gcjob.domain import binding_name
+from gcjob.decide.grace import GraceCall, Graced, Next
+from gcjob.domain import COMPANION_LABEL, binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
-from gcjob.model import Action, Binding, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.model import Action, Binding, Companion, ObjectRef, Outcome, Sweep, Verdict
 
 SWEEP = Sweep.COMPANIONS
 
@@ -120,6 +120,23 @@ def _binding_follows(
     if binding.ref.mark == new_mark(evidence, BINDING_REASON, since):
         return [waiting(SWEEP, verdict, "deleted with its companion", since)]
     return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since)]
+
+
+LEFT_SCOPE = "left-scope"  # the reason a mark goes from an object the sweep no longer selects
+
+
+def left_scope(companion: Companion) -> Graced[None] | None:
+    """A ConfigMap or Secret carrying the companions' mark but no longer labelled a companion:
+    the mark goes (with its binding's), so that if the label comes back the grace period
+    starts afresh, never from a time the sweep did not watch it. None: nothing to remove."""
+    ref = companion.ref
+    if ref.mark is None or rule_of(ref.mark) != Rule.COMPANION:
+        return None  # no mark of this rule: a void one counts for nothing anyway
+    if ref.terminating or not ref.uid or not ref.resource_version:
+        return None  # on its way out, or a patch that could not be pinned
+    detail = f"no longer labelled {COMPANION_LABEL}=true: out of the sweep, its mark with it"
+    verdict = Verdict(ref, False, LEFT_SCOPE, detail)
+    return Graced(verdict, GraceCall(Next.UNMARK, detail), None, None)
 
 
 def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:

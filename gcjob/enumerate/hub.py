@@ -10,6 +10,7 @@ from gcjob.domain import (
     COMPANION_LABEL,
     GATEWAY_GROUP,
     HTTPROUTE_KIND,
+    ORPHANED_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
 )
@@ -27,9 +28,12 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
     Resource,
 )
-from gcjob.model import ObjectRef, Route
+from gcjob.model import Companion, ObjectRef, Route
 
 COMPANION_SELECTOR = f"{COMPANION_LABEL}=true"
+# Marked ConfigMaps and Secrets the companions sweep no longer selects (`!=` also matches an
+# absent label): a mark must not outlive the object's place in the sweep.
+LEFT_COMPANIONS_SELECTOR = f"{ORPHANED_LABEL},{COMPANION_LABEL}!=true"
 ROUTE_SELECTOR = f"{UPSTREAM_GROUP_LABEL}={GATEWAY_GROUP},{UPSTREAM_KIND_LABEL}={HTTPROUTE_KIND}"
 
 
@@ -145,6 +149,25 @@ def scan_companions(
         )
     ]
     return reads.all(folds)
+
+
+def read_marked_outside_companions(
+    reader: Reader, scope: Scope, reads: Reads = SERIAL
+) -> list[Companion]:
+    """Marked ConfigMaps and Secrets in the namespaces in scope that are not labelled as
+    companions (any more), metadata only, selected on the server."""
+    return [
+        record
+        for resource in COMPANION_RESOURCES.values()
+        for record in read_in_scope(
+            reader,
+            resource,
+            reduce.companion(resource),
+            scope,
+            label_selector=LEFT_COMPANIONS_SELECTOR,
+            reads=reads,
+        )
+    ]
 
 
 class _WorkloadKeys:

@@ -19,12 +19,14 @@ import pytest
 
 from gcjob import marks
 from gcjob.domain import (
+    COMPANION_LABEL,
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
     REFERRERS_ANNOTATION,
 )
+from gcjob.enumerate.hub import LEFT_COMPANIONS_SELECTOR
 from gcjob.times import parse_http_date, parse_time
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, Result, run_gcjob
@@ -568,3 +570,56 @@ def test_explain_names_a_void_mark_and_ends_normally(hub: TestCluster, hub_kubec
                 assert since in told.doc["verdict"]["detail"]
             else:
                 assert told.verdict == ("would-delete", "orphaned"), (name, told.doc)
+
+
+# -- issue 20 item 14: a mark lives only while its object stays in the sweep ---------------------
+
+
+def test_a_companion_that_loses_its_label_loses_its_mark_and_starts_afresh_when_it_is_back(
+    hub: TestCluster, graced: Any
+) -> None:
+    ns, elsewhere = hub.namespace("grace"), hub.namespace("grace")
+    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
+    first = graced("--namespace", ns, "--sweep", "companions")
+    assert first.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
+    # the same, in a namespace this run does not sweep: another run's to judge
+    hub.create(companion("ConfigMap", elsewhere, "app-config", ["default/web-gone"]))
+    graced("--namespace", elsewhere, "--sweep", "companions")
+
+    for where in (ns, elsewhere):
+        hub.patch(
+            "ConfigMap", where, "app-config", {"metadata": {"labels": {COMPANION_LABEL: None}}}
+        )
+    left = graced("--namespace", ns, "--sweep", "companions")
+
+    assert left.exit_code == 0, left.stderr
+    assert left.outcome("ConfigMap", "app-config") == ("unmarked", "left-scope")
+    assert left.outcome("ResourceBinding", rb) == ("unmarked", "left-scope")
+    assert "no longer labelled" in left.item("ConfigMap", "app-config")["detail"]  # type: ignore[index]
+    assert mark_of(hub.get("ConfigMap", ns, "app-config")) is None
+    assert mark_of(hub.get("ResourceBinding", ns, rb)) is None
+    assert mark_of(hub.get("ConfigMap", elsewhere, "app-config")) is not None  # not in scope
+
+    wait_past(decided_at(first))  # the old mark would be due by now
+    hub.patch("ConfigMap", ns, "app-config", {"metadata": {"labels": {COMPANION_LABEL: "true"}}})
+    back = graced("--namespace", ns, "--sweep", "companions")
+
+    assert back.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
+    assert back.item("ConfigMap", "app-config")["orphaned_since"] == decided_at(back)  # type: ignore[index]
+    assert hub.present("ConfigMap", ns, "app-config") and hub.present("ResourceBinding", ns, rb)
+
+
+def test_a_failed_list_of_marks_out_of_the_sweep_decides_nothing(
+    hub: TestCluster, faults: FaultProxy, graced: Any
+) -> None:
+    ns = hub.namespace("grace")
+    hub.create(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
+    left = {"labelSelector": LEFT_COMPANIONS_SELECTOR}
+    faults.add_fault(Fault(method="GET", path="/configmaps$", query=left, status=500, times=None))
+
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 3, run.stderr
+    assert run.summary["sweeps"]["companions"]["status"] == "incomplete"
+    assert run.item("ConfigMap", "app-config") is None
+    assert mark_of(hub.get("ConfigMap", ns, "app-config")) is None
