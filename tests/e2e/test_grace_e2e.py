@@ -16,6 +16,8 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gcjob import marks
 from gcjob.domain import (
@@ -623,3 +625,82 @@ def test_a_failed_list_of_marks_out_of_the_sweep_decides_nothing(
     assert run.summary["sweeps"]["companions"]["status"] == "incomplete"
     assert run.item("ConfigMap", "app-config") is None
     assert mark_of(hub.get("ConfigMap", ns, "app-config")) is None
+
+
+# -- generated marks on the real server ------------------------------------------------------------
+
+ANNOTATION_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+SINCES = st.one_of(
+    st.none(),
+    ANNOTATION_TEXT,
+    st.sampled_from(list(ITEM_13_SINCES.values())),
+    st.just("created"),  # exactly the object's creationTimestamp: a mark that counts
+    st.integers(-3 * 86_400, 3 * 86_400).map(lambda s: f"offset:{s}"),
+)
+BINDINGS = st.sampled_from(["own", "other", "legacy", "garbage", "none"])
+
+
+@settings(
+    max_examples=max(5, settings().max_examples // 10),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    label=st.sampled_from(["true", "false", "True", "", None]),
+    since=SINCES,
+    bound=BINDINGS,
+    reason=st.one_of(st.none(), ANNOTATION_TEXT),
+)
+def test_no_generated_mark_ends_a_run_or_cuts_a_grace_period_short(
+    hub: TestCluster,
+    graced: Any,
+    label: str | None,
+    since: str | None,
+    bound: str,
+    reason: str | None,
+) -> None:
+    """Any mark on a freshly created orphan, on the real server: the run ends normally, and
+    nothing is deleted (the object is younger than --grace, so no mark can be due); a mark is
+    kept waiting only when it is gcjob's own on this object, else it is marked afresh."""
+    ns = hub.namespace("grace")
+    raw = json.dumps(["default/web-gone"])
+    made = hub.create(companion("ConfigMap", ns, "generated", raw))
+    meta = made["metadata"]
+    facts = marks.companion_evidence(raw)
+    evidence = {
+        "own": facts.on(meta["uid"]).digest,
+        "other": facts.on("0b5e8f9e-0000-4000-8000-000000000000").digest,
+        "legacy": facts.facts_digest,
+        "garbage": "companion:not-a-digest",
+        "none": None,
+    }[bound]
+    if since == "created":
+        since = meta["creationTimestamp"]
+    elif since is not None and since.startswith("offset:"):
+        created = parse_time(meta["creationTimestamp"])
+        assert created is not None
+        since = marks.since_value(created + timedelta(seconds=int(since[7:])))
+    annotations = {
+        ORPHANED_SINCE_ANNOTATION: since,
+        ORPHANED_REASON_ANNOTATION: reason,
+        ORPHANED_EVIDENCE_ANNOTATION: evidence,
+    }
+    patch = {"labels": {ORPHANED_LABEL: label}, "annotations": annotations}
+    hub.patch("ConfigMap", ns, "generated", {"metadata": patch})
+    written = mark_of(hub.get("ConfigMap", ns, "generated"))
+
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 0, run.stderr
+    assert hub.present("ConfigMap", ns, "generated")
+    outcome = run.outcome("ConfigMap", "generated")
+    assert outcome in {("marked", "orphaned"), ("skipped", "grace-period")}, outcome
+    if outcome == ("skipped", "grace-period"):
+        assert written is not None and written["label"] == "true" and bound == "own"
+        kept_since = marks.parse_since(written["since"])
+        created = parse_time(meta["creationTimestamp"])
+        assert kept_since is not None and created is not None and created <= kept_since
+        assert marks.since_value(kept_since) == written["since"]  # gcjob's own format
+    else:
+        mark = mark_of(hub.get("ConfigMap", ns, "generated"))
+        assert mark is not None and mark["since"] == decided_at(run)
+        assert mark["evidence"] == facts.on(meta["uid"]).digest
