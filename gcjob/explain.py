@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from gcjob.act.companions import BINDING_REASON, left_scope
+from gcjob.act.companions import BINDING_REASON, companion_left_scope
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
     decide_companion,
     follow_binding,
 )
-from gcjob.decide.grace import GraceCall, Next, grace_rule
+from gcjob.decide.grace import GraceCall, Next, grace_rule, left_scope
 from gcjob.decide.routes import (
+    LEFT_ROUTE,
     ClusterStatus,
     RouteTarget,
     decide_route,
@@ -453,7 +454,7 @@ class Explainer:
         if not self.scope.allows(target.namespace):
             return self._outside_namespaces(target, trace)
         call: GraceCall | None = None
-        leaving = left_scope(companion) if label != "true" else None
+        leaving = companion_left_scope(companion) if label != "true" else None
         if leaving is not None:  # the sweep removes the mark it left behind
             verdict, call = leaving.verdict, leaving.call
             seen = describe_mark(companion.ref.mark)
@@ -643,7 +644,13 @@ class Explainer:
         if not self.scope.allows(target.namespace):
             return self._outside_namespaces(target, trace)
         if not in_scope(route, trace):
-            return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
+            leaving = left_scope(route.ref, Rule.ROUTE, LEFT_ROUTE)
+            if leaving is None:
+                return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
+            trace.hold("in-scope", "unmark", f"{describe_mark(route.ref.mark)}: {LEFT_ROUTE}")
+            self._file(out, str(target), trace)
+            out.verdict = graced(str(target), leaving.verdict, leaving.call)
+            return leaving.verdict
         shaped = route_target(route, trace)
         if isinstance(shaped, Verdict):
             call = self._grace(shaped, Rule.ROUTE, None, trace)

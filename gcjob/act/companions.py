@@ -8,7 +8,8 @@ from datetime import datetime
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.marker import Marker, waiting
 from gcjob.decide.companions import follow_binding, referrer_names
-from gcjob.decide.grace import GraceCall, Graced, Next
+from gcjob.decide.grace import Graced
+from gcjob.decide.grace import left_scope as left_the_sweep
 from gcjob.domain import COMPANION_LABEL, binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError
@@ -122,21 +123,11 @@ def _binding_follows(
     return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since)]
 
 
-LEFT_SCOPE = "left-scope"  # the reason a mark goes from an object the sweep no longer selects
-
-
-def left_scope(companion: Companion) -> Graced[None] | None:
-    """A ConfigMap or Secret carrying the companions' mark but no longer labelled a companion:
-    the mark goes (with its binding's), so that if the label comes back the grace period
-    starts afresh, never from a time the sweep did not watch it. None: nothing to remove."""
-    ref = companion.ref
-    if ref.mark is None or rule_of(ref.mark) != Rule.COMPANION:
-        return None  # no mark of this rule: a void one counts for nothing anyway
-    if ref.terminating or not ref.uid or not ref.resource_version:
-        return None  # on its way out, or a patch that could not be pinned
+def companion_left_scope(companion: Companion) -> Graced[None] | None:
+    """A ConfigMap or Secret with the companions' mark, no longer labelled a companion: its
+    mark goes, with its binding's (unmark_companion)."""
     detail = f"no longer labelled {COMPANION_LABEL}=true: out of the sweep, its mark with it"
-    verdict = Verdict(ref, False, LEFT_SCOPE, detail)
-    return Graced(verdict, GraceCall(Next.UNMARK, detail), None, None)
+    return left_the_sweep(companion.ref, Rule.COMPANION, detail)
 
 
 def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:

@@ -106,6 +106,22 @@ def grace_rule(
     )
 
 
+LEFT_SCOPE = "left-scope"  # the reason a mark goes from an object its sweep no longer selects
+
+
+def left_scope(ref: ObjectRef, rule: Rule, detail: str) -> Graced[None] | None:
+    """An object carrying `rule`'s mark that its sweep no longer selects: the mark goes, so
+    that if it comes back the grace period starts afresh, never from a time the sweep did not
+    watch it. None: nothing to remove (no mark of this rule: a void one counts for nothing
+    anyway; terminating; or a patch that could not be pinned)."""
+    if ref.mark is None or rule_of(ref.mark) != rule:
+        return None
+    if ref.terminating or not ref.uid or not ref.resource_version:
+        return None
+    verdict = Verdict(ref, False, LEFT_SCOPE, detail)
+    return Graced(verdict, GraceCall(Next.UNMARK, detail), None, None)
+
+
 @dataclass(frozen=True, slots=True)
 class Graced(Generic[T]):
     """One object's verdict, what the grace rule makes of it, and what acting on it needs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -149,6 +150,37 @@ def scan_companions(
         )
     ]
     return reads.all(folds)
+
+
+# Either route label off its value takes a route out of the sweep: one list for each.
+LEFT_ROUTES_SELECTORS = (
+    f"{ORPHANED_LABEL},{UPSTREAM_GROUP_LABEL}!={GATEWAY_GROUP}",
+    f"{ORPHANED_LABEL},{UPSTREAM_KIND_LABEL}!={HTTPROUTE_KIND}",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    ref: ObjectRef
+
+
+def read_marked_outside_routes(
+    reader: Reader, scope: Scope, reads: Reads = SERIAL
+) -> list[ObjectRef]:
+    """Marked HTTPRoutes in the namespaces in scope that are not (any more) routes NSO copied,
+    metadata only, selected on the server; each once."""
+    found: dict[tuple[str, str], ObjectRef] = {}
+    for selector in LEFT_ROUTES_SELECTORS:
+        for seen in read_in_scope(
+            reader,
+            HTTPROUTES,
+            lambda obj: Seen(reduce.object_ref(obj, HTTPROUTES)),
+            scope,
+            label_selector=selector,
+            reads=reads,
+        ):
+            found.setdefault((seen.ref.namespace, seen.ref.name), seen.ref)
+    return sorted(found.values(), key=lambda ref: ref.order)
 
 
 def read_marked_outside_companions(

@@ -6,8 +6,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from gcjob.act.companions import (
+    companion_left_scope,
     delete_companion,
-    left_scope,
     mark_companion,
     unmark_companion,
     wait_companion,
@@ -107,7 +107,7 @@ def sweep(run: Run) -> None:
     except KubeError as exc:
         # A mark left behind could be counted from when the label comes back: decide nothing.
         return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-    for graced in filter(None, map(left_scope, left)):
+    for graced in filter(None, map(companion_left_scope, left)):
         for outcome in unmark_companion(graced, run.hub, run.marker):
             run.record(outcome)
     settings = run.settings

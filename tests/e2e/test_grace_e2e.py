@@ -27,6 +27,7 @@ from gcjob.domain import (
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
     REFERRERS_ANNOTATION,
+    UPSTREAM_KIND_LABEL,
 )
 from gcjob.enumerate.hub import LEFT_COMPANIONS_SELECTOR
 from gcjob.times import parse_http_date, parse_time
@@ -704,3 +705,36 @@ def test_no_generated_mark_ends_a_run_or_cuts_a_grace_period_short(
         mark = mark_of(hub.get("ConfigMap", ns, "generated"))
         assert mark is not None and mark["since"] == decided_at(run)
         assert mark["evidence"] == facts.on(meta["uid"]).digest
+
+
+def test_a_route_that_loses_its_labels_loses_its_mark(
+    hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, graced: Any
+) -> None:
+    project = upstream.namespace("project")
+    ns = hub.namespace("grace")
+    hub.create(
+        route(
+            ns,
+            "web",
+            cluster_label=f"cluster-{UPSTREAM_CLUSTER}",
+            upstream_namespace=project,
+            parents=[{"name": "gw-gone"}],
+        )
+    )
+    args = ("--namespace", ns, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes")
+    first = graced(*args)
+    assert first.outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
+
+    kind_off = {"metadata": {"labels": {UPSTREAM_KIND_LABEL: "GRPCRoute"}}}
+    hub.patch("HTTPRoute", ns, "web", kind_off)
+    left = graced(*args)
+
+    assert left.exit_code == 0, left.stderr
+    assert left.outcome("HTTPRoute", "web") == ("unmarked", "left-scope")
+    assert mark_of(hub.get("HTTPRoute", ns, "web")) is None
+
+    wait_past(decided_at(first))
+    hub.patch("HTTPRoute", ns, "web", {"metadata": {"labels": {UPSTREAM_KIND_LABEL: "HTTPRoute"}}})
+    back = graced(*args)
+    assert back.outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
+    assert hub.present("HTTPRoute", ns, "web")
