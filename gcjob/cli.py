@@ -43,7 +43,7 @@ from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
 from gcjob.sweeps import execute
-from gcjob.times import parse_time
+from gcjob.times import parse_time, run_clock
 from gcjob.urls import outbound_problem
 from gcjob.visible import visible
 
@@ -122,7 +122,8 @@ def env(flag: str) -> str:
 
 
 EPILOG = (
-    "Every flag but --delete can also be set as GCJOB_<FLAG_NAME> (repeatable ones "
+    "Every flag but --delete (and the hidden --now) can also be set as GCJOB_<FLAG_NAME> "
+    "(repeatable ones "
     "comma-separated), e.g. GCJOB_MIN_AGE=10m.\n\nExit codes (most severe first wins: "
     "70, 2, 6, 5, 4, 3, 1, 0):\n\n\b\n" + table()
 )
@@ -197,8 +198,12 @@ GRACE = _opt(
     help="Mark an orphan first; delete it once it stayed one, on the same evidence, this long "
     "(0: delete on the first look).",
 )
-NOW = _opt(
-    "now", type=Moment(), hidden=True, help="Decide as of this RFC 3339 time (tests, replays)."
+# Never from the environment (no GCJOB_NOW): a changed clock must not reach a run unseen.
+NOW = click.option(
+    "--now",
+    type=Moment(),
+    hidden=True,
+    help="Decide as of this RFC 3339 time (dry runs, explain, replays; never with --delete).",
 )
 EXCLUDE_NAMESPACE = _opt(
     "exclude-namespace",
@@ -434,8 +439,21 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
             suspect_min_routes=settings.suspect_min_routes,
             grace=settings.grace,
         )
-        # The sweep's own hub check, as the trace's first step.
-        explanation = explainer.explain(target, lambda hub: check_hub(hub, settings.sweeps))
+        access = sources.access
+
+        def checked(hub: Reader) -> str:
+            """The sweep's own hub check, as the trace's first step; then the hub's clock."""
+            seen = check_hub(hub, settings.sweeps)
+            if access is not None:
+                clock = run_clock(
+                    settings.now, access.transport.last_date, datetime.now(UTC), live=True
+                )
+                explainer.now = clock.now
+                if clock.problem:
+                    log.warning("%s: explaining by the pod's clock", clock.problem)
+            return seen
+
+        explanation = explainer.explain(target, checked)
     except (ConfigError, NotAHub) as exc:
         return _fail(ExitCode.USAGE, str(exc))
     text = (
@@ -478,6 +496,10 @@ def _settings(options: dict[str, Any]) -> Settings:
         )
     if options["snapshot"] and options["delete"]:
         raise click.UsageError("--snapshot is a dry run: it cannot be combined with --delete")
+    if options["now"] is not None and options["delete"]:
+        raise click.UsageError(
+            "--now cannot be combined with --delete: a run that deletes uses the hub's clock"
+        )
     _check_snapshot_alone(options)
     return Settings(
         delete=options["delete"],
@@ -658,6 +680,8 @@ def run_sweep(settings: Settings) -> int:
     logs.setup(settings.log_format, run_id)
     if os.environ.get("GCJOB_DELETE"):
         log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    if os.environ.get("GCJOB_NOW"):
+        log.warning("GCJOB_NOW is ignored: a run decides by the hub's clock (--now: dry runs)")
     if settings.now is not None:
         log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
     started = time.monotonic()
@@ -708,6 +732,13 @@ def run_sweep(settings: Settings) -> int:
     lock: LeaseLock | None = None
     try:
         check_hub(hub, settings.sweeps)
+        if access is not None:  # a live hub: its clock, from the Date of its last answer
+            clock = run_clock(
+                settings.now, access.transport.last_date, datetime.now(UTC), live=True
+            )
+            run.now, run.clock_problem = clock.now, clock.problem
+            if clock.problem:
+                log.warning("%s: nothing is deleted or marked this run", clock.problem)
         if access is not None and settings.delete:
             preflight.check(access, settings)
         if access is not None and settings.delete and settings.lock:

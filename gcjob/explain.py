@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from gcjob.act.companions import BINDING_REASON
+from gcjob.act.companions import BINDING_REASON, companion_left_scope
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
     decide_companion,
     follow_binding,
 )
-from gcjob.decide.grace import GraceCall, Next, grace_rule
+from gcjob.decide.grace import GraceCall, Next, grace_rule, left_scope
 from gcjob.decide.routes import (
+    LEFT_ROUTE,
     ClusterStatus,
     RouteTarget,
     decide_route,
@@ -367,14 +368,16 @@ class Explainer:
             return None  # not the sweep's to judge: its mark is not either
         if verdict.delete:
             assert evidence is not None  # an orphan's decision rests on evidence
-            call = grace_rule(rule, evidence, mark, self.now, self.grace)
+            call = grace_rule(rule, evidence, verdict.ref, self.now, self.grace)
         else:
             if mark is None or verdict.ref.terminating:
                 return None
-            call = grace_rule(rule, None, mark, self.now, self.grace)
+            call = grace_rule(rule, None, verdict.ref, self.now, self.grace)
             if call.next is not Next.UNMARK:
                 return None
-        seen = describe_mark(mark) + (f"; now {evidence.digest}" if evidence else "")
+        seen = describe_mark(mark) + (
+            f"; now {evidence.on(verdict.ref.uid).digest}" if evidence else ""
+        )
         text = f"{seen}; --grace {int(self.grace.total_seconds())}s: {call.detail}"
         if call.next is Next.DELETE:
             trace.passed("grace", text)
@@ -451,7 +454,12 @@ class Explainer:
         if not self.scope.allows(target.namespace):
             return self._outside_namespaces(target, trace)
         call: GraceCall | None = None
-        if label != "true":
+        leaving = companion_left_scope(companion) if label != "true" else None
+        if leaving is not None:  # the sweep removes the mark it left behind
+            verdict, call = leaving.verdict, leaving.call
+            seen = describe_mark(companion.ref.mark)
+            trace.hold("in-scope", "unmark", f"{seen}: {verdict.detail}")
+        elif label != "true":
             verdict = self._out_of_scope(
                 target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
             )
@@ -522,7 +530,7 @@ class Explainer:
             followed = follow_binding(binding, companion, trace)
             if call is None or call.next is Next.DELETE or not followed.delete:
                 return conclusion(subject, followed)
-            evidence = companion_binding_evidence(companion)
+            evidence = companion_binding_evidence(companion).on(binding.ref.uid)
             if call.next is Next.WAIT and binding.ref.mark == new_mark(
                 evidence, BINDING_REASON, call.since or self.now
             ):
@@ -636,7 +644,13 @@ class Explainer:
         if not self.scope.allows(target.namespace):
             return self._outside_namespaces(target, trace)
         if not in_scope(route, trace):
-            return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
+            leaving = left_scope(route.ref, Rule.ROUTE, LEFT_ROUTE)
+            if leaving is None:
+                return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
+            trace.hold("in-scope", "unmark", f"{describe_mark(route.ref.mark)}: {LEFT_ROUTE}")
+            self._file(out, str(target), trace)
+            out.verdict = graced(str(target), leaving.verdict, leaving.call)
+            return leaving.verdict
         shaped = route_target(route, trace)
         if isinstance(shaped, Verdict):
             call = self._grace(shaped, Rule.ROUTE, None, trace)

@@ -5,6 +5,12 @@ The first run that finds an orphan marks it (label `orphaned=true`, annotations
 is still an orphan by the same rules, on the same evidence, and the mark is older than the
 grace period. gcjob stays stateless: the only state is what the objects carry.
 
+A mark counts only when it is the one gcjob wrote on this very object: its evidence names the
+object's uid, its time is written exactly as gcjob writes it, and lies between the object's
+creation and now. Anything else is a void mark (`read_mark`): the object is marked afresh,
+never deleted on it, so a mark copied with an object (an export, a backup, GitOps) starts
+nothing. Marks written before the uid binding (`rule:digest`) are legacy: marked again.
+
 Everything here is pure: marks are read from plain records, `now` is passed in, and a mark is
 written as a conditional JSON Patch (RFC 6902) built here as data and sent by gcjob/kube.
 """
@@ -13,8 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -30,7 +37,6 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
 )
 from gcjob.model import Mark, ObjectRef, ParentRef
-from gcjob.times import parse_time
 
 Op = dict[str, Any]
 
@@ -47,7 +53,41 @@ def since_value(moment: datetime) -> str:
     """An `orphaned-since` value: RFC 3339, UTC; fractional seconds only when there are any,
     so the grace period is measured from the very moment the orphan was seen."""
     utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "%Y-%m-%dT%H:%M:%SZ")
+    # %Y is not zero-padded for years below 1000 on every platform: write the year ourselves.
+    rest = utc.strftime("-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "-%m-%dT%H:%M:%SZ")
+    return f"{utc.year:04d}{rest}"
+
+
+# Exactly what since_value writes: ASCII digits, `T`, `Z`, no fraction or six digits.
+_SINCE = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{6}))?Z"
+)
+
+
+def parse_since(value: object) -> datetime | None:
+    """An `orphaned-since` value exactly as since_value writes it, or None. Stricter than
+    parse_time (Kubernetes' own timestamps): a time gcjob did not write is not its mark."""
+    if not isinstance(value, str):
+        return None
+    found = _SINCE.fullmatch(value)
+    if found is None:
+        return None
+    year, month, day, hour, minute, second, fraction = found.groups()
+    try:
+        moment = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour),
+            int(minute),
+            int(second),
+            int(fraction or 0),
+            tzinfo=UTC,
+        )
+    except ValueError:  # month 13, February 30, year 0
+        return None
+    # `.000000Z` is a valid time gcjob never writes (it leaves out a zero fraction).
+    return moment if since_value(moment) == value else None
 
 
 # -- evidence ----------------------------------------------------------------------------
@@ -73,11 +113,23 @@ class Evidence:
     rule: Rule
     facts: tuple[tuple[str, str], ...]
     guards: tuple[tuple[str, str], ...] = ()
+    uid: str = ""  # the object the mark is written on (`on`)
+
+    @property
+    def facts_digest(self) -> str:
+        """`rule:digest` of the facts alone: what marks held before they named their object."""
+        canonical = json.dumps(self.facts, separators=(",", ":"), ensure_ascii=True)
+        return f"{self.rule}:{hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_HEX]}"
 
     @property
     def digest(self) -> str:
-        canonical = json.dumps(self.facts, separators=(",", ":"), ensure_ascii=True)
-        return f"{self.rule}:{hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_HEX]}"
+        """What the `orphaned-evidence` annotation holds: `rule:digest:uid` once bound."""
+        return f"{self.facts_digest}:{self.uid}" if self.uid else self.facts_digest
+
+    def on(self, uid: str) -> Evidence:
+        """This evidence, bound to the object with `uid`: the mark written from it counts on
+        that object only."""
+        return replace(self, uid=uid)
 
 
 def companion_evidence(referrers_raw: str) -> Evidence:
@@ -130,11 +182,69 @@ def rule_of(mark: Mark) -> str | None:
     return rule if sep and rule in {r.value for r in Rule} else None
 
 
-def mark_since(mark: Mark | None) -> datetime | None:
-    """When a complete mark says the object became an orphan; None for no or a broken mark."""
-    if mark is None or mark.label != MARKED or not mark.evidence:
-        return None
-    return parse_time(mark.since)
+_EVIDENCE = re.compile(rf"([a-z-]+:[0-9a-f]{{{DIGEST_HEX}}})(?::(.+))?", re.DOTALL)
+
+
+class MarkState(StrEnum):
+    ABSENT = "absent"  # no part of a mark
+    VOID = "void"  # not a mark gcjob wrote on this object: counts for nothing
+    LEGACY = "legacy"  # a well-formed mark from before marks named their object
+    BOUND = "bound"  # gcjob's mark on this very object
+
+
+@dataclass(frozen=True, slots=True)
+class MarkReading:
+    """What a mark is worth on one object. `since` and `evidence` (`rule:digest`, without the
+    uid) only for LEGACY and BOUND; `why` says why a VOID mark counts for nothing."""
+
+    state: MarkState
+    since: datetime | None = None
+    evidence: str = ""
+    why: str = ""
+
+
+def _void(why: str) -> MarkReading:
+    return MarkReading(MarkState.VOID, why=why)
+
+
+def _shown(value: str, limit: int = 64) -> str:
+    """A value read from an object, quoted and cut short, for a report's one-line detail."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= limit else text[: limit - 4] + '..."'
+
+
+def read_mark(mark: Mark | None, uid: str, created: datetime | None, now: datetime) -> MarkReading:
+    """Whether `mark` is the one gcjob wrote on the object with `uid`, created at `created`,
+    as of `now` (the hub's clock). Pure and total: any text in any part is an answer."""
+    if mark is None:
+        return MarkReading(MarkState.ABSENT)
+    if mark.label != MARKED or mark.since is None or not mark.evidence:
+        return _void("void mark: incomplete (label, orphaned-since and orphaned-evidence needed)")
+    since = parse_since(mark.since)
+    if since is None:
+        return _void(
+            f"void mark: orphaned-since {_shown(mark.since)} is not a time gcjob writes "
+            "(YYYY-MM-DDTHH:MM:SS[.ffffff]Z)"
+        )
+    found = _EVIDENCE.fullmatch(mark.evidence)
+    if found is None:
+        return _void(f"void mark: orphaned-evidence {_shown(mark.evidence)} is not gcjob's")
+    evidence, bound_to = found.groups()
+    if bound_to is not None and bound_to != uid:
+        return _void(
+            f"void mark: written on another object (uid {_shown(bound_to)}), copied with it"
+        )
+    if created is None:
+        return _void("void mark: the object's creation time is unknown")
+    if since < created:
+        return _void(
+            f"void mark: orphaned-since {mark.since} is before the object was created "
+            f"({since_value(created)}): a copied mark"
+        )
+    if since > now:
+        return _void(f"void mark: orphaned-since {mark.since} is after now ({since_value(now)})")
+    state = MarkState.LEGACY if bound_to is None else MarkState.BOUND
+    return MarkReading(state, since, evidence)
 
 
 # -- writing a mark: conditional JSON Patches ---------------------------------------------
@@ -176,6 +286,7 @@ def _guarded(
 
 
 def new_mark(evidence: Evidence, reason: str, now: datetime) -> Mark:
+    """The mark to write: `evidence` bound to the object (Evidence.on) names its uid."""
     return Mark(label=MARKED, since=since_value(now), reason=reason, evidence=evidence.digest)
 
 

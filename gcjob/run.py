@@ -96,6 +96,7 @@ class Run:
     run_id: str
     marker: Marker
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    clock_problem: str = ""  # why `now` is not the hub's: then nothing is deleted or marked
     codes: set[ExitCode] = field(default_factory=set)
     sweeps: dict[Sweep, SweepState] = field(default_factory=dict)
     deleted: int = 0  # deletions this run, for --max-deletions (a companion + binding: one)

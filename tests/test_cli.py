@@ -192,6 +192,23 @@ def test_now_decides_as_of_that_time_and_says_so() -> None:
     assert "deciding as of --now" in result.stderr
 
 
+def test_now_with_delete_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20 item 4: a changed clock must never reach a run that deletes."""
+    line = usage_error(
+        capsys, "sweep", "--hub-kubeconfig", "/nonexistent", "--delete", "--now",
+        "2030-01-01T00:00:00Z",
+    )  # fmt: skip
+    assert "--now" in line and "--delete" in line
+
+
+def test_gcjob_now_is_never_read_from_the_environment() -> None:
+    result = invoke("--snapshot", DEMO, env={"GCJOB_NOW": "2030-01-01T00:00:00Z"})
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["decided_at"] == "2026-11-20T12:00:00Z"  # the snapshot's capturedAt
+    assert "GCJOB_NOW is ignored" in result.stderr
+    assert "deciding as of --now" not in result.stderr
+
+
 def test_the_grace_default_is_one_constant_and_the_flag_overrides_it() -> None:
     default = json.loads(
         CliRunner()

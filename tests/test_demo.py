@@ -355,7 +355,9 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
                         REFERRERS_ANNOTATION: now_raw,
                         ORPHANED_SINCE_ANNOTATION: "2026-11-20T11:50:00Z",
                         ORPHANED_REASON_ANNOTATION: "orphaned",
-                        ORPHANED_EVIDENCE_ANNOTATION: marks.companion_evidence(raw).digest,
+                        ORPHANED_EVIDENCE_ANNOTATION: marks.companion_evidence(raw)
+                        .on(f"uid-{name}")
+                        .digest,
                     },
                 },
             }
@@ -398,3 +400,52 @@ def test_the_readme_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:
     assert [r["record"] for r in records] == ["item", "upstream", "summary"]
     _, report = _sweep(tmp_path, "--grace", "10m")  # as the README runs it: the default grace
     assert records[2]["counts"] == report["summary"]["counts"]
+
+
+def test_a_snapshot_removes_the_companion_mark_of_what_left_the_sweep(tmp_path: Path) -> None:
+    """Issue 20 item 14 over a dump: a ConfigMap no longer labelled a companion loses the
+    companions' mark (would-unmark, left-scope); a forged partial mark there is left alone."""
+    raw = '["default/web-gone"]'
+    hub = tmp_path / "snap" / "hub"
+    hub.mkdir(parents=True)
+    (tmp_path / "snap" / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
+    items = []
+    for name, label, evidence in (
+        ("left", "false", marks.companion_evidence(raw).on("uid-left").digest),
+        ("unlabelled", None, marks.companion_evidence(raw).on("uid-unlabelled").digest),
+        ("forged", None, "binding:0123456789abcdef"),
+    ):
+        labels = {ORPHANED_LABEL: "true"}
+        if label is not None:
+            labels[COMPANION_LABEL] = label
+        meta = {
+            "name": name,
+            "namespace": "ns-1",
+            "uid": f"uid-{name}",
+            "resourceVersion": "5",
+            "creationTimestamp": "2026-11-01T00:00:00Z",
+            "labels": labels,
+            "annotations": {
+                REFERRERS_ANNOTATION: raw,
+                ORPHANED_SINCE_ANNOTATION: "2026-11-20T11:50:00Z",
+                ORPHANED_REASON_ANNOTATION: "orphaned",
+                ORPHANED_EVIDENCE_ANNOTATION: evidence,
+            },
+        }
+        items.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})
+    (hub / "configmaps.json").write_text(
+        json.dumps({"kind": "List", "apiVersion": "v1", "items": items})
+    )
+    report_file = tmp_path / "r.json"
+    args = ["sweep", "--snapshot", str(tmp_path / "snap"), "--grace", "10m"]
+    args += ["--sweep", "companions", "--report-file", str(report_file)]
+
+    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
+
+    assert result.return_value == 0, result.output
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    by_name = {i["name"]: (i["action"], i["reason"]) for i in report["items"]}
+    assert by_name == {
+        "left": ("would-unmark", "left-scope"),
+        "unlabelled": ("would-unmark", "left-scope"),
+    }

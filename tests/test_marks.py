@@ -56,11 +56,16 @@ def apply(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
     return patched
 
 
+UID = "uid-1"  # configmap()'s
+
+
 def mark_at(
     when: datetime, evidence: marks.Evidence | None = None, label: str | None = "true"
 ) -> Mark:
+    """gcjob's mark on configmap(), as of `when`: bound to its uid unless `evidence` is."""
     evidence = evidence or marks.companion_evidence(RAW)
-    return Mark(label, marks.since_value(when), "orphaned", evidence.digest)
+    bound = evidence if evidence.uid else evidence.on(UID)
+    return Mark(label, marks.since_value(when), "orphaned", bound.digest)
 
 
 # -- evidence ----------------------------------------------------------------------------------
@@ -194,3 +199,127 @@ def test_no_patch_without_a_pin() -> None:
         marks.mark_patch(unpinned, marks.new_mark(evidence, "orphaned", NOW), evidence)
     with pytest.raises(ValueError, match="no uid/resourceVersion"):
         marks.unmark_patch(unpinned)
+
+
+# -- reading a mark: only gcjob's own, on this very object ------------------------------------
+
+CREATED = datetime(2026, 11, 1, tzinfo=UTC)  # configmap()'s creationTimestamp
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["2026-11-23T10:00:00Z", "2026-11-23T10:00:00.250000Z", "0001-01-01T00:00:00Z"],
+)
+def test_since_is_read_back_exactly_as_it_is_written(value: str) -> None:
+    moment = marks.parse_since(value)
+    assert moment is not None and moment.tzinfo is UTC
+    assert marks.since_value(moment) == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-11-23 18:00:00+00:00",  # a space, an offset
+        "2026-11-23T18:00:00+00:00",  # an offset, even +00:00
+        "2026-11-23T18:00:00-05:00",
+        "2026-W47-1T18:00:00Z",  # ISO week date
+        "2026-327T18:00:00Z",  # ordinal date
+        "20261123T180000Z",  # basic format
+        "2026-11-23T18:00:00.5Z",  # a fraction gcjob does not write
+        "2026-11-23T18:00:00.000000Z",  # a zero fraction gcjob leaves out
+        "2026-11-23T18:00:00.1234567Z",
+        "2026-11-23T18:00:00z",
+        "2026-11-23T18:00:00Z\n",
+        " 2026-11-23T18:00:00Z",
+        "2026-11-23T18:00Z",
+        "2026-02-30T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "0000-01-01T00:00:00Z",
+        "2026-11-23T24:00:00Z",
+        "2026-11-23T23:59:60Z",
+        "\uff12\uff10\uff12\uff16-11-23T18:00:00Z",  # fullwidth digits
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-23:59",
+        "",
+    ],
+)
+def test_a_since_gcjob_did_not_write_is_not_read(value: str) -> None:
+    assert marks.parse_since(value) is None
+
+
+def read(mark: Mark | None, uid: str = UID, **kw: Any) -> marks.MarkReading:
+    return marks.read_mark(mark, uid, kw.get("created", CREATED), kw.get("now", NOW))
+
+
+def test_gcjobs_mark_on_this_object_is_bound() -> None:
+    reading = read(mark_at(NOW - GRACE))
+    assert reading.state is marks.MarkState.BOUND
+    assert reading.since == NOW - GRACE
+    assert reading.evidence == marks.companion_evidence(RAW).facts_digest
+
+
+def test_a_mark_written_before_marks_named_their_object_is_legacy() -> None:
+    evidence = marks.companion_evidence(RAW)
+    legacy = Mark("true", marks.since_value(NOW - GRACE), "orphaned", evidence.facts_digest)
+    reading = read(legacy)
+    assert reading.state is marks.MarkState.LEGACY
+    assert reading.evidence == evidence.facts_digest
+
+
+@pytest.mark.parametrize(
+    ("since", "why"),
+    [
+        ("2099-01-01T00:00:00Z", "after now"),
+        ("9999-12-31T23:59:59Z", "after now"),
+        ("2026-11-23 18:00:00+00:00", "not a time gcjob writes"),
+        ("2026-W47-1T18:00:00Z", "not a time gcjob writes"),
+        ("2026-11-23T09:00:00+01:00", "not a time gcjob writes"),
+        ("9999-12-31T23:59:59-23:59", "not a time gcjob writes"),
+        ("0001-01-01T00:00:00+01:00", "not a time gcjob writes"),
+        ("0001-01-01T00:00:00Z", "before the object was created"),
+        ("2026-10-31T23:59:59Z", "before the object was created"),
+    ],
+)
+def test_a_time_gcjob_did_not_write_or_out_of_range_voids_the_mark(since: str, why: str) -> None:
+    evidence = marks.companion_evidence(RAW).on(UID)
+    reading = read(Mark("true", since, "orphaned", evidence.digest))
+    assert reading.state is marks.MarkState.VOID
+    assert reading.since is None
+    assert why in reading.why and reading.why.startswith("void mark: ")
+
+
+def test_a_mark_copied_from_another_object_is_void() -> None:
+    theirs = marks.companion_evidence(RAW).on("uid-of-the-original")
+    reading = read(mark_at(NOW - GRACE, theirs))
+    assert reading.state is marks.MarkState.VOID
+    assert "another object" in reading.why and "uid-of-the-original" in reading.why
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [
+        Mark("true", marks.since_value(NOW), "orphaned", "companion:xyz"),
+        Mark("true", marks.since_value(NOW), "orphaned", "companion:0123456789ABCDEF"),
+        Mark("true", marks.since_value(NOW), "orphaned", "companion:0123456789abcdef:"),
+        Mark("True", marks.since_value(NOW), "orphaned", "companion:0123456789abcdef:uid-1"),
+        Mark(None, marks.since_value(NOW), "orphaned", "companion:0123456789abcdef:uid-1"),
+        Mark("true", None, "orphaned", "companion:0123456789abcdef:uid-1"),
+        Mark("true", marks.since_value(NOW), "orphaned", None),
+    ],
+)
+def test_a_malformed_or_incomplete_mark_is_void(mark: Mark) -> None:
+    assert read(mark).state is marks.MarkState.VOID
+
+
+def test_an_object_without_a_creation_time_has_no_mark_that_counts() -> None:
+    assert read(mark_at(NOW - GRACE), created=None).state is marks.MarkState.VOID
+
+
+def test_no_mark_is_absent() -> None:
+    assert read(None).state is marks.MarkState.ABSENT
+
+
+def test_a_void_mark_detail_is_one_short_line() -> None:
+    since = "x" * 10_000 + "\n" + "y"
+    reading = read(Mark("true", since, "orphaned", "companion:0123456789abcdef:uid-1"))
+    assert "\n" not in reading.why and len(reading.why) < 200

@@ -9,13 +9,14 @@ from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.marker import Marker, waiting
 from gcjob.decide.companions import follow_binding, referrer_names
 from gcjob.decide.grace import Graced
-from gcjob.domain import binding_name
+from gcjob.decide.grace import left_scope as left_the_sweep
+from gcjob.domain import COMPANION_LABEL, binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
-from gcjob.model import Action, Binding, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.model import Action, Binding, Companion, ObjectRef, Outcome, Sweep, Verdict
 
 SWEEP = Sweep.COMPANIONS
 
@@ -116,10 +117,17 @@ def _binding_follows(
         reason=BINDING_REASON,
         detail=f"binds {companion.kind} {companion.name}, marked with it",
     )
-    evidence = companion_binding_evidence(companion)
+    evidence = companion_binding_evidence(companion).on(binding.ref.uid)
     if binding.ref.mark == new_mark(evidence, BINDING_REASON, since):
         return [waiting(SWEEP, verdict, "deleted with its companion", since)]
     return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since)]
+
+
+def companion_left_scope(companion: Companion) -> Graced[None] | None:
+    """A ConfigMap or Secret with the companions' mark, no longer labelled a companion: its
+    mark goes, with its binding's (unmark_companion)."""
+    detail = f"no longer labelled {COMPANION_LABEL}=true: out of the sweep, its mark with it"
+    return left_the_sweep(companion.ref, Rule.COMPANION, detail)
 
 
 def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:

@@ -1,24 +1,27 @@
 """The grace rule: what to do with an object this run, given whether the rules find it an
-orphan, on what evidence, and the mark it carries (gcjob/marks.py). Pure: `now` is passed in."""
+orphan, on what evidence, and the mark it carries (gcjob/marks.py). Pure: `now` is passed in
+(the hub's clock in a live run)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from gcjob.marks import Evidence, Rule, mark_since, rule_of, since_value
-from gcjob.model import Mark, Verdict
+from gcjob.marks import Evidence, MarkState, Rule, read_mark, rule_of, since_value
+from gcjob.model import ObjectRef, Verdict
 
 T = TypeVar("T")
+
+LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 class Next(StrEnum):
     """What the grace rule says to do with one object this run."""
 
     DELETE = "delete"  # an orphan on the same evidence, marked at least `grace` ago
-    MARK = "mark"  # an orphan with no mark, a broken one, or changed evidence: (re)start
+    MARK = "mark"  # an orphan with no mark, a void or legacy one, or changed evidence: (re)start
     WAIT = "wait"  # an orphan on the same evidence, marked less than `grace` ago
     UNMARK = "unmark"  # not an orphan (any more), and carries this rule's mark
     NOTHING = "nothing"  # not an orphan, and no mark of this rule to remove
@@ -30,20 +33,33 @@ class GraceCall:
     detail: str
     since: datetime | None = None  # orphaned since: the mark's time (now, for a new mark)
     due: datetime | None = None  # when it may be deleted
+    # A MARK that only rewrites a well-formed mark of an older gcjob (before marks named their
+    # object): not a new orphan, so kept out of the marks brake's count.
+    upgrade: bool = False
+
+
+def later(moment: datetime, span: timedelta) -> datetime:
+    """`moment + span`, or the latest time there is: a huge --grace must not overflow."""
+    try:
+        return moment + span
+    except OverflowError:
+        return LATEST
 
 
 def grace_rule(
     rule: Rule,
     evidence: Evidence | None,
-    mark: Mark | None,
+    ref: ObjectRef,
     now: datetime,
     grace: timedelta,
 ) -> GraceCall:
     """`evidence`: what an orphan's decision rested on this run; None when the rules did not
     find an orphan (for whatever reason, a failed read included: the mark then goes, and the
-    grace period starts again the next time it is found).
+    grace period starts again the next time it is found). `ref`: the object, with its mark.
 
-    A mark is only trusted whole: the label, a readable time, and this very evidence."""
+    A mark is only trusted whole, on this very object (marks.read_mark), on this very
+    evidence; a void one is reported and replaced, never deleted on."""
+    mark = ref.mark
     if evidence is None:
         if mark is None:
             return GraceCall(Next.NOTHING, "")
@@ -51,24 +67,35 @@ def grace_rule(
         if owner is not None and owner != rule:
             return GraceCall(Next.NOTHING, f"marked by the {owner} rule: left to it")
         return GraceCall(Next.UNMARK, "no longer an orphan: mark removed")
+    reading = read_mark(mark, ref.uid, ref.created, now)
     if grace <= timedelta(0):
-        return GraceCall(Next.DELETE, "no grace period", mark_since(mark), now)
-    since = mark_since(mark)
-    if mark is None:
+        return GraceCall(Next.DELETE, "no grace period", reading.since, now)
+    upgrade = False
+    if reading.state is MarkState.ABSENT:
         why = "found orphaned: marked"
-    elif since is None:
-        why = "mark incomplete or unreadable: marked again"
-    elif mark.evidence != evidence.digest:
+    elif reading.state is MarkState.VOID:
+        why = f"{reading.why}: marked afresh"
+    elif reading.evidence != evidence.facts_digest:
         why = "evidence changed since it was marked: grace restarts"
+    elif reading.state is MarkState.LEGACY:
+        # A mark of an older gcjob names no object: a copied one would look the same, so its
+        # time is not trusted; the grace period starts again, once, from now.
+        why = "mark of an older gcjob, not bound to this object: marked again, grace restarts"
+        upgrade = True
     else:
         why = ""
     if why:
-        due = now + grace
+        due = later(now, grace)
         return GraceCall(
-            Next.MARK, f"{why}; deleted from {since_value(due)} if still orphaned", now, due
+            Next.MARK,
+            f"{why}; deleted from {since_value(due)} if still orphaned",
+            now,
+            due,
+            upgrade,
         )
-    assert since is not None
-    due = since + grace
+    since = reading.since
+    assert since is not None  # a bound mark has its time
+    due = later(since, grace)
     if now >= due:
         return GraceCall(Next.DELETE, f"orphaned since {since_value(since)}", since, due)
     return GraceCall(
@@ -79,9 +106,26 @@ def grace_rule(
     )
 
 
+LEFT_SCOPE = "left-scope"  # the reason a mark goes from an object its sweep no longer selects
+
+
+def left_scope(ref: ObjectRef, rule: Rule, detail: str) -> Graced[None] | None:
+    """An object carrying `rule`'s mark that its sweep no longer selects: the mark goes, so
+    that if it comes back the grace period starts afresh, never from a time the sweep did not
+    watch it. None: nothing to remove (no mark of this rule: a void one counts for nothing
+    anyway; terminating; or a patch that could not be pinned)."""
+    if ref.mark is None or rule_of(ref.mark) != rule:
+        return None
+    if ref.terminating or not ref.uid or not ref.resource_version:
+        return None
+    verdict = Verdict(ref, False, LEFT_SCOPE, detail)
+    return Graced(verdict, GraceCall(Next.UNMARK, detail), None, None)
+
+
 @dataclass(frozen=True, slots=True)
 class Graced(Generic[T]):
-    """One object's verdict, what the grace rule makes of it, and what acting on it needs."""
+    """One object's verdict, what the grace rule makes of it, and what acting on it needs
+    (`evidence` bound to the object: the mark written from it names its uid)."""
 
     verdict: Verdict
     call: GraceCall
@@ -104,8 +148,8 @@ class GraceSort(Generic[T]):
 
     def orphan(self, verdict: Verdict, evidence: Evidence, target: T) -> None:
         """A verdict to delete, resting on `evidence`."""
-        call = grace_rule(self.rule, evidence, verdict.ref.mark, self.now, self.grace)
-        graced = Graced(verdict, call, evidence, target)
+        call = grace_rule(self.rule, evidence, verdict.ref, self.now, self.grace)
+        graced = Graced(verdict, call, evidence.on(verdict.ref.uid), target)
         {Next.DELETE: self.due, Next.MARK: self.to_mark, Next.WAIT: self.waiting}[call.next].append(
             graced
         )
@@ -117,8 +161,17 @@ class GraceSort(Generic[T]):
             # Nothing to remove; a terminating object is on its way out anyway; a patch is
             # never sent unpinned.
             return False
-        call = grace_rule(self.rule, None, verdict.ref.mark, self.now, self.grace)
+        call = grace_rule(self.rule, None, ref, self.now, self.grace)
         if call.next is not Next.UNMARK:
             return False
         self.to_unmark.append(Graced(verdict, call, None, target))
         return True
+
+    @property
+    def new_marks(self) -> list[Graced[T]]:
+        """The marks the marks brake counts: new orphans, not rewritten older marks."""
+        return [g for g in self.to_mark if not g.call.upgrade]
+
+    @property
+    def upgrades(self) -> list[Graced[T]]:
+        return [g for g in self.to_mark if g.call.upgrade]

@@ -60,6 +60,10 @@ class UpstreamView:
     namespace_exists: bool | None = None  # None: not known
 
 
+# Why a route's mark goes when it is no longer in_scope (decide/grace.py left_scope).
+LEFT_ROUTE = "no longer labelled as a route NSO copied: out of the sweep, its mark with it"
+
+
 def in_scope(route: Route, trace: Trace | None = None) -> bool:
     """Routes NSO copied from an upstream HTTPRoute; any other value means another owner."""
     group = route.labels.get(UPSTREAM_GROUP_LABEL)

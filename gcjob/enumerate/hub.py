@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -10,6 +11,7 @@ from gcjob.domain import (
     COMPANION_LABEL,
     GATEWAY_GROUP,
     HTTPROUTE_KIND,
+    ORPHANED_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
 )
@@ -27,9 +29,12 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
     Resource,
 )
-from gcjob.model import ObjectRef, Route
+from gcjob.model import Companion, ObjectRef, Route
 
 COMPANION_SELECTOR = f"{COMPANION_LABEL}=true"
+# Marked ConfigMaps and Secrets the companions sweep no longer selects (`!=` also matches an
+# absent label): a mark must not outlive the object's place in the sweep.
+LEFT_COMPANIONS_SELECTOR = f"{ORPHANED_LABEL},{COMPANION_LABEL}!=true"
 ROUTE_SELECTOR = f"{UPSTREAM_GROUP_LABEL}={GATEWAY_GROUP},{UPSTREAM_KIND_LABEL}={HTTPROUTE_KIND}"
 
 
@@ -145,6 +150,56 @@ def scan_companions(
         )
     ]
     return reads.all(folds)
+
+
+# Either route label off its value takes a route out of the sweep: one list for each.
+LEFT_ROUTES_SELECTORS = (
+    f"{ORPHANED_LABEL},{UPSTREAM_GROUP_LABEL}!={GATEWAY_GROUP}",
+    f"{ORPHANED_LABEL},{UPSTREAM_KIND_LABEL}!={HTTPROUTE_KIND}",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    ref: ObjectRef
+
+
+def read_marked_outside_routes(
+    reader: Reader, scope: Scope, reads: Reads = SERIAL
+) -> list[ObjectRef]:
+    """Marked HTTPRoutes in the namespaces in scope that are not (any more) routes NSO copied,
+    metadata only, selected on the server; each once."""
+    found: dict[tuple[str, str], ObjectRef] = {}
+    for selector in LEFT_ROUTES_SELECTORS:
+        for seen in read_in_scope(
+            reader,
+            HTTPROUTES,
+            lambda obj: Seen(reduce.object_ref(obj, HTTPROUTES)),
+            scope,
+            label_selector=selector,
+            reads=reads,
+        ):
+            found.setdefault((seen.ref.namespace, seen.ref.name), seen.ref)
+    return sorted(found.values(), key=lambda ref: ref.order)
+
+
+def read_marked_outside_companions(
+    reader: Reader, scope: Scope, reads: Reads = SERIAL
+) -> list[Companion]:
+    """Marked ConfigMaps and Secrets in the namespaces in scope that are not labelled as
+    companions (any more), metadata only, selected on the server."""
+    return [
+        record
+        for resource in COMPANION_RESOURCES.values()
+        for record in read_in_scope(
+            reader,
+            resource,
+            reduce.companion(resource),
+            scope,
+            label_selector=LEFT_COMPANIONS_SELECTOR,
+            reads=reads,
+        )
+    ]
 
 
 class _WorkloadKeys:

@@ -62,12 +62,20 @@ def _objects(document: Any) -> Iterator[dict[str, Any]]:
 
 
 def _matches(labels: dict[str, Any], selector: str | None) -> bool:
-    """Equality selectors only (`k=v,k2=v2`): the only form gcjob sends."""
+    """The forms gcjob sends, comma-separated: `k=v`, `k!=v` (also when k is absent), `k`
+    (present)."""
     if not selector:
         return True
     for term in selector.split(","):
-        key, _, value = term.partition("=")
-        if labels.get(key.strip()) != value.strip():
+        if "!=" in term:
+            key, _, value = term.partition("!=")
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, _, value = term.partition("=")
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.strip() not in labels:
             return False
     return True
 

@@ -172,6 +172,8 @@ class Transport:
         # Pinned now: the client's token refresh hook re-applies the kubeconfig, host included,
         # on every request, which would silently send a templated upstream's requests elsewhere.
         self._server = str(api_client.configuration.host).rstrip("/")
+        # The `Date` of the latest answer: a live run's clock is the hub's (times.run_clock).
+        self.last_date: str | None = None
 
     @property
     def server(self) -> str:
@@ -226,6 +228,9 @@ class Transport:
                 failure = f"{type(exc).__name__}: {str(exc)[:160]}"
                 retry_after = None
             else:
+                self.last_date = next(
+                    (v for k, v in response.headers.items() if k.lower() == "date"), None
+                )
                 response.resent_after_maybe_applied = maybe_applied
                 if response.status not in RETRYABLE_STATUS:
                     return response

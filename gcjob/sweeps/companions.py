@@ -6,6 +6,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from gcjob.act.companions import (
+    companion_left_scope,
     delete_companion,
     mark_companion,
     unmark_companion,
@@ -13,7 +14,11 @@ from gcjob.act.companions import (
 )
 from gcjob.decide.companions import decide_companion
 from gcjob.decide.grace import GraceSort
-from gcjob.enumerate.hub import read_workload_index, scan_companions
+from gcjob.enumerate.hub import (
+    read_marked_outside_companions,
+    read_workload_index,
+    scan_companions,
+)
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES
@@ -97,6 +102,14 @@ def sweep(run: Run) -> None:
     except KubeError as exc:
         # No index is not an empty index: every companion would look orphaned.
         return run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
+    try:
+        left = read_marked_outside_companions(run.hub, run.scope, run.hub_reads)
+    except KubeError as exc:
+        # A mark left behind could be counted from when the label comes back: decide nothing.
+        return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
+    for graced in filter(None, map(companion_left_scope, left)):
+        for outcome in unmark_companion(graced, run.hub, run.marker):
+            run.record(outcome)
     settings = run.settings
 
     def start() -> CompanionScan:

@@ -10,7 +10,7 @@ from typing import TypeVar
 from gcjob.act.marker import waiting
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.kube.resources import Resource
-from gcjob.model import Outcome, Sweep
+from gcjob.model import Action, Outcome, Sweep
 from gcjob.run import Run
 
 T = TypeVar("T")
@@ -51,6 +51,15 @@ def act(
         default = [waiting(sweep, graced.verdict, graced.call.detail, graced.call.since)]
         for outcome in wait(graced) if wait else default:
             run.record(outcome)
+    if run.clock_problem:  # no hub clock: no mark is measured or written against the pod's
+        for graced in [*sort.due, *sort.to_mark]:
+            run.record(
+                Outcome.of(
+                    sweep, graced.verdict, Action.SKIPPED, "hub-clock-unknown", run.clock_problem
+                )
+            )
+        run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
+        return False
     clear = True
     if run.braked(sweep, [g.verdict for g in sort.due], in_scope):
         clear = False
@@ -58,8 +67,12 @@ def act(
         for graced in sort.due:
             since = graced.call.since
             run.count_deletion([replace(o, orphaned_since=since) for o in delete(graced)])
-    if run.marks_braked(sweep, [g.verdict for g in sort.to_mark]):
+    # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
+    for graced in sort.upgrades:
+        for outcome in (mark or mark_one)(graced):
+            run.record(outcome)
+    if run.marks_braked(sweep, [g.verdict for g in sort.new_marks]):
         return False
-    for graced in sort.to_mark:
+    for graced in sort.new_marks:
         run.count_mark((mark or mark_one)(graced))
     return clear

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from gcjob.act.routes import delete_route
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.grace import Graced, GraceSort, left_scope
 from gcjob.decide.routes import (
+    LEFT_ROUTE,
     ClusterStatus,
     RouteTarget,
     decide_route,
@@ -25,7 +26,7 @@ from gcjob.decide.routes import (
     not_looked_up,
     route_target,
 )
-from gcjob.enumerate.hub import scan_routes
+from gcjob.enumerate.hub import read_marked_outside_routes, scan_routes
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
@@ -160,6 +161,15 @@ def sweep(run: Run) -> None:
         scans = scan_routes(run.hub, run.scope, start, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list HTTPRoutes", exc)
+    try:
+        left = read_marked_outside_routes(run.hub, run.scope, run.hub_reads)
+    except KubeError as exc:
+        # A mark left behind could be counted from when the labels come back: decide nothing.
+        return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
+    for ref in left:
+        leaving = left_scope(ref, Rule.ROUTE, LEFT_ROUTE)
+        if leaving is not None:
+            run.record(run.marker.unmark(SWEEP, leaving.verdict, HTTPROUTES))
     sort: GraceSort[RouteTarget | None] = GraceSort(Rule.ROUTE, run.now, settings.grace)
     for scan in scans:
         state.scanned += scan.scanned

@@ -187,6 +187,9 @@ class FaultProxy:
         self._faults: list[Fault] = []
         self._requests: list[RecordedRequest] = []
         self._unserved: dict[tuple[str, str], Fault] = {}
+        # Rewrites the `Date` of every answer (the server's, or the proxy's own): a skewed or
+        # missing server clock (None: no Date at all). Cleared with the faults.
+        self.rewrite_date: Callable[[str], str | None] | None = None
         self._ca = trustme.CA()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -235,6 +238,7 @@ class FaultProxy:
         with self._lock:
             self._faults.clear()
             self._unserved.clear()
+            self.rewrite_date = None
 
     def unserve(self, group: str, version: str) -> None:
         """Answer as a server that does not serve group/version: a plain 404 for the path."""
@@ -409,9 +413,19 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, rec: RecordedRequest, answer: _Answer) -> None:
         rec.status = answer.status
         rec.response_body = answer.body
-        self.send_response(answer.status)
+        # One Date, as a server sends: the forwarded one, else the proxy's own.
+        date = next((v for k, v in answer.headers if k.lower() == "date"), None)
+        date = date or self.date_time_string()
+        rewrite = self.owner.rewrite_date
+        if rewrite is not None:
+            date = rewrite(date)
+        self.send_response_only(answer.status)
+        self.send_header("Server", self.version_string())
+        if date is not None:
+            self.send_header("Date", date)
         for key, value in answer.headers:
-            self.send_header(key, value)
+            if key.lower() != "date":
+                self.send_header(key, value)
         self.send_header("Content-Length", str(len(answer.body)))
         self.end_headers()
         if self.command != "HEAD":

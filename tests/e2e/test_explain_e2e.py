@@ -6,6 +6,7 @@ and every step of every trace must name its evidence. Explain itself only ever G
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -377,14 +378,15 @@ def test_a_secret_is_explained_from_its_metadata_alone(
 def test_grace_explain_says_mark_wait_delete_and_unmark_as_the_runs_do(
     hub: TestCluster, hub_kubeconfig: str
 ) -> None:
-    """Two-run scenarios with --grace 10m and --now: explain before each run says what that
-    run then does, for an orphan that stays one, and one whose referrer comes back."""
+    """Two-run scenarios with a short real --grace, by the hub's clock: explain before each
+    run says what that run then does, for an orphan that stays one, and one whose referrer
+    comes back."""
     ns = hub.namespace()
     for name, referrer in (("stays", "default/gone"), ("revives", "default/back")):
         made = hub.create(companion("ConfigMap", ns, name, [referrer]))
         uid = made["metadata"]["uid"]
         hub.create(binding(ns, f"{name}-configmap", kind="ConfigMap", target=name, target_uid=uid))
-    common = ["--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s", "--grace", "10m"]
+    common = ["--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s", "--grace", "8s"]
     sweep = [*common, "--no-lock", "--namespace", ns, "--delete", "--report-healthy"]
     targets = [
         ("ConfigMap", "stays"),
@@ -393,9 +395,10 @@ def test_grace_explain_says_mark_wait_delete_and_unmark_as_the_runs_do(
         ("ResourceBinding", "revives-configmap"),
     ]
 
-    def step(now: str) -> dict[tuple[str, str], tuple[str, str]]:
-        told = {t: explain(t[0], ns, t[1], *common, "--now", now) for t in targets}
-        result = run_gcjob(*sweep, "--now", now)
+    def step() -> dict[tuple[str, str], tuple[str, str]]:
+        told = {t: explain(t[0], ns, t[1], *common) for t in targets}
+        result = run_gcjob(*sweep)
+        now = result.summary["decided_at"]
         assert result.exit_code == 0, result.stderr
         for (kind, name), e in told.items():
             assert agrees(e.verdict, result.outcome(kind, name)), (now, kind, name, e.verdict)
@@ -404,14 +407,16 @@ def test_grace_explain_says_mark_wait_delete_and_unmark_as_the_runs_do(
                 assert agrees(e.binding, result.outcome("ResourceBinding", rb)), (now, rb)
         return {t: e.verdict for t, e in told.items()}
 
-    first = step("2030-01-01T00:00:00Z")
+    first = step()
+    marked_at = time.monotonic()
     assert first[("ConfigMap", "stays")] == ("would-mark", "orphaned")
     assert first[("ConfigMap", "revives")] == ("would-mark", "orphaned")
     hub.create(workload(ns, "back"))  # a referrer comes back inside the grace period
-    second = step("2030-01-01T00:05:00Z")
+    second = step()
     assert second[("ConfigMap", "stays")] == ("skipped", "grace-period")
     assert second[("ConfigMap", "revives")] == ("would-unmark", "referrer-live")
-    third = step("2030-01-01T00:11:00Z")
+    time.sleep(max(0.0, marked_at + 8 + 1.5 - time.monotonic()))  # past the grace period
+    third = step()
     assert third[("ConfigMap", "stays")] == ("would-delete", "orphaned")
     assert third[("ResourceBinding", "stays-configmap")] == ("would-delete", "companion-deleted")
     assert hub.gone("ConfigMap", ns, "stays")

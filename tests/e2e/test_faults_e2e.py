@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gcjob.enumerate.hub import COMPANION_SELECTOR
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
 from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest
@@ -281,7 +282,10 @@ def test_410_once_on_list_continue_restarts_the_list(
     firsts = [
         r
         for r in faults.requests
-        if r.method == "GET" and r.path == list_path and "continue" not in r.query
+        if r.method == "GET"
+        and r.path == list_path
+        and "continue" not in r.query
+        and r.query.get("labelSelector") == [COMPANION_SELECTOR]  # not the left-scope list
     ]
     assert len(firsts) == 2  # restarted from scratch
     for name in orphans:

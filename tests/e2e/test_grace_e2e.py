@@ -1,8 +1,9 @@
 """End to end: mark first, delete later (--grace), on the real API servers.
 
-Time is set with the hidden --now flag, never with sleeps: run 1 marks, a run inside the
-grace period keeps the mark, a run after it deletes. Every write is a conditional JSON Patch;
-a patch whose `test` fails because of a real concurrent write is a safe skip.
+A live run decides by the hub's clock (the Date of its answers), never a changed one: the
+grace period here is a few real seconds, and the tests wait it out. Every write is a
+conditional JSON Patch; a patch whose `test` fails because of a real concurrent write is a
+safe skip.
 """
 
 from __future__ import annotations
@@ -11,28 +12,31 @@ import json
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from gcjob import marks
 from gcjob.domain import (
+    COMPANION_LABEL,
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
     REFERRERS_ANNOTATION,
+    UPSTREAM_KIND_LABEL,
 )
+from gcjob.enumerate.hub import LEFT_COMPANIONS_SELECTOR
+from gcjob.times import parse_http_date, parse_time
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, Result, run_gcjob
 from tests.e2e.faultproxy import Fault, FaultProxy
 from tests.e2e.objects import SECRET_VALUE, binding, companion, gateway, route, workload
 
-# Whole seconds, a minute ahead of the clock: objects created now are never "from the future".
-T0 = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
-
-
-def at(minutes: float) -> str:
-    return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+GRACE = timedelta(seconds=4)
 
 
 def mark_of(obj: dict[str, Any] | None) -> dict[str, str | None] | None:
@@ -49,14 +53,36 @@ def mark_of(obj: dict[str, Any] | None) -> dict[str, str | None] | None:
     return None if not any(found.values()) else found
 
 
+def mark_notes(since: str, evidence: str, reason: str = "orphaned") -> dict[str, str]:
+    return {
+        ORPHANED_SINCE_ANNOTATION: since,
+        ORPHANED_REASON_ANNOTATION: reason,
+        ORPHANED_EVIDENCE_ANNOTATION: evidence,
+    }
+
+
 @pytest.fixture
 def graced(gcjob_hub_args: list[str]) -> Any:
-    """`graced(minutes, *args)`: a deleting run with a 10 minute grace period, at T0+minutes."""
+    """`graced(*args)`: a deleting run with a short real grace period (GRACE)."""
 
-    def run(minutes: float, *args: str) -> Result:
-        return run_gcjob(*gcjob_hub_args, "--grace", "10m", "--now", at(minutes), "--delete", *args)
+    def run(*args: str) -> Result:
+        grace = f"{int(GRACE.total_seconds())}s"
+        return run_gcjob(*gcjob_hub_args, "--grace", grace, "--delete", *args)
 
     return run
+
+
+def decided_at(result: Result) -> str:
+    return str(result.summary["decided_at"])
+
+
+def wait_past(since: str, span: timedelta = GRACE) -> None:
+    """Sleep until the hub's clock (this machine's, to the second) is past `since + span`."""
+    moment = parse_time(since)
+    assert moment is not None
+    left = (moment + span - datetime.now(UTC)).total_seconds() + 1.2
+    if left > 0:
+        time.sleep(left)
 
 
 def bound_pair(hub: TestCluster, kind: str, ns: str, name: str, referrers: list[str]) -> str:
@@ -72,47 +98,52 @@ def test_a_run_marks_a_run_inside_the_grace_period_keeps_a_run_after_it_deletes(
     ns = hub.namespace("grace")
     rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
 
-    first = graced(0, "--namespace", ns)
+    first = graced("--namespace", ns)
 
     assert first.exit_code == 0, first.stderr
     assert first.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
     assert first.outcome("ResourceBinding", rb) == ("marked", "companion-orphaned")
+    t0 = decided_at(first)
     for kind, name in (("ConfigMap", "app-config"), ("ResourceBinding", rb)):
         item = first.item(kind, name)
-        assert item is not None and item["orphaned_since"] == at(0)
-        mark = mark_of(hub.get(kind, ns, name))
-        assert mark is not None and mark["label"] == "true" and mark["since"] == at(0)
+        assert item is not None and item["orphaned_since"] == t0
+        obj = hub.get(kind, ns, name)
+        mark = mark_of(obj)
+        assert mark is not None and mark["label"] == "true" and mark["since"] == t0
+        # bound to this very object
+        assert obj is not None and str(mark["evidence"]).endswith(":" + obj["metadata"]["uid"])
     assert mark_of(hub.get("ConfigMap", ns, "app-config"))["evidence"].startswith("companion:")  # type: ignore[index]
     assert first.summary["marks"] == {"companions": {"orphaned": 1}}
-    assert first.summary["grace_seconds"] == 600
+    assert first.summary["grace_seconds"] == GRACE.total_seconds()
 
-    inside = graced(9.9, "--namespace", ns)
+    inside = graced("--namespace", ns)
 
     assert inside.exit_code == 0, inside.stderr
     assert inside.outcome("ConfigMap", "app-config") == ("skipped", "grace-period")
     assert inside.outcome("ResourceBinding", rb) == ("skipped", "grace-period")
-    assert inside.item("ConfigMap", "app-config")["orphaned_since"] == at(0)  # type: ignore[index]
+    assert inside.item("ConfigMap", "app-config")["orphaned_since"] == t0  # type: ignore[index]
     assert hub.present("ConfigMap", ns, "app-config") and hub.present("ResourceBinding", ns, rb)
     assert inside.summary["marks"] == {}
 
-    after = graced(10, "--namespace", ns)
+    wait_past(t0)
+    after = graced("--namespace", ns)
 
     assert after.exit_code == 0, after.stderr
     assert after.outcome("ConfigMap", "app-config") == ("deleted", "orphaned")
     assert after.outcome("ResourceBinding", rb) == ("deleted", "companion-deleted")
-    assert after.item("ResourceBinding", rb)["orphaned_since"] == at(0)  # type: ignore[index]
+    assert after.item("ResourceBinding", rb)["orphaned_since"] == t0  # type: ignore[index]
     assert hub.gone("ConfigMap", ns, "app-config") and hub.gone("ResourceBinding", ns, rb)
 
 
 def test_a_referrer_back_between_two_runs_removes_the_mark(hub: TestCluster, graced: Any) -> None:
     ns = hub.namespace("grace")
     rb = bound_pair(hub, "Secret", ns, "db-creds", ["default/web"])
-    graced(0, "--namespace", ns)
+    graced("--namespace", ns)
     assert mark_of(hub.get("Secret", ns, "db-creds")) is not None
     assert mark_of(hub.get("ResourceBinding", ns, rb)) is not None
 
     hub.create(workload(ns, "web"))  # the rollout re-created it
-    back = graced(5, "--namespace", ns)
+    back = graced("--namespace", ns)
 
     assert back.exit_code == 0, back.stderr
     assert back.outcome("Secret", "db-creds") == ("unmarked", "referrer-live")
@@ -121,10 +152,10 @@ def test_a_referrer_back_between_two_runs_removes_the_mark(hub: TestCluster, gra
     assert mark_of(hub.get("ResourceBinding", ns, rb)) is None
 
     hub.delete("WorkloadDeployment", ns, "web")  # gone again: the clock starts over
-    again = graced(10, "--namespace", ns)
+    again = graced("--namespace", ns)
 
     assert again.outcome("Secret", "db-creds") == ("marked", "orphaned")
-    assert again.item("Secret", "db-creds")["orphaned_since"] == at(10)  # type: ignore[index]
+    assert again.item("Secret", "db-creds")["orphaned_since"] == decided_at(again)  # type: ignore[index]
     assert hub.present("Secret", ns, "db-creds")
 
 
@@ -133,7 +164,8 @@ def test_changed_evidence_under_a_mark_restarts_the_grace_period(
 ) -> None:
     ns = hub.namespace("grace")
     hub.create(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
-    graced(0, "--namespace", ns)
+    t0 = decided_at(graced("--namespace", ns))
+    time.sleep(3)  # the second mark is a few seconds younger than the first
 
     referrers = json.dumps(sorted(["default/web-gone", "default/api-gone"]))
     hub.patch(
@@ -142,17 +174,20 @@ def test_changed_evidence_under_a_mark_restarts_the_grace_period(
         "app-config",
         {"metadata": {"annotations": {REFERRERS_ANNOTATION: referrers}}},
     )
-    changed = graced(5, "--namespace", ns)
+    changed = graced("--namespace", ns)
 
     assert changed.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
     assert "evidence changed" in changed.item("ConfigMap", "app-config")["detail"]  # type: ignore[index]
-    assert mark_of(hub.get("ConfigMap", ns, "app-config"))["since"] == at(5)  # type: ignore[index]
+    t1 = decided_at(changed)
+    assert t1 > t0 and mark_of(hub.get("ConfigMap", ns, "app-config"))["since"] == t1  # type: ignore[index]
 
-    due_by_the_first_mark = graced(10, "--namespace", ns)
+    wait_past(t0)
+    due_by_the_first_mark = graced("--namespace", ns)
     assert due_by_the_first_mark.outcome("ConfigMap", "app-config") == ("skipped", "grace-period")
     assert hub.present("ConfigMap", ns, "app-config")
 
-    due = graced(15, "--namespace", ns)
+    wait_past(t1)
+    due = graced("--namespace", ns)
     assert due.outcome("ConfigMap", "app-config") == ("deleted", "orphaned")
     assert hub.gone("ConfigMap", ns, "app-config")
 
@@ -178,7 +213,7 @@ def test_a_patch_whose_test_fails_after_a_concurrent_write_is_a_safe_skip(
 
     writer = threading.Thread(target=write_while_held)
     writer.start()
-    result = graced(0, "--namespace", ns, "--sweep", "companions")
+    result = graced("--namespace", ns, "--sweep", "companions")
     writer.join()
 
     assert result.outcome("ConfigMap", "busy") == ("skipped", "changed-since-observed")
@@ -192,7 +227,7 @@ def test_a_patch_whose_test_fails_after_a_concurrent_write_is_a_safe_skip(
     assert obj is not None and obj["metadata"]["annotations"]["team"] == "x"
 
     # the next run decides again on what is there now
-    assert graced(1, "--namespace", ns).outcome("ConfigMap", "busy") == ("marked", "orphaned")
+    assert graced("--namespace", ns).outcome("ConfigMap", "busy") == ("marked", "orphaned")
 
 
 def test_a_secret_is_marked_with_no_payload_received(
@@ -202,7 +237,7 @@ def test_a_secret_is_marked_with_no_payload_received(
     rb = bound_pair(hub, "Secret", ns, "db-creds", ["default/web-gone"])
     faults.clear_requests()  # only gcjob's requests from here
 
-    result = graced(0, "--namespace", ns, "--sweep", "companions")
+    result = graced("--namespace", ns, "--sweep", "companions")
 
     assert result.outcome("Secret", "db-creds") == ("marked", "orphaned")
     assert result.outcome("ResourceBinding", rb) == ("marked", "companion-orphaned")
@@ -226,7 +261,7 @@ def test_a_dry_run_writes_nothing_and_says_what_it_would_mark(
     rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
     faults.clear_requests()  # only gcjob's requests from here
 
-    dry = run_gcjob(*gcjob_hub_args, "--grace", "10m", "--now", at(0), "--namespace", ns)
+    dry = run_gcjob(*gcjob_hub_args, "--grace", "10m", "--namespace", ns)
 
     assert dry.exit_code == 0, dry.stderr
     assert dry.outcome("ConfigMap", "app-config") == ("would-mark", "orphaned")
@@ -241,14 +276,14 @@ def test_the_marks_brake_holds_a_mass_of_new_orphans(hub: TestCluster, graced: A
     for i in range(3):
         hub.create(companion("ConfigMap", ns, f"cm-{i}", ["default/web-gone"]))
 
-    braked = graced(0, "--namespace", ns, "--max-marks", "2", "--sweep", "companions")
+    braked = graced("--namespace", ns, "--max-marks", "2", "--sweep", "companions")
 
     assert braked.exit_code == 4, braked.stderr
     assert {braked.outcome("ConfigMap", f"cm-{i}") for i in range(3)} == {("would-mark", "brake")}
     assert braked.summary["sweeps"]["companions"]["status"] == "braked"
     assert all(mark_of(hub.get("ConfigMap", ns, f"cm-{i}")) is None for i in range(3))
 
-    within = graced(0, "--namespace", ns, "--max-marks", "3", "--sweep", "companions")
+    within = graced("--namespace", ns, "--max-marks", "3", "--sweep", "companions")
     assert within.exit_code == 0
     assert within.summary["totals"]["marked"] == 3
 
@@ -259,14 +294,14 @@ def test_bindings_sweep_marks_a_binding_and_unmarks_it_when_its_object_is_back(
     ns = hub.namespace("grace")
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
 
-    first = graced(0, "--namespace", ns, "--sweep", "bindings")
+    first = graced("--namespace", ns, "--sweep", "bindings")
     assert first.outcome("ResourceBinding", "gone-config-configmap") == ("marked", "orphaned")
     mark = mark_of(hub.get("ResourceBinding", ns, "gone-config-configmap"))
     assert mark is not None and str(mark["evidence"]).startswith("binding:")
 
     # an unlabelled ConfigMap of that name still owns the binding
     hub.create(companion("ConfigMap", ns, "gone-config", None, labelled=False))
-    back = graced(20, "--namespace", ns, "--sweep", "bindings")
+    back = graced("--namespace", ns, "--sweep", "bindings")
 
     assert back.outcome("ResourceBinding", "gone-config-configmap") == ("unmarked", "object-exists")
     assert hub.present("ResourceBinding", ns, "gone-config-configmap")
@@ -289,16 +324,417 @@ def test_routes_are_marked_unmarked_when_a_gateway_exists_and_deleted_after_grac
     )
     args = ("--namespace", ns, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes")
 
-    assert graced(0, *args).outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
+    assert graced(*args).outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
     upstream.create(gateway(project, "gw-a"))
-    back = graced(5, *args)
+    back = graced(*args)
     assert back.outcome("HTTPRoute", "web") == ("unmarked", "gateway-exists")
     assert mark_of(hub.get("HTTPRoute", ns, "web")) is None
 
     upstream.delete("Gateway", project, "gw-a")
-    assert graced(6, *args).outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
-    assert graced(15, *args).outcome("HTTPRoute", "web") == ("skipped", "grace-period")
+    marked = graced(*args)
+    assert marked.outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
+    assert graced(*args).outcome("HTTPRoute", "web") == ("skipped", "grace-period")
     assert hub.present("HTTPRoute", ns, "web")
-    gone = graced(16, *args)
+    wait_past(decided_at(marked))
+    gone = graced(*args)
     assert gone.outcome("HTTPRoute", "web") == ("deleted", "upstream-gateways-gone")
     assert hub.gone("HTTPRoute", ns, "web")
+
+
+# -- issue 20 item 3: a mark counts only on the object gcjob wrote it on -----------------------
+
+
+def test_a_mark_copied_onto_a_new_object_even_in_another_namespace_deletes_nothing(
+    hub: TestCluster, graced: Any
+) -> None:
+    """Exported with its mark (`kubectl get -o json`, a backup, GitOps) and created again:
+    with a grace period long past by the copied time, the first --delete run marks it afresh
+    from now and says why; the next run inside the grace period keeps it."""
+    source_ns, ns = hub.namespace("grace"), hub.namespace("grace")
+    hub.create(companion("ConfigMap", source_ns, "app-config", ["default/web-gone"]))
+    graced("--namespace", source_ns, "--sweep", "companions")
+    original = hub.get("ConfigMap", source_ns, "app-config")
+    copied = mark_of(original)
+    assert original is not None and copied is not None
+    days_ago = (datetime.now(UTC) - timedelta(days=22)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    facts = marks.companion_evidence(json.dumps(["default/web-gone"])).facts_digest
+    variants = {
+        # verbatim, as exported
+        "verbatim": mark_notes(str(copied["since"]), str(copied["evidence"])),
+        # the same, 22 days older (what the issue saw)
+        "older": mark_notes(days_ago, str(copied["evidence"])),
+        # an older gcjob's mark (no uid in it), 22 days old
+        "legacy": mark_notes(days_ago, facts),
+    }
+    for name, notes in variants.items():
+        obj = companion("ConfigMap", ns, name, ["default/web-gone"], annotations=notes)
+        obj["metadata"]["labels"][ORPHANED_LABEL] = "true"
+        hub.create(obj)
+
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 0, run.stderr
+    for name in variants:
+        assert run.outcome("ConfigMap", name) == ("marked", "orphaned"), name
+        item = run.item("ConfigMap", name)
+        assert item is not None and item["orphaned_since"] == decided_at(run)
+        assert hub.present("ConfigMap", ns, name)
+        obj = hub.get("ConfigMap", ns, name)
+        mark = mark_of(obj)
+        assert obj is not None and mark is not None and mark["since"] == decided_at(run)
+        assert str(mark["evidence"]).endswith(":" + obj["metadata"]["uid"])
+    for name in variants:
+        detail = run.item("ConfigMap", name)["detail"]  # type: ignore[index]
+        assert detail.startswith("void mark: "), detail
+    assert "another object" in run.item("ConfigMap", "verbatim")["detail"]  # type: ignore[index]
+    # a copied older gcjob's mark is no upgrade: its time is before this object was created
+    legacy = run.item("ConfigMap", "legacy")
+    assert legacy is not None and "before the object was created" in legacy["detail"]
+    assert run.summary["marks"] == {"companions": {"orphaned": 3}}  # new marks, all of them
+
+    inside = graced("--namespace", ns, "--sweep", "companions")
+    assert {inside.outcome("ConfigMap", n) for n in variants} == {("skipped", "grace-period")}
+
+
+ITEM_13_SINCES = {
+    "future": "2099-01-01T00:00:00Z",
+    "space": "2026-11-23 18:00:00+00:00",
+    "week": "2026-W47-1T18:00:00Z",
+    "offset": "2026-11-23T18:00:00+01:00",
+    "max": "9999-12-31T23:59:59Z",
+    "min-plus-one": "0001-01-01T00:00:00+01:00",
+    "max-minus": "9999-12-31T23:59:59-23:59",
+}
+
+
+def _marked_with(hub: TestCluster, ns: str, name: str, since: str) -> None:
+    """An orphan carrying a mark with `since`, bound to its own uid and evidence: only the
+    time is wrong."""
+    raw = json.dumps(["default/web-gone"])
+    made = hub.create(companion("ConfigMap", ns, name, raw))
+    evidence = marks.companion_evidence(raw).on(made["metadata"]["uid"]).digest
+    hub.patch(
+        "ConfigMap",
+        ns,
+        name,
+        {
+            "metadata": {
+                "labels": {ORPHANED_LABEL: "true"},
+                "annotations": mark_notes(since, evidence),
+            }
+        },
+    )
+
+
+def test_marks_whose_time_gcjob_did_not_write_are_void_and_named(
+    hub: TestCluster, graced: Any
+) -> None:
+    """Issue 20 item 13 (and item 5's inputs): void, marked afresh, named in the detail."""
+    ns = hub.namespace("grace")
+    for name, since in ITEM_13_SINCES.items():
+        _marked_with(hub, ns, name, since)
+
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 0, run.stderr
+    for name, since in ITEM_13_SINCES.items():
+        assert run.outcome("ConfigMap", name) == ("marked", "orphaned"), name
+        detail = run.item("ConfigMap", name)["detail"]  # type: ignore[index]
+        assert detail.startswith("void mark: orphaned-since") and since in detail, detail
+        assert mark_of(hub.get("ConfigMap", ns, name))["since"] == decided_at(run)  # type: ignore[index]
+
+
+def test_with_no_grace_period_a_void_since_ends_nothing(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
+    """Issue 20 item 5's inputs with --grace 0 (no evidence needed): each orphan is deleted on
+    the first look, as --grace 0 says, and reported without the void time; the run goes on."""
+    ns = hub.namespace("grace")
+    for name, since in ITEM_13_SINCES.items():
+        _marked_with(hub, ns, name, since)
+
+    run = run_gcjob(*gcjob_hub_args, "--delete", "--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 0, run.stderr
+    for name in ITEM_13_SINCES:
+        assert run.outcome("ConfigMap", name) == ("deleted", "orphaned"), name
+        assert run.item("ConfigMap", name).get("orphaned_since") is None  # type: ignore[union-attr]
+
+
+def test_an_older_gcjobs_marks_are_marked_again_without_the_marks_brake(
+    hub: TestCluster, graced: Any
+) -> None:
+    """On upgrade: marks without the uid are rewritten from now (grace restarts, once), and
+    --max-marks does not count them."""
+    ns = hub.namespace("grace")
+    raw = json.dumps(["default/web-gone"])
+    legacy = marks.companion_evidence(raw).facts_digest
+    for i in range(3):
+        obj = companion(
+            "ConfigMap", ns, f"cm-{i}", raw, annotations=mark_notes("2000-01-01T00:00:00Z", legacy)
+        )
+        hub.create(obj)  # created after its mark: also void, so use a time after creation
+    time.sleep(1.1)
+    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for i in range(3):
+        notes = {
+            "metadata": {
+                "labels": {ORPHANED_LABEL: "true"},
+                "annotations": mark_notes(since, legacy),
+            }
+        }
+        hub.patch("ConfigMap", ns, f"cm-{i}", notes)
+    time.sleep(1.1)  # the mark is in the hub's past
+
+    run = graced("--namespace", ns, "--sweep", "companions", "--max-marks", "0")
+
+    assert run.exit_code == 0, run.stderr
+    for i in range(3):
+        assert run.outcome("ConfigMap", f"cm-{i}") == ("marked", "orphaned")
+        obj = hub.get("ConfigMap", ns, f"cm-{i}")
+        mark = mark_of(obj)
+        assert obj is not None and mark is not None and mark["since"] == decided_at(run)
+        assert mark["evidence"] == f"{legacy}:{obj['metadata']['uid']}"
+    assert run.summary["sweeps"]["companions"]["status"] == "completed"
+    assert run.summary["totals"]["marked"] == 3
+
+
+# -- the run's clock is the hub's ---------------------------------------------------------------
+
+
+def test_decided_at_and_marks_follow_the_hubs_clock_not_the_pods(
+    hub: TestCluster, faults: FaultProxy, graced: Any
+) -> None:
+    """The proxy shows the hub's clock a day ahead of this machine's (as a pod a day behind
+    would see it): the run decides, and marks, by the hub's."""
+    ns = hub.namespace("grace")
+    hub.create(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
+
+    def ahead(date: str) -> str:
+        moment = parse_http_date(date)
+        assert moment is not None
+        return format_datetime(moment + timedelta(days=1), usegmt=True)
+
+    faults.rewrite_date = ahead
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 0, run.stderr
+    decided = parse_time(decided_at(run))
+    assert decided is not None
+    skew = decided - datetime.now(UTC)
+    assert timedelta(hours=23) < skew < timedelta(hours=25), skew
+    assert mark_of(hub.get("ConfigMap", ns, "app-config"))["since"] == decided_at(run)  # type: ignore[index]
+
+    # The hub's clock back to true: the mark is after now, void, marked afresh (never a
+    # delete on it, never a grace period cut short).
+    faults.rewrite_date = None
+    back = graced("--namespace", ns, "--sweep", "companions")
+    assert back.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
+    assert "after now" in back.item("ConfigMap", "app-config")["detail"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("date", [None, "yesterday"], ids=["no-date", "bad-date"])
+def test_a_hub_without_a_usable_date_gets_nothing_deleted_or_marked(
+    hub: TestCluster, faults: FaultProxy, graced: Any, date: str | None
+) -> None:
+    ns = hub.namespace("grace")
+    hub.create(companion("ConfigMap", ns, "fresh", ["default/web-gone"]))
+    hub.create(companion("ConfigMap", ns, "due", ["default/web-gone"]))
+    graced("--namespace", ns, "--sweep", "companions")
+    hub.patch("ConfigMap", ns, "fresh", {"metadata": {"labels": {ORPHANED_LABEL: None}}})
+    wait_past(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    faults.rewrite_date = lambda _: date
+
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 3, run.stderr
+    for name in ("fresh", "due"):
+        assert run.outcome("ConfigMap", name) == ("skipped", "hub-clock-unknown")
+        assert "no usable Date header" in run.item("ConfigMap", name)["detail"]  # type: ignore[index]
+    assert hub.present("ConfigMap", ns, "due")
+    assert mark_of(hub.get("ConfigMap", ns, "fresh"))["label"] is None  # type: ignore[index]
+    assert run.summary["sweeps"]["companions"]["status"] == "incomplete"
+
+
+def test_explain_names_a_void_mark_and_ends_normally(hub: TestCluster, hub_kubeconfig: str) -> None:
+    """Issue 20 item 5: `gcjob explain` on such a mark printed a traceback (exit 1)."""
+    from tests.e2e.test_explain_e2e import explain
+
+    ns = hub.namespace("grace")
+    for name, since in ITEM_13_SINCES.items():
+        _marked_with(hub, ns, name, since)
+    args = ("--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s")
+    for name, since in ITEM_13_SINCES.items():
+        for grace in ("10m", "0s"):
+            told = explain("ConfigMap", ns, name, *args, "--grace", grace)
+            assert told.exit_code == 0, told.doc
+            if grace == "10m":
+                assert told.verdict == ("would-mark", "orphaned"), (name, told.doc)
+                assert since in told.doc["verdict"]["detail"]
+            else:
+                assert told.verdict == ("would-delete", "orphaned"), (name, told.doc)
+
+
+# -- issue 20 item 14: a mark lives only while its object stays in the sweep ---------------------
+
+
+def test_a_companion_that_loses_its_label_loses_its_mark_and_starts_afresh_when_it_is_back(
+    hub: TestCluster, graced: Any
+) -> None:
+    ns, elsewhere = hub.namespace("grace"), hub.namespace("grace")
+    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
+    first = graced("--namespace", ns, "--sweep", "companions")
+    assert first.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
+    # the same, in a namespace this run does not sweep: another run's to judge
+    hub.create(companion("ConfigMap", elsewhere, "app-config", ["default/web-gone"]))
+    graced("--namespace", elsewhere, "--sweep", "companions")
+
+    for where in (ns, elsewhere):
+        hub.patch(
+            "ConfigMap", where, "app-config", {"metadata": {"labels": {COMPANION_LABEL: None}}}
+        )
+    left = graced("--namespace", ns, "--sweep", "companions")
+
+    assert left.exit_code == 0, left.stderr
+    assert left.outcome("ConfigMap", "app-config") == ("unmarked", "left-scope")
+    assert left.outcome("ResourceBinding", rb) == ("unmarked", "left-scope")
+    assert "no longer labelled" in left.item("ConfigMap", "app-config")["detail"]  # type: ignore[index]
+    assert mark_of(hub.get("ConfigMap", ns, "app-config")) is None
+    assert mark_of(hub.get("ResourceBinding", ns, rb)) is None
+    assert mark_of(hub.get("ConfigMap", elsewhere, "app-config")) is not None  # not in scope
+
+    wait_past(decided_at(first))  # the old mark would be due by now
+    hub.patch("ConfigMap", ns, "app-config", {"metadata": {"labels": {COMPANION_LABEL: "true"}}})
+    back = graced("--namespace", ns, "--sweep", "companions")
+
+    assert back.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
+    assert back.item("ConfigMap", "app-config")["orphaned_since"] == decided_at(back)  # type: ignore[index]
+    assert hub.present("ConfigMap", ns, "app-config") and hub.present("ResourceBinding", ns, rb)
+
+
+def test_a_failed_list_of_marks_out_of_the_sweep_decides_nothing(
+    hub: TestCluster, faults: FaultProxy, graced: Any
+) -> None:
+    ns = hub.namespace("grace")
+    hub.create(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
+    left = {"labelSelector": LEFT_COMPANIONS_SELECTOR}
+    faults.add_fault(Fault(method="GET", path="/configmaps$", query=left, status=500, times=None))
+
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 3, run.stderr
+    assert run.summary["sweeps"]["companions"]["status"] == "incomplete"
+    assert run.item("ConfigMap", "app-config") is None
+    assert mark_of(hub.get("ConfigMap", ns, "app-config")) is None
+
+
+# -- generated marks on the real server ------------------------------------------------------------
+
+ANNOTATION_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+SINCES = st.one_of(
+    st.none(),
+    ANNOTATION_TEXT,
+    st.sampled_from(list(ITEM_13_SINCES.values())),
+    st.just("created"),  # exactly the object's creationTimestamp: a mark that counts
+    st.integers(-3 * 86_400, 3 * 86_400).map(lambda s: f"offset:{s}"),
+)
+BINDINGS = st.sampled_from(["own", "other", "legacy", "garbage", "none"])
+
+
+@settings(
+    max_examples=max(5, settings().max_examples // 10),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    label=st.sampled_from(["true", "false", "True", "", None]),
+    since=SINCES,
+    bound=BINDINGS,
+    reason=st.one_of(st.none(), ANNOTATION_TEXT),
+)
+def test_no_generated_mark_ends_a_run_or_cuts_a_grace_period_short(
+    hub: TestCluster,
+    graced: Any,
+    label: str | None,
+    since: str | None,
+    bound: str,
+    reason: str | None,
+) -> None:
+    """Any mark on a freshly created orphan, on the real server: the run ends normally, and
+    nothing is deleted (the object is younger than --grace, so no mark can be due); a mark is
+    kept waiting only when it is gcjob's own on this object, else it is marked afresh."""
+    ns = hub.namespace("grace")
+    raw = json.dumps(["default/web-gone"])
+    made = hub.create(companion("ConfigMap", ns, "generated", raw))
+    meta = made["metadata"]
+    facts = marks.companion_evidence(raw)
+    evidence = {
+        "own": facts.on(meta["uid"]).digest,
+        "other": facts.on("0b5e8f9e-0000-4000-8000-000000000000").digest,
+        "legacy": facts.facts_digest,
+        "garbage": "companion:not-a-digest",
+        "none": None,
+    }[bound]
+    if since == "created":
+        since = meta["creationTimestamp"]
+    elif since is not None and since.startswith("offset:"):
+        created = parse_time(meta["creationTimestamp"])
+        assert created is not None
+        since = marks.since_value(created + timedelta(seconds=int(since[7:])))
+    annotations = {
+        ORPHANED_SINCE_ANNOTATION: since,
+        ORPHANED_REASON_ANNOTATION: reason,
+        ORPHANED_EVIDENCE_ANNOTATION: evidence,
+    }
+    patch = {"labels": {ORPHANED_LABEL: label}, "annotations": annotations}
+    hub.patch("ConfigMap", ns, "generated", {"metadata": patch})
+    written = mark_of(hub.get("ConfigMap", ns, "generated"))
+
+    run = graced("--namespace", ns, "--sweep", "companions")
+
+    assert run.exit_code == 0, run.stderr
+    assert hub.present("ConfigMap", ns, "generated")
+    outcome = run.outcome("ConfigMap", "generated")
+    assert outcome in {("marked", "orphaned"), ("skipped", "grace-period")}, outcome
+    if outcome == ("skipped", "grace-period"):
+        assert written is not None and written["label"] == "true" and bound == "own"
+        kept_since = marks.parse_since(written["since"])
+        created = parse_time(meta["creationTimestamp"])
+        assert kept_since is not None and created is not None and created <= kept_since
+        assert marks.since_value(kept_since) == written["since"]  # gcjob's own format
+    else:
+        mark = mark_of(hub.get("ConfigMap", ns, "generated"))
+        assert mark is not None and mark["since"] == decided_at(run)
+        assert mark["evidence"] == facts.on(meta["uid"]).digest
+
+
+def test_a_route_that_loses_its_labels_loses_its_mark(
+    hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, graced: Any
+) -> None:
+    project = upstream.namespace("project")
+    ns = hub.namespace("grace")
+    hub.create(
+        route(
+            ns,
+            "web",
+            cluster_label=f"cluster-{UPSTREAM_CLUSTER}",
+            upstream_namespace=project,
+            parents=[{"name": "gw-gone"}],
+        )
+    )
+    args = ("--namespace", ns, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes")
+    first = graced(*args)
+    assert first.outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
+
+    kind_off = {"metadata": {"labels": {UPSTREAM_KIND_LABEL: "GRPCRoute"}}}
+    hub.patch("HTTPRoute", ns, "web", kind_off)
+    left = graced(*args)
+
+    assert left.exit_code == 0, left.stderr
+    assert left.outcome("HTTPRoute", "web") == ("unmarked", "left-scope")
+    assert mark_of(hub.get("HTTPRoute", ns, "web")) is None
+
+    wait_past(decided_at(first))
+    hub.patch("HTTPRoute", ns, "web", {"metadata": {"labels": {UPSTREAM_KIND_LABEL: "HTTPRoute"}}})
+    back = graced(*args)
+    assert back.outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
+    assert hub.present("HTTPRoute", ns, "web")
