@@ -41,6 +41,12 @@ class Mark:
     evidence: str | None = None
 
 
+# gcjob's protect key as found on one object: (where, value) for each place it is set, e.g.
+# ("annotation gcjob.datumapis.com/protect", "true"); empty where it is set nowhere. Values are
+# verbatim (decide/common.py judges them, failing closed).
+Protect = tuple[tuple[str, str], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
     """What was observed of one object: enough to report it and to pin a delete or a patch
@@ -70,7 +76,7 @@ class ObjectRef:
 class Companion:
     ref: ObjectRef
     referrers_raw: str | None  # the referenced-by annotation, verbatim; None when absent
-    protected: bool = False
+    protect: Protect = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +97,7 @@ class Binding:
     policy_label: str | None
     cluster_policy: bool  # bound by a ClusterPropagationPolicy: never ours to touch
     resource: BoundResource | None = None
-    protected: bool = False
+    protect: Protect = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +113,7 @@ class Route:
     ref: ObjectRef
     labels: dict[str, str]  # only the meta.datumapis.com/* labels gcjob reads
     parent_refs: tuple[ParentRef, ...]
-    protected: bool = False
+    protect: Protect = ()
 
 
 @dataclass(frozen=True, slots=True)

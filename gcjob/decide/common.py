@@ -6,7 +6,10 @@ from datetime import datetime, timedelta
 
 from gcjob.decide.trace import Trace
 from gcjob.domain import PROTECT_ANNOTATION
-from gcjob.model import Binding, BoundResource, ObjectRef
+from gcjob.model import Binding, BoundResource, ObjectRef, Protect
+
+# The reason for a protect key whose value is neither "true" nor "false": kept, as protected.
+PROTECT_NOT_UNDERSTOOD = "protect-not-understood"
 
 
 def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
@@ -15,11 +18,41 @@ def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
     return (now - ref.created).total_seconds()
 
 
+def protection(protect: Protect) -> tuple[str, str] | None:
+    """(reason, detail) when the protect key keeps the object, else None. Fail closed: set as
+    an annotation or a label, any value but exactly "false" protects; "true" is `protected`,
+    anything else (`True`, `yes`, `" true"`, unreadable) is kept as not understood."""
+    holding = [(where, value) for where, value in protect if value != "false"]
+    if not holding:
+        return None
+    for where, value in holding:
+        if value == "true":
+            return "protected", f"{where}=true"
+    where, value = holding[0]
+    shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
+    return (
+        PROTECT_NOT_UNDERSTOOD,
+        f"{where}={shown} is neither true nor false: kept as protected",
+    )
+
+
+def check_protection(
+    protect: Protect, trace: Trace, rule: str = "not-protected"
+) -> tuple[str, str] | None:
+    """The protect step of a decision, traced: (reason, detail) to keep the object, or None."""
+    held = protection(protect)
+    if held is not None:
+        return trace.hold(rule, *held)
+    where = ", ".join(f"{w}=false" for w, _ in protect)
+    trace.passed(rule, where or f"no {PROTECT_ANNOTATION} annotation or label")
+    return None
+
+
 def hold_back(
     ref: ObjectRef,
     now: datetime,
     min_age: timedelta,
-    protected: bool,
+    protect: Protect,
     trace: Trace | None = None,
 ) -> tuple[str, str] | None:
     """The checks between "looks orphaned" and "delete": (reason, detail) to keep it, or None.
@@ -52,10 +85,7 @@ def hold_back(
         "old-enough",
         f"creationTimestamp {ref.created.isoformat()}: age {int(age)}s, minimum age {minimum}s",
     )
-    if protected:
-        return trace.hold("not-protected", "protected", f"annotated {PROTECT_ANNOTATION}=true")
-    trace.passed("not-protected", f"not annotated {PROTECT_ANNOTATION}=true")
-    return None
+    return check_protection(protect, trace)
 
 
 def resource_mismatch(

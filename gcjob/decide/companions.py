@@ -6,10 +6,14 @@ import json
 from collections.abc import Container
 from datetime import datetime, timedelta
 
-from gcjob.decide.common import hold_back, resource_mismatch, spec_resource_names
+from gcjob.decide.common import (
+    check_protection,
+    hold_back,
+    resource_mismatch,
+    spec_resource_names,
+)
 from gcjob.decide.trace import Trace
 from gcjob.domain import (
-    PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -131,7 +135,7 @@ def decide_companion(
             ),
         )
     trace.passed("referrers-gone", evidence)
-    held = hold_back(ref, now, min_age, companion.protected, trace)
+    held = hold_back(ref, now, min_age, companion.protect, trace)
     if held is not None:
         return Verdict(ref, False, *held, referrers=keys)
     return Verdict(
@@ -175,10 +179,9 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
             "binding-not-terminating", detail, Verdict(ref, False, "terminating", detail)
         )
     trace.passed("binding-not-terminating", "no deletionTimestamp")
-    if binding.protected:
-        detail = f"annotated {PROTECT_ANNOTATION}=true"
-        return trace.held("binding-not-protected", detail, Verdict(ref, False, "protected", detail))
-    trace.passed("binding-not-protected", f"not annotated {PROTECT_ANNOTATION}=true")
+    held = check_protection(binding.protect, trace, "binding-not-protected")
+    if held is not None:
+        return Verdict(ref, False, *held)
     return Verdict(
         ref,
         True,

@@ -220,7 +220,7 @@ def decide_route(
             f"no Gateway at all found {where}: {view.cluster_detail}",
         )
     trace.passed("cluster-trusted", f"cluster {target.cluster} is not suspect")
-    held = hold_back(ref, now, min_age, route.protected, trace)
+    held = hold_back(ref, now, min_age, route.protect, trace)
     if held is not None:
         return Verdict(ref, False, *held, cluster=target.cluster, gateways=names)
     orphan = Verdict(

@@ -20,7 +20,16 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
 )
 from gcjob.kube.resources import HTTPROUTES, RESOURCEBINDINGS, Resource
-from gcjob.model import Binding, BoundResource, Companion, Mark, ObjectRef, ParentRef, Route
+from gcjob.model import (
+    Binding,
+    BoundResource,
+    Companion,
+    Mark,
+    ObjectRef,
+    ParentRef,
+    Protect,
+    Route,
+)
 from gcjob.times import parse_time
 
 Obj = dict[str, Any]
@@ -79,8 +88,29 @@ def _label(meta: Obj, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def is_protected(obj: Obj) -> bool:
-    return _annotation(_meta(obj), PROTECT_ANNOTATION) == "true"
+_PROTECT_KEY = PROTECT_ANNOTATION.casefold()
+
+
+def protect(obj: Obj) -> Protect:
+    """Every place the protect key is set, as an annotation or a label, with its value verbatim.
+
+    The key is matched whatever its case (`.../Protect` is someone's intent too), and a map that
+    is not a map is recorded as such: what cannot be read may hold the key (kept).
+    """
+    meta = _meta(obj)
+    found: list[tuple[str, str]] = []
+    for place in ("annotations", "labels"):
+        values = meta.get(place)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            found.append((f"{place} (not a map)", "<unreadable>"))
+            continue
+        for key, value in values.items():
+            if isinstance(key, str) and key.casefold() == _PROTECT_KEY:
+                where = f"{place.removesuffix('s')} {key}"
+                found.append((where, value if isinstance(value, str) else "<not a string>"))
+    return tuple(found)
 
 
 def companion(resource: Resource) -> Callable[[Obj], Companion]:
@@ -88,7 +118,7 @@ def companion(resource: Resource) -> Callable[[Obj], Companion]:
         return Companion(
             ref=object_ref(obj, resource),
             referrers_raw=_annotation(_meta(obj), REFERRERS_ANNOTATION),
-            protected=is_protected(obj),
+            protect=protect(obj),
         )
 
     return reduce
@@ -119,7 +149,7 @@ def binding(obj: Obj) -> Binding:
             or _label(meta, CLUSTER_POLICY_KEY) is not None
         ),
         resource=_bound_resource(obj),
-        protected=is_protected(obj),
+        protect=protect(obj),
     )
 
 
@@ -156,7 +186,7 @@ def route(obj: Obj) -> Route:
         ref=object_ref(obj, HTTPROUTES),
         labels=labels,
         parent_refs=parents,
-        protected=is_protected(obj),
+        protect=protect(obj),
     )
 
 
