@@ -181,15 +181,18 @@ class RecordingReader:
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> list[T]:
         return self._read(
-            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}"
+            + (f" where {field_selector}" if field_selector else ""),
             lambda: self.inner.list(
                 resource,
                 reduce,
                 namespace=namespace,
                 label_selector=label_selector,
                 metadata_only=metadata_only,
+                field_selector=field_selector,
             ),
             lambda items: f"{len(items)} items",
         )
@@ -203,9 +206,11 @@ class RecordingReader:
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> S:
         return self._read(
-            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}"
+            + (f" where {field_selector}" if field_selector else ""),
             lambda: self.inner.fold(
                 resource,
                 reduce,
@@ -213,6 +218,7 @@ class RecordingReader:
                 namespace=namespace,
                 label_selector=label_selector,
                 metadata_only=metadata_only,
+                field_selector=field_selector,
             ),
             lambda _: "read",
         )

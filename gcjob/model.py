@@ -48,6 +48,20 @@ Protect = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """One of an object's metadata.ownerReferences, as far as a decision needs it."""
+
+    api_version: str
+    kind: str
+    name: str
+    controller: bool  # True also where `controller` is not a boolean: fail closed
+
+
+# An ownerReference that could not be read: decisions treat it as a foreign controller.
+UNREADABLE_OWNER = OwnerRef("", "<unreadable ownerReference>", "", controller=True)
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
     """What was observed of one object: enough to report it and to pin a delete or a patch
     to it."""
@@ -77,6 +91,10 @@ class Companion:
     ref: ObjectRef
     referrers_raw: str | None  # the referenced-by annotation, verbatim; None when absent
     protect: Protect = ()
+    owners: tuple[OwnerRef, ...] = ()
+    # For a Secret: the metadata marks of a type gcjob never deletes (a service account's
+    # token, a Helm release), e.g. "annotation kubernetes.io/service-account.name"
+    secret_marks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +132,7 @@ class Route:
     labels: dict[str, str]  # only the meta.datumapis.com/* labels gcjob reads
     parent_refs: tuple[ParentRef, ...]
     protect: Protect = ()
+    owners: tuple[OwnerRef, ...] = ()  # only its controller ownerReferences
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ def test_orphan_companion_passes_every_rule_in_sweep_order() -> None:
     assert [s.rule for s in trace.steps] == [
         "referrers-readable",
         "referrers-gone",
+        "not-owned",
         "not-terminating",
         "pinnable",
         "old-enough",

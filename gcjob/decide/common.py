@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from gcjob.decide.trace import Trace
-from gcjob.domain import PROTECT_ANNOTATION
-from gcjob.model import Binding, BoundResource, ObjectRef, Protect
+from gcjob.domain import ANCHOR_PREFIX, PROTECT_ANNOTATION
+from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
 
 # The reason for a protect key whose value is neither "true" nor "false": kept, as protected.
 PROTECT_NOT_UNDERSTOOD = "protect-not-understood"
@@ -86,6 +88,45 @@ def hold_back(
         f"creationTimestamp {ref.created.isoformat()}: age {int(age)}s, minimum age {minimum}s",
     )
     return check_protection(protect, trace)
+
+
+# The reason for an object someone else owns (an ownerReference): kept, as the garbage collector
+# leaves an owned object to its owner.
+OWNED = "owned"
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_anchor(owner: OwnerRef) -> bool:
+    """An ownerReference to an anchor ConfigMap `anchor-<canonical uuid>` (shared/domain.md,
+    sweep 4): NSO's own bookkeeping, not another owner."""
+    uid = owner.name.removeprefix(ANCHOR_PREFIX)
+    return (
+        owner.api_version == "v1"
+        and owner.kind == "ConfigMap"
+        and owner.name.startswith(ANCHOR_PREFIX)
+        and _CANONICAL_UUID.fullmatch(uid) is not None
+    )
+
+
+def check_owners(
+    owners: tuple[OwnerRef, ...],
+    trace: Trace,
+    *,
+    ours: Callable[[OwnerRef], bool] = lambda owner: False,
+) -> tuple[str, str] | None:
+    """The ownership step: (reason, detail) to keep an object that has an owner the sweep does
+    not recognise as `ours`, else None."""
+    foreign = [o for o in owners if not ours(o)]
+    if foreign:
+        owner = foreign[0]
+        what = "controller ownerReference" if owner.controller else "ownerReference"
+        named = f"{owner.kind} {owner.name[:80]}".strip()
+        return trace.hold("not-owned", OWNED, f"{what} to {named}: its owner manages it")
+    trace.passed(
+        "not-owned",
+        "no ownerReferences" if not owners else f"owned only by {len(owners)} anchor(s)",
+    )
+    return None
 
 
 def resource_mismatch(

@@ -7,6 +7,7 @@ from collections.abc import Container
 from datetime import datetime, timedelta
 
 from gcjob.decide.common import (
+    check_owners,
     check_protection,
     hold_back,
     resource_mismatch,
@@ -135,7 +136,9 @@ def decide_companion(
             ),
         )
     trace.passed("referrers-gone", evidence)
-    held = hold_back(ref, now, min_age, companion.protect, trace)
+    held = check_owners(companion.owners, trace) or _owned_secret(companion, trace)
+    if held is None:
+        held = hold_back(ref, now, min_age, companion.protect, trace)
     if held is not None:
         return Verdict(ref, False, *held, referrers=keys)
     return Verdict(
@@ -145,6 +148,23 @@ def decide_companion(
         f"no WorkloadDeployment named {_names_in_detail(referrer_names(keys))} in {ref.namespace}",
         referrers=keys,
     )
+
+
+# The reason for a Secret of a type gcjob never deletes (domain.NEVER_DELETED_SECRET_TYPES).
+OWNED_SECRET_TYPE = "owned-secret-type"
+
+
+def _owned_secret(companion: Companion, trace: Trace) -> tuple[str, str] | None:
+    if companion.ref.kind != "Secret":
+        return None
+    if companion.secret_marks:
+        detail = f"{companion.secret_marks[0]}: a Secret its owner manages, never deleted"
+        return trace.hold("secret-type-deletable", OWNED_SECRET_TYPE, detail)
+    trace.passed(
+        "secret-type-deletable",
+        "no mark of a service account token or Helm release (its type is proven before delete)",
+    )
+    return None
 
 
 def binding_names_companion(resource: BoundResource | None, companion: ObjectRef) -> str | None:

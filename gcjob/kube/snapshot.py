@@ -72,6 +72,25 @@ def _matches(labels: dict[str, Any], selector: str | None) -> bool:
     return True
 
 
+def _fields_match(obj: dict[str, Any], selector: str | None) -> bool:
+    """The field selectors gcjob sends (`metadata.name=x,type!=y`), as a server reads them."""
+    if not selector:
+        return True
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    fields = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "type": obj.get("type"),
+    }
+    for term in selector.split(","):
+        negated = "!=" in term
+        key, _, value = term.partition("!=" if negated else "=")
+        if (str(fields.get(key.strip()) or "") == value.strip()) is negated:
+            return False
+    return True
+
+
 class SnapshotStore(ListsByFolding):
     """Objects of one plane (the hub, or one upstream cluster), read-only."""
 
@@ -124,6 +143,7 @@ class SnapshotStore(ListsByFolding):
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> S:
         sink = start()
         objects = self._objects.get((resource.group, resource.kind), {})
@@ -132,7 +152,9 @@ class SnapshotStore(ListsByFolding):
                 continue
             meta = obj.get("metadata")
             labels = meta.get("labels") if isinstance(meta, dict) else None
-            if _matches(labels if isinstance(labels, dict) else {}, label_selector):
+            if _matches(
+                labels if isinstance(labels, dict) else {}, label_selector
+            ) and _fields_match(obj, field_selector):
                 record = reduce(obj)
                 if record is not None:
                     sink.add(record)

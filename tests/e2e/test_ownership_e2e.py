@@ -4,11 +4,13 @@ the protect key in any placement and with any value but "false", and ownership b
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from gcjob.domain import PROTECT_ANNOTATION
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
+from tests.e2e.faultproxy import Fault, FaultProxy
 from tests.e2e.objects import binding, companion, gateway, route
 
 ORPHAN_REFERRERS = ["default/gone-wd"]
@@ -112,3 +114,136 @@ def test_protect_in_any_placement_with_any_value_but_false_keeps_the_object(
         assert hub.present("HTTPRoute", ns, name)
     detail = result.item("ConfigMap", "cm-space")
     assert detail is not None and "' true'" in detail["detail"]
+
+
+def _owned_by(obj: dict[str, Any], kind: str, name: str, *, controller: bool) -> dict[str, Any]:
+    api_version = "v1" if kind == "ConfigMap" else "apps/v1"
+    obj["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": name,
+            "uid": str(uuid.uuid4()),
+            "controller": controller,
+        }
+    ]
+    return obj
+
+
+def _secret_of_type(ns: str, name: str, secret_type: str, **meta: Any) -> dict[str, Any]:
+    obj = companion("Secret", ns, name, ORPHAN_REFERRERS)
+    obj["type"] = secret_type
+    for key in ("labels", "annotations"):
+        obj["metadata"].setdefault(key, {}).update(meta.get(key, {}))
+    return obj
+
+
+def test_what_another_owner_manages_is_kept(
+    hub: TestCluster,
+    upstream: TestCluster,
+    upstream_kubeconfig: str,
+    gcjob_hub_args: list[str],
+    faults: FaultProxy,
+) -> None:
+    """Issue 20 item 19: a companion with an ownerReference, a service account token and a
+    Helm release Secret carrying the companion label, and a route a controller owns, all stay;
+    an ordinary orphan of each kind goes (so the rule, not a broken sweep, kept them)."""
+    ns = hub.namespace()
+    project = upstream.namespace("project")
+    upstream.create(gateway(project, "gw-other"))
+    hub.create(
+        _owned_by(
+            companion("ConfigMap", ns, "cm-owned", ORPHAN_REFERRERS),
+            "Deployment",
+            "web",
+            controller=True,
+        )
+    )
+    hub.create(companion("ConfigMap", ns, "cm-orphan", ORPHAN_REFERRERS))
+    hub.create(companion("Secret", ns, "sec-opaque", ORPHAN_REFERRERS))
+    hub.create(
+        _secret_of_type(
+            ns,
+            "sa-token",
+            "kubernetes.io/service-account-token",
+            annotations={"kubernetes.io/service-account.name": "default"},
+        )
+    )
+    hub.create(
+        _secret_of_type(
+            ns,
+            "sh.helm.release.v1.web.v1",
+            "helm.sh/release.v1",
+            labels={"owner": "helm", "name": "web"},
+        )
+    )
+    # no metadata mark at all: only the server's type field selector tells
+    hub.create(_secret_of_type(ns, "plain-helm-release", "helm.sh/release.v1"))
+    label = f"cluster-{UPSTREAM_CLUSTER}"
+
+    def orphan_route(name: str) -> dict[str, Any]:
+        return route(
+            ns, name, cluster_label=label, upstream_namespace=project, parents=[{"name": "gone"}]
+        )
+
+    hub.create(_owned_by(orphan_route("route-owned"), "Deployment", "other", controller=True))
+    anchor = f"anchor-{uuid.uuid4()}"
+    hub.create(_owned_by(orphan_route("route-anchored"), "ConfigMap", anchor, controller=True))
+
+    faults.clear_requests()
+    result = run_gcjob(
+        *gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--namespace", ns, "--delete"
+    )
+    requests = faults.requests  # gcjob's, before the checks below read the hub themselves
+
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    kept = {
+        ("ConfigMap", "cm-owned"): "owned",
+        ("Secret", "sa-token"): "owned-secret-type",
+        ("Secret", "sh.helm.release.v1.web.v1"): "owned-secret-type",
+        ("Secret", "plain-helm-release"): "owned-secret-type",
+        ("HTTPRoute", "route-owned"): "owned",
+    }
+    for (kind, name), reason in kept.items():
+        assert result.outcome(kind, name) == ("skipped", reason), name
+        assert hub.present(kind, ns, name), name
+    deleted = {
+        ("ConfigMap", "cm-orphan"): "orphaned",
+        ("Secret", "sec-opaque"): "orphaned",
+        ("HTTPRoute", "route-anchored"): "upstream-gateways-gone",
+    }
+    for (kind, name), reason in deleted.items():
+        assert result.outcome(kind, name) == ("deleted", reason), name
+        assert hub.gone(kind, ns, name), name
+    owned = result.item("ConfigMap", "cm-owned")
+    assert owned is not None and "controller ownerReference to Deployment web" in owned["detail"]
+    # The type proof is a metadata-only list the server filters: no Secret was ever read whole.
+    secret_reads = [r for r in requests if "/secrets" in r.path and r.method == "GET"]
+    proofs = [r for r in secret_reads if "fieldSelector" in r.query]
+    assert proofs, "a Secret was deleted without the type proof"
+    for request in secret_reads:
+        assert "as=PartialObjectMetadata" in request.accept, request
+    for proof in proofs:
+        assert "type!=helm.sh/release.v1" in proof.query["fieldSelector"][0]
+
+
+def test_a_failed_secret_type_proof_keeps_the_secret(
+    hub: TestCluster, gcjob_hub_args: list[str], faults: FaultProxy
+) -> None:
+    ns = hub.namespace()
+    hub.create(companion("Secret", ns, "sec-opaque", ORPHAN_REFERRERS))
+    faults.add_fault(
+        Fault(
+            method="GET",
+            path=rf"^/api/v1/namespaces/{ns}/secrets$",
+            query={"fieldSelector": "*"},
+            status=500,
+            times=None,
+        )
+    )
+
+    result = run_gcjob(*gcjob_hub_args, "--sweep", "companions", "--namespace", ns, "--delete")
+
+    assert result.outcome("Secret", "sec-opaque") == ("skipped", "lookup-failed")
+    assert hub.present("Secret", ns, "sec-opaque")
+    assert result.summary["exit_code"] == result.exit_code
