@@ -203,6 +203,10 @@ def _hub_only_snapshot(tmp_path: Path) -> Path:
     (snapshot / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": WEB}}
     (snapshot / "hub" / "cm.json").write_text(json.dumps(cm))
+    for kind in ("secrets", "workloaddeployments", "resourcebindings"):  # dumped: none there
+        (snapshot / "hub" / f"{kind}.json").write_text(
+            '{"apiVersion": "v1", "kind": "List", "items": []}'
+        )
     return snapshot
 
 

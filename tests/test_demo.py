@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -363,6 +364,8 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
     (hub / "configmaps.json").write_text(
         json.dumps({"kind": "List", "apiVersion": "v1", "items": items})
     )
+    for empty in ("workloaddeployments", "resourcebindings", "secrets"):  # dumped: none there
+        (hub / f"{empty}.json").write_text('{"kind": "List", "apiVersion": "v1", "items": []}')
     report_file = tmp_path / "r.json"
     args = ["sweep", "--snapshot", str(tmp_path / "snap"), "--grace", "10m"]
     args += ["--sweep", "companions", "--report-file", str(report_file)]
@@ -398,3 +401,57 @@ def test_the_readme_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:
     assert [r["record"] for r in records] == ["item", "upstream", "summary"]
     _, report = _sweep(tmp_path, "--grace", "10m")  # as the README runs it: the default grace
     assert records[2]["counts"] == report["summary"]["counts"]
+
+
+# -- a snapshot without a kind (issue 20 item 12) -------------------------------------------
+
+
+def _demo_without(tmp_path: Path, *missing: str) -> Path:
+    copy = tmp_path / "demo"
+    shutil.copytree(DEMO, copy)
+    for relative in missing:
+        (copy / relative).unlink()
+    return copy
+
+
+def _sweep_report(snapshot: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    report_file = tmp_path / "report.json"
+    argv = ["sweep", "--snapshot", str(snapshot), "--grace", "0", *args]
+    argv += ["--report-file", str(report_file)]
+    result = CliRunner().invoke(cli, argv, standalone_mode=False, catch_exceptions=False)
+    return int(result.return_value), json.loads(report_file.read_text(encoding="utf-8"))
+
+
+def test_no_workloaddeployments_dump_is_unknown_not_every_companion_orphaned(
+    tmp_path: Path,
+) -> None:
+    code, report = _sweep_report(
+        _demo_without(tmp_path, "hub/workloaddeployments.yaml"), tmp_path, "--sweep", "companions"
+    )
+    companions = report["summary"]["sweeps"]["companions"]
+    assert companions["status"] == "incomplete"
+    assert "no workloaddeployments dump" in companions["detail"]
+    assert [i for i in report["items"] if i["action"] == "would-delete"] == []
+    assert code == 3
+
+
+def test_an_explicitly_empty_workloaddeployments_dump_is_empty(tmp_path: Path) -> None:
+    snapshot = _demo_without(tmp_path, "hub/workloaddeployments.yaml")
+    (snapshot / "hub" / "workloaddeployments.yaml").write_text(
+        "apiVersion: v1\nkind: List\nitems: []\n", encoding="utf-8"
+    )
+    code, report = _sweep_report(snapshot, tmp_path, "--sweep", "companions")
+    assert code == 0
+    assert report["summary"]["sweeps"]["companions"]["status"] == "completed"
+    assert any(i["reason"] == "orphaned" for i in report["items"])  # none live: orphans
+
+
+def test_no_gateways_dump_makes_the_upstream_unavailable_not_empty(tmp_path: Path) -> None:
+    snapshot = _demo_without(tmp_path, "upstream/single/gateways.yaml")
+    code, report = _sweep_report(snapshot, tmp_path, "--sweep", "routes")
+    single = next(u for u in report["upstream"] if u["cluster"] == "single")
+    assert single["status"] == "unavailable"
+    assert "no gateways dump" in single["detail"]
+    on_single = [i for i in report["items"] if i.get("cluster") == "single"]
+    assert on_single and all(i["action"] == "skipped" for i in on_single)
+    assert code != 0
