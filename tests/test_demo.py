@@ -8,12 +8,15 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gcjob import marks
 from gcjob.cli import cli
@@ -25,6 +28,7 @@ from gcjob.domain import (
     ORPHANED_SINCE_ANNOTATION,
     REFERRERS_ANNOTATION,
 )
+from gcjob.kube.errors import ConfigError
 from tests import schemas
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
@@ -455,3 +459,57 @@ def test_no_gateways_dump_makes_the_upstream_unavailable_not_empty(tmp_path: Pat
     on_single = [i for i in report["items"] if i.get("cluster") == "single"]
     assert on_single and all(i["action"] == "skipped" for i in on_single)
     assert code != 0
+
+
+DEMO_DUMPS = sorted(
+    str(p.relative_to(DEMO)) for p in DEMO.rglob("*.yaml") if p.name != "snapshot.yaml"
+)
+
+
+@settings(max_examples=max(5, settings().max_examples // 10))
+@given(missing=st.sets(st.sampled_from(DEMO_DUMPS), min_size=1))
+def test_any_dump_left_out_never_makes_an_orphan(missing: set[str]) -> None:
+    """Generated: the demo with any set of dumps left out. What a missing kind would have
+    proven is unknown: nothing is deleted on it, and no run ends on it (never exit 70)."""
+    with tempfile.TemporaryDirectory() as directory:
+        tmp_path = Path(directory)
+        snapshot = _demo_without(tmp_path, *missing)
+        if not any((snapshot / "hub").iterdir()):
+            return  # no hub object at all: refused (exit 2), tested elsewhere
+        try:
+            code, report = _sweep_report(snapshot, tmp_path)
+        except ConfigError:
+            return
+    assert code != 70
+    full = _full_demo_deletes()
+    deleted = {
+        (i["kind"], i["namespace"], i["name"])
+        for i in report["items"]
+        if i["action"] in ("would-delete", "would-mark")
+    }
+    # leaving a dump out never adds a deletion the full demo would not make
+    assert deleted <= full
+    if "hub/workloaddeployments.yaml" in missing:
+        assert not [k for k in deleted if k[0] in ("ConfigMap", "Secret")]
+    for cluster in ("single", "proj-alpha"):
+        if f"upstream/{cluster}/gateways.yaml" in missing:
+            assert not [
+                i
+                for i in report["items"]
+                if i.get("cluster") == cluster and i["action"] in ("would-delete", "would-mark")
+            ]
+
+
+_FULL: set[tuple[str, str, str]] = set()
+
+
+def _full_demo_deletes() -> set[tuple[str, str, str]]:
+    if not _FULL:
+        with tempfile.TemporaryDirectory() as directory:
+            _, report = _sweep_report(DEMO, Path(directory))
+        _FULL.update(
+            (i["kind"], i["namespace"], i["name"])
+            for i in report["items"]
+            if i["action"] in ("would-delete", "would-mark")
+        )
+    return _FULL
