@@ -119,6 +119,10 @@ def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     verdict = graced.verdict
     since = graced.call.since
     assert graced.evidence is not None and since is not None
+    if verdict.ref.kind == "Secret":  # proven before the mark too: a mark says "will delete"
+        unproven = prove_secret_type(verdict, hub)
+        if unproven is not None:
+            return [unproven]
     resource = COMPANION_RESOURCES[verdict.ref.kind]
     outcome = marker.mark(SWEEP, verdict, resource, graced.evidence, since, graced.call.detail)
     if outcome.action not in (Action.MARKED, Action.WOULD_MARK):

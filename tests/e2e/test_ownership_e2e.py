@@ -247,3 +247,28 @@ def test_a_failed_secret_type_proof_keeps_the_secret(
     assert result.outcome("Secret", "sec-opaque") == ("skipped", "lookup-failed")
     assert hub.present("Secret", ns, "sec-opaque")
     assert result.summary["exit_code"] == result.exit_code
+
+
+def test_a_secret_of_a_type_gcjob_never_deletes_is_never_marked_and_explain_agrees(
+    hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    """With a grace period the sweep marks before it deletes: the type proof comes first."""
+    from tests.e2e.test_explain_e2e import explain
+
+    ns = hub.namespace()
+    hub.create(_secret_of_type(ns, "plain-helm-release", "helm.sh/release.v1"))
+    hub.create(companion("Secret", ns, "sec-opaque", ORPHAN_REFERRERS))
+    args = ["--hub-kubeconfig", hub_kubeconfig, "--no-lock", "--min-age", "0s", "--grace", "1h"]
+
+    result = run_gcjob(*args, "--sweep", "companions", "--namespace", ns, "--delete")
+
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert result.outcome("Secret", "plain-helm-release") == ("skipped", "owned-secret-type")
+    assert result.outcome("Secret", "sec-opaque") == ("marked", "orphaned")
+    kept = hub.get("Secret", ns, "plain-helm-release")
+    assert kept is not None
+    assert "gcjob.datumapis.com/orphaned" not in (kept["metadata"].get("labels") or {})
+    explained = explain(
+        "Secret", ns, "plain-helm-release", "--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s"
+    )
+    assert explained.verdict == ("skipped", "owned-secret-type")
