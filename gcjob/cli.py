@@ -23,7 +23,7 @@ from gcjob.act.deleter import Deleter
 from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
 from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
-from gcjob.enumerate.scope import Scope
+from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode, table
 from gcjob.explain import Explainer, Target, parse_target
 from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
@@ -555,6 +555,13 @@ def _scope(options: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     exclude_namespaces = _namespaces(
         options["exclude_namespaces"], "exclude-namespace", "exclude_namespaces"
     )
+    both = [ns for ns in namespaces if ns in exclude_namespaces]
+    if both:
+        raise click.BadParameter(
+            f"{both[0]} is both included and excluded (--exclude-namespace): nothing would be "
+            "swept there",
+            param_hint=_hint("namespace", "namespaces"),
+        )
     return namespaces, exclude_namespaces
 
 
@@ -739,6 +746,9 @@ def run_sweep(settings: Settings) -> int:
             run.now, run.clock_problem = clock.now, clock.problem
             if clock.problem:
                 log.warning("%s: nothing is deleted or marked this run", clock.problem)
+        run.namespace_check = check_namespaces(hub, settings.namespaces)
+        for warning in run.namespace_check.warnings():
+            log.warning("%s", warning)
         if access is not None and settings.delete:
             preflight.check(access, settings)
         if access is not None and settings.delete and settings.lock:

@@ -24,6 +24,19 @@ HTTPROUTE_KIND = "HTTPRoute"
 # Any object carrying this annotation with value "true" is never deleted by gcjob.
 PROTECT_ANNOTATION = "gcjob.datumapis.com/protect"
 
+# Secrets gcjob never deletes, whoever labels them a companion: their owners manage them (a
+# service account's token; a Helm release's record; a bootstrap token). A Secret's type is not
+# in its metadata: these are its marks there, and the types a field selector excludes.
+SERVICE_ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+HELM_RELEASE_PREFIX = "sh.helm.release.v1."
+NEVER_DELETED_SECRET_TYPES = (
+    "kubernetes.io/service-account-token",
+    "helm.sh/release.v1",
+    "bootstrap.kubernetes.io/token",
+)
+# The name prefix of an anchor ConfigMap (shared/domain.md, sweep 4): `anchor-<uid>`.
+ANCHOR_PREFIX = "anchor-"
+
 # gcjob's mark on an object it found orphaned and will delete once the grace period is over
 # (see gcjob/marks.py): the state of a pending deletion lives on the object itself.
 ORPHANED_LABEL = "gcjob.datumapis.com/orphaned"

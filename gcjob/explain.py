@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from gcjob.act.companions import BINDING_REASON, companion_left_scope
+from gcjob.act.companions import (
+    BINDING_REASON,
+    DELETABLE_SECRET_TYPES,
+    companion_left_scope,
+    prove_secret_type,
+)
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
     decide_companion,
@@ -182,15 +187,18 @@ class RecordingReader:
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> list[T]:
         return self._read(
-            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}"
+            + (f" where {field_selector}" if field_selector else ""),
             lambda: self.inner.list(
                 resource,
                 reduce,
                 namespace=namespace,
                 label_selector=label_selector,
                 metadata_only=metadata_only,
+                field_selector=field_selector,
             ),
             lambda items: f"{len(items)} items",
         )
@@ -204,9 +212,11 @@ class RecordingReader:
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> S:
         return self._read(
-            f"LIST {resource.plural} in {namespace or 'all namespaces'}",
+            f"LIST {resource.plural} in {namespace or 'all namespaces'}"
+            + (f" where {field_selector}" if field_selector else ""),
             lambda: self.inner.fold(
                 resource,
                 reduce,
@@ -214,6 +224,7 @@ class RecordingReader:
                 namespace=namespace,
                 label_selector=label_selector,
                 metadata_only=metadata_only,
+                field_selector=field_selector,
             ),
             lambda _: "read",
         )
@@ -466,11 +477,26 @@ class Explainer:
         else:
             trace.passed("in-scope", f"labelled {COMPANION_LABEL}=true in {target.namespace}")
             verdict = self._decide_companion(companion, trace)
+            if verdict.delete and companion.ref.kind == "Secret":
+                verdict = self._prove_secret_type(verdict, trace)
             call = self._companion_grace(companion, verdict, trace)
         self._file(out, str(target), trace)
         out.verdict = graced(str(target), verdict, call)
         self._companions_binding(companion, verdict, call, out)
         return verdict
+
+    def _prove_secret_type(self, verdict: Verdict, trace: Trace) -> Verdict:
+        """The sweep's proof, before it marks or deletes a Secret, that its type is one gcjob
+        may delete (a metadata-only list the server filters on `type`)."""
+        self.log.rule = rule = "secret-type-proven"
+        unproven = prove_secret_type(verdict, self.hub)
+        if unproven is None:
+            trace.passed(rule, f"listed with {DELETABLE_SECRET_TYPES}")
+            return verdict
+        trace.hold(rule, unproven.reason, unproven.detail)
+        return Verdict(
+            verdict.ref, False, unproven.reason, unproven.detail, referrers=verdict.referrers
+        )
 
     def _companion_grace(
         self, companion: Companion, verdict: Verdict, trace: Trace

@@ -41,6 +41,26 @@ class Mark:
     evidence: str | None = None
 
 
+# gcjob's protect key as found on one object: (where, value) for each place it is set, e.g.
+# ("annotation gcjob.datumapis.com/protect", "true"); empty where it is set nowhere. Values are
+# verbatim (decide/common.py judges them, failing closed).
+Protect = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """One of an object's metadata.ownerReferences, as far as a decision needs it."""
+
+    api_version: str
+    kind: str
+    name: str
+    controller: bool  # True also where `controller` is not a boolean: fail closed
+
+
+# An ownerReference that could not be read: decisions treat it as a foreign controller.
+UNREADABLE_OWNER = OwnerRef("", "<unreadable ownerReference>", "", controller=True)
+
+
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
     """What was observed of one object: enough to report it and to pin a delete or a patch
@@ -70,7 +90,11 @@ class ObjectRef:
 class Companion:
     ref: ObjectRef
     referrers_raw: str | None  # the referenced-by annotation, verbatim; None when absent
-    protected: bool = False
+    protect: Protect = ()
+    owners: tuple[OwnerRef, ...] = ()
+    # For a Secret: the metadata marks of a type gcjob never deletes (a service account's
+    # token, a Helm release), e.g. "annotation kubernetes.io/service-account.name"
+    secret_marks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +115,7 @@ class Binding:
     policy_label: str | None
     cluster_policy: bool  # bound by a ClusterPropagationPolicy: never ours to touch
     resource: BoundResource | None = None
-    protected: bool = False
+    protect: Protect = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +131,8 @@ class Route:
     ref: ObjectRef
     labels: dict[str, str]  # only the meta.datumapis.com/* labels gcjob reads
     parent_refs: tuple[ParentRef, ...]
-    protected: bool = False
+    protect: Protect = ()
+    owners: tuple[OwnerRef, ...] = ()  # only its controller ownerReferences
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from gcjob.act.marker import Marker
 from gcjob.budget import RunBudget
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, Reads
-from gcjob.enumerate.scope import Scope
+from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
 from gcjob.kube.errors import ApiError, ConfigError, KubeError, Stopped, TlsFailure
@@ -102,6 +102,7 @@ class Run:
     deleted: int = 0  # deletions this run, for --max-deletions (a companion + binding: one)
     marked: int = 0  # new marks this run, for --max-marks (a companion + binding: one)
     marks: dict[str, dict[str, int]] = field(default_factory=dict)  # sweep -> reason -> count
+    namespace_check: NamespaceCheck = field(default_factory=NamespaceCheck)  # --namespace found?
     handled_bindings: set[str] = field(default_factory=set)  # uids reported with a companion
     companion_keys: KeySet | None = None  # labelled companions: (kind, namespace, name)
     upstream_index: UpstreamIndex | None = None
@@ -238,6 +239,7 @@ class Run:
             "namespaces": {
                 "included": list(self.settings.namespaces) or "all but reserved",
                 "excluded": list(self.settings.exclude_namespaces),
+                **self.namespace_check.summary(),
             },
             "sweeps": {
                 sweep.value: {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gcjob.model import Binding, BoundResource, Companion, ObjectRef, ParentRef, Route
+from gcjob.model import Binding, BoundResource, Companion, ObjectRef, ParentRef, Protect, Route
 
 NOW = datetime(2026, 7, 1, 12, 0, 0, tzinfo=UTC)
 MIN_AGE = timedelta(minutes=5)
@@ -17,6 +17,9 @@ OLD = NOW - timedelta(hours=1)
 YOUNG = NOW - timedelta(minutes=1)
 
 HUB_NS = "ns-6f1c2a9e-0d4b-4c1e-9a7f-2b3c4d5e6f70"
+
+# `protected=True` in the builders: the annotation as an operator sets it.
+PROTECTED: Protect = (("annotation gcjob.datumapis.com/protect", "true"),)
 
 _API_VERSIONS = {
     "ConfigMap": "v1",
@@ -57,7 +60,9 @@ def companion(
     protected: bool = False,
     **ref_kwargs: Any,
 ) -> Companion:
-    return Companion(ref(kind, name, **ref_kwargs), referrers, protected=protected)
+    return Companion(
+        ref(kind, name, **ref_kwargs), referrers, protect=PROTECTED if protected else ()
+    )
 
 
 def bound(
@@ -85,7 +90,7 @@ def binding(
         policy_label=policy_label,
         cluster_policy=cluster_policy,
         resource=resource,
-        protected=protected,
+        protect=PROTECTED if protected else (),
     )
 
 
@@ -130,5 +135,5 @@ def route(
         ref("HTTPRoute", name, **ref_kwargs),
         labels=route_labels(name=name) if labels is None else labels,
         parent_refs=parents,
-        protected=protected,
+        protect=PROTECTED if protected else (),
     )

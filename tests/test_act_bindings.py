@@ -19,13 +19,13 @@ def deleter() -> Deleter:
 
 def test_still_absent_is_deleted() -> None:
     outcome = delete_binding(
-        VERDICT, ("ConfigMap", "app-config"), SnapshotStore("h", []), deleter()
+        VERDICT, ("ConfigMap", "app-config"), SnapshotStore("h", [], every_kind=True), deleter()
     )
     assert (outcome.action, outcome.reason) == (Action.WOULD_DELETE, "orphaned")
 
 
 def test_an_object_that_appeared_keeps_its_binding() -> None:
-    store = SnapshotStore("h", [])
+    store = SnapshotStore("h", [], every_kind=True)
     store.add(
         {
             "apiVersion": "v1",

@@ -18,7 +18,7 @@ from tests.builders import HUB_NS, ref
 
 
 def hub(*objects: dict[str, Any]) -> SnapshotStore:
-    store = SnapshotStore("hub", [])
+    store = SnapshotStore("hub", [], every_kind=True)
     for obj in objects:
         store.add(obj)
     return store
@@ -101,7 +101,7 @@ def test_a_terminating_binding_is_not_deleted_again() -> None:
 
 class FailingReads(SnapshotStore):
     def __init__(self, failing_kind: str, *objects: dict[str, Any]) -> None:
-        super().__init__("hub", [])
+        super().__init__("hub", [], every_kind=True)
         self.failing_kind = failing_kind
         for obj in objects:
             self.add(obj)
@@ -144,7 +144,7 @@ class CountingReads(SnapshotStore):
     """The in-memory hub, counting the WorkloadDeployment names looked up."""
 
     def __init__(self) -> None:
-        super().__init__("hub", [])
+        super().__init__("hub", [], every_kind=True)
         self.looked_up: list[str] = []
 
     def get(self, resource, namespace, name, reduce, *, metadata_only=True):  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ def deleter() -> Deleter:
 
 
 def with_namespace(name: str = "default") -> SnapshotStore:
-    store = SnapshotStore("u", [])
+    store = SnapshotStore("u", [], every_kind=True)
     store.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return store
 
@@ -42,7 +42,7 @@ def test_a_gone_upstream_namespace_is_said_when_deleting() -> None:
 
 
 def test_a_gateway_that_came_back_keeps_the_route() -> None:
-    store = SnapshotStore("u", [])
+    store = SnapshotStore("u", [], every_kind=True)
     store.add(
         {
             "apiVersion": "gateway.networking.k8s.io/v1",
@@ -63,5 +63,7 @@ def test_an_upstream_that_fails_the_second_look_keeps_the_route() -> None:
 
 def test_an_unknown_cluster_is_never_read_as_gone() -> None:
     unknown = RouteTarget("elsewhere", "default", ("gw-a",))
-    outcome = delete_route(VERDICT, unknown, index(SnapshotStore("u", [])), deleter())
+    outcome = delete_route(
+        VERDICT, unknown, index(SnapshotStore("u", [], every_kind=True)), deleter()
+    )
     assert (outcome.action, outcome.reason) == (Action.SKIPPED, "upstream-unavailable")

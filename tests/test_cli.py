@@ -269,6 +269,10 @@ def _hub_only_snapshot(tmp_path: Path) -> Path:
     (snapshot / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": WEB}}
     (snapshot / "hub" / "cm.json").write_text(json.dumps(cm))
+    for kind in ("secrets", "workloaddeployments", "resourcebindings"):  # dumped: none there
+        (snapshot / "hub" / f"{kind}.json").write_text(
+            '{"apiVersion": "v1", "kind": "List", "items": []}'
+        )
     return snapshot
 
 
@@ -515,6 +519,30 @@ def test_the_summary_names_the_namespaces_in_scope() -> None:
     assert everything["namespaces"] == {"included": "all but reserved", "excluded": []}
     some = summary_of(invoke("--snapshot", DEMO, "--namespace", WEB, "--exclude-namespace", SHOP))
     assert some["namespaces"] == {"included": [WEB], "excluded": [SHOP]}
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--namespace", WEB, "--exclude-namespace", WEB),
+        ("--namespace", f"{SHOP},{WEB}", "--exclude-namespace", f"ns-x,{WEB}"),
+    ],
+)
+def test_a_namespace_both_included_and_excluded_is_refused(
+    capsys: pytest.CaptureFixture[str], flags: tuple[str, ...]
+) -> None:
+    """Issue 20 item 17: it used to sweep nothing and exit 0."""
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, *flags)
+    assert f"{WEB} is both included and excluded" in line
+
+
+def test_a_namespace_the_hub_does_not_have_is_warned_about_not_failed() -> None:
+    result = invoke("--snapshot", DEMO, "--namespace", WEB, "--namespace", "ns-typo")
+    assert result.return_value == 0
+    summary = summary_of(result)
+    assert summary["namespaces"]["not_found"] == ["ns-typo"]
+    assert "unchecked" not in summary["namespaces"]
+    assert "--namespace ns-typo: no such namespace on the hub" in result.stderr
 
 
 @pytest.mark.parametrize(

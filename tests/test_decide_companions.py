@@ -15,7 +15,7 @@ from gcjob.decide.companions import (
     parse_referrers,
 )
 from gcjob.model import BoundResource
-from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, bound, companion, ref
+from tests.builders import HUB_NS, MIN_AGE, NOW, PROTECTED, YOUNG, bound, companion, ref
 
 # --- parse_referrers ---------------------------------------------------------------------
 
@@ -316,7 +316,7 @@ def test_the_binding_of_a_deleted_companion_goes_only_if_it_is_its_own() -> None
             None,
             False,
             fields["resource"],
-            bool(fields["protected"]),  # type: ignore[arg-type]
+            PROTECTED if fields["protected"] else (),
         )
 
     assert follow_binding(rb(), owner).reason == "companion-deleted"

@@ -36,6 +36,7 @@ def test_orphan_companion_passes_every_rule_in_sweep_order() -> None:
     assert [s.rule for s in trace.steps] == [
         "referrers-readable",
         "referrers-gone",
+        "not-owned",
         "not-terminating",
         "pinnable",
         "old-enough",
@@ -58,7 +59,7 @@ def test_live_referrer_stops_the_trace_at_the_rule_that_held_it() -> None:
 
 def test_hold_back_records_the_same_reason_it_returns() -> None:
     trace = Trace()
-    held = hold_back(ref(created=NOW - timedelta(seconds=10)), NOW, MIN_AGE, False, trace)
+    held = hold_back(ref(created=NOW - timedelta(seconds=10)), NOW, MIN_AGE, (), trace)
     assert held is not None and held[0] == "too-young"
     assert trace.steps[-1].rule == "old-enough"
     assert trace.steps[-1].evidence == held[1]

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gcjob import marks
 from gcjob.cli import cli
@@ -24,6 +28,7 @@ from gcjob.domain import (
     ORPHANED_SINCE_ANNOTATION,
     REFERRERS_ANNOTATION,
 )
+from gcjob.kube.errors import ConfigError
 from tests import schemas
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
@@ -365,6 +370,8 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
     (hub / "configmaps.json").write_text(
         json.dumps({"kind": "List", "apiVersion": "v1", "items": items})
     )
+    for empty in ("workloaddeployments", "resourcebindings", "secrets"):  # dumped: none there
+        (hub / f"{empty}.json").write_text('{"kind": "List", "apiVersion": "v1", "items": []}')
     report_file = tmp_path / "r.json"
     args = ["sweep", "--snapshot", str(tmp_path / "snap"), "--grace", "10m"]
     args += ["--sweep", "companions", "--report-file", str(report_file)]
@@ -436,6 +443,8 @@ def test_a_snapshot_removes_the_companion_mark_of_what_left_the_sweep(tmp_path: 
     (hub / "configmaps.json").write_text(
         json.dumps({"kind": "List", "apiVersion": "v1", "items": items})
     )
+    for empty in ("secrets", "workloaddeployments", "resourcebindings"):  # dumped, and empty
+        (hub / f"{empty}.yaml").write_text("apiVersion: v1\nkind: List\nitems: []\n")
     report_file = tmp_path / "r.json"
     args = ["sweep", "--snapshot", str(tmp_path / "snap"), "--grace", "10m"]
     args += ["--sweep", "companions", "--report-file", str(report_file)]
@@ -449,3 +458,111 @@ def test_a_snapshot_removes_the_companion_mark_of_what_left_the_sweep(tmp_path: 
         "left": ("would-unmark", "left-scope"),
         "unlabelled": ("would-unmark", "left-scope"),
     }
+
+
+# -- a snapshot without a kind (issue 20 item 12) -------------------------------------------
+
+
+def _demo_without(tmp_path: Path, *missing: str) -> Path:
+    copy = tmp_path / "demo"
+    shutil.copytree(DEMO, copy)
+    for relative in missing:
+        (copy / relative).unlink()
+    return copy
+
+
+def _sweep_report(snapshot: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    report_file = tmp_path / "report.json"
+    argv = ["sweep", "--snapshot", str(snapshot), "--grace", "0", *args]
+    argv += ["--report-file", str(report_file)]
+    result = CliRunner().invoke(cli, argv, standalone_mode=False, catch_exceptions=False)
+    return int(result.return_value), json.loads(report_file.read_text(encoding="utf-8"))
+
+
+def test_no_workloaddeployments_dump_is_unknown_not_every_companion_orphaned(
+    tmp_path: Path,
+) -> None:
+    code, report = _sweep_report(
+        _demo_without(tmp_path, "hub/workloaddeployments.yaml"), tmp_path, "--sweep", "companions"
+    )
+    companions = report["summary"]["sweeps"]["companions"]
+    assert companions["status"] == "incomplete"
+    assert "no workloaddeployments dump" in companions["detail"]
+    assert [i for i in report["items"] if i["action"] == "would-delete"] == []
+    assert code == 3
+
+
+def test_an_explicitly_empty_workloaddeployments_dump_is_empty(tmp_path: Path) -> None:
+    snapshot = _demo_without(tmp_path, "hub/workloaddeployments.yaml")
+    (snapshot / "hub" / "workloaddeployments.yaml").write_text(
+        "apiVersion: v1\nkind: List\nitems: []\n", encoding="utf-8"
+    )
+    code, report = _sweep_report(snapshot, tmp_path, "--sweep", "companions")
+    assert code == 0
+    assert report["summary"]["sweeps"]["companions"]["status"] == "completed"
+    assert any(i["reason"] == "orphaned" for i in report["items"])  # none live: orphans
+
+
+def test_no_gateways_dump_makes_the_upstream_unavailable_not_empty(tmp_path: Path) -> None:
+    snapshot = _demo_without(tmp_path, "upstream/single/gateways.yaml")
+    code, report = _sweep_report(snapshot, tmp_path, "--sweep", "routes")
+    single = next(u for u in report["upstream"] if u["cluster"] == "single")
+    assert single["status"] == "unavailable"
+    assert "no gateways dump" in single["detail"]
+    on_single = [i for i in report["items"] if i.get("cluster") == "single"]
+    assert on_single and all(i["action"] == "skipped" for i in on_single)
+    assert code != 0
+
+
+DEMO_DUMPS = sorted(
+    str(p.relative_to(DEMO)) for p in DEMO.rglob("*.yaml") if p.name != "snapshot.yaml"
+)
+
+
+@settings(max_examples=max(5, settings().max_examples // 10))
+@given(missing=st.sets(st.sampled_from(DEMO_DUMPS), min_size=1))
+def test_any_dump_left_out_never_makes_an_orphan(missing: set[str]) -> None:
+    """Generated: the demo with any set of dumps left out. What a missing kind would have
+    proven is unknown: nothing is deleted on it, and no run ends on it (never exit 70)."""
+    with tempfile.TemporaryDirectory() as directory:
+        tmp_path = Path(directory)
+        snapshot = _demo_without(tmp_path, *missing)
+        if not any((snapshot / "hub").iterdir()):
+            return  # no hub object at all: refused (exit 2), tested elsewhere
+        try:
+            code, report = _sweep_report(snapshot, tmp_path)
+        except ConfigError:
+            return
+    assert code != 70
+    full = _full_demo_deletes()
+    deleted = {
+        (i["kind"], i["namespace"], i["name"])
+        for i in report["items"]
+        if i["action"] in ("would-delete", "would-mark")
+    }
+    # leaving a dump out never adds a deletion the full demo would not make
+    assert deleted <= full
+    if "hub/workloaddeployments.yaml" in missing:
+        assert not [k for k in deleted if k[0] in ("ConfigMap", "Secret")]
+    for cluster in ("single", "proj-alpha"):
+        if f"upstream/{cluster}/gateways.yaml" in missing:
+            assert not [
+                i
+                for i in report["items"]
+                if i.get("cluster") == cluster and i["action"] in ("would-delete", "would-mark")
+            ]
+
+
+_FULL: set[tuple[str, str, str]] = set()
+
+
+def _full_demo_deletes() -> set[tuple[str, str, str]]:
+    if not _FULL:
+        with tempfile.TemporaryDirectory() as directory:
+            _, report = _sweep_report(DEMO, Path(directory))
+        _FULL.update(
+            (i["kind"], i["namespace"], i["name"])
+            for i in report["items"]
+            if i["action"] in ("would-delete", "would-mark")
+        )
+    return _FULL

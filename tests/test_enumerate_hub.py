@@ -27,7 +27,7 @@ def wd(namespace: str | None, name: str) -> dict[str, Any]:
 
 
 def store(*objects: dict[str, Any]) -> SnapshotStore:
-    hub = SnapshotStore("hub", [])
+    hub = SnapshotStore("hub", [], every_kind=True)
     for obj in objects:
         hub.add(obj)
     return hub
@@ -106,7 +106,7 @@ def test_companion_lists_are_read_at_once_in_the_order_asked() -> None:
 
 
 def test_routes_come_in_name_order_within_each_listed_namespace() -> None:
-    hub = SnapshotStore("hub", [])
+    hub = SnapshotStore("hub", [], every_kind=True)
     labels = {
         "meta.datumapis.com/upstream-group": "gateway.networking.k8s.io",
         "meta.datumapis.com/upstream-kind": "HTTPRoute",

@@ -98,6 +98,7 @@ def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
         "in-scope",
         "referrers-readable",
         "referrers-gone",
+        "not-owned",
         "not-terminating",
         "pinnable",
         "old-enough",

@@ -44,7 +44,7 @@ def configmap(**labels: str) -> dict[str, Any]:
 
 
 def store_with(obj: dict[str, Any]) -> SnapshotStore:
-    store = SnapshotStore("hub", [])
+    store = SnapshotStore("hub", [], every_kind=True)
     store.add(copy.deepcopy(obj))
     return store
 
@@ -92,7 +92,9 @@ def test_a_live_mark_is_marked_and_a_changed_object_is_a_safe_skip() -> None:
 
 
 def test_a_mark_on_an_object_gone_is_already_gone() -> None:
-    marker = Marker(SnapshotStore("hub", []), dry_run=False, budget=RunBudget(None))
+    marker = Marker(
+        SnapshotStore("hub", [], every_kind=True), dry_run=False, budget=RunBudget(None)
+    )
     outcome = marker.mark(SWEEP, verdict_of(configmap()), CONFIGMAPS, EVIDENCE, NOW)
     assert (outcome.action, outcome.reason) == (Action.ALREADY_GONE, "already-gone")
 

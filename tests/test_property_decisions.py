@@ -23,7 +23,7 @@ from gcjob.decide.routes import (
     decide_route,
     route_target,
 )
-from gcjob.model import Binding, BoundResource, Companion, ParentRef, Route
+from gcjob.model import Binding, BoundResource, Companion, ParentRef, Protect, Route
 from tests.builders import HUB_NS, MIN_AGE, NOW, OLD, ref
 
 PROPERTY = settings(max_examples=200, deadline=None)
@@ -52,6 +52,28 @@ created_st = st.one_of(
 uid_st = st.sampled_from(["uid-1", "uid-1", "uid-1", ""])
 rv_st = st.sampled_from(["42", "42", "42", ""])
 flag_st = st.sampled_from([False, False, False, True])
+# gcjob's protect key wherever it may be set, with any value: only exactly "false" lets go.
+PROTECT_KEY = "gcjob.datumapis.com/protect"
+protect_value_st = st.one_of(
+    st.sampled_from(["true", "false", "True", "yes", "1", " true", "false ", "", "FALSE"]),
+    st.text(max_size=8),
+)
+protect_st = st.one_of(
+    st.just(()),
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [f"annotation {PROTECT_KEY}", f"label {PROTECT_KEY}", "annotations (not a map)"]
+            ),
+            protect_value_st,
+        ),
+        max_size=2,
+    ).map(tuple),
+)
+
+
+def is_protected(protect: Protect) -> bool:
+    return any(value != "false" for _, value in protect)
 
 
 def old_enough(created: datetime | None) -> bool:
@@ -126,7 +148,7 @@ def spec_keys(raw: str | None) -> list[str] | None:
     kind=st.sampled_from(["ConfigMap", "Secret"]),
     created=created_st,
     terminating=flag_st,
-    protected=flag_st,
+    protect=protect_st,
     uid=uid_st,
     rv=rv_st,
 )
@@ -136,26 +158,26 @@ def test_companion_deleted_only_when_spec_says_orphan(
     kind: str,
     created: datetime | None,
     terminating: bool,
-    protected: bool,
+    protect: Protect,
     uid: str,
     rv: str,
 ) -> None:
     c = Companion(
         ref(kind, uid=uid, resource_version=rv, created=created, terminating=terminating),
         raw,
-        protected=protected,
+        protect=protect,
     )
     verdict = decide_companion(c, live, NOW, MIN_AGE)
     event(f"delete={verdict.delete}")
     keys = spec_keys(raw)
     orphan = keys is not None and not any(k.split("/")[1] in live for k in keys)
-    deletable = old_enough(created) and not terminating and not protected and uid and rv
+    deletable = old_enough(created) and not terminating and not is_protected(protect) and uid and rv
     if verdict.delete:
         assert keys, raw
         assert not any(k.split("/")[1] in live for k in keys)
         assert old_enough(created)
         assert not terminating
-        assert not protected
+        assert not is_protected(protect)
         assert uid and rv
         assert verdict.reason == "orphaned"
     else:
@@ -229,7 +251,7 @@ def spec_is_gateway(p: ParentRef) -> bool:
     view=view_st,
     created=created_st,
     terminating=flag_st,
-    protected=flag_st,
+    protect=protect_st,
     uid=uid_st,
     rv=rv_st,
 )
@@ -239,7 +261,7 @@ def test_route_deleted_only_when_every_gateway_proven_gone(
     view: UpstreamView,
     created: datetime | None,
     terminating: bool,
-    protected: bool,
+    protect: Protect,
     uid: str,
     rv: str,
 ) -> None:
@@ -254,7 +276,7 @@ def test_route_deleted_only_when_every_gateway_proven_gone(
         ),
         labels=labels,
         parent_refs=parents,
-        protected=protected,
+        protect=protect,
     )
     target = route_target(r)
     if isinstance(target, RouteTarget):
@@ -274,7 +296,7 @@ def test_route_deleted_only_when_every_gateway_proven_gone(
         and not any(p.name in view.gateways for p in parents)
         and old_enough(created)
         and not terminating
-        and not protected
+        and not is_protected(protect)
         and uid
         and rv
     )
@@ -308,7 +330,7 @@ SUFFIXES = ["-configmap", "-secret", "-httproute", "-workloaddeployment", "", "-
     presence=st.sampled_from([Presence.ABSENT, Presence.ABSENT, Presence.EXISTS, Presence.UNKNOWN]),
     created=created_st,
     terminating=flag_st,
-    protected=flag_st,
+    protect=protect_st,
     uid=uid_st,
     rv=rv_st,
     resource_kind=st.sampled_from(
@@ -326,7 +348,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
     presence: Presence,
     created: datetime | None,
     terminating: bool,
-    protected: bool,
+    protect: Protect,
     uid: str,
     rv: str,
     resource_kind: str | None,
@@ -352,7 +374,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
         policy_label=label,
         cluster_policy=cluster_policy,
         resource=resource,
-        protected=protected,
+        protect=protect,
     )
     verdict = decide_binding(b, presence, NOW, MIN_AGE)
     event(f"delete={verdict.delete}")
@@ -371,7 +393,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
         and resource.namespace in ("", HUB_NS)
         and old_enough(created)
         and not terminating
-        and not protected
+        and not is_protected(protect)
         and uid
         and rv
     )
@@ -385,7 +407,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
         assert not name.endswith(("-httproute", "-workloaddeployment"))
         assert old_enough(created)
         assert not terminating
-        assert not protected
+        assert not is_protected(protect)
         assert uid and rv
     else:
         assert verdict.reason != "orphaned"

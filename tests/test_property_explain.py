@@ -209,6 +209,22 @@ def write(directory: Path, objs: list[dict[str, Any]]) -> None:
     (directory / "upstream" / "single" / "gateways.json").write_text(
         json.dumps({"apiVersion": "v1", "kind": "List", "items": up})
     )
+    # Every kind is dumped, even with no object of it: a kind not dumped is unknown, not empty.
+    for plane, kinds in (("hub", HUB_KINDS), ("upstream/single", UPSTREAM_KINDS)):
+        for api_version, kind in kinds:
+            (directory / plane / f"{kind.lower()}s.json").write_text(
+                json.dumps({"apiVersion": api_version, "kind": f"{kind}List", "items": []})
+            )
+
+
+HUB_KINDS = (
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("compute.datumapis.com/v1alpha", "WorkloadDeployment"),
+    ("work.karmada.io/v1alpha2", "ResourceBinding"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+)
+UPSTREAM_KINDS = (("gateway.networking.k8s.io/v1", "Gateway"), ("v1", "Namespace"))
 
 
 @pytest.fixture(autouse=True)

@@ -121,7 +121,7 @@ def test_realistic_companion() -> None:
     assert record.ref.created == datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC)
     assert record.ref.terminating is False
     assert record.referrers_raw == '["default/web-dfw"]'
-    assert record.protected is False
+    assert record.protect == ()
     # sanity: a well-formed orphan is deletable, so the refusals below are meaningful
     assert _decide(configmap()).delete is True
 
@@ -199,7 +199,7 @@ def test_realistic_route() -> None:
     assert record.ref.kind == "HTTPRoute"
     assert record.ref.api_version == "gateway.networking.k8s.io/v1"
     assert record.parent_refs == (ParentRef("web-gateway", None, None, None),)
-    assert record.protected is False
+    assert record.protect == ()
 
 
 def test_route_keeps_only_the_labels_gcjob_reads() -> None:
@@ -227,21 +227,35 @@ def test_route_drops_non_string_label_values() -> None:
 
 
 @pytest.mark.parametrize(
-    ("annotations", "protected"),
+    ("annotations", "protect"),
     [
-        ({PROTECT_ANNOTATION: "true"}, True),
-        ({PROTECT_ANNOTATION: "false"}, False),
-        ({PROTECT_ANNOTATION: ""}, False),
-        ({}, False),
-        (None, False),
-        ("not-a-dict", False),
+        ({PROTECT_ANNOTATION: "true"}, ((f"annotation {PROTECT_ANNOTATION}", "true"),)),
+        ({PROTECT_ANNOTATION: "false"}, ((f"annotation {PROTECT_ANNOTATION}", "false"),)),
+        ({PROTECT_ANNOTATION: ""}, ((f"annotation {PROTECT_ANNOTATION}", ""),)),
+        ({PROTECT_ANNOTATION: 1}, ((f"annotation {PROTECT_ANNOTATION}", "<not a string>"),)),
+        (
+            {"gcjob.datumapis.com/Protect": "yes"},
+            (("annotation gcjob.datumapis.com/Protect", "yes"),),
+        ),
+        ({}, ()),
+        (None, ()),
+        ("not-a-dict", (("annotations (not a map)", "<unreadable>"),)),
     ],
 )
-def test_protect_annotation(annotations: Any, protected: bool) -> None:
-    assert reduce.is_protected(configmap(annotations=annotations)) is protected
-    assert reduce.companion(CONFIGMAPS)(configmap(annotations=annotations)).protected is protected
-    assert reduce.binding(resourcebinding(annotations=annotations)).protected is protected
-    assert reduce.route(httproute(annotations=annotations)).protected is protected
+def test_protect_is_read_verbatim_wherever_it_is(annotations: Any, protect: Any) -> None:
+    assert reduce.protect(configmap(annotations=annotations)) == protect
+    assert reduce.companion(CONFIGMAPS)(configmap(annotations=annotations)).protect == protect
+    assert reduce.binding(resourcebinding(annotations=annotations)).protect == protect
+    assert reduce.route(httproute(annotations=annotations)).protect == protect
+
+
+def test_protect_as_a_label_is_read_too() -> None:
+    obj = httproute()
+    obj["metadata"]["labels"][PROTECT_ANNOTATION] = "true"
+    assert reduce.route(obj).protect == ((f"label {PROTECT_ANNOTATION}", "true"),)
+    obj = configmap()
+    obj["metadata"]["labels"] = {PROTECT_ANNOTATION: "True"}
+    assert _decide(obj).reason == "protect-not-understood"
 
 
 def test_protected_companion_is_held_back() -> None:
@@ -266,9 +280,9 @@ def test_metadata_missing_or_not_a_dict(metadata: Any) -> None:
     assert record.ref.resource_version == ""
     assert record.ref.created is None
     assert record.referrers_raw is None
-    assert record.protected is False
+    assert record.protect == ()
     assert _decide(obj).delete is False
-    assert hold_back(record.ref, NOW, MIN_AGE, False) == (
+    assert hold_back(record.ref, NOW, MIN_AGE, ()) == (
         "unpinnable",
         "no uid or resourceVersion to pin a delete to",
     )

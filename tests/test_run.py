@@ -204,10 +204,10 @@ def worlds(draw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def run_world(hub_objects: list[dict[str, Any]], upstream_objects: list[dict[str, Any]]):
-    hub = SnapshotStore("hub", [])
+    hub = SnapshotStore("hub", [], every_kind=True)
     for obj in hub_objects:
         hub.add(obj)
-    upstream = SnapshotStore("single", [])
+    upstream = SnapshotStore("single", [], every_kind=True)
     for obj in upstream_objects:
         upstream.add(obj)
     config = Settings(
@@ -299,7 +299,7 @@ def test_a_quiet_world_reports_nothing_and_exits_zero() -> None:
 def test_the_summary_never_carries_userinfo_or_a_token() -> None:
     """issue 12 A: `server:` with user:password@, and an exception's header value."""
     run, _ = run_world([], [])
-    run.hub = SnapshotStore("https://admin:hunter2@hub.example:6443", [])
+    run.hub = SnapshotStore("https://admin:hunter2@hub.example:6443", [], every_kind=True)
     error = "internal error: ValueError: Invalid header value b'Bearer s3cr3t\\n'\nsecond line"
     summary = run.summary(run.exit_code(), error)
     text = json.dumps(summary)

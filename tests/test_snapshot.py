@@ -21,7 +21,7 @@ from gcjob.kube.resources import (
     RESOURCEBINDINGS,
     SECRETS,
 )
-from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
+from gcjob.kube.snapshot import NotInSnapshot, Snapshot, SnapshotStore, SnapshotUpstreams
 
 WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
 SHOP = "ns-c7e2a9d4-1b3f-4e8a-a6d2-5f9b0c1e3a7d"
@@ -221,8 +221,35 @@ def test_list_drops_records_reduced_to_none(snapshot_dir: Path) -> None:
     assert hub.list(CONFIGMAPS, lambda obj: None) == []
 
 
-def test_list_of_an_absent_kind_is_empty(snapshot_dir: Path) -> None:
-    assert Snapshot(str(snapshot_dir)).hub.list(HTTPROUTES, reduce.name_of) == []
+def test_a_kind_with_no_dump_is_unknown_not_empty(snapshot_dir: Path) -> None:
+    """Issue 20 item 12: no HTTPRoutes dump is not "no HTTPRoutes"."""
+    hub = Snapshot(str(snapshot_dir)).hub
+    with pytest.raises(NotInSnapshot, match="no httproutes dump"):
+        hub.list(HTTPROUTES, reduce.name_of)
+    with pytest.raises(NotInSnapshot):
+        hub.get(HTTPROUTES, WEB, "web", reduce.name_of)
+
+
+@pytest.mark.parametrize(
+    ("file", "content"),
+    [
+        ("httproutes.yaml", "apiVersion: v1\nkind: List\nitems: []\n"),  # kubectl's empty dump
+        (
+            "httproutes.gateway.networking.k8s.io.json",
+            '{"apiVersion": "v1", "kind": "List", "items": []}',
+        ),
+        (
+            "anything.yaml",
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRouteList\nitems: []\n",
+        ),
+        ("httproutes.yaml", ""),  # an empty file named after the kind
+    ],
+)
+def test_an_explicitly_empty_dump_is_empty(snapshot_dir: Path, file: str, content: str) -> None:
+    (snapshot_dir / "hub" / file).write_text(content, encoding="utf-8")
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert hub.list(HTTPROUTES, reduce.name_of) == []
+    assert hub.get(HTTPROUTES, WEB, "web", reduce.name_of) is None
 
 
 def test_get(snapshot_dir: Path) -> None:
@@ -435,8 +462,20 @@ def test_snapshot_upstreams(snapshot_dir: Path) -> None:
 
 def test_upstream_objects_are_not_on_the_hub(snapshot_dir: Path) -> None:
     snapshot = Snapshot(str(snapshot_dir))
-    assert snapshot.hub.list(GATEWAYS, reduce.name_of) == []
-    assert snapshot.upstreams["single"].list(CONFIGMAPS, reduce.name_of) == []
+    assert snapshot.upstreams["single"].list(GATEWAYS, reduce.name_of) != []
+    with pytest.raises(NotInSnapshot):  # the hub's dumps hold no Gateways: not known there
+        snapshot.hub.list(GATEWAYS, reduce.name_of)
+    with pytest.raises(NotInSnapshot):
+        snapshot.upstreams["single"].list(CONFIGMAPS, reduce.name_of)
+
+
+def test_an_upstream_without_a_gateways_dump_cannot_be_judged(snapshot_dir: Path) -> None:
+    """Issue 20 item 12: it was read as a cluster with no Gateway at all (`ok`)."""
+    for path in (snapshot_dir / "upstream" / "single").glob("*gateway*"):
+        path.unlink()
+    upstream = Snapshot(str(snapshot_dir)).upstreams["single"]
+    with pytest.raises(NotInSnapshot, match="no gateways dump"):
+        upstream.served(GATEWAYS)
 
 
 def test_malformed_metadata_in_a_dump_is_never_a_crash(tmp_path: Path) -> None:

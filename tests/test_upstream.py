@@ -18,7 +18,7 @@ class CountingStore(SnapshotStore):
     """An upstream that counts its reads, to check what the index costs."""
 
     def __init__(self, *objects: dict[str, Any], serves: bool = True) -> None:
-        super().__init__("upstream", [])
+        super().__init__("upstream", [], every_kind=True)
         self.calls: list[str] = []
         self.serves = serves
         for obj in objects:

@@ -7,14 +7,19 @@ from datetime import datetime
 
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.marker import Marker, waiting
-from gcjob.decide.companions import follow_binding, referrer_names
+from gcjob.decide.companions import OWNED_SECRET_TYPE, follow_binding, referrer_names
 from gcjob.decide.grace import Graced
 from gcjob.decide.grace import left_scope as left_the_sweep
-from gcjob.domain import COMPANION_LABEL, binding_name
+from gcjob.domain import COMPANION_LABEL, NEVER_DELETED_SECRET_TYPES, binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
-from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
+from gcjob.kube.resources import (
+    COMPANION_RESOURCES,
+    RESOURCEBINDINGS,
+    SECRETS,
+    WORKLOADDEPLOYMENTS,
+)
 from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
 from gcjob.model import Action, Binding, Companion, ObjectRef, Outcome, Sweep, Verdict
 
@@ -43,10 +48,38 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
                     f"WorkloadDeployment {name} exists on a second look",
                 )
             ]
+    if ref.kind == "Secret":
+        unproven = prove_secret_type(verdict, hub)
+        if unproven is not None:
+            return [unproven]
     outcome = deleter.delete(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])
     if outcome.action not in (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE):
         return [outcome]  # a companion that was not deleted keeps its binding, and its cell copies
     return [outcome, *_delete_binding(verdict, hub, deleter)]
+
+
+# A Secret of any type but those gcjob never deletes: the server filters on `type`, which is
+# not in a Secret's metadata (and is immutable, so the proof holds for this uid).
+DELETABLE_SECRET_TYPES = ",".join(f"type!={t}" for t in NEVER_DELETED_SECRET_TYPES)
+
+
+def prove_secret_type(verdict: Verdict, hub: Reader) -> Outcome | None:
+    """None when a metadata-only list, filtered by the server on `type`, shows this very
+    Secret (its uid) is of a type gcjob may delete; else the Outcome that keeps it. Its type
+    is never read from the Secret itself: a GET of a Secret answers with its data."""
+    ref = verdict.ref
+    selector = f"metadata.name={ref.name},{DELETABLE_SECRET_TYPES}"
+    try:
+        uids = hub.list(SECRETS, reduce.uid_of, namespace=ref.namespace, field_selector=selector)
+    except KubeError as exc:
+        return read_failure(SWEEP, verdict, f"the type of Secret {ref.name}", exc)
+    if ref.uid and ref.uid in uids:
+        return None
+    detail = (
+        f"not listed with {DELETABLE_SECRET_TYPES}: a Secret type gcjob never deletes "
+        "(or replaced since it was observed)"
+    )
+    return Outcome.of(SWEEP, verdict, Action.SKIPPED, OWNED_SECRET_TYPE, detail)
 
 
 def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None:
@@ -87,6 +120,10 @@ def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     verdict = graced.verdict
     since = graced.call.since
     assert graced.evidence is not None and since is not None
+    if verdict.ref.kind == "Secret":  # proven before the mark too: a mark says "will delete"
+        unproven = prove_secret_type(verdict, hub)
+        if unproven is not None:
+            return [unproven]
     resource = COMPANION_RESOURCES[verdict.ref.kind]
     outcome = marker.mark(SWEEP, verdict, resource, graced.evidence, since, graced.call.detail)
     if outcome.action not in (Action.MARKED, Action.WOULD_MARK):

@@ -99,7 +99,7 @@ def decide_binding(
     )
     if mismatch is not None:
         return Verdict(ref, False, *mismatch)
-    held = hold_back(ref, now, min_age, binding.protected, trace)
+    held = hold_back(ref, now, min_age, binding.protect, trace)
     if held is not None:
         return Verdict(ref, False, *held)
     return Verdict(ref, True, "orphaned", f"no {kind} named {name} in {ref.namespace}")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from gcjob.decide.trace import Trace
-from gcjob.domain import PROTECT_ANNOTATION
-from gcjob.model import Binding, BoundResource, ObjectRef
+from gcjob.domain import ANCHOR_PREFIX, PROTECT_ANNOTATION
+from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
+
+# The reason for a protect key whose value is neither "true" nor "false": kept, as protected.
+PROTECT_NOT_UNDERSTOOD = "protect-not-understood"
 
 
 def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
@@ -15,11 +20,41 @@ def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
     return (now - ref.created).total_seconds()
 
 
+def protection(protect: Protect) -> tuple[str, str] | None:
+    """(reason, detail) when the protect key keeps the object, else None. Fail closed: set as
+    an annotation or a label, any value but exactly "false" protects; "true" is `protected`,
+    anything else (`True`, `yes`, `" true"`, unreadable) is kept as not understood."""
+    holding = [(where, value) for where, value in protect if value != "false"]
+    if not holding:
+        return None
+    for where, value in holding:
+        if value == "true":
+            return "protected", f"{where}=true"
+    where, value = holding[0]
+    shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
+    return (
+        PROTECT_NOT_UNDERSTOOD,
+        f"{where}={shown} is neither true nor false: kept as protected",
+    )
+
+
+def check_protection(
+    protect: Protect, trace: Trace, rule: str = "not-protected"
+) -> tuple[str, str] | None:
+    """The protect step of a decision, traced: (reason, detail) to keep the object, or None."""
+    held = protection(protect)
+    if held is not None:
+        return trace.hold(rule, *held)
+    where = ", ".join(f"{w}=false" for w, _ in protect)
+    trace.passed(rule, where or f"no {PROTECT_ANNOTATION} annotation or label")
+    return None
+
+
 def hold_back(
     ref: ObjectRef,
     now: datetime,
     min_age: timedelta,
-    protected: bool,
+    protect: Protect,
     trace: Trace | None = None,
 ) -> tuple[str, str] | None:
     """The checks between "looks orphaned" and "delete": (reason, detail) to keep it, or None.
@@ -52,9 +87,45 @@ def hold_back(
         "old-enough",
         f"creationTimestamp {ref.created.isoformat()}: age {int(age)}s, minimum age {minimum}s",
     )
-    if protected:
-        return trace.hold("not-protected", "protected", f"annotated {PROTECT_ANNOTATION}=true")
-    trace.passed("not-protected", f"not annotated {PROTECT_ANNOTATION}=true")
+    return check_protection(protect, trace)
+
+
+# The reason for an object someone else owns (an ownerReference): kept, as the garbage collector
+# leaves an owned object to its owner.
+OWNED = "owned"
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_anchor(owner: OwnerRef) -> bool:
+    """An ownerReference to an anchor ConfigMap `anchor-<canonical uuid>` (shared/domain.md,
+    sweep 4): NSO's own bookkeeping, not another owner."""
+    uid = owner.name.removeprefix(ANCHOR_PREFIX)
+    return (
+        owner.api_version == "v1"
+        and owner.kind == "ConfigMap"
+        and owner.name.startswith(ANCHOR_PREFIX)
+        and _CANONICAL_UUID.fullmatch(uid) is not None
+    )
+
+
+def check_owners(
+    owners: tuple[OwnerRef, ...],
+    trace: Trace,
+    *,
+    ours: Callable[[OwnerRef], bool] = lambda owner: False,
+) -> tuple[str, str] | None:
+    """The ownership step: (reason, detail) to keep an object that has an owner the sweep does
+    not recognise as `ours`, else None."""
+    foreign = [o for o in owners if not ours(o)]
+    if foreign:
+        owner = foreign[0]
+        what = "controller ownerReference" if owner.controller else "ownerReference"
+        named = f"{owner.kind} {owner.name[:80]}".strip()
+        return trace.hold("not-owned", OWNED, f"{what} to {named}: its owner manages it")
+    trace.passed(
+        "not-owned",
+        "no ownerReferences" if not owners else f"owned only by {len(owners)} anchor(s)",
+    )
     return None
 
 

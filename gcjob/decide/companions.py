@@ -6,10 +6,15 @@ import json
 from collections.abc import Container
 from datetime import datetime, timedelta
 
-from gcjob.decide.common import hold_back, resource_mismatch, spec_resource_names
+from gcjob.decide.common import (
+    check_owners,
+    check_protection,
+    hold_back,
+    resource_mismatch,
+    spec_resource_names,
+)
 from gcjob.decide.trace import Trace
 from gcjob.domain import (
-    PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -131,7 +136,9 @@ def decide_companion(
             ),
         )
     trace.passed("referrers-gone", evidence)
-    held = hold_back(ref, now, min_age, companion.protected, trace)
+    held = check_owners(companion.owners, trace) or _owned_secret(companion, trace)
+    if held is None:
+        held = hold_back(ref, now, min_age, companion.protect, trace)
     if held is not None:
         return Verdict(ref, False, *held, referrers=keys)
     return Verdict(
@@ -141,6 +148,23 @@ def decide_companion(
         f"no WorkloadDeployment named {_names_in_detail(referrer_names(keys))} in {ref.namespace}",
         referrers=keys,
     )
+
+
+# The reason for a Secret of a type gcjob never deletes (domain.NEVER_DELETED_SECRET_TYPES).
+OWNED_SECRET_TYPE = "owned-secret-type"
+
+
+def _owned_secret(companion: Companion, trace: Trace) -> tuple[str, str] | None:
+    if companion.ref.kind != "Secret":
+        return None
+    if companion.secret_marks:
+        detail = f"{companion.secret_marks[0]}: a Secret its owner manages, never deleted"
+        return trace.hold("secret-type-deletable", OWNED_SECRET_TYPE, detail)
+    trace.passed(
+        "secret-type-deletable",
+        "no mark of a service account token or Helm release (its type is proven before delete)",
+    )
+    return None
 
 
 def binding_names_companion(resource: BoundResource | None, companion: ObjectRef) -> str | None:
@@ -176,10 +200,9 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
             "binding-not-terminating", detail, Verdict(ref, False, "terminating", detail)
         )
     trace.passed("binding-not-terminating", "no deletionTimestamp")
-    if binding.protected:
-        detail = f"annotated {PROTECT_ANNOTATION}=true"
-        return trace.held("binding-not-protected", detail, Verdict(ref, False, "protected", detail))
-    trace.passed("binding-not-protected", f"not annotated {PROTECT_ANNOTATION}=true")
+    held = check_protection(binding.protect, trace, "binding-not-protected")
+    if held is not None:
+        return Verdict(ref, False, *held)
     return Verdict(
         ref,
         True,

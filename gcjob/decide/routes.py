@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import TypeVar
 
-from gcjob.decide.common import hold_back
+from gcjob.decide.common import check_owners, hold_back, is_anchor
 from gcjob.decide.trace import Trace
 from gcjob.domain import (
     GATEWAY_GROUP,
@@ -263,7 +263,9 @@ def decide_route(
             f"no Gateway at all found {where}: {view.cluster_detail}",
         )
     trace.passed("cluster-trusted", f"cluster {target.cluster} is not suspect")
-    held = hold_back(ref, now, min_age, route.protected, trace)
+    held = check_owners(route.owners, trace, ours=is_anchor) or hold_back(
+        ref, now, min_age, route.protect, trace
+    )
     if held is not None:
         return Verdict(ref, False, *held, cluster=target.cluster, gateways=names)
     orphan = Verdict(

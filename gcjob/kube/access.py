@@ -66,6 +66,7 @@ class ListsByFolding:
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> S:
         raise NotImplementedError
 
@@ -77,6 +78,7 @@ class ListsByFolding:
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> list[T]:
         collected: Collected[T] = self.fold(
             resource,
@@ -85,6 +87,7 @@ class ListsByFolding:
             namespace=namespace,
             label_selector=label_selector,
             metadata_only=metadata_only,
+            field_selector=field_selector,
         )
         return collected.records
 
@@ -255,6 +258,7 @@ class KubeAccess(ListsByFolding):
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> S:
         """Every object, page by page, into a sink from `start()`, each item as soon as its
         bytes are in. A 410 on a continue token, or an answer that broke off after some of
@@ -278,6 +282,7 @@ class KubeAccess(ListsByFolding):
                     resource,
                     namespace=namespace,
                     label_selector=label_selector,
+                    field_selector=field_selector,
                     limit=self.page_size,
                     continue_token=token,
                     metadata_only=metadata_only or resource.sensitive,

@@ -21,13 +21,16 @@ import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR
 
 from gcjob.kube.errors import ConfigError, UnknownCluster
 from gcjob.logs import warn_once
 from gcjob.urls import is_loopback
 
-# What a missing, unreadable or malformed kubeconfig raises from inside the client.
-_UNLOADABLE = (ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError)
+# A kubeconfig is a few KiB (certificates included): a larger file is not one.
+MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
+# The named lists of a kubeconfig, and the key that holds each entry's body.
+_NAMED_LISTS = (("clusters", "cluster"), ("contexts", "context"), ("users", "user"))
 
 
 def _client(configuration: Configuration, target: str) -> ApiClient:
@@ -83,7 +86,79 @@ class _Captured(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def check_kubeconfig(paths: str) -> None:
+    """Raises ConfigError unless each kubeconfig file of `paths` (split as the client splits
+    `$KUBECONFIG`) has the shape the client reads, with no name twice in one list.
+
+    The client takes the first of two contexts (clusters, users) of one name, silently;
+    kubectl refuses such a file (`duplicate name "x" in list`), and so does gcjob: a context
+    named after an upstream cluster, given twice, could point gcjob at another server that
+    finds the cluster's Gateways "gone". Messages name the file and the entry, never the
+    file's content (it holds credentials).
+    """
+    for path in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR):
+        path = os.path.expanduser(path)
+        if path and os.path.exists(path):  # as the client: a missing one of several is skipped
+            _check_kubeconfig_file(path)
+
+
+def _check_kubeconfig_file(path: str) -> None:
+    def refuse(problem: str) -> ConfigError:
+        return ConfigError(f"kubeconfig {path}: {problem}")
+
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(MAX_KUBECONFIG_BYTES + 1)
+    except OSError as exc:
+        raise refuse(exc.strerror or type(exc).__name__) from None
+    if len(raw) > MAX_KUBECONFIG_BYTES:
+        raise refuse(f"larger than {MAX_KUBECONFIG_BYTES // (1024 * 1024)} MiB: not a kubeconfig")
+    try:
+        config = yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise refuse(f"not UTF-8 at byte {exc.start}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise refuse(f"not valid YAML{where}") from None
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise refuse(f"not valid YAML ({type(exc).__name__})") from None
+    if config is None:
+        raise refuse("empty")
+    if not isinstance(config, dict):
+        raise refuse("not a YAML mapping")
+    current = config.get("current-context")
+    if current is not None and not isinstance(current, str):
+        raise refuse("current-context is not a string")
+    for key, body in _NAMED_LISTS:
+        entries = config.get(key)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise refuse(f"{key} is not a list")
+        seen: set[str] = set()
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise refuse(f"{key}[{index}] is not a mapping")
+            name = entry.get("name")
+            if not isinstance(name, str) or not name:
+                raise refuse(f"{key}[{index}] has no name")
+            if name in seen:
+                raise refuse(
+                    f"duplicate {body} name {_quoted(name)} in {key} (kubectl refuses it too)"
+                )
+            seen.add(name)
+            if entry.get(body) is not None and not isinstance(entry[body], dict):
+                raise refuse(f"{body} {_quoted(name)} is not a mapping")
+
+
+def _quoted(name: str) -> str:
+    """A name from the file, on one line and short."""
+    return repr(name[:80] + ("..." if len(name) > 80 else ""))
+
+
 def _from_kubeconfig(path: str, context: str | None) -> Configuration:
+    check_kubeconfig(path)
     configuration = Configuration()
     where = f"context {context!r} of " if context else ""
     root = logging.getLogger()
@@ -97,8 +172,14 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
             client_configuration=configuration,
             persist_config=False,
         )
-    except _UNLOADABLE as exc:
+    except ConfigException as exc:  # the client's own words: no file content in them
         raise ConfigError(f"cannot load {where}kubeconfig {path}: {_one_line(exc)}") from exc
+    except Exception as exc:
+        # Whatever else the client raises on a file it cannot read: a file gcjob cannot use
+        # (exit 2), never a traceback. Only the type: its message may quote the file.
+        raise ConfigError(
+            f"cannot load {where}kubeconfig {path}: not a usable kubeconfig ({type(exc).__name__})"
+        ) from exc
     finally:
         root.handlers = saved
     if captured.messages:
@@ -179,11 +260,17 @@ class UpstreamResolver:
                 raise ConfigError("--upstream-server-template needs --upstream-kubeconfig")
             check_server_template(server_template)
         if kubeconfig:
+            check_kubeconfig(kubeconfig)
             try:
                 contexts, _ = kube_config.list_kube_config_contexts(config_file=kubeconfig)
-            except _UNLOADABLE as exc:
+            except Exception as exc:  # as in _from_kubeconfig: a file gcjob cannot use
+                problem = (
+                    _one_line(exc)
+                    if isinstance(exc, ConfigException)
+                    else f"not a usable kubeconfig ({type(exc).__name__})"
+                )
                 raise ConfigError(
-                    f"cannot load upstream kubeconfig {kubeconfig}: {_one_line(exc)}"
+                    f"cannot load upstream kubeconfig {kubeconfig}: {problem}"
                 ) from exc
             self._contexts = {c["name"] for c in contexts or [] if isinstance(c, dict)}
 

@@ -30,6 +30,7 @@ class Reader(Protocol):
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> list[T]: ...
 
     def fold(
@@ -41,6 +42,7 @@ class Reader(Protocol):
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> S: ...
 
     def get(

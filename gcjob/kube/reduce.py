@@ -9,6 +9,7 @@ from typing import Any
 
 from gcjob.domain import (
     CLUSTER_POLICY_KEY,
+    HELM_RELEASE_PREFIX,
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
     ORPHANED_REASON_ANNOTATION,
@@ -17,10 +18,22 @@ from gcjob.domain import (
     PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
     ROUTE_LABELS,
+    SERVICE_ACCOUNT_NAME_ANNOTATION,
     UPSTREAM_NAME_LABEL,
 )
 from gcjob.kube.resources import HTTPROUTES, RESOURCEBINDINGS, Resource
-from gcjob.model import Binding, BoundResource, Companion, Mark, ObjectRef, ParentRef, Route
+from gcjob.model import (
+    UNREADABLE_OWNER,
+    Binding,
+    BoundResource,
+    Companion,
+    Mark,
+    ObjectRef,
+    OwnerRef,
+    ParentRef,
+    Protect,
+    Route,
+)
 from gcjob.times import parse_time
 
 Obj = dict[str, Any]
@@ -79,8 +92,71 @@ def _label(meta: Obj, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def is_protected(obj: Obj) -> bool:
-    return _annotation(_meta(obj), PROTECT_ANNOTATION) == "true"
+_PROTECT_KEY = PROTECT_ANNOTATION.casefold()
+
+
+def protect(obj: Obj) -> Protect:
+    """Every place the protect key is set, as an annotation or a label, with its value verbatim.
+
+    The key is matched whatever its case (`.../Protect` is someone's intent too), and a map that
+    is not a map is recorded as such: what cannot be read may hold the key (kept).
+    """
+    meta = _meta(obj)
+    found: list[tuple[str, str]] = []
+    for place in ("annotations", "labels"):
+        values = meta.get(place)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            found.append((f"{place} (not a map)", "<unreadable>"))
+            continue
+        for key, value in values.items():
+            if isinstance(key, str) and key.casefold() == _PROTECT_KEY:
+                where = f"{place.removesuffix('s')} {key}"
+                found.append((where, value if isinstance(value, str) else "<not a string>"))
+    return tuple(found)
+
+
+def owners(obj: Obj, controllers_only: bool = False) -> tuple[OwnerRef, ...]:
+    """Its ownerReferences (or only the controller ones); one that cannot be read is kept as
+    UNREADABLE_OWNER, which no rule lets go of."""
+    refs = _meta(obj).get("ownerReferences")
+    if refs is None:
+        return ()
+    if not isinstance(refs, list):
+        return (UNREADABLE_OWNER,)
+    found: list[OwnerRef] = []
+    for ref in refs:
+        if not isinstance(ref, dict):
+            found.append(UNREADABLE_OWNER)
+            continue
+        controller = ref.get("controller")
+        is_controller = controller is not None and controller is not False  # odd: controller
+        if controllers_only and not is_controller:
+            continue
+        found.append(
+            OwnerRef(
+                api_version=sys.intern(_text(ref.get("apiVersion"))),
+                kind=sys.intern(_text(ref.get("kind"))),
+                name=_text(ref.get("name")),
+                controller=is_controller,
+            )
+        )
+    return tuple(found)
+
+
+def secret_marks(obj: Obj) -> tuple[str, ...]:
+    """The metadata marks of a Secret type gcjob never deletes (a Secret's type is not in its
+    metadata): a service account token's annotation, a Helm release's label or name."""
+    meta = _meta(obj)
+    marks = []
+    if _annotation(meta, SERVICE_ACCOUNT_NAME_ANNOTATION) is not None:
+        marks.append(f"annotation {SERVICE_ACCOUNT_NAME_ANNOTATION} (a service account token)")
+    if _label(meta, "owner") == "helm":
+        marks.append("label owner=helm (a Helm release)")
+    if _text(meta.get("name")).startswith(HELM_RELEASE_PREFIX):
+        marks.append(f"name {HELM_RELEASE_PREFIX}* (a Helm release)")
+    return tuple(marks)
 
 
 def companion(resource: Resource) -> Callable[[Obj], Companion]:
@@ -88,7 +164,9 @@ def companion(resource: Resource) -> Callable[[Obj], Companion]:
         return Companion(
             ref=object_ref(obj, resource),
             referrers_raw=_annotation(_meta(obj), REFERRERS_ANNOTATION),
-            protected=is_protected(obj),
+            protect=protect(obj),
+            owners=owners(obj),
+            secret_marks=secret_marks(obj) if resource.kind == "Secret" else (),
         )
 
     return reduce
@@ -119,7 +197,7 @@ def binding(obj: Obj) -> Binding:
             or _label(meta, CLUSTER_POLICY_KEY) is not None
         ),
         resource=_bound_resource(obj),
-        protected=is_protected(obj),
+        protect=protect(obj),
     )
 
 
@@ -156,8 +234,13 @@ def route(obj: Obj) -> Route:
         ref=object_ref(obj, HTTPROUTES),
         labels=labels,
         parent_refs=parents,
-        protected=is_protected(obj),
+        protect=protect(obj),
+        owners=owners(obj, controllers_only=True),
     )
+
+
+def uid_of(obj: Obj) -> str | None:
+    return _text(_meta(obj).get("uid")) or None
 
 
 def name_of(obj: Obj) -> str | None:

@@ -46,6 +46,7 @@ def list_page(
     continue_token: str | None,
     metadata_only: bool,
     from_cache: bool = False,
+    field_selector: str | None = None,
 ) -> Request:
     """`from_cache`: the first page comes from the API server's watch cache
     (`resourceVersion=0`, any version not older than the cache's), not from etcd. A 1.25
@@ -54,6 +55,8 @@ def list_page(
     query: list[tuple[str, str]] = [("limit", str(limit))]
     if label_selector:
         query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
     if continue_token:
         query.append(("continue", continue_token))
     elif from_cache:

@@ -5,6 +5,12 @@ Layout of a snapshot directory:
     hub/**.{json,yaml,yml}   the hub's objects: Lists, single objects, multi-document YAML
     upstream/<cluster>/**    one directory per upstream cluster (its Gateways and Namespaces)
 
+A kind with no dump is unknown, never empty: a read of it fails (the sweep that needs it is
+incomplete, an upstream without Gateways unavailable). A kind is given by any object of it, by a
+typed List (`kind: WorkloadDeploymentList`), or by a file with no items named after its plural
+(`workloaddeployments.yaml`, or `workloaddeployments.compute.datumapis.com.yaml`): an explicitly
+empty dump, which `kubectl get -o yaml` writes as `kind: List` with `items: []`.
+
 "now" is the capture time, so a demo never goes stale; without `capturedAt` it is the newest
 timestamp found in the dumps. Secret `data`/`stringData` are dropped as each file is loaded.
 """
@@ -44,6 +50,20 @@ def _documents(path: Path) -> Iterator[Any]:
         yield from yaml.safe_load_all(text)
 
 
+class NotInSnapshot(KubeError):
+    """The snapshot holds no dump of a kind gcjob needs: unknown, not empty."""
+
+
+def _typed_list(document: Any) -> Key | None:
+    """(group, kind) of a typed List document (`kind: ConfigMapList`), else None."""
+    if not isinstance(document, dict):
+        return None
+    kind = str(document.get("kind", ""))
+    if kind == "List" or not kind.endswith("List"):
+        return None
+    return _group(str(document.get("apiVersion", ""))), kind.removesuffix("List")
+
+
 def _objects(document: Any) -> Iterator[dict[str, Any]]:
     """The objects of one document: a List's items, or the object itself. Anything else is
     not a dump of Kubernetes objects, and is refused rather than silently skipped."""
@@ -80,18 +100,53 @@ def _matches(labels: dict[str, Any], selector: str | None) -> bool:
     return True
 
 
+def _fields_match(obj: dict[str, Any], selector: str | None) -> bool:
+    """The field selectors gcjob sends (`metadata.name=x,type!=y`), as a server reads them."""
+    if not selector:
+        return True
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    fields = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "type": obj.get("type"),
+    }
+    for term in selector.split(","):
+        negated = "!=" in term
+        key, _, value = term.partition("!=" if negated else "=")
+        if (str(fields.get(key.strip()) or "") == value.strip()) is negated:
+            return False
+    return True
+
+
 class SnapshotStore(ListsByFolding):
     """Objects of one plane (the hub, or one upstream cluster), read-only."""
 
-    def __init__(self, label: str, files: list[Path]) -> None:
+    def __init__(
+        self, label: str, files: list[Path], *, upstream: bool = False, every_kind: bool = False
+    ) -> None:
+        """`upstream`: a cluster's dumps, where a missing Gateways dump makes the cluster
+        unavailable (`served` cannot tell); a hub's served() is its dumps' (a hub's) word.
+        `every_kind`: a store built in memory (tests), where a kind with no object is empty."""
         self.label = label
+        self.upstream = upstream
+        self.every_kind = every_kind
         self._objects: dict[Key, dict[Key, dict[str, Any]]] = {}
+        self._given: set[Key] = set()  # kinds dumped, even with no objects
+        self._empty_dumps: set[str] = set()  # names of files that held no object
         self.newest: datetime | None = None
         for path in files:
             try:
+                found = False
                 for document in _documents(path):
+                    typed = _typed_list(document)
+                    if typed is not None:
+                        self._given.add(typed)
                     for obj in _objects(document):
                         self.add(obj)
+                        found = True
+                if not found:
+                    self._empty_dumps.add(path.stem.lower())
             # RecursionError: a document nested deeper than the parsers follow.
             except (OSError, ValueError, RecursionError, yaml.YAMLError) as exc:
                 raise ConfigError(f"snapshot file {path}: {_unreadable(exc)}") from None
@@ -106,6 +161,7 @@ class SnapshotStore(ListsByFolding):
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         assert isinstance(meta, dict)
         key = (_group(str(obj.get("apiVersion", ""))), str(obj.get("kind", "")))
+        self._given.add(key)
         name = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         self._objects.setdefault(key, {})[name] = obj
         for field in ("creationTimestamp", "deletionTimestamp"):
@@ -117,7 +173,24 @@ class SnapshotStore(ListsByFolding):
     def server(self) -> str:
         return self.label
 
+    def given(self, resource: Resource) -> bool:
+        """Was this kind dumped at all (objects of it, a typed List, an empty file of it)?"""
+        return (
+            self.every_kind
+            or (resource.group, resource.kind) in self._given
+            or bool({resource.plural, f"{resource.plural}.{resource.group}"} & self._empty_dumps)
+        )
+
+    def _require(self, resource: Resource) -> None:
+        if not self.given(resource):
+            raise NotInSnapshot(
+                f"no {resource.plural} dump in {self.label}: unknown, not empty (an empty "
+                f"dump is a List with no items in a file named {resource.plural}.yaml)"
+            )
+
     def served(self, resource: Resource) -> bool:
+        if self.upstream:
+            self._require(resource)  # no Gateways dump: the cluster cannot be judged
         return True  # a dump of a hub or upstream: whatever it holds was served
 
     def close_idle(self) -> None:
@@ -132,7 +205,9 @@ class SnapshotStore(ListsByFolding):
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = True,
+        field_selector: str | None = None,
     ) -> S:
+        self._require(resource)
         sink = start()
         objects = self._objects.get((resource.group, resource.kind), {})
         for (ns, _), obj in sorted(objects.items()):
@@ -140,7 +215,9 @@ class SnapshotStore(ListsByFolding):
                 continue
             meta = obj.get("metadata")
             labels = meta.get("labels") if isinstance(meta, dict) else None
-            if _matches(labels if isinstance(labels, dict) else {}, label_selector):
+            if _matches(
+                labels if isinstance(labels, dict) else {}, label_selector
+            ) and _fields_match(obj, field_selector):
                 record = reduce(obj)
                 if record is not None:
                     sink.add(record)
@@ -155,6 +232,7 @@ class SnapshotStore(ListsByFolding):
         *,
         metadata_only: bool = True,
     ) -> T | None:
+        self._require(resource)
         obj = self._objects.get((resource.group, resource.kind), {}).get((namespace or "", name))
         return None if obj is None else reduce(obj)
 
@@ -252,7 +330,7 @@ class Snapshot:
         if upstream_dir.is_dir():
             for cluster_dir in sorted(p for p in upstream_dir.iterdir() if p.is_dir()):
                 self.upstreams[cluster_dir.name] = SnapshotStore(
-                    f"snapshot:{cluster_dir}", _files(cluster_dir)
+                    f"snapshot:{cluster_dir}", _files(cluster_dir), upstream=True
                 )
         captured = meta.get("capturedAt")
         self.captured_at: datetime | None = parse_time(captured)

@@ -8,13 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from gcjob.cli import main
 from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import Result, run_gcjob
+from tests.e2e.conftest import UPSTREAM_CLUSTER, Result, run_gcjob
 from tests.e2e.envtest import ADMIN_TOKEN
 from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding
+from tests.e2e.objects import binding, companion, gateway, route
 
 
 def kubeconfig_copy(source: str, path: Path, *, user: Any = None, cluster: Any = None) -> str:
@@ -132,3 +134,106 @@ def test_a_binding_is_never_deleted_by_its_name_alone(
     assert result.outcome("ResourceBinding", "bar-secret") == ("deleted", "orphaned")
     assert hub.present("ResourceBinding", ns, "foo-secret")
     assert hub.gone("ResourceBinding", ns, "bar-secret")
+
+
+def test_an_upstream_kubeconfig_with_a_context_named_twice_is_refused(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    upstream_kubeconfig: str,
+    gcjob_hub_args: list[str],
+    tmp_path: Path,
+) -> None:
+    """Issue 20 item 1: the first of two contexts named after the upstream cluster points at
+    another API server (the hub: it serves Gateways, not this one). The client would take it
+    and find the Gateway "gone"; gcjob refuses the file, and the live route stays."""
+    project = upstream.namespace("project")
+    upstream.create(gateway(project, "gw-live"))
+    ns = hub.namespace()
+    hub.create(
+        route(
+            ns,
+            "live",
+            cluster_label=f"cluster-{UPSTREAM_CLUSTER}",
+            upstream_namespace=project,
+            parents=[{"name": "gw-live"}],
+        )
+    )
+    real = yaml.safe_load(Path(upstream_kubeconfig).read_text(encoding="utf-8"))
+    other = yaml.safe_load(Path(hub_kubeconfig).read_text(encoding="utf-8"))
+    twice = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [*other["clusters"], *real["clusters"]],
+        "users": [*other["users"], *real["users"]],
+        "contexts": [
+            {**other["contexts"][0], "name": UPSTREAM_CLUSTER},  # first: the wrong server
+            *[c for c in real["contexts"] if c["name"] == UPSTREAM_CLUSTER],
+        ],
+        "current-context": UPSTREAM_CLUSTER,
+    }
+    for listed in ("clusters", "users"):  # only the context name is doubled
+        assert len({e["name"] for e in twice[listed]}) == len(twice[listed])
+    path = tmp_path / "upstreams.yaml"
+    path.write_text(yaml.safe_dump(twice), encoding="utf-8")
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--upstream-kubeconfig",
+        str(path),
+        "--sweep",
+        "routes",
+        "--namespace",
+        ns,
+        "--delete",
+    )
+
+    # Refused before anything is read: exit 2, one line, nothing reported or deleted.
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert str(path) in result.stderr
+    assert f"duplicate context name {UPSTREAM_CLUSTER!r}" in result.stderr
+    assert result.records == []
+    assert hub.present("HTTPRoute", ns, "live")
+
+
+def test_a_namespace_missing_on_the_hub_is_warned_about_and_a_contradiction_refused(
+    hub: TestCluster,
+    gcjob_hub_args: list[str],
+    faults: FaultProxy,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 20 item 17, via the CLI on the real hub: a typo'd --namespace used to sweep
+    nothing and say nothing; the same namespace included and excluded likewise."""
+    ns = hub.namespace()
+    hub.create(companion("ConfigMap", ns, "orphan", ["default/gone"]))
+    missing = f"{ns}-typo"
+
+    result = run_gcjob(
+        *gcjob_hub_args, "--sweep", "companions", "--namespace", ns, "--namespace", missing
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert result.summary["namespaces"]["not_found"] == [missing]
+    assert f"--namespace {missing}: no such namespace on the hub" in result.stderr
+    assert result.outcome("ConfigMap", "orphan") is not None  # the real one was swept
+
+    # the check failing is a warning too, never a failure of the run
+    faults.add_fault(
+        Fault(method="GET", path=rf"^/api/v1/namespaces/{missing}$", status=500, times=None)
+    )
+    failed = run_gcjob(
+        *gcjob_hub_args, "--sweep", "companions", "--namespace", ns, "--namespace", missing
+    )
+    assert failed.exit_code == 0, failed.stderr
+    assert failed.summary["namespaces"]["unchecked"] == [missing]
+    assert "not_found" not in failed.summary["namespaces"]
+    assert f"--namespace {missing}: could not check that it exists" in failed.stderr
+
+    # the entry point, as the CronJob runs it: exit 2, one line, nothing read or deleted
+    with pytest.raises(SystemExit) as refused:
+        main(["sweep", *gcjob_hub_args, "--delete", "--namespace", ns, "--exclude-namespace", ns])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{ns} is both included and excluded" in err[0]
+    assert hub.present("ConfigMap", ns, "orphan")  # the runs above were dry runs
