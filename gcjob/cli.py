@@ -37,7 +37,7 @@ from gcjob.lease import LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
 from gcjob.publish import metrics, webhook
-from gcjob.redact import redact
+from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
@@ -353,8 +353,9 @@ def explain(target: str, output: str, **options: Any) -> int:
 
     TARGET is KIND/NAMESPACE/NAME, KIND one of configmap (cm), secret, resourcebinding (rb),
     httproute. Read-only: no lock, no delete. Exit 0 explained (also when the object does not
-    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed,
-    5 stdout closed before the explanation was written out.
+    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed or an
+    internal error on this object (one line on stderr), 5 stdout closed before the explanation
+    was written out.
     """
     try:
         parsed = parse_target(target)
@@ -408,6 +409,11 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
         explanation = explainer.explain(target, lambda hub: check_hub(hub, settings.sweeps))
     except (ConfigError, NotAHub) as exc:
         return _fail(ExitCode.USAGE, str(exc))
+    except Exception as exc:  # the object's content (or a bug) must not end in a traceback
+        return _fail(
+            ExitCode.INCOMPLETE,
+            f"cannot explain {target}: internal error on this object: {error_line(exc)}",
+        )
     text = (
         render_json(explanation)
         if output == "json"

@@ -31,6 +31,9 @@ from gcjob.settings import Settings
 
 # Skips that mean something went wrong, not that a rule held the object back.
 ERROR_REASONS = frozenset({"lookup-failed", "upstream-unavailable"})
+# An object whose turn ended in an unexpected error (gcjob/sweeps/boundary.py): kept, and the
+# run is incomplete (exit 3), never ended by it.
+INTERNAL_ERROR = "internal-error"
 
 
 class NotAHub(Exception):
@@ -127,6 +130,8 @@ class Run:
             self.codes.add(ExitCode.ITEM_FAILED)
         if outcome.reason == "stopped":
             self.codes.add(ExitCode.STOPPED)
+        if outcome.reason == INTERNAL_ERROR:
+            self.codes.add(ExitCode.INCOMPLETE)
 
     def completed(self, sweep: Sweep) -> None:
         """The end of a sweep that went through its candidates: `completed`, unless a stop
@@ -134,12 +139,26 @@ class Run:
         items `stopped`."""
         state = self.sweeps[sweep]
         actions = self.reporter.tally.counts.get(sweep.value, {})
-        undone = actions.get(Action.SKIPPED.value, {}).get("stopped", 0)
+        skipped = actions.get(Action.SKIPPED.value, {})
+        undone = skipped.get("stopped", 0)
+        failed = skipped.get(INTERNAL_ERROR, 0)
         if undone:
             state.status = "stopped"
             state.detail = (
                 f"{undone} object{'s' if undone != 1 else ''} left undone: run stopped "
                 f"({self.budget.stop_reason() or 'stop requested'})"
+            )
+        elif failed:
+            state.status = "incomplete"
+            state.detail = "; ".join(
+                filter(
+                    None,
+                    [
+                        state.detail,
+                        f"{failed} object{'s' if failed != 1 else ''} kept on an internal error "
+                        f"({INTERNAL_ERROR} items)",
+                    ],
+                )
             )
         else:
             state.status = "completed"
