@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import signal
@@ -737,7 +738,17 @@ def _name_the_variable(exc: click.ClickException) -> None:
             exc.param_hint = envvar
 
 
+def utf8_output() -> None:
+    """The report and the logs are UTF-8 whatever the locale: names and annotations are, and
+    PYTHONIOENCODING=ascii or LC_ALL=POSIX must not make one of them end the run. A lone
+    surrogate (not UTF-8 at all) is written escaped rather than failing."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    utf8_output()
     try:
         result = cli.main(args=argv, prog_name="gcjob", standalone_mode=False)
     except click.ClickException as exc:
