@@ -22,6 +22,7 @@ from click.core import ParameterSource
 from gcjob import __version__, logs, preflight
 from gcjob.act.deleter import Deleter
 from gcjob.act.marker import Marker
+from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
 from gcjob.enumerate.scope import Scope
@@ -42,7 +43,13 @@ from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
-from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
+from gcjob.settings import (
+    DEFAULT_GRACE,
+    DEFAULT_MAX_MARKS,
+    DEFAULT_MAX_WRITES,
+    Settings,
+    parse_duration,
+)
 from gcjob.sweeps import execute
 from gcjob.times import parse_time
 from gcjob.visible import visible
@@ -261,7 +268,7 @@ EXCLUDE_NAMESPACE = _opt(
     type=click.IntRange(0),
     default=DEFAULT_MAX_MARKS,
     show_default=True,
-    help="Brake: most new marks per run.",
+    help="Brake: most marks written per run (a companion's binding counts too).",
 )
 @NOW
 @_opt(
@@ -300,12 +307,24 @@ EXCLUDE_NAMESPACE = _opt(
     show_default=True,
     help="Stop deleting after this long and exit 5.",
 )
-@_opt(
-    "delete-qps",
+@click.option(
+    "--write-qps",
+    "--delete-qps",  # its name until every write was paced: still accepted
+    "write_qps",
+    envvar=[env("write-qps"), env("delete-qps")],
+    show_envvar=False,
     type=FiniteFloatRange(0),
     default=10.0,
     show_default=True,
-    help="Most deletions per second (0: no limit).",
+    help="Most writes per second: marks, unmarks, deletions, one limit (0: no limit; "
+    "--delete-qps is its old name).",
+)
+@_opt(
+    "max-writes",
+    type=click.IntRange(0),
+    default=DEFAULT_MAX_WRITES,
+    show_default=True,
+    help="Brake: most writes per run (marks, unmarks, deletions).",
 )
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 @_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
@@ -471,7 +490,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         brake_min_objects=options["brake_min_objects"],
         suspect_min_routes=options["suspect_min_routes"],
         timeout=options["timeout"],
-        delete_qps=options["delete_qps"],
+        write_qps=options["write_qps"],
+        max_writes=options["max_writes"],
         lock=not options["no_lock"],
         lock_namespace=options["lock_namespace"],
         lock_name=options["lock_name"],
@@ -639,11 +659,19 @@ def run_sweep(settings: Settings) -> int:
         # deleted unseen, and the report file is still written.
         on_stdout_closed=lambda: budget.request_stop("stdout closed"),
     )
-    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
+    # One budget for every write: the marker and the deleter are paced and braked together.
+    writes = Writes(budget, qps=settings.write_qps, max_writes=settings.max_writes)
+    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, writes=writes)
     # A snapshot's loaded objects take the very patches a live run would send; a live dry run
     # writes nothing.
     patched = sources.snapshot_hub if settings.snapshot else access if settings.delete else None
-    marker = Marker(patched, dry_run=not settings.delete, budget=budget)
+    marker = Marker(
+        patched,
+        dry_run=not settings.delete,
+        budget=budget,
+        writes=writes,
+        max_marks=settings.max_marks,
+    )
     run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id, marker)
     error = ""
     lock: LeaseLock | None = None

@@ -26,8 +26,10 @@ DESCRIPTIONS = {
     "nothing touched",
     ExitCode.INCOMPLETE: "incomplete: a sweep could not read what it needed, so it deleted "
     "nothing; or an object could not be decided or acted on (kept: internal-error)",
-    ExitCode.BRAKE: "safety brake engaged: a sweep would have deleted too much, or an upstream "
-    "cluster looked emptied (suspect): nothing deleted there",
+    ExitCode.BRAKE: "safety brake engaged, each named in the sweep's detail: the deletion brake "
+    "(a sweep would have deleted too much: it deleted nothing), the marks brake (--max-marks) or "
+    "the write brake (--max-writes) held objects back, or an upstream cluster looked emptied "
+    "(suspect): nothing deleted there",
     ExitCode.STOPPED: "stopped by --timeout or a signal before finishing",
     ExitCode.LOCKED: "another run holds the lock",
     ExitCode.INTERNAL: "internal error: the run could not go on at all (never one object's "

@@ -22,9 +22,9 @@ SWEEP = Sweep.COMPANIONS
 
 def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Outcome]:
     ref = verdict.ref
-    stopped = deleter.stopped(SWEEP, verdict)
-    if stopped is not None:
-        return [stopped]
+    held = deleter.held(SWEEP, verdict)  # before the reads that serve the deletion
+    if held is not None:
+        return [held]
     # The garbage collector's pattern: the index said "gone"; ask again right before deleting.
     # One GET per distinct name: keys differing only in their namespace part name one object.
     for name in referrer_names(verdict.referrers):
@@ -105,6 +105,8 @@ def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
 def _binding_follows(
     companion: ObjectRef, since: datetime, hub: Reader, marker: Marker
 ) -> list[Outcome]:
+    if marker.marks_braked() is not None:
+        return []  # no mark can be written: no read for one (the next run marks it)
     binding = _read_binding(companion, hub)
     if binding is None or isinstance(binding, Outcome):
         return [] if binding is None else [binding]
@@ -128,6 +130,8 @@ def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[
     verdict = graced.verdict
     ref = verdict.ref
     outcomes = [marker.unmark(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])]
+    if outcomes[0].action not in (Action.UNMARKED, Action.WOULD_UNMARK):
+        return outcomes  # its binding's mark waits with it: no read for a write not sent
     binding = _read_binding(ref, hub)
     if binding is None or isinstance(binding, Outcome):
         return outcomes if binding is None else [*outcomes, binding]
