@@ -51,16 +51,22 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
 def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None:
     """The companion's binding, read in full; None when there is none; an Outcome when it
     cannot be read."""
-    ref = companion
-    name = binding_name(ref.name, ref.kind)
+    unread = _binding_ref(companion)
     try:
-        return hub.get(RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False)
-    except KubeError as exc:
-        unread = ObjectRef(
-            RESOURCEBINDINGS.api_version, RESOURCEBINDINGS.kind, ref.namespace, name, "", "", None
+        return hub.get(
+            RESOURCEBINDINGS, unread.namespace, unread.name, reduce.binding, metadata_only=False
         )
+    except KubeError as exc:
         verdict = Verdict(unread, False, "lookup-failed", "")
-        return read_failure(SWEEP, verdict, f"ResourceBinding {name}", exc)
+        return read_failure(SWEEP, verdict, f"ResourceBinding {unread.name}", exc)
+
+
+def _binding_ref(companion: ObjectRef) -> ObjectRef:
+    """A companion's binding, by name only: not read (yet)."""
+    name = binding_name(companion.name, companion.kind)
+    return ObjectRef(
+        RESOURCEBINDINGS.api_version, RESOURCEBINDINGS.kind, companion.namespace, name, "", "", None
+    )
 
 
 def _delete_binding(companion: Verdict, hub: Reader, deleter: Deleter) -> list[Outcome]:
@@ -105,8 +111,11 @@ def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
 def _binding_follows(
     companion: ObjectRef, since: datetime, hub: Reader, marker: Marker
 ) -> list[Outcome]:
-    if marker.marks_braked() is not None:
-        return []  # no mark can be written: no read for one (the next run marks it)
+    braked = marker.marks_braked()
+    if braked is not None:
+        # No mark can be written: no read for one either. Said as the brake it is.
+        verdict = Verdict(_binding_ref(companion), False, BINDING_REASON, "")
+        return [Outcome.of(SWEEP, verdict, Action.WOULD_MARK, "brake", braked)]
     binding = _read_binding(companion, hub)
     if binding is None or isinstance(binding, Outcome):
         return [] if binding is None else [binding]
@@ -130,7 +139,8 @@ def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[
     verdict = graced.verdict
     ref = verdict.ref
     outcomes = [marker.unmark(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])]
-    if outcomes[0].action not in (Action.UNMARKED, Action.WOULD_UNMARK):
+    done = outcomes[0].action in (Action.UNMARKED, Action.WOULD_UNMARK)
+    if not done or outcomes[0].reason == "brake":
         return outcomes  # its binding's mark waits with it: no read for a write not sent
     binding = _read_binding(ref, hub)
     if binding is None or isinstance(binding, Outcome):
