@@ -7,8 +7,10 @@ payload outlives the moment it was decoded, however large the answer.
 
 from __future__ import annotations
 
+import email.utils
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -203,6 +205,7 @@ class KubeAccess(ListsByFolding):
         *,
         metadata_only: bool = True,
         final: bool = False,
+        dated: list[datetime | None] | None = None,
     ) -> T | None:
         """The object, or None only when the server proved it absent: a NotFound for that very
         name. Any other answer (a 404 for the path, 403, 5xx, timeouts) raises. `final`: one
@@ -211,6 +214,8 @@ class KubeAccess(ListsByFolding):
             resource, namespace, name, metadata_only=metadata_only or resource.sensitive
         )
         response = self.transport.send(request, final=final)
+        if dated is not None:
+            dated[0] = server_date(response)
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
         obj = _expect_ok(response, request)
@@ -337,11 +342,38 @@ class KubeAccess(ListsByFolding):
         request = requests.replace(resource, namespace, name, body)
         return _expect_ok(self.transport.send(request), request)
 
+    def read_dated(
+        self, resource: Resource, namespace: str | None, name: str
+    ) -> tuple[dict[str, Any] | None, datetime | None]:
+        """`read`, with the API server's clock at its answer (its Date header; None without
+        one): a record's times are judged against the server's clock, not the pod's."""
+        dated: list[datetime | None] = [None]
+
+        def whole(obj: dict[str, Any]) -> dict[str, Any]:
+            return obj
+
+        if resource.sensitive:
+            raise KubeError("full reads of Secrets are not allowed")
+        found = self.get(resource, namespace, name, whole, metadata_only=False, dated=dated)
+        return found, dated[0]
+
     def read(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The full object (never used for Secrets), or None when proven absent."""
         if resource.sensitive:
             raise KubeError("full reads of Secrets are not allowed")
         return self.get(resource, namespace, name, lambda obj: obj, metadata_only=False)
+
+
+def server_date(response: Response) -> datetime | None:
+    """The API server's clock at its answer (its Date header), or None."""
+    value = next((v for k, v in response.headers.items() if k.lower() == "date"), None)
+    if not value:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def _uid_and_terminating(obj: dict[str, Any]) -> tuple[str, bool]:
