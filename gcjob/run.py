@@ -23,7 +23,7 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
-from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.model import INTERNAL_ERROR, Action, Outcome, Sweep, Verdict
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339, upstream_record
@@ -31,9 +31,6 @@ from gcjob.settings import Settings
 
 # Skips that mean something went wrong, not that a rule held the object back.
 ERROR_REASONS = frozenset({"lookup-failed", "upstream-unavailable"})
-# An object whose turn ended in an unexpected error (gcjob/sweeps/boundary.py): kept, and the
-# run is incomplete (exit 3), never ended by it.
-INTERNAL_ERROR = "internal-error"
 
 
 class NotAHub(Exception):

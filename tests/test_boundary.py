@@ -318,3 +318,20 @@ def test_generated_companions_never_end_a_run(
         )
         if protect is not None and protect != "false":
             assert found[0]["action"] not in ("would-delete", "deleted"), found[0]
+
+
+def test_an_error_after_a_companion_was_acted_on_is_its_bindings_not_the_companions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A companion deleted (or marked) stays reported as such: the error that came after, on
+    its binding, keeps the binding alone."""
+    from gcjob.act import companions
+
+    monkeypatch.setattr(companions, "follow_binding", _boom)
+    for grace, done in (("0", "would-delete"), ("1h", "would-mark")):
+        code, report = _sweep(DEMO, tmp_path / "r.json", "--grace", grace)
+        assert code == 3
+        [cm] = [i for i in _items(report, "orphan-app-config") if i["kind"] == "ConfigMap"]
+        assert cm["action"] == done
+        [rb] = _items(report, "orphan-app-config-configmap")
+        assert (rb["action"], rb["reason"]) == ("skipped", "internal-error")

@@ -201,3 +201,29 @@ def test_the_exit_code_description_names_every_brake() -> None:
     text = DESCRIPTIONS[ExitCode.BRAKE]
     for brake in ("deletion brake", "marks brake (--max-marks)", "write brake (--max-writes)"):
         assert brake in text
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "qps"),
+    [
+        (["--write-qps", "3"], {}, 3.0),
+        (["--delete-qps", "4"], {}, 4.0),  # the old name still works
+        ([], {"GCJOB_WRITE_QPS": "5"}, 5.0),
+        ([], {"GCJOB_DELETE_QPS": "6"}, 6.0),
+        ([], {}, 10.0),
+    ],
+)
+def test_the_write_limit_keeps_its_old_name(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str], qps: float
+) -> None:
+    import gcjob.cli
+
+    seen: list[Settings] = []
+    monkeypatch.setattr(gcjob.cli, "run_sweep", lambda settings: seen.append(settings) or 0)
+    result = CliRunner().invoke(
+        cli, ["sweep", "--snapshot", str(DEMO), *args], env=env, standalone_mode=False
+    )
+    assert result.exception is None, result.output
+    [settings] = seen
+    assert settings.write_qps == qps
+    assert settings.max_writes == 1000

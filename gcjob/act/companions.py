@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -11,11 +12,12 @@ from gcjob.decide.companions import follow_binding, referrer_names
 from gcjob.decide.grace import Graced
 from gcjob.domain import binding_name
 from gcjob.kube import reduce
-from gcjob.kube.errors import KubeError
+from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
 from gcjob.model import Action, Binding, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.redact import error_line
 
 SWEEP = Sweep.COMPANIONS
 
@@ -45,7 +47,19 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
     outcome = deleter.delete(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])
     if outcome.action not in (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE):
         return [outcome]  # a companion that was not deleted keeps its binding, and its cell copies
-    return [outcome, *_delete_binding(verdict, hub, deleter)]
+    return [outcome, *_binding_step(ref, lambda: _delete_binding(verdict, hub, deleter))]
+
+
+def _binding_step(companion: ObjectRef, step: Callable[[], list[Outcome]]) -> list[Outcome]:
+    """What follows for a companion's binding once the companion was written (deleted,
+    marked): an unexpected error here is the binding's (kept, `internal-error`), never a
+    reason to report the companion's write as not done."""
+    try:
+        return step()
+    except Stopped:
+        raise
+    except Exception as exc:
+        return [Outcome.internal_error(SWEEP, _binding_ref(companion), error_line(exc))]
 
 
 def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None:
@@ -94,9 +108,12 @@ def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     assert graced.evidence is not None and since is not None
     resource = COMPANION_RESOURCES[verdict.ref.kind]
     outcome = marker.mark(SWEEP, verdict, resource, graced.evidence, since, graced.call.detail)
-    if outcome.action not in (Action.MARKED, Action.WOULD_MARK):
+    if outcome.action not in (Action.MARKED, Action.WOULD_MARK) or outcome.reason == "brake":
         return [outcome]  # a companion left unmarked leaves its binding unmarked too
-    return [outcome, *_binding_follows(verdict.ref, since, hub, marker)]
+    return [
+        outcome,
+        *_binding_step(verdict.ref, lambda: _binding_follows(verdict.ref, since, hub, marker)),
+    ]
 
 
 def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
@@ -105,7 +122,8 @@ def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     since = graced.call.since
     assert since is not None
     kept = waiting(SWEEP, graced.verdict, graced.call.detail, since)
-    return [kept, *_binding_follows(graced.verdict.ref, since, hub, marker)]
+    ref = graced.verdict.ref
+    return [kept, *_binding_step(ref, lambda: _binding_follows(ref, since, hub, marker))]
 
 
 def _binding_follows(
@@ -142,12 +160,17 @@ def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[
     done = outcomes[0].action in (Action.UNMARKED, Action.WOULD_UNMARK)
     if not done or outcomes[0].reason == "brake":
         return outcomes  # its binding's mark waits with it: no read for a write not sent
+    return [*outcomes, *_binding_step(ref, lambda: _unmark_binding(verdict, hub, marker))]
+
+
+def _unmark_binding(companion: Verdict, hub: Reader, marker: Marker) -> list[Outcome]:
+    verdict, ref = companion, companion.ref
     binding = _read_binding(ref, hub)
     if binding is None or isinstance(binding, Outcome):
-        return outcomes if binding is None else [*outcomes, binding]
+        return [] if binding is None else [binding]
     mark = binding.ref.mark
     if mark is None or rule_of(mark) != Rule.COMPANION_BINDING:
-        return outcomes
+        return []
     detail = f"{ref.kind} {ref.name} is no orphan: {verdict.detail}"
     unmark = Verdict(binding.ref, False, verdict.reason, detail)
-    return [*outcomes, marker.unmark(SWEEP, unmark, RESOURCEBINDINGS)]
+    return [marker.unmark(SWEEP, unmark, RESOURCEBINDINGS)]

@@ -16,9 +16,9 @@ from typing import Generic, Protocol, TypeVar
 
 from gcjob.kube.errors import Stopped
 from gcjob.logs import log
-from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.model import ObjectRef, Outcome, Sweep
 from gcjob.redact import error_line
-from gcjob.run import INTERNAL_ERROR, Run
+from gcjob.run import Run
 
 T = TypeVar("T")
 
@@ -29,13 +29,6 @@ class HasRef(Protocol):
 
 
 R = TypeVar("R", bound=HasRef)
-
-
-def internal_error(sweep: Sweep, ref: ObjectRef, error: str) -> Outcome:
-    """The outcome of an object whose turn ended in an unexpected error: kept."""
-    detail = f"kept: an internal error on this object: {error}"
-    verdict = Verdict(ref, False, INTERNAL_ERROR, detail)
-    return Outcome.of(sweep, verdict, Action.SKIPPED)
 
 
 class ObjectScan(Generic[R]):
@@ -75,7 +68,7 @@ def keep_on_error(run: Run, sweep: Sweep, ref: ObjectRef, error: str) -> None:
         ref.name,
         error,
     )
-    run.record(internal_error(sweep, ref, error))
+    run.record(Outcome.internal_error(sweep, ref, error))
 
 
 def each(
