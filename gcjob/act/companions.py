@@ -15,6 +15,7 @@ from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
+from gcjob.logs import warn_once
 from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
 from gcjob.model import Action, Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.redact import error_line
@@ -131,9 +132,11 @@ def _binding_follows(
 ) -> list[Outcome]:
     braked = marker.marks_braked()
     if braked is not None:
-        # No mark can be written: no read for one either. Said as the brake it is.
-        verdict = Verdict(_binding_ref(companion), False, BINDING_REASON, "")
-        return [Outcome.of(SWEEP, verdict, Action.WOULD_MARK, "brake", braked)]
+        # No mark can be written: no read for one either. Not an item: whether the binding
+        # exists, or already carries the mark, is not known unread. It is deleted with its
+        # companion whether marked or not; the next run marks it.
+        warn_once("binding-marks-braked", f"binding marks not written or read: {braked}")
+        return []
     binding = _read_binding(companion, hub)
     if binding is None or isinstance(binding, Outcome):
         return [] if binding is None else [binding]
