@@ -180,7 +180,7 @@ def test_explain_on_an_object_that_raises_is_one_line_and_exit_3(
     assert "ZeroDivisionError" in lines[0] and "s3cr3t" not in lines[0]
 
 
-def _with_configmaps(tmp_path: Path, extra: list[dict[str, Any]]) -> Path:
+def with_configmaps(tmp_path: Path, extra: list[dict[str, Any]]) -> Path:
     snapshot = tmp_path / "snap"
     if snapshot.exists():
         shutil.rmtree(snapshot)
@@ -214,7 +214,7 @@ def test_a_mark_at_the_end_of_time_does_not_end_the_run(tmp_path: Path) -> None:
             },
         },
     }
-    snapshot = _with_configmaps(tmp_path, [cm])
+    snapshot = with_configmaps(tmp_path, [cm])
     for grace in ("1h", "0"):
         code, report = _sweep(snapshot, tmp_path / "r.json", "--grace", grace)
         assert code != 70, report["summary"]["exit_reason"]
@@ -298,7 +298,7 @@ def test_generated_companions_never_end_a_run(
 ) -> None:
     for obj, name in zip(objects, names, strict=False):
         obj["metadata"]["name"] = f"gen-{name}"
-    snapshot = _with_configmaps(tmp_path, objects)
+    snapshot = with_configmaps(tmp_path, objects)
     code, report = _sweep(snapshot, tmp_path / "r.json", "--grace", grace, "--report-healthy")
     assert code != 70, report["summary"]["exit_reason"]
     assert all(s["status"] != "not-run" for s in report["summary"]["sweeps"].values())
