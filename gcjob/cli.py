@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import signal
@@ -21,6 +22,7 @@ from click.core import ParameterSource
 from gcjob import __version__, logs, preflight
 from gcjob.act.deleter import Deleter
 from gcjob.act.marker import Marker
+from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
 from gcjob.enumerate.scope import Scope, check_namespaces
@@ -37,11 +39,17 @@ from gcjob.lease import LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
 from gcjob.publish import metrics, webhook
-from gcjob.redact import redact
+from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
-from gcjob.settings import DEFAULT_GRACE, DEFAULT_MAX_MARKS, Settings, parse_duration
+from gcjob.settings import (
+    DEFAULT_GRACE,
+    DEFAULT_MAX_MARKS,
+    DEFAULT_MAX_WRITES,
+    Settings,
+    parse_duration,
+)
 from gcjob.sweeps import execute
 from gcjob.times import parse_time, run_clock
 from gcjob.urls import outbound_problem
@@ -267,7 +275,7 @@ EXCLUDE_NAMESPACE = _opt(
     type=click.IntRange(0),
     default=DEFAULT_MAX_MARKS,
     show_default=True,
-    help="Brake: most new marks per run.",
+    help="Brake: most marks written per run (a companion's binding counts too).",
 )
 @NOW
 @_opt(
@@ -334,12 +342,24 @@ EXCLUDE_NAMESPACE = _opt(
     show_default=True,
     help="Stop deleting after this long and exit 5.",
 )
-@_opt(
-    "delete-qps",
+@click.option(
+    "--write-qps",
+    "--delete-qps",  # its name until every write was paced: still accepted
+    "write_qps",
+    envvar=[env("write-qps"), env("delete-qps")],
+    show_envvar=False,
     type=FiniteFloatRange(0),
     default=10.0,
     show_default=True,
-    help="Most deletions per second (0: no limit).",
+    help="Most writes per second: marks, unmarks, deletions, one limit (0: no limit; "
+    "--delete-qps is its old name).",
+)
+@_opt(
+    "max-writes",
+    type=click.IntRange(0),
+    default=DEFAULT_MAX_WRITES,
+    show_default=True,
+    help="Brake: most writes per run (marks, unmarks, deletions).",
 )
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 @_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
@@ -388,8 +408,9 @@ def explain(target: str, output: str, **options: Any) -> int:
 
     TARGET is KIND/NAMESPACE/NAME, KIND one of configmap (cm), secret, resourcebinding (rb),
     httproute. Read-only: no lock, no delete. Exit 0 explained (also when the object does not
-    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed,
-    5 stdout closed before the explanation was written out.
+    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed or an
+    internal error on this object (one line on stderr), 5 stdout closed before the explanation
+    was written out.
     """
     try:
         parsed = parse_target(target)
@@ -456,6 +477,11 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
         explanation = explainer.explain(target, checked)
     except (ConfigError, NotAHub) as exc:
         return _fail(ExitCode.USAGE, str(exc))
+    except Exception as exc:  # the object's content (or a bug) must not end in a traceback
+        return _fail(
+            ExitCode.INCOMPLETE,
+            f"cannot explain {target}: internal error on this object: {error_line(exc)}",
+        )
     text = (
         render_json(explanation)
         if output == "json"
@@ -528,7 +554,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         brake_min_objects=options["brake_min_objects"],
         suspect_min_routes=options["suspect_min_routes"],
         timeout=options["timeout"],
-        delete_qps=options["delete_qps"],
+        write_qps=options["write_qps"],
+        max_writes=options["max_writes"],
         lock=not options["no_lock"],
         lock_namespace=options["lock_namespace"],
         lock_name=options["lock_name"],
@@ -729,11 +756,19 @@ def run_sweep(settings: Settings) -> int:
         # deleted unseen, and the report file is still written.
         on_stdout_closed=lambda: budget.request_stop("stdout closed"),
     )
-    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, qps=settings.delete_qps)
+    # One budget for every write: the marker and the deleter are paced and braked together.
+    writes = Writes(budget, qps=settings.write_qps, max_writes=settings.max_writes)
+    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, writes=writes)
     # A snapshot's loaded objects take the very patches a live run would send; a live dry run
     # writes nothing.
     patched = sources.snapshot_hub if settings.snapshot else access if settings.delete else None
-    marker = Marker(patched, dry_run=not settings.delete, budget=budget)
+    marker = Marker(
+        patched,
+        dry_run=not settings.delete,
+        budget=budget,
+        writes=writes,
+        max_marks=settings.max_marks,
+    )
     run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id, marker)
     error = ""
     lock: LeaseLock | None = None
@@ -838,7 +873,17 @@ def _name_the_variable(exc: click.ClickException) -> None:
             exc.param_hint = envvar
 
 
+def utf8_output() -> None:
+    """The report and the logs are UTF-8 whatever the locale: names and annotations are, and
+    PYTHONIOENCODING=ascii or LC_ALL=POSIX must not make one of them end the run. A lone
+    surrogate (not UTF-8 at all) is written escaped rather than failing."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    utf8_output()
     try:
         result = cli.main(args=argv, prog_name="gcjob", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:

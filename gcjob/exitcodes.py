@@ -24,12 +24,16 @@ DESCRIPTIONS = {
     ExitCode.USAGE: "bad usage or configuration (flags, kubeconfig, lock namespace; a hub "
     "that refuses the credentials or cannot be verified), or the target is not a hub: "
     "nothing touched",
-    ExitCode.INCOMPLETE: "incomplete: a sweep could not read what it needed, so it deleted nothing",
-    ExitCode.BRAKE: "safety brake engaged: a sweep would have deleted too much, or an upstream "
-    "cluster looked emptied (suspect): nothing deleted there",
+    ExitCode.INCOMPLETE: "incomplete: a sweep could not read what it needed, so it deleted "
+    "nothing; or an object could not be decided or acted on (kept: internal-error)",
+    ExitCode.BRAKE: "safety brake engaged, each named in the sweep's detail: the deletion brake "
+    "(a sweep would have deleted too much: it deleted nothing), the marks brake (--max-marks) or "
+    "the write brake (--max-writes) held objects back, or an upstream cluster looked emptied "
+    "(suspect): nothing deleted there",
     ExitCode.STOPPED: "stopped by --timeout or a signal before finishing",
     ExitCode.LOCKED: "another run holds the lock",
-    ExitCode.INTERNAL: "internal error",
+    ExitCode.INTERNAL: "internal error: the run could not go on at all (never one object's "
+    "content)",
 }
 
 # Most severe first: when several apply, the first in this list is the exit code.
@@ -60,6 +64,7 @@ def table(width: int = 76) -> str:
             width,
             initial_indent=f"{int(code):>3}  ",
             subsequent_indent=" " * 5,
+            break_on_hyphens=False,  # reason codes stay whole
         )
         for code in ExitCode
     )

@@ -3,17 +3,48 @@
 Taken with resourceVersion-checked writes, so of two runs racing for it exactly one wins
 (the other sees 409). It is held for longer than the run's timeout, so a run that dies is
 taken over once its lease expires, and released at the end.
+
+When a lease has expired is judged as client-go's leader election judges it, adapted to a run
+that lives once. client-go never trusts the holder's clock: it notes when it *observed* the
+record change and waits out `leaseDurationSeconds` from then. Here:
+
+- the duration is capped (`MAX_LEASE_DURATION`, or this run's own, if longer): a record asking
+  for 2e9 seconds does not lock out every run for 63 years;
+- `renewTime` (else `acquireTime`) is trusted only when it is not in the future of the API
+  server's clock (its `Date` header), give or take `CLOCK_SKEW`: then the lease expires at
+  that time plus the duration;
+- otherwise (no time, an unreadable one, one in the future: 2099) the record's own time says
+  nothing, so the run observes, as client-go does, and remembers the observation on the Lease
+  itself (`OBSERVED_ANNOTATION`: a digest of the holder's record and the server's time when it
+  was first seen). A later run that finds the same record unchanged for the capped duration
+  since takes it over; any change by the holder starts the observation again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from gcjob.kube.access import KubeAccess
-from gcjob.kube.errors import ApiError, ConfigError
+from gcjob.kube.errors import ApiError, ConfigError, KubeError
 from gcjob.kube.resources import LEASES
+from gcjob.logs import log
 from gcjob.times import parse_time
+
+MAX_LEASE_DURATION = timedelta(hours=1)
+CLOCK_SKEW = timedelta(minutes=1)  # a holder's clock this far ahead of the server's is trusted
+OBSERVED_ANNOTATION = "gcjob.datumapis.com/lock-observed"
+RECORD_FIELDS = (
+    "holderIdentity",
+    "renewTime",
+    "acquireTime",
+    "leaseDurationSeconds",
+    "leaseTransitions",
+)
+HOLDER_SHOWN = 200  # characters of a holder's identity said in a message
 
 
 class LockHeld(Exception):
@@ -24,19 +55,100 @@ def _micro_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def holder_of(lease: dict[str, Any], now: datetime) -> str | None:
-    """The live holder of a lease, or None when it is free or expired."""
-    spec = lease.get("spec") or {}
+def _seconds_time(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    """What this run makes of a Lease: who holds it (None: free or expired), why it thinks
+    so, and the observation to remember on it (when its own times cannot be trusted)."""
+
+    holder: str | None
+    why: str = ""
+    observe: str | None = None  # the value OBSERVED_ANNOTATION must hold, when it must be written
+
+
+def record_digest(spec: dict[str, Any]) -> str:
+    """The holder's record, as client-go compares it: every field the holder writes."""
+    record = {key: spec.get(key) for key in RECORD_FIELDS}
+    canonical = json.dumps(record, sort_keys=True, default=str, ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def lease_duration(spec: dict[str, Any], cap: timedelta) -> timedelta:
+    """`leaseDurationSeconds`, capped; the cap when it is missing or not a positive integer."""
+    seconds = spec.get("leaseDurationSeconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds <= 0:
+        return cap
+    if seconds >= cap.total_seconds():  # compared first: 10**30 seconds is no timedelta
+        return cap
+    return timedelta(seconds=seconds)
+
+
+def judge_lease(lease: dict[str, Any], server_now: datetime, cap: timedelta) -> LeaseState:
+    """Pure: whether `lease` is held at `server_now` (the API server's clock), and why."""
+    spec = lease.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
     holder = spec.get("holderIdentity")
     if not holder:
+        return LeaseState(None, "free")
+    holder = str(holder)[:HOLDER_SHOWN]
+    duration = lease_duration(spec, cap)
+    raw = spec.get("renewTime") or spec.get("acquireTime")
+    renewed = parse_time(raw) if isinstance(raw, str) else None
+    if renewed is not None and renewed <= server_now + CLOCK_SKEW:
+        expires = renewed + duration
+        if server_now >= expires:
+            return LeaseState(None, f"expired at {_seconds_time(expires)}")
+        return LeaseState(
+            holder, f"renewed {_seconds_time(renewed)}, expires {_seconds_time(expires)}"
+        )
+    untrusted = (
+        "no renewTime"
+        if raw is None
+        else f"renewTime {str(raw)[:40]!r} is unreadable"
+        if renewed is None
+        else f"renewTime {_seconds_time(renewed)} is in the future of the server's clock"
+    )
+    digest = record_digest(spec)
+    noted = _observed(lease, digest)
+    if noted is None:
+        until = server_now + duration
+        return LeaseState(
+            holder,
+            f"{untrusted}: first seen unchanged now; taken over if it stays so until "
+            f"{_seconds_time(until)}",
+            observe=f"{digest} {_seconds_time(server_now)}",
+        )
+    until = noted + duration
+    if server_now >= until:
+        return LeaseState(None, f"{untrusted}, and unchanged since {_seconds_time(noted)}")
+    return LeaseState(
+        holder,
+        f"{untrusted}: unchanged since {_seconds_time(noted)}; taken over if it stays so "
+        f"until {_seconds_time(until)}",
+    )
+
+
+def _observed(lease: dict[str, Any], digest: str) -> datetime | None:
+    """When a run first saw this very record, as noted on the Lease; None if not noted."""
+    metadata = lease.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    note = annotations.get(OBSERVED_ANNOTATION) if isinstance(annotations, dict) else None
+    if not isinstance(note, str):
         return None
-    renewed = parse_time(spec.get("renewTime")) or parse_time(spec.get("acquireTime"))
-    duration = spec.get("leaseDurationSeconds")
-    if renewed is None or not isinstance(duration, int):
-        return str(holder)  # cannot tell when it expires: respect it
-    if now >= renewed + timedelta(seconds=duration):
+    noted_digest, _, when = note.partition(" ")
+    if noted_digest != digest:
         return None
-    return str(holder)
+    return parse_time(when)
+
+
+def holder_of(
+    lease: dict[str, Any], now: datetime, cap: timedelta = MAX_LEASE_DURATION
+) -> str | None:
+    """The live holder of a lease, or None when it is free or expired."""
+    return judge_lease(lease, now, cap).holder
 
 
 class LeaseLock:
@@ -48,6 +160,7 @@ class LeaseLock:
         self.name = name
         self.identity = identity
         self.duration = duration
+        self.cap = max(MAX_LEASE_DURATION, duration)  # never shorter than our own lease
         self.held = False
 
     def _spec(self, now: datetime, transitions: int) -> dict[str, Any]:
@@ -61,9 +174,11 @@ class LeaseLock:
 
     def acquire(self, now: datetime) -> None:
         """Raises LockHeld when another live run holds it, ConfigError when the lock namespace
-        is missing or the Lease is forbidden, KubeError when it cannot tell."""
+        is missing or the Lease is forbidden, KubeError when it cannot tell. `now`: this pod's
+        clock, used when the server sends no Date."""
+        where = f"lease {self.namespace}/{self.name}"
         try:
-            current = self.access.read(LEASES, self.namespace, self.name)
+            current, server_now = self.access.read_dated(LEASES, self.namespace, self.name)
             if current is None:
                 self.access.create(
                     LEASES,
@@ -76,24 +191,41 @@ class LeaseLock:
                     },
                 )
             else:
-                holder = holder_of(current, now)
-                if holder is not None and holder != self.identity:
-                    until = (current.get("spec") or {}).get("renewTime")
-                    raise LockHeld(
-                        f"lease {self.namespace}/{self.name} is held by {holder} (renewed {until})"
-                    )
-                transitions = int((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
-                current["spec"] = self._spec(now, transitions)
+                state = judge_lease(current, server_now or now, self.cap)
+                if state.holder is not None and state.holder != self.identity:
+                    if state.observe is not None:
+                        self._note(current, state.observe)
+                    raise LockHeld(f"{where} is held by {state.holder} ({state.why})")
+                spec = current.get("spec")
+                spec = spec if isinstance(spec, dict) else {}
+                transitions = spec.get("leaseTransitions")
+                if isinstance(transitions, bool) or not isinstance(transitions, int):
+                    transitions = 0
+                current["spec"] = self._spec(now, max(transitions, 0) + 1)
+                _drop_note(current)
                 self.access.replace(LEASES, self.namespace, self.name, current)
         except ApiError as exc:
             if exc.status == 409:
-                raise LockHeld(
-                    f"lease {self.namespace}/{self.name} was taken by another run first"
-                ) from exc
+                raise LockHeld(f"{where} was taken by another run first") from exc
             if exc.status in (403, 404):  # no such namespace, or no RBAC for Leases there
                 raise ConfigError(f"--lock-namespace/--lock-name: {exc}") from exc
             raise
         self.held = True
+
+    def _note(self, current: dict[str, Any], observed: str) -> None:
+        """Remember on the Lease when this record was first seen (a resourceVersion-checked
+        write: a holder's own change wins, and starts the observation again)."""
+        metadata = current.get("metadata")
+        if not isinstance(metadata, dict):
+            return
+        annotations = metadata.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = metadata["annotations"] = {}
+        annotations[OBSERVED_ANNOTATION] = observed
+        try:
+            self.access.replace(LEASES, self.namespace, self.name, current)
+        except KubeError as exc:  # the next run observes again: the lock stays held meanwhile
+            log.warning("could not note the lease observation: %s", exc)
 
     def release(self) -> None:
         if not self.held:
@@ -109,3 +241,10 @@ class LeaseLock:
         spec["holderIdentity"] = None
         self.access.replace(LEASES, self.namespace, self.name, current)
         self.held = False
+
+
+def _drop_note(lease: dict[str, Any]) -> None:
+    metadata = lease.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if isinstance(annotations, dict):
+        annotations.pop(OBSERVED_ANNOTATION, None)

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+# The reason of an object whose turn ended in an unexpected error: kept, the run goes on.
+INTERNAL_ERROR = "internal-error"
+
 
 class Action(StrEnum):
     DELETED = "deleted"
@@ -194,6 +197,14 @@ class Outcome:
         return cls.of(
             sweep, verdict, Action.ALREADY_GONE, "already-gone", "deleted by someone else first"
         )
+
+    @classmethod
+    def internal_error(cls, sweep: Sweep, ref: ObjectRef, error: str) -> Outcome:
+        """An unexpected error in this object's turn (gcjob/sweeps/boundary.py): kept."""
+        verdict = Verdict(
+            ref, False, INTERNAL_ERROR, f"kept: an internal error on this object: {error}"
+        )
+        return cls.of(sweep, verdict, Action.SKIPPED)
 
     @classmethod
     def changed_since_observed(cls, sweep: Sweep, verdict: Verdict, detail: str) -> Outcome:

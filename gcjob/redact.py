@@ -20,3 +20,8 @@ def redact(text: str) -> str:
     text = _USERINFO.sub(r"\1***@", text)
     text = _AUTHORIZATION.sub(r"\1 ***", text)
     return " ".join(text.split())
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """An unexpected exception as one redacted line: its type and message, cut at `limit`."""
+    return redact(f"{type(exc).__name__}: {exc}")[:limit]

@@ -23,7 +23,7 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
-from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.model import INTERNAL_ERROR, Action, Outcome, Sweep, Verdict
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339, upstream_record
@@ -100,8 +100,10 @@ class Run:
     codes: set[ExitCode] = field(default_factory=set)
     sweeps: dict[Sweep, SweepState] = field(default_factory=dict)
     deleted: int = 0  # deletions this run, for --max-deletions (a companion + binding: one)
-    marked: int = 0  # new marks this run, for --max-marks (a companion + binding: one)
-    marks: dict[str, dict[str, int]] = field(default_factory=dict)  # sweep -> reason -> count
+    # Marks written (a dry run: that it would write), sweep -> reason -> count: every one,
+    # a companion's binding too; a mark held back by a brake is no mark.
+    marks: dict[str, dict[str, int]] = field(default_factory=dict)
+    brakes: list[str] = field(default_factory=list)  # each brake that engaged, named, once
     namespace_check: NamespaceCheck = field(default_factory=NamespaceCheck)  # --namespace found?
     handled_bindings: set[str] = field(default_factory=set)  # uids reported with a companion
     companion_keys: KeySet | None = None  # labelled companions: (kind, namespace, name)
@@ -129,19 +131,58 @@ class Run:
             self.codes.add(ExitCode.ITEM_FAILED)
         if outcome.reason == "stopped":
             self.codes.add(ExitCode.STOPPED)
+        if outcome.reason == INTERNAL_ERROR:
+            self.codes.add(ExitCode.INCOMPLETE)
+        if outcome.action in (Action.MARKED, Action.WOULD_MARK) and outcome.reason != "brake":
+            by_reason = self.marks.setdefault(outcome.sweep.value, {})
+            by_reason[outcome.reason] = by_reason.get(outcome.reason, 0) + 1
+        if outcome.reason == "brake":
+            self._brake_held(outcome.sweep, outcome.detail)
+
+    def _brake_held(self, sweep: Sweep, reason: str) -> None:
+        """A brake held something of `sweep` back: said in its state (once per brake), and
+        exit 4 for a run that deletes."""
+        said = f"{sweep.value} sweep: {reason}"
+        if said not in self.brakes:
+            self.brakes.append(said)
+            if self.settings.delete:
+                log.warning("%s", said)
+        state = self.sweeps.get(sweep)
+        if state is not None:
+            state.status = "braked"
+            if reason not in state.detail:
+                state.detail = "; ".join(filter(None, [state.detail, reason]))
+        if self.settings.delete:
+            self.codes.add(ExitCode.BRAKE)
 
     def completed(self, sweep: Sweep) -> None:
         """The end of a sweep that went through its candidates: `completed`, unless a stop
         (--timeout, SIGTERM) left some undone; then it is `stopped`, never `completed` with
         items `stopped`."""
         state = self.sweeps[sweep]
+        if state.status == "braked":
+            return  # a write or marks brake held back its last objects: said so already
         actions = self.reporter.tally.counts.get(sweep.value, {})
-        undone = actions.get(Action.SKIPPED.value, {}).get("stopped", 0)
+        skipped = actions.get(Action.SKIPPED.value, {})
+        undone = skipped.get("stopped", 0)
+        failed = skipped.get(INTERNAL_ERROR, 0)
         if undone:
             state.status = "stopped"
             state.detail = (
                 f"{undone} object{'s' if undone != 1 else ''} left undone: run stopped "
                 f"({self.budget.stop_reason() or 'stop requested'})"
+            )
+        elif failed:
+            state.status = "incomplete"
+            state.detail = "; ".join(
+                filter(
+                    None,
+                    [
+                        state.detail,
+                        f"{failed} object{'s' if failed != 1 else ''} kept on an internal error "
+                        f"({INTERNAL_ERROR} items)",
+                    ],
+                )
             )
         else:
             state.status = "completed"
@@ -163,49 +204,41 @@ class Run:
     # -- acting ------------------------------------------------------------------------
 
     def braked(self, sweep: Sweep, candidates: list[Verdict], in_scope: int) -> bool:
+        """The deletion brake: a sweep that would delete too much deletes nothing."""
         reason = brake_reason(len(candidates), in_scope, self.deleted, self.limits)
         if reason is None:
             return False
+        reason = f"deletion brake: {reason}"
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", reason))
-        self.sweeps[sweep].status = "braked"
-        self.sweeps[sweep].detail = reason
-        if not self.settings.delete:
-            return True  # a dry run reports the brake and exits as usual
-        self.codes.add(ExitCode.BRAKE)
-        log.warning("%s sweep: safety brake engaged: %s", sweep.value, reason)
         return True
 
     def marks_braked(self, sweep: Sweep, candidates: list[Verdict]) -> bool:
-        """The marks' own ceiling: a mass of new orphans is the early warning to send."""
-        if not candidates or self.marked + len(candidates) <= self.settings.max_marks:
+        """The marks brake: a mass of new orphans is the early warning to send, so a sweep
+        that would mark too many marks none of them."""
+        written = self.marker.marks
+        if not candidates or written + len(candidates) <= self.settings.max_marks:
             return False
         reason = (
-            f"{len(candidates)} new marks (+{self.marked} earlier this run) exceed "
+            f"marks brake: {len(candidates)} new marks (+{written} earlier this run) exceed "
             f"--max-marks {self.settings.max_marks}"
         )
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, "brake", reason))
-        state = self.sweeps[sweep]
-        state.status = "braked"
-        state.detail = "; ".join(filter(None, [state.detail, reason]))
-        if self.settings.delete:
-            self.codes.add(ExitCode.BRAKE)
-            log.warning("%s sweep: marks brake engaged: %s", sweep.value, reason)
         return True
 
     def count_mark(self, outcomes: list[Outcome]) -> None:
         """The outcomes of one mark (a companion's: with its binding's)."""
-        if outcomes and outcomes[0].action in (Action.MARKED, Action.WOULD_MARK):
-            self.marked += 1
-            first = outcomes[0]
-            by_reason = self.marks.setdefault(first.sweep.value, {})
-            by_reason[first.reason] = by_reason.get(first.reason, 0) + 1
         for outcome in outcomes:
             self.record(outcome)
 
     def count_deletion(self, outcomes: list[Outcome]) -> None:
-        if outcomes and outcomes[0].action in (Action.DELETED, Action.WOULD_DELETE):
+        first = outcomes[0] if outcomes else None
+        if (
+            first
+            and first.action in (Action.DELETED, Action.WOULD_DELETE)
+            and first.reason != "brake"
+        ):
             self.deleted += 1
         for outcome in outcomes:
             self.record(outcome)
@@ -252,6 +285,7 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.marks.items()},
+            "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
             "upstream_counts": dict(sorted(upstream_counts.items())),
             "api_requests": {
@@ -259,9 +293,15 @@ class Run:
                 "by_target": _by_target_kind(self.stats.by_target),
             },
             "exit_code": int(exit_code),
-            "exit_reason": redact(error or DESCRIPTIONS[exit_code]),
+            "exit_reason": redact(error or self._exit_reason(exit_code)),
         }
         return summary
+
+    def _exit_reason(self, exit_code: ExitCode) -> str:
+        """The exit code's description; for a brake, which brakes engaged, by name."""
+        if exit_code is ExitCode.BRAKE and self.brakes:
+            return "safety brake engaged: " + "; ".join(self.brakes)
+        return DESCRIPTIONS[exit_code]
 
     def upstream_records(self) -> list[dict[str, Any]]:
         """One record per upstream cluster the routes sweep asked about, by name."""

@@ -15,6 +15,7 @@ MAX_DURATION_SECONDS = 365 * 24 * 3600
 # it (gcjob/marks.py). "0" deletes on the first look. The one place its default is set.
 DEFAULT_GRACE = "10m"
 DEFAULT_MAX_MARKS = 500
+DEFAULT_MAX_WRITES = 1000
 # ASCII digits only: `\d` and float() would also read Arabic-Indic or full-width digits.
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 _SECONDS = re.compile(_NUMBER)
@@ -76,7 +77,8 @@ class Settings:
     brake_min_objects: int = 50
     suspect_min_routes: int = 10
     timeout: timedelta = timedelta(minutes=4)
-    delete_qps: float = 10.0
+    write_qps: float = 10.0  # every write (mark, unmark, delete), one limiter
+    max_writes: int = DEFAULT_MAX_WRITES  # the write brake: most writes per run
     lock: bool = True
     lock_namespace: str = "default"
     lock_name: str = "gcjob"

@@ -332,8 +332,11 @@ def test_demo_with_a_grace_period_marks_what_it_would_delete(
         if item["action"] == "would-mark":
             assert item["orphaned_since"] == "2026-11-20T12:00:00Z"
     assert report["summary"]["grace_seconds"] == 600
-    companions = [k for k in would_mark if k[0] == "companions" and k[1] != "ResourceBinding"]
-    assert sum(report["summary"]["marks"]["companions"].values()) == len(companions)
+    # Every mark written counts, a companion's binding too (issue 20 item 6).
+    for sweep in ("companions", "bindings", "routes"):
+        marked = [k for k in would_mark if k[0] == sweep]
+        assert sum(report["summary"]["marks"][sweep].values()) == len(marked)
+    assert report["summary"]["writes"]["counted"] == len(would_mark)
 
 
 def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: Path) -> None:

@@ -69,6 +69,7 @@ def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
         "min_age_seconds": 300,
         "grace_seconds": 600,
         "marks": {},
+        "writes": {"counted": 0, "max": 1000},
         "sweeps": {
             "companions": {"status": "completed", "detail": "", "scanned": 2, "in_scope": 2},
             "bindings": {"status": "completed", "detail": "", "scanned": 0, "in_scope": 0},

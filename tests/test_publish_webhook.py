@@ -55,7 +55,19 @@ def test_a_run_is_worth_a_message_when_it_deleted_braked_or_failed() -> None:
     assert why(braked) == ["hit the brake"]
     assert why(summary(3, companions={"skipped": {"referrer-live": 2}})) == ["failed (exit 3)"]
     assert why(summary(0, companions={"skipped": {"referrer-live": 2}})) == []
-    assert why(summary(6, companions={})) == []  # locked: another run is at work
+    # Locked: said every time (issue 20 item 11), naming the holder through the exit reason.
+    assert why(summary(6, companions={})) == ["found the lock held (exit 6)"]
+
+
+def test_a_held_lock_is_said_with_its_holder() -> None:
+    locked = summary(6, companions={})
+    locked["exit_reason"] = (
+        "lease default/gcjob is held by stuck-pod/run-9 (no renewTime: first seen unchanged "
+        "now; taken over if it stays so until 2026-11-23T13:00:00Z)"
+    )
+    text = message(locked, [])["text"]
+    assert text.startswith("*gcjob* found the lock held (exit 6) on https://hub.example")
+    assert "exit 6: lease default/gcjob is held by stuck-pod/run-9 (no renewTime" in text
 
 
 def test_the_message_carries_counts_first_items_run_id_and_exit_code() -> None:

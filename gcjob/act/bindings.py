@@ -15,9 +15,9 @@ SWEEP = Sweep.BINDINGS
 def delete_binding(
     verdict: Verdict, target: tuple[str, str], hub: Reader, deleter: Deleter
 ) -> Outcome:
-    stopped = deleter.stopped(SWEEP, verdict)
-    if stopped is not None:
-        return stopped
+    held = deleter.held(SWEEP, verdict)  # before the reads that serve the deletion
+    if held is not None:
+        return held
     kind, name = target
     try:
         found = hub.get(COMPANION_RESOURCES[kind], verdict.ref.namespace, name, reduce.name_of)

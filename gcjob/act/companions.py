@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -12,7 +13,7 @@ from gcjob.decide.grace import Graced
 from gcjob.decide.grace import left_scope as left_the_sweep
 from gcjob.domain import COMPANION_LABEL, NEVER_DELETED_SECRET_TYPES, binding_name
 from gcjob.kube import reduce
-from gcjob.kube.errors import KubeError
+from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
     COMPANION_RESOURCES,
@@ -20,17 +21,19 @@ from gcjob.kube.resources import (
     SECRETS,
     WORKLOADDEPLOYMENTS,
 )
+from gcjob.logs import warn_once
 from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
 from gcjob.model import Action, Binding, Companion, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.redact import error_line
 
 SWEEP = Sweep.COMPANIONS
 
 
 def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Outcome]:
     ref = verdict.ref
-    stopped = deleter.stopped(SWEEP, verdict)
-    if stopped is not None:
-        return [stopped]
+    held = deleter.held(SWEEP, verdict)  # before the reads that serve the deletion
+    if held is not None:
+        return [held]
     # The garbage collector's pattern: the index said "gone"; ask again right before deleting.
     # One GET per distinct name: keys differing only in their namespace part name one object.
     for name in referrer_names(verdict.referrers):
@@ -55,7 +58,19 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
     outcome = deleter.delete(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])
     if outcome.action not in (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE):
         return [outcome]  # a companion that was not deleted keeps its binding, and its cell copies
-    return [outcome, *_delete_binding(verdict, hub, deleter)]
+    return [outcome, *_binding_step(ref, lambda: _delete_binding(verdict, hub, deleter))]
+
+
+def _binding_step(companion: ObjectRef, step: Callable[[], list[Outcome]]) -> list[Outcome]:
+    """What follows for a companion's binding once the companion was written (deleted,
+    marked): an unexpected error here is the binding's (kept, `internal-error`), never a
+    reason to report the companion's write as not done."""
+    try:
+        return step()
+    except Stopped:
+        raise
+    except Exception as exc:
+        return [Outcome.internal_error(SWEEP, _binding_ref(companion), error_line(exc))]
 
 
 # A Secret of any type but those gcjob never deletes: the server filters on `type`, which is
@@ -85,16 +100,22 @@ def prove_secret_type(verdict: Verdict, hub: Reader) -> Outcome | None:
 def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None:
     """The companion's binding, read in full; None when there is none; an Outcome when it
     cannot be read."""
-    ref = companion
-    name = binding_name(ref.name, ref.kind)
+    unread = _binding_ref(companion)
     try:
-        return hub.get(RESOURCEBINDINGS, ref.namespace, name, reduce.binding, metadata_only=False)
-    except KubeError as exc:
-        unread = ObjectRef(
-            RESOURCEBINDINGS.api_version, RESOURCEBINDINGS.kind, ref.namespace, name, "", "", None
+        return hub.get(
+            RESOURCEBINDINGS, unread.namespace, unread.name, reduce.binding, metadata_only=False
         )
+    except KubeError as exc:
         verdict = Verdict(unread, False, "lookup-failed", "")
-        return read_failure(SWEEP, verdict, f"ResourceBinding {name}", exc)
+        return read_failure(SWEEP, verdict, f"ResourceBinding {unread.name}", exc)
+
+
+def _binding_ref(companion: ObjectRef) -> ObjectRef:
+    """A companion's binding, by name only: not read (yet)."""
+    name = binding_name(companion.name, companion.kind)
+    return ObjectRef(
+        RESOURCEBINDINGS.api_version, RESOURCEBINDINGS.kind, companion.namespace, name, "", "", None
+    )
 
 
 def _delete_binding(companion: Verdict, hub: Reader, deleter: Deleter) -> list[Outcome]:
@@ -125,10 +146,17 @@ def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
         if unproven is not None:
             return [unproven]
     resource = COMPANION_RESOURCES[verdict.ref.kind]
-    outcome = marker.mark(SWEEP, verdict, resource, graced.evidence, since, graced.call.detail)
-    if outcome.action not in (Action.MARKED, Action.WOULD_MARK):
+    upgrade = graced.call.upgrade
+    outcome = marker.mark(
+        SWEEP, verdict, resource, graced.evidence, since, graced.call.detail, upgrade=upgrade
+    )
+    if outcome.action not in (Action.MARKED, Action.WOULD_MARK) or outcome.reason == "brake":
         return [outcome]  # a companion left unmarked leaves its binding unmarked too
-    return [outcome, *_binding_follows(verdict.ref, since, hub, marker)]
+
+    def follows() -> list[Outcome]:
+        return _binding_follows(verdict.ref, since, hub, marker, upgrade=upgrade)
+
+    return [outcome, *_binding_step(verdict.ref, follows)]
 
 
 def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
@@ -137,12 +165,20 @@ def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     since = graced.call.since
     assert since is not None
     kept = waiting(SWEEP, graced.verdict, graced.call.detail, since)
-    return [kept, *_binding_follows(graced.verdict.ref, since, hub, marker)]
+    ref = graced.verdict.ref
+    return [kept, *_binding_step(ref, lambda: _binding_follows(ref, since, hub, marker))]
 
 
 def _binding_follows(
-    companion: ObjectRef, since: datetime, hub: Reader, marker: Marker
+    companion: ObjectRef, since: datetime, hub: Reader, marker: Marker, *, upgrade: bool = False
 ) -> list[Outcome]:
+    braked = marker.marks_braked(upgrade=upgrade)
+    if braked is not None:
+        # No mark can be written: no read for one either. Not an item: whether the binding
+        # exists, or already carries the mark, is not known unread. It is deleted with its
+        # companion whether marked or not; the next run marks it.
+        warn_once("binding-marks-braked", f"binding marks not written or read: {braked}")
+        return []
     binding = _read_binding(companion, hub)
     if binding is None or isinstance(binding, Outcome):
         return [] if binding is None else [binding]
@@ -157,7 +193,7 @@ def _binding_follows(
     evidence = companion_binding_evidence(companion).on(binding.ref.uid)
     if binding.ref.mark == new_mark(evidence, BINDING_REASON, since):
         return [waiting(SWEEP, verdict, "deleted with its companion", since)]
-    return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since)]
+    return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since, upgrade=upgrade)]
 
 
 def companion_left_scope(companion: Companion) -> Graced[None] | None:
@@ -173,12 +209,20 @@ def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[
     verdict = graced.verdict
     ref = verdict.ref
     outcomes = [marker.unmark(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])]
+    done = outcomes[0].action in (Action.UNMARKED, Action.WOULD_UNMARK)
+    if not done or outcomes[0].reason == "brake":
+        return outcomes  # its binding's mark waits with it: no read for a write not sent
+    return [*outcomes, *_binding_step(ref, lambda: _unmark_binding(verdict, hub, marker))]
+
+
+def _unmark_binding(companion: Verdict, hub: Reader, marker: Marker) -> list[Outcome]:
+    verdict, ref = companion, companion.ref
     binding = _read_binding(ref, hub)
     if binding is None or isinstance(binding, Outcome):
-        return outcomes if binding is None else [*outcomes, binding]
+        return [] if binding is None else [binding]
     mark = binding.ref.mark
     if mark is None or rule_of(mark) != Rule.COMPANION_BINDING:
-        return outcomes
+        return []
     detail = f"{ref.kind} {ref.name} is no orphan: {verdict.detail}"
     unmark = Verdict(binding.ref, False, verdict.reason, detail)
-    return [*outcomes, marker.unmark(SWEEP, unmark, RESOURCEBINDINGS)]
+    return [marker.unmark(SWEEP, unmark, RESOURCEBINDINGS)]

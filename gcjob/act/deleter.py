@@ -1,10 +1,13 @@
-"""Turns a delete Verdict into an Outcome: dry run, stop requests, rate limit, preconditions."""
+"""Turns a delete Verdict into an Outcome: dry run, stop requests, the write budget (pace and
+brake, shared with the marker: gcjob/act/writes.py), preconditions."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
+from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.kube.access import DeleteResult, KubeAccess
 from gcjob.kube.errors import DeleteUncertain, KubeError, Stopped
@@ -19,17 +22,19 @@ class Deleter:
         *,
         dry_run: bool,
         budget: RunBudget,
-        qps: float,
+        writes: Writes | None = None,
+        qps: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """`writes`: the run's write budget, shared with the marker; without one, a budget of
+        its own paced at `qps` and never braked."""
         self.access = access
         self.dry_run = dry_run
         self.budget = budget
-        self._interval = 1.0 / qps if qps > 0 else 0.0
-        self._clock = clock
-        self._sleep = sleep
-        self._last: float | None = None
+        self.writes = writes or Writes(
+            budget, qps=qps, max_writes=sys.maxsize, clock=clock, sleep=sleep
+        )
 
     def stopped(self, sweep: Sweep, verdict: Verdict) -> Outcome | None:
         """An Outcome saying the run stopped before this object, if it has."""
@@ -40,14 +45,31 @@ class Deleter:
             sweep, verdict, Action.SKIPPED, "stopped", f"left undone: run stopped ({reason})"
         )
 
+    def held(self, sweep: Sweep, verdict: Verdict) -> Outcome | None:
+        """An Outcome saying this object's deletion cannot go out, if it cannot (the run
+        stopped, or the write brake engaged): checked before the reads a deletion needs, so
+        they stop with the writes they serve."""
+        stopped = self.stopped(sweep, verdict)
+        if stopped is not None:
+            return stopped
+        braked = self.writes.braked()
+        if braked is not None:
+            return Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", braked)
+        return None
+
     def delete(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
         if self.dry_run:
+            braked = self.writes.take(send=False)
+            if braked is not None:
+                return Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", braked)
             return Outcome.of(sweep, verdict, Action.WOULD_DELETE)
         stopped = self.stopped(sweep, verdict)
         if stopped is not None:
             return stopped
         assert self.access is not None, "deleting needs a live API"
-        self._throttle()
+        braked = self.writes.take(send=True)
+        if braked is not None:
+            return Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", braked)
         ref = verdict.ref
         try:
             result = self.access.delete(
@@ -66,16 +88,6 @@ class Deleter:
         return Outcome.changed_since_observed(
             sweep, verdict, "409: uid or resourceVersion changed since it was observed"
         )
-
-    def _throttle(self) -> None:
-        if self._interval <= 0:
-            return
-        now = self._clock()
-        if self._last is not None:
-            wait = self._last + self._interval - now
-            if wait > 0:
-                self.budget.sleep(wait, self._sleep)
-        self._last = self._clock()
 
 
 def read_failure(sweep: Sweep, verdict: Verdict, what: str, exc: KubeError) -> Outcome:

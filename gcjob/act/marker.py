@@ -7,10 +7,12 @@ run over a dump proves the very patch a live run would send); a live dry run wri
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
+from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.kube import reduce
 from gcjob.kube.access import Patched, PatchResult
@@ -41,12 +43,36 @@ class Patchable(Protocol):
 
 
 class Marker:
-    def __init__(self, target: Patchable | None, *, dry_run: bool, budget: RunBudget) -> None:
+    def __init__(
+        self,
+        target: Patchable | None,
+        *,
+        dry_run: bool,
+        budget: RunBudget,
+        writes: Writes | None = None,
+        max_marks: int = sys.maxsize,
+    ) -> None:
         """`target`: where patches go (the hub, or a snapshot's loaded objects); None for a
-        live dry run, which writes nothing."""
+        live dry run, which writes nothing. `writes`: the run's write budget, shared with the
+        deleter (without one: unpaced, unbraked). `max_marks`: the marks brake, every mark
+        counted (a companion's binding too)."""
         self.target = target
         self.dry_run = dry_run
         self.budget = budget
+        self.writes = writes or Writes(budget, qps=0, max_writes=sys.maxsize)
+        self.max_marks = max_marks
+        self.marks = 0  # marks written this run (a dry run: that it would write)
+
+    def marks_braked(self, *, upgrade: bool = False) -> str | None:
+        """Why no further mark may be written this run, or None. `upgrade`: the rewrite of an
+        older gcjob's mark, no new orphan: outside the marks brake, inside the write brake."""
+        if not upgrade and self.marks >= self.max_marks:
+            return f"marks brake: --max-marks {self.max_marks} reached this run"
+        return self.writes.braked()
+
+    def _take(self) -> str | None:
+        """One write, paced when it goes to a server: None, or why it may not go out."""
+        return self.writes.take(send=not self.dry_run and self.target is not None)
 
     def mark(
         self,
@@ -57,15 +83,22 @@ class Marker:
         since: datetime,
         why: str = "",
         reason: str | None = None,
+        *,
+        upgrade: bool = False,
     ) -> Outcome:
-        """Mark `verdict.ref` orphaned since `since`, on `evidence`; `why` leads the detail."""
+        """Mark `verdict.ref` orphaned since `since`, on `evidence`; `why` leads the detail.
+        `upgrade`: it rewrites an older gcjob's mark (see marks_braked)."""
         mark = new_mark(evidence, reason or verdict.reason, since)
         done = Action.WOULD_MARK if self.dry_run else Action.MARKED
         stopped = self._stopped(sweep, verdict)
         if stopped is not None:
             return stopped
+        braked = self.marks_braked(upgrade=upgrade) or self._take()
+        if braked is not None:
+            return Outcome.of(sweep, verdict, Action.WOULD_MARK, "brake", braked)
         detail = f"{why}: {verdict.detail}" if why else verdict.detail
         if self.target is None:
+            self.marks += not upgrade
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
         ref = verdict.ref
         try:
@@ -78,6 +111,7 @@ class Marker:
             failed = Outcome.of(sweep, verdict, Action.FAILED, "mark-failed", str(exc))
             return self._drop_old_mark(sweep, verdict, resource, failed)
         if result.outcome is Patched.APPLIED:
+            self.marks += not upgrade
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
         skipped = _not_patched(sweep, verdict, result, "mark")
         if result.outcome is Patched.GONE:
@@ -93,7 +127,7 @@ class Marker:
         if verdict.ref.mark is None:
             return outcome
         removed = self._unmark(sweep, verdict, resource)
-        if removed.action is Action.FAILED:
+        if removed.action is Action.FAILED or removed.reason == "brake":
             return removed
         return replace(outcome, detail=f"{outcome.detail}; the old mark was removed")
 
@@ -109,6 +143,9 @@ class Marker:
         if stopped is not None:
             return stopped
         if self.target is None:
+            braked = self._take()
+            if braked is not None:
+                return Outcome.of(sweep, verdict, Action.WOULD_UNMARK, "brake", braked)
             return Outcome.of(sweep, verdict, done, detail=detail)
         ref: ObjectRef | None = verdict.ref
         result = PatchResult(Patched.CONFLICT)
@@ -117,6 +154,9 @@ class Marker:
                 return _not_patched(sweep, verdict, PatchResult(Patched.GONE), "unmark")
             if ref.mark is None:
                 return Outcome.of(sweep, verdict, done, detail=f"{detail} (by someone else)")
+            braked = self._take()
+            if braked is not None:
+                return Outcome.of(sweep, verdict, Action.WOULD_UNMARK, "brake", braked)
             try:
                 result = self.target.patch(resource, ref.namespace, ref.name, unmark_patch(ref))
                 if result.outcome is not Patched.CONFLICT:

@@ -15,9 +15,9 @@ SWEEP = Sweep.ROUTES
 def delete_route(
     verdict: Verdict, target: RouteTarget, upstream: UpstreamIndex, deleter: Deleter
 ) -> Outcome:
-    stopped = deleter.stopped(SWEEP, verdict)
-    if stopped is not None:
-        return stopped
+    held = deleter.held(SWEEP, verdict)  # before the reads that serve the deletion
+    if held is not None:
+        return held
     for gateway in target.gateways:
         where = f"Gateway {target.namespace}/{gateway} on cluster {target.cluster}"
         try:

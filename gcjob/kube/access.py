@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -30,6 +31,7 @@ from gcjob.kube.transport import (
     decode_json,
 )
 from gcjob.redact import redact
+from gcjob.times import parse_http_date
 
 T = TypeVar("T")
 Reduce = Callable[[dict[str, Any]], T | None]
@@ -335,6 +337,7 @@ class KubeAccess(ListsByFolding):
         *,
         metadata_only: bool = True,
         final: bool = False,
+        dated: list[datetime | None] | None = None,
     ) -> T | None:
         """The object, or None only when the server proved it absent: a NotFound for that very
         name. Any other answer (a 404 for the path, 403, 5xx, timeouts) raises. `final`: one
@@ -343,6 +346,8 @@ class KubeAccess(ListsByFolding):
             resource, namespace, name, metadata_only=metadata_only or resource.sensitive
         )
         response = self._send(request, final=final)
+        if dated is not None:
+            dated[0] = server_date(response)
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
         obj = _expect_ok(response, request)
@@ -469,11 +474,34 @@ class KubeAccess(ListsByFolding):
         request = requests.replace(resource, namespace, name, body)
         return _expect_ok(self.transport.send(request), request)
 
+    def read_dated(
+        self, resource: Resource, namespace: str | None, name: str
+    ) -> tuple[dict[str, Any] | None, datetime | None]:
+        """`read`, with the API server's clock at its answer (its Date header; None without
+        one): a record's times are judged against the server's clock, not the pod's."""
+        dated: list[datetime | None] = [None]
+
+        def whole(obj: dict[str, Any]) -> dict[str, Any]:
+            return obj
+
+        if resource.sensitive:
+            raise KubeError("full reads of Secrets are not allowed")
+        found = self.get(resource, namespace, name, whole, metadata_only=False, dated=dated)
+        return found, dated[0]
+
     def read(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The full object (never used for Secrets), or None when proven absent."""
         if resource.sensitive:
             raise KubeError("full reads of Secrets are not allowed")
         return self.get(resource, namespace, name, lambda obj: obj, metadata_only=False)
+
+
+def server_date(response: Response) -> datetime | None:
+    """The API server's clock at its answer (its Date header, read as the run's clock is:
+    gcjob/times.py), or None."""
+    return parse_http_date(
+        next((v for k, v in response.headers.items() if k.lower() == "date"), None)
+    )
 
 
 def _uid_and_terminating(obj: dict[str, Any]) -> tuple[str, bool]:

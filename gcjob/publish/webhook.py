@@ -1,5 +1,5 @@
 """`--notify-webhook URL`: a Slack-compatible message when a run deleted something, hit the
-brake, or failed.
+brake, found the lock held (who holds it, and why it is judged live), or failed.
 
 It carries counts, the first few items with their reasons, the run_id and the exit code,
 built from report records (metadata only: never a Secret's data). One POST with short
@@ -19,8 +19,7 @@ from gcjob.logs import log
 FIRST_ITEMS = 5
 TIMEOUTS = (3.05, 5.0)  # connect, read (seconds)
 BRAKE_REASONS = ("brake", "upstream-suspect")
-# Exit 6 (another run holds the lock) is routine while a rollout Job runs: not a failure.
-QUIET_CODES = (ExitCode.OK, ExitCode.LOCKED)
+QUIET_CODES = (ExitCode.OK,)
 
 
 class Notable:
@@ -51,7 +50,11 @@ def why(summary: dict[str, Any]) -> list[str]:
         for reason in reasons_
     ):
         reasons.append("hit the brake")
-    if summary["exit_code"] not in QUIET_CODES and summary["exit_code"] != ExitCode.BRAKE:
+    if summary["exit_code"] == ExitCode.LOCKED:
+        # Said every time: a lock that never expires must not keep every run out unseen.
+        # The exit reason that follows names the holder and until when it holds.
+        reasons.append("found the lock held (exit 6)")
+    elif summary["exit_code"] not in QUIET_CODES and summary["exit_code"] != ExitCode.BRAKE:
         reasons.append(f"failed (exit {summary['exit_code']})")
     return reasons
 

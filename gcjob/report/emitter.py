@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from gcjob.model import Action, Outcome, Sweep
+from gcjob.redact import error_line
 from gcjob.report.bounds import capped, json_line
-from gcjob.report.records import Tally, item_record
+from gcjob.report.records import Tally, envelope, item_record
 from gcjob.visible import visible
 
 
@@ -61,7 +62,10 @@ class Reporter:
         self.tally.add(outcome)
         if outcome.healthy and not self.report_healthy:
             return  # healthy objects are counts only: a big hub must not flood the pipeline
-        record = item_record(outcome, self.run_id, now, self.dry_run, self.clock())
+        try:
+            record = item_record(outcome, self.run_id, now, self.dry_run, self.clock())
+        except Exception as exc:  # one object's odd field must not end the run: say less
+            record = plain_record(outcome, self.run_id, self.dry_run, self.clock(), exc)
         if self.observer is not None:
             self.observer(record)
         if self.report_file:
@@ -118,6 +122,29 @@ class Reporter:
         silence(self.stream)
         if self.on_stdout_closed is not None:
             self.on_stdout_closed()
+
+
+def plain_record(
+    outcome: Outcome, run_id: str, dry_run: bool, emitted: datetime, error: Exception
+) -> dict[str, Any]:
+    """An item record of plain strings only, for an outcome whose full record could not be
+    formatted: what happened to the object is still said, and why the rest is missing."""
+    ref = outcome.ref
+    return {
+        **envelope("item", run_id, emitted),
+        "sweep": outcome.sweep.value,
+        "apiVersion": ref.api_version,
+        "kind": ref.kind,
+        "namespace": ref.namespace,
+        "name": ref.name,
+        "uid": ref.uid,
+        "age_seconds": None,
+        "action": outcome.action.value,
+        "reason": outcome.reason,
+        "detail": f"{outcome.detail} (report: not every field could be written: "
+        f"{error_line(error)})",
+        "dry_run": dry_run,
+    }
 
 
 def silence(stream: IO[str]) -> None:

@@ -14,16 +14,17 @@ from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.marks import Rule, binding_evidence
-from gcjob.model import Binding, Outcome, Sweep, Verdict
+from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.run import Run
 from gcjob.sweeps import grace
+from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.companions import companion_keys
 
 SWEEP = Sweep.BINDINGS
 Target = tuple[str, str]  # (kind, name) of the object a binding is for
 
 
-class BindingScan:
+class BindingScan(ObjectScan[Binding]):
     """Keeps the in-scope bindings whose object is not a known companion: those need a read
     of that exact name. Bindings of known companions are healthy: counted, not kept."""
 
@@ -35,20 +36,19 @@ class BindingScan:
         min_age: timedelta,
         keep_healthy: bool,
     ) -> None:
+        super().__init__()
         self.labelled = labelled
         self.handled = handled
         self.now = now
         self.min_age = min_age
         self.keep_healthy = keep_healthy
-        self.scanned = 0
         self.in_scope = 0
         self.unconfirmed: list[tuple[Binding, Target]] = []
         self.kept: list[Verdict] = []
         self.healthy: Counter[str] = Counter()
         self.marked: list[tuple[Verdict, Target]] = []  # healthy, yet carrying a mark
 
-    def add(self, binding: Binding) -> None:
-        self.scanned += 1
+    def take(self, binding: Binding) -> None:
         target = bound_target(binding)
         if target is None or binding.ref.uid in self.handled:
             return  # not ours, or already reported with its companion this run
@@ -64,6 +64,14 @@ class BindingScan:
             self.kept.append(verdict)
         else:
             self.healthy[verdict.reason] += 1
+
+
+def _in_order(verdict: Verdict) -> tuple[str, str, str]:
+    return verdict.ref.order
+
+
+def _ref(verdict: Verdict) -> ObjectRef:
+    return verdict.ref
 
 
 def sweep(run: Run) -> None:
@@ -84,52 +92,64 @@ def sweep(run: Run) -> None:
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
     sort: GraceSort[Target] = GraceSort(Rule.BINDING, run.now, settings.grace)
+
+    def keep_unless_unmarked(marked: tuple[Verdict, Target]) -> None:
+        verdict, target = marked
+        if not sort.not_orphan(verdict, target):
+            run.keep(SWEEP, verdict)
+
+    def confirm(unconfirmed: tuple[Binding, Target]) -> None:
+        """A labelled list only nominates: an unlabelled object still owns the binding."""
+        binding, (kind, name) = unconfirmed
+        error = ""
+        try:
+            found = run.hub.get(
+                COMPANION_RESOURCES[kind], binding.ref.namespace, name, reduce.name_of
+            )
+        except Stopped:
+            raise
+        except KubeError as exc:
+            presence, error = Presence.UNKNOWN, str(exc)
+        else:
+            presence = Presence.EXISTS if found is not None else Presence.ABSENT
+        if presence is Presence.ABSENT:
+            # The list was metadata only: read this binding in full for its spec.resource.
+            try:
+                live = run.hub.get(
+                    RESOURCEBINDINGS,
+                    binding.ref.namespace,
+                    binding.ref.name,
+                    reduce.binding,
+                    metadata_only=False,
+                )
+            except Stopped:
+                raise
+            except KubeError as exc:
+                presence, error = Presence.UNKNOWN, f"cannot read the binding: {exc}"
+            else:
+                if live is None:
+                    return  # gone since it was listed: nothing to decide
+                binding = live
+        verdict = decide_binding(binding, presence, run.now, settings.min_age, error)
+        if verdict.delete:
+            sort.orphan(verdict, binding_evidence(kind, name), (kind, name))
+        elif not sort.not_orphan(verdict, (kind, name)):
+            run.keep(SWEEP, verdict)
+
     for scan in scans:
         state.scanned += scan.scanned
-        state.in_scope += scan.in_scope
-        for verdict in sorted(scan.kept, key=lambda v: v.ref.order):
-            run.keep(SWEEP, verdict)
-        for verdict, target in sorted(scan.marked, key=lambda m: m[0].ref.order):
-            if not sort.not_orphan(verdict, target):
-                run.keep(SWEEP, verdict)
+        state.in_scope += scan.in_scope + len(scan.failed)
+        report_failed(run, SWEEP, [scan])
+        each(run, SWEEP, sorted(scan.kept, key=_in_order), _ref, lambda v: run.keep(SWEEP, v))
+        marked = sorted(scan.marked, key=lambda m: m[0].ref.order)
+        each(run, SWEEP, marked, lambda m: m[0].ref, keep_unless_unmarked)
         for reason, count in sorted(scan.healthy.items()):
             run.reporter.count_healthy(SWEEP, reason, count)
-        for binding, (kind, name) in sorted(scan.unconfirmed, key=lambda u: u[0].ref.order):
-            # A labelled list only nominates: an unlabelled object still owns the binding.
-            error = ""
-            try:
-                found = run.hub.get(
-                    COMPANION_RESOURCES[kind], binding.ref.namespace, name, reduce.name_of
-                )
-            except Stopped as exc:
-                return run.incomplete(SWEEP, "stopped while confirming absences", exc)
-            except KubeError as exc:
-                presence, error = Presence.UNKNOWN, str(exc)
-            else:
-                presence = Presence.EXISTS if found is not None else Presence.ABSENT
-            if presence is Presence.ABSENT:
-                # The list was metadata only: read this binding in full for its spec.resource.
-                try:
-                    live = run.hub.get(
-                        RESOURCEBINDINGS,
-                        binding.ref.namespace,
-                        binding.ref.name,
-                        reduce.binding,
-                        metadata_only=False,
-                    )
-                except Stopped as exc:
-                    return run.incomplete(SWEEP, "stopped while confirming absences", exc)
-                except KubeError as exc:
-                    presence, error = Presence.UNKNOWN, f"cannot read the binding: {exc}"
-                else:
-                    if live is None:
-                        continue  # gone since it was listed: nothing to decide
-                    binding = live
-            verdict = decide_binding(binding, presence, run.now, settings.min_age, error)
-            if verdict.delete:
-                sort.orphan(verdict, binding_evidence(kind, name), (kind, name))
-            elif not sort.not_orphan(verdict, (kind, name)):
-                run.keep(SWEEP, verdict)
+        unconfirmed = sorted(scan.unconfirmed, key=lambda u: u[0].ref.order)
+        try:
+            each(run, SWEEP, unconfirmed, lambda u: u[0].ref, confirm)
+        except Stopped as exc:
+            return run.incomplete(SWEEP, "stopped while confirming absences", exc)
 
     def delete(graced: Graced[Target]) -> list[Outcome]:
         return [delete_binding(graced.verdict, graced.target, run.hub, run.deleter)]

@@ -23,9 +23,10 @@ from gcjob.enumerate.keyset import KeySet
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES
 from gcjob.marks import Rule, companion_evidence
-from gcjob.model import Companion, Sweep, Verdict
+from gcjob.model import Companion, ObjectRef, Sweep, Verdict
 from gcjob.run import Run
 from gcjob.sweeps import grace
+from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 
 SWEEP = Sweep.COMPANIONS
 
@@ -42,7 +43,7 @@ class CompanionKeys:
         self.keys.add(ref.kind, ref.namespace, ref.name)
 
 
-class CompanionScan(CompanionKeys):
+class CompanionScan(ObjectScan[Companion]):
     """Decides each companion as its page arrives; keeps what must be reported or acted on,
     and only a count of the healthy ones (unless they are to be itemised)."""
 
@@ -58,15 +59,16 @@ class CompanionScan(CompanionKeys):
         self.now = now
         self.min_age = min_age
         self.keep_healthy = keep_healthy
-        self.scanned = 0
+        self.keys = KeySet()
         self.kept: list[Verdict] = []
         self.candidates: list[tuple[Verdict, str]] = []  # with the referrers they rest on
         self.healthy: Counter[str] = Counter()
         self.marked: list[Verdict] = []  # healthy, yet carrying a mark
 
-    def add(self, companion: Companion) -> None:
-        super().add(companion)
-        self.scanned += 1
+    def take(self, companion: Companion) -> None:
+        ref = companion.ref
+        # First: a companion that cannot be decided still exists for the bindings sweep.
+        self.keys.add(ref.kind, ref.namespace, ref.name)
         live = self.workloads.within(companion.ref.namespace)
         verdict = decide_companion(companion, live, self.now, self.min_age)
         if verdict.delete:
@@ -82,6 +84,10 @@ class CompanionScan(CompanionKeys):
 
 def _in_order(verdict: Verdict) -> tuple[str, str, str]:
     return verdict.ref.order
+
+
+def _ref(verdict: Verdict) -> ObjectRef:
+    return verdict.ref
 
 
 def companion_keys(run: Run) -> KeySet:
@@ -121,16 +127,25 @@ def sweep(run: Run) -> None:
         return run.incomplete(SWEEP, "cannot list companions", exc)
     keys = KeySet()
     sort: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
+
+    def keep_unless_unmarked(verdict: Verdict) -> None:
+        if not sort.not_orphan(verdict, None):
+            run.keep(SWEEP, verdict)
+
+    def sort_orphan(candidate: tuple[Verdict, str]) -> None:
+        verdict, referrers = candidate
+        sort.orphan(verdict, companion_evidence(referrers), None)
+
     for scan in scans:
         keys.update(scan.keys)
         state.scanned += scan.scanned
-        for verdict in sorted([*scan.kept, *scan.marked], key=_in_order):
-            if not sort.not_orphan(verdict, None):
-                run.keep(SWEEP, verdict)
+        report_failed(run, SWEEP, [scan])
+        kept = sorted([*scan.kept, *scan.marked], key=_in_order)
+        each(run, SWEEP, kept, _ref, keep_unless_unmarked)
         for reason, count in sorted(scan.healthy.items()):
             run.reporter.count_healthy(SWEEP, reason, count)
-        for verdict, referrers in sorted(scan.candidates, key=lambda c: _in_order(c[0])):
-            sort.orphan(verdict, companion_evidence(referrers), None)
+        candidates = sorted(scan.candidates, key=lambda c: _in_order(c[0]))
+        each(run, SWEEP, candidates, lambda c: c[0].ref, sort_orphan)
     run.companion_keys = keys.freeze()
     state.in_scope = state.scanned
     completed = grace.act(

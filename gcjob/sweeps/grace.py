@@ -10,8 +10,9 @@ from typing import TypeVar
 from gcjob.act.marker import waiting
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.kube.resources import Resource
-from gcjob.model import Action, Outcome, Sweep
+from gcjob.model import Action, ObjectRef, Outcome, Sweep
 from gcjob.run import Run
+from gcjob.sweeps.boundary import each
 
 T = TypeVar("T")
 Act = Callable[[Graced[T]], list[Outcome]]
@@ -37,20 +38,41 @@ def act(
         call = graced.call
         assert call.since is not None  # a new mark's time
         mark = run.marker.mark(
-            sweep, graced.verdict, resource(graced), graced.evidence, call.since, call.detail
+            sweep,
+            graced.verdict,
+            resource(graced),
+            graced.evidence,
+            call.since,
+            call.detail,
+            upgrade=call.upgrade,
         )
         return [mark]
 
     def unmark_one(graced: Graced[T]) -> list[Outcome]:
         return [run.marker.unmark(sweep, graced.verdict, resource(graced))]
 
-    for graced in sort.to_unmark:  # always safe: first
+    def unmark_and_record(graced: Graced[T]) -> None:
         for outcome in (unmark or unmark_one)(graced):
             run.record(outcome)
-    for graced in sort.waiting:
+
+    def wait_and_record(graced: Graced[T]) -> None:
         default = [waiting(sweep, graced.verdict, graced.call.detail, graced.call.since)]
         for outcome in wait(graced) if wait else default:
             run.record(outcome)
+
+    def delete_and_record(graced: Graced[T]) -> None:
+        since = graced.call.since
+        run.count_deletion([replace(o, orphaned_since=since) for o in delete(graced)])
+
+    def mark_and_record(graced: Graced[T]) -> None:
+        run.count_mark((mark or mark_one)(graced))
+
+    def upgrade_and_record(graced: Graced[T]) -> None:
+        for outcome in (mark or mark_one)(graced):
+            run.record(outcome)
+
+    each(run, sweep, sort.to_unmark, _ref, unmark_and_record)  # always safe: first
+    each(run, sweep, sort.waiting, _ref, wait_and_record)
     if run.clock_problem:  # no hub clock: no mark is measured or written against the pod's
         for graced in [*sort.due, *sort.to_mark]:
             run.record(
@@ -64,15 +86,14 @@ def act(
     if run.braked(sweep, [g.verdict for g in sort.due], in_scope):
         clear = False
     else:
-        for graced in sort.due:
-            since = graced.call.since
-            run.count_deletion([replace(o, orphaned_since=since) for o in delete(graced)])
+        each(run, sweep, sort.due, _ref, delete_and_record)
     # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
-    for graced in sort.upgrades:
-        for outcome in (mark or mark_one)(graced):
-            run.record(outcome)
+    each(run, sweep, sort.upgrades, _ref, upgrade_and_record)
     if run.marks_braked(sweep, [g.verdict for g in sort.new_marks]):
         return False
-    for graced in sort.new_marks:
-        run.count_mark((mark or mark_one)(graced))
+    each(run, sweep, sort.new_marks, _ref, mark_and_record)
     return clear
+
+
+def _ref(graced: Graced[T]) -> ObjectRef:
+    return graced.verdict.ref

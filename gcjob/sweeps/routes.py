@@ -34,20 +34,23 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.logs import log
 from gcjob.marks import Evidence, Rule, route_evidence
-from gcjob.model import Outcome, Route, Sweep, Verdict
+from gcjob.model import ObjectRef, Outcome, Route, Sweep, Verdict
 from gcjob.run import Run
 from gcjob.sweeps import grace
+from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 
 SWEEP = Sweep.ROUTES
 
 
-class RouteTargets:
-    """The first read: what the in-scope routes ask of their upstream clusters."""
+class RouteTargets(ObjectScan[Route]):
+    """The first read: what the in-scope routes ask of their upstream clusters. A route that
+    fails here is asked about by nobody: the second read keeps it (`upstream-not-read`)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.wanted = Wanted()
 
-    def add(self, route: Route) -> None:
+    def take(self, route: Route) -> None:
         if in_scope(route):
             target = route_target(route)
             if isinstance(target, RouteTarget):
@@ -85,7 +88,7 @@ def read(run: Run) -> UpstreamRead:
     return UpstreamRead(index)
 
 
-class RouteScan:
+class RouteScan(ObjectScan[Route]):
     """The second read: decides each route as it arrives, on what the upstream clusters said;
     keeps what must be reported or acted on, and only a count of the healthy ones (unless
     they are to be itemised)."""
@@ -93,19 +96,18 @@ class RouteScan:
     def __init__(
         self, index: UpstreamIndex, now: datetime, min_age: timedelta, keep_healthy: bool
     ) -> None:
+        super().__init__()
         self.index = index
         self.now = now
         self.min_age = min_age
         self.keep_healthy = keep_healthy
-        self.scanned = 0
         self.in_scope = 0
         self.shapeless: list[Verdict] = []  # kept for their shape, before any upstream answer
         self.kept: list[tuple[Verdict, RouteTarget]] = []
         self.candidates: list[tuple[Verdict, Evidence, RouteTarget]] = []
         self.healthy: Counter[str] = Counter()
 
-    def add(self, route: Route) -> None:
-        self.scanned += 1
+    def take(self, route: Route) -> None:
         if not in_scope(route):
             return  # another owner's route
         self.in_scope += 1
@@ -130,6 +132,10 @@ class RouteScan:
 
 def _in_order(verdict: Verdict) -> tuple[str, str, str]:
     return verdict.ref.order
+
+
+def _ref(verdict: Verdict) -> ObjectRef:
+    return verdict.ref
 
 
 def sweep(run: Run) -> None:
@@ -171,22 +177,29 @@ def sweep(run: Run) -> None:
         if leaving is not None:
             run.record(run.marker.unmark(SWEEP, leaving.verdict, HTTPROUTES))
     sort: GraceSort[RouteTarget | None] = GraceSort(Rule.ROUTE, run.now, settings.grace)
+
+    def keep_unless_unmarked(verdict: Verdict, target: RouteTarget | None) -> None:
+        if verdict.reason == "upstream-suspect" and settings.delete:
+            run.codes.add(ExitCode.BRAKE)
+        if not sort.not_orphan(verdict, target):
+            run.keep(SWEEP, verdict)
+
+    def sort_orphan(candidate: tuple[Verdict, Evidence, RouteTarget]) -> None:
+        sort.orphan(*candidate)
+
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope
-        for verdict in sorted(scan.shapeless, key=_in_order):
-            if not sort.not_orphan(verdict, None):
-                run.keep(SWEEP, verdict)
+        report_failed(run, SWEEP, [scan])
+        shapeless = sorted(scan.shapeless, key=_in_order)
+        each(run, SWEEP, shapeless, _ref, lambda v: keep_unless_unmarked(v, None))
     for scan in scans:
-        for verdict, target in sorted(scan.kept, key=lambda k: _in_order(k[0])):
-            if verdict.reason == "upstream-suspect" and settings.delete:
-                run.codes.add(ExitCode.BRAKE)
-            if not sort.not_orphan(verdict, target):
-                run.keep(SWEEP, verdict)
+        kept = sorted(scan.kept, key=lambda k: _in_order(k[0]))
+        each(run, SWEEP, kept, lambda k: k[0].ref, lambda k: keep_unless_unmarked(*k))
         for reason, count in sorted(scan.healthy.items()):
             run.reporter.count_healthy(SWEEP, reason, count)
-        for verdict, evidence, target in sorted(scan.candidates, key=lambda c: _in_order(c[0])):
-            sort.orphan(verdict, evidence, target)
+        candidates = sorted(scan.candidates, key=lambda c: _in_order(c[0]))
+        each(run, SWEEP, candidates, lambda c: c[0].ref, sort_orphan)
 
     def delete(graced: Graced[RouteTarget | None]) -> list[Outcome]:
         assert graced.target is not None  # an orphan always has its Gateways

@@ -113,7 +113,8 @@ def test_a_run_marks_a_run_inside_the_grace_period_keeps_a_run_after_it_deletes(
         # bound to this very object
         assert obj is not None and str(mark["evidence"]).endswith(":" + obj["metadata"]["uid"])
     assert mark_of(hub.get("ConfigMap", ns, "app-config"))["evidence"].startswith("companion:")  # type: ignore[index]
-    assert first.summary["marks"] == {"companions": {"orphaned": 1}}
+    # Every mark written counts, the binding's too (issue 20 item 6).
+    assert first.summary["marks"] == {"companions": {"companion-orphaned": 1, "orphaned": 1}}
     assert first.summary["grace_seconds"] == GRACE.total_seconds()
 
     inside = graced("--namespace", ns)
@@ -266,7 +267,7 @@ def test_a_dry_run_writes_nothing_and_says_what_it_would_mark(
     assert dry.exit_code == 0, dry.stderr
     assert dry.outcome("ConfigMap", "app-config") == ("would-mark", "orphaned")
     assert dry.outcome("ResourceBinding", rb) == ("would-mark", "companion-orphaned")
-    assert dry.summary["marks"] == {"companions": {"orphaned": 1}}
+    assert dry.summary["marks"] == {"companions": {"companion-orphaned": 1, "orphaned": 1}}
     assert not [r for r in faults.requests if r.method not in ("GET",)]
     assert mark_of(hub.get("ConfigMap", ns, "app-config")) is None
 

@@ -1,0 +1,64 @@
+"""Every write gcjob sends to the hub, one budget: paced and braked.
+
+A mark, an unmark, a deletion, a binding's mark: each is one request taken from here before it
+is sent. One limiter paces them all at `--write-qps` (the marker and the deleter share it, so
+no kind of write can flood the API server beside another), and `--max-writes` ends the run's
+writes once reached: the objects left are reported with reason `brake` (the write brake) and a
+`--delete` run exits 4. Nothing content controls (forged labels or marks on many objects) can
+make one run send more.
+
+A dry run counts what it would send, so its report shows where the brake would engage, but
+waits for nothing: nothing is sent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from gcjob.budget import RunBudget
+
+
+class Writes:
+    def __init__(
+        self,
+        budget: RunBudget,
+        *,
+        qps: float,
+        max_writes: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.budget = budget
+        self.max_writes = max_writes
+        self.counted = 0  # writes sent (a dry run: that it would send) this run
+        self._interval = 1.0 / qps if qps > 0 else 0.0
+        self._clock = clock
+        self._sleep = sleep
+        self._last: float | None = None
+
+    def braked(self) -> str | None:
+        """Why no further write may go out this run, or None."""
+        if self.counted >= self.max_writes:
+            return f"write brake: --max-writes {self.max_writes} reached this run"
+        return None
+
+    def take(self, *, send: bool) -> str | None:
+        """One write: None when it may go out (after its turn, when `send`), else why not."""
+        braked = self.braked()
+        if braked is not None:
+            return braked
+        self.counted += 1
+        if send:
+            self._pace()
+        return None
+
+    def _pace(self) -> None:
+        if self._interval <= 0:
+            return
+        now = self._clock()
+        if self._last is not None:
+            wait = self._last + self._interval - now
+            if wait > 0:
+                self.budget.sleep(wait, self._sleep)
+        self._last = self._clock()

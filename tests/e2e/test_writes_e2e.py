@@ -1,0 +1,165 @@
+"""End to end (issue 20 item 6): forged marks on many objects cannot make one run write more
+than its brakes allow, nor faster than --write-qps; the summary counts what the hub shows.
+
+The requests are counted where they arrive: the TLS fault proxy in front of the real hub.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from gcjob import marks
+from gcjob.domain import (
+    ORPHANED_EVIDENCE_ANNOTATION,
+    ORPHANED_LABEL,
+    ORPHANED_REASON_ANNOTATION,
+    ORPHANED_SINCE_ANNOTATION,
+)
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import run_gcjob
+from tests.e2e.faultproxy import FaultProxy
+from tests.e2e.objects import binding, companion, workload
+
+QPS = 5.0
+
+
+def _pair(hub: TestCluster, ns: str, name: str, referrers: list[str], notes: dict[str, str]) -> str:
+    """A companion (with `notes` among its annotations and a forged orphaned label) and its
+    binding."""
+    obj = companion("ConfigMap", ns, name, referrers, annotations=notes)
+    obj["metadata"]["labels"][ORPHANED_LABEL] = "true"
+    created = hub.create(obj)
+    rb = f"{name}-configmap"
+    hub.create(
+        binding(ns, rb, kind="ConfigMap", target=name, target_uid=created["metadata"]["uid"])
+    )
+    return rb
+
+
+def _labelled(hub: TestCluster, kind: str, ns: str, names: list[str]) -> list[str]:
+    found = []
+    for name in names:
+        obj = hub.get(kind, ns, name)
+        assert obj is not None
+        if ORPHANED_LABEL in (obj["metadata"].get("labels") or {}):
+            found.append(name)
+    return found
+
+
+def _writes(faults: FaultProxy) -> list[Any]:
+    """Writes to objects: not the preflight's access reviews (POSTs that change nothing)."""
+    return [
+        r
+        for r in faults.requests
+        if r.method in ("PATCH", "DELETE", "PUT", "POST") and "/authorization.k8s.io/" not in r.path
+    ]
+
+
+def _assert_paced(requests: list[Any]) -> None:
+    times = sorted(r.received for r in requests)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    # One write every 1/QPS seconds at most (a little slack for the proxy's own clock).
+    assert all(gap >= 0.8 / QPS for gap in gaps), gaps
+
+
+def test_forged_orphaned_labels_on_healthy_companions_are_braked_and_paced(
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace("writes")
+    hub.create(workload(ns, "web"))
+    names = [f"healthy-{i:02}" for i in range(12)]
+    for name in names:
+        _pair(hub, ns, name, ["default/web"], {})
+    faults.clear_requests()
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--grace",
+        "10m",
+        "--delete",
+        "--max-marks",
+        "1",
+        "--max-writes",
+        "4",
+        "--write-qps",
+        str(QPS),
+    )
+
+    assert result.exit_code == 4, result.stderr
+    writes = _writes(faults)
+    assert len(writes) == 4 and {w.method for w in writes} == {"PATCH"}
+    _assert_paced(writes)
+    # The binding reads serve the unmarks: they stop with them.
+    binding_reads = [
+        r for r in faults.requests if r.method == "GET" and "/resourcebindings/" in r.path
+    ]
+    assert len(binding_reads) <= 4, [(r.path, r.query) for r in binding_reads]
+    summary = result.summary
+    unmarked = [i["name"] for i in result.items if i["action"] == "unmarked"]
+    still = _labelled(hub, "ConfigMap", ns, names)
+    assert sorted(unmarked) == sorted(set(names) - set(still))
+    assert summary["totals"]["unmarked"] == len(unmarked) == 4
+    assert summary["writes"] == {"counted": 4, "max": 4}
+    braked = [i for i in result.items if i["reason"] == "brake"]
+    assert len(braked) == len(names) - 4
+    assert all(i["detail"] == "write brake: --max-writes 4 reached this run" for i in braked)
+    assert summary["sweeps"]["companions"]["status"] == "braked"
+    assert "write brake" in summary["exit_reason"]
+
+
+def test_forged_in_grace_marks_do_not_mark_bindings_past_the_marks_brake(
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+) -> None:
+    ns = hub.namespace("writes")
+    referrers = ["default/web-gone"]
+    evidence = marks.companion_evidence(f'["{referrers[0]}"]').digest
+    since = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    forged = {
+        ORPHANED_SINCE_ANNOTATION: since,
+        ORPHANED_REASON_ANNOTATION: "orphaned",
+        ORPHANED_EVIDENCE_ANNOTATION: evidence,
+    }
+    names = [f"orphan-{i:02}" for i in range(8)]
+    bindings = [_pair(hub, ns, name, referrers, forged) for name in names]
+    faults.clear_requests()
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        "--namespace",
+        ns,
+        "--grace",
+        "10m",
+        "--delete",
+        "--max-marks",
+        "1",
+        "--write-qps",
+        str(QPS),
+    )
+
+    # 4 once marks this run did not write are void (re-marked from now, behind the marks
+    # brake); 0 while they are trusted and only their bindings would be marked.
+    assert result.exit_code in (0, 4), [(i["name"], i["action"]) for i in result.items]
+    writes = _writes(faults)
+    assert len(writes) <= 1, [(w.method, w.path) for w in writes]
+    # No binding was read for a mark that could not be written (counted before this test's
+    # own reads, which go through the same proxy).
+    binding_reads = [
+        r for r in faults.requests if r.method == "GET" and "/resourcebindings/" in r.path
+    ]
+    assert len(binding_reads) <= 1 + len(writes), [(r.path, r.query) for r in binding_reads]
+    marked_bindings = _labelled(hub, "ResourceBinding", ns, bindings)
+    summary = result.summary
+    written = sum(n for reasons in summary["marks"].values() for n in reasons.values())
+    # The summary counts what the hub shows: every mark it says was written is there.
+    reported = [i["name"] for i in result.items if i["action"] == "marked"]
+    assert written == len(reported) == len(writes)
+    assert set(marked_bindings) >= {n for n in reported if n in bindings}
+    assert written <= 1
+    if result.exit_code == 4:
+        assert "marks brake" in summary["exit_reason"]
+
+    assert not [i for i in result.items if i["action"] == "deleted"]
