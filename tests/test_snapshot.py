@@ -153,6 +153,23 @@ def test_captured_at_and_server(snapshot_dir: Path) -> None:
     assert sorted(snapshot.upstreams) == ["proj-alpha", "single"]
 
 
+def test_without_captured_at_now_is_the_newest_time_never_past_the_pods_clock(
+    snapshot_dir: Path,
+) -> None:
+    """One object's timestamp in 2099 (or at the end of time) must not age every other
+    object by decades: the capture time is at most the pod's clock."""
+    (snapshot_dir / "snapshot.yaml").unlink()
+    assert Snapshot(str(snapshot_dir)).captured_at == datetime(2026, 11, 12, 9, 14, 27, tzinfo=UTC)
+    for future in ("2099-01-01T00:00:00Z", "9999-12-31T23:59:59Z"):
+        _write(
+            snapshot_dir / "hub" / "later.json",
+            json.dumps(configmap("unrelated", "other", labelled=False, created=future)),
+        )
+        before = datetime.now(UTC)
+        captured = Snapshot(str(snapshot_dir)).captured_at
+        assert captured is not None and before <= captured <= datetime.now(UTC)
+
+
 def test_unquoted_captured_at(snapshot_dir: Path) -> None:
     _write(snapshot_dir / "snapshot.yaml", "capturedAt: 2026-11-20T12:00:00Z\n")
     assert Snapshot(str(snapshot_dir)).captured_at == datetime(2026, 11, 20, 12, tzinfo=UTC)

@@ -12,14 +12,15 @@ typed List (`kind: WorkloadDeploymentList`), or by a file with no items named af
 empty dump, which `kubectl get -o yaml` writes as `kind: List` with `items: []`.
 
 "now" is the capture time, so a demo never goes stale; without `capturedAt` it is the newest
-timestamp found in the dumps. Secret `data`/`stringData` are dropped as each file is loaded.
+timestamp found in the dumps, or the pod's clock if that is earlier. Secret `data`/`stringData`
+are dropped as each file is loaded.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -343,9 +344,11 @@ class Snapshot:
                 "in DIR/hub/ or DIR/)"
             )
         if self.captured_at is None:
+            # The newest time in the dumps, but never past the pod's clock: one object's
+            # timestamp in 2099 must not age every other object by decades.
             stores = [self.hub, *self.upstreams.values()]
             times = [s.newest for s in stores if s.newest is not None]
-            self.captured_at = max(times) if times else None
+            self.captured_at = min(max(times), datetime.now(UTC)) if times else None
 
 
 class SnapshotUpstreams:
