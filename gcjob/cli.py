@@ -592,8 +592,29 @@ def _scope(options: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return namespaces, exclude_namespaces
 
 
+# Flags naming a target or a file: given empty, they would fall back to another one
+# (`--hub-kubeconfig ''` to $KUBECONFIG, then to the pod's own credentials).
+_NO_BLANK = (
+    "hub-kubeconfig",
+    "hub-context",
+    "upstream-kubeconfig",
+    "upstream-server-template",
+    "snapshot",
+    "report-file",
+)
+
+
 def _check_snapshot_alone(options: dict[str, Any]) -> None:
-    """A snapshot is the hub and the upstreams: flags naming live ones contradict it."""
+    """A snapshot is the hub and the upstreams: flags naming live ones contradict it. No
+    flag that names a target may be given blank: that would mean another target."""
+    for flag in _NO_BLANK:
+        value = options.get(flag.replace("-", "_"))
+        if value is None:  # click reads a variable set to "" as not set at all
+            value = os.environ.get(env(flag))
+        if value is not None and not value.strip():
+            raise click.BadParameter(
+                "is empty: name one, or leave the flag out", param_hint=_hint(flag)
+            )
     if options["snapshot"] and (options["hub_kubeconfig"] or options["hub_context"]):
         raise click.UsageError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
     if options["snapshot"] and (

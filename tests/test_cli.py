@@ -156,6 +156,32 @@ def test_loopback_webhooks_and_plain_pushgateways_are_accepted(flag: str, url: s
     assert outbound_problem(url, secret_in_url=flag == "--notify-webhook") is None
 
 
+@pytest.mark.parametrize(
+    ("flag", "variable"),
+    [
+        ("--hub-kubeconfig", "GCJOB_HUB_KUBECONFIG"),
+        ("--hub-context", "GCJOB_HUB_CONTEXT"),
+        ("--upstream-kubeconfig", "GCJOB_UPSTREAM_KUBECONFIG"),
+        ("--upstream-server-template", "GCJOB_UPSTREAM_SERVER_TEMPLATE"),
+        ("--report-file", "GCJOB_REPORT_FILE"),
+    ],
+)
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_target_is_refused_not_read_as_another_one(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    flag: str,
+    variable: str,
+    blank: str,
+) -> None:
+    """`--hub-kubeconfig ''` fell back to $KUBECONFIG (then in-cluster): another cluster."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "another-cluster.yaml"))
+    assert "is empty" in usage_error(capsys, "sweep", flag, blank)
+    monkeypatch.setenv(variable, blank)
+    assert variable in usage_error(capsys, "sweep")
+
+
 @pytest.mark.parametrize("namespace", ["kube-system", "karmada-system", "karmada-es-cell1"])
 def test_a_lock_in_a_reserved_namespace_is_refused(
     capsys: pytest.CaptureFixture[str], namespace: str
