@@ -93,6 +93,32 @@ def test_absence_is_proven_only_by_a_not_found_for_that_name(
         access.get(CONFIGMAPS, ns, "plain", reduce.name_of)
 
 
+@pytest.mark.parametrize(
+    "details",
+    [
+        {"name": "other", "kind": "configmaps", "group": "evil.example"},  # another group's
+        {"name": "other", "kind": "gateways", "group": "gateway.networking.k8s.io"},
+        {"name": "other", "kind": "secrets"},
+        {"name": "other"},  # names no resource at all
+        {"name": "other", "kind": ""},
+    ],
+)
+def test_a_not_found_for_another_resource_of_that_name_is_no_proof(
+    faults: FaultProxy, access: KubeAccess, ns: str, details: dict[str, str]
+) -> None:
+    """The real server names the resource and, outside the core group, its group."""
+    faults.add_fault(
+        Fault(
+            method="GET",
+            path="/configmaps/other$",
+            status=404,
+            body={"kind": "Status", "reason": "NotFound", "details": details},
+        )
+    )
+    with pytest.raises(ApiError):
+        access.get(CONFIGMAPS, ns, "other", reduce.name_of)
+
+
 def test_a_resource_that_is_not_served_is_not_served(
     faults: FaultProxy, access: KubeAccess
 ) -> None:

@@ -555,8 +555,10 @@ def is_not_found_for(response: Response, resource: Resource, name: str) -> bool:
         return False
     if not isinstance(details, dict) or details.get("name") != name:
         return False
-    kind = details.get("kind")
-    return kind in (None, "", resource.plural, resource.kind)
+    # The API server names the resource (`kind: gateways`) and, outside the core group, its
+    # group: a NotFound for `gateways` of another group says nothing of this one.
+    group = details.get("group") or ""
+    return group == resource.group and details.get("kind") in (resource.plural, resource.kind)
 
 
 def _status_message(response: Response) -> str:
