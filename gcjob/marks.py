@@ -213,6 +213,14 @@ def _shown(value: str, limit: int = 64) -> str:
     return text if len(text) <= limit else text[: limit - 4] + '..."'
 
 
+def counts_for_nothing(mark: Mark | None, uid: str, created: datetime | None) -> bool:
+    """A void mark that no moment can make count (incomplete, unreadable, copied, before its
+    object): nothing to remove, so no write is spent on it. A mark dated after now is not
+    one of them: once now passes its time it would count, so it is removed like any other."""
+    reading = read_mark(mark, uid, created, datetime.max.replace(tzinfo=UTC))
+    return reading.state is MarkState.VOID
+
+
 def read_mark(mark: Mark | None, uid: str, created: datetime | None, now: datetime) -> MarkReading:
     """Whether `mark` is the one gcjob wrote on the object with `uid`, created at `created`,
     as of `now` (the hub's clock). Pure and total: any text in any part is an answer."""

@@ -70,9 +70,10 @@ class Marker:
             return f"marks brake: --max-marks {self.max_marks} reached this run"
         return self.writes.braked()
 
-    def _take(self) -> str | None:
+    def _take(self, *, brakable: bool = True) -> str | None:
         """One write, paced when it goes to a server: None, or why it may not go out."""
-        return self.writes.take(send=not self.dry_run and self.target is not None)
+        send = not self.dry_run and self.target is not None
+        return self.writes.take(send=send, brakable=brakable)
 
     def mark(
         self,
@@ -143,9 +144,7 @@ class Marker:
         if stopped is not None:
             return stopped
         if self.target is None:
-            braked = self._take()
-            if braked is not None:
-                return Outcome.of(sweep, verdict, Action.WOULD_UNMARK, "brake", braked)
+            self._take(brakable=False)
             return Outcome.of(sweep, verdict, done, detail=detail)
         ref: ObjectRef | None = verdict.ref
         result = PatchResult(Patched.CONFLICT)
@@ -154,9 +153,9 @@ class Marker:
                 return _not_patched(sweep, verdict, PatchResult(Patched.GONE), "unmark")
             if ref.mark is None:
                 return Outcome.of(sweep, verdict, done, detail=f"{detail} (by someone else)")
-            braked = self._take()
-            if braked is not None:
-                return Outcome.of(sweep, verdict, Action.WOULD_UNMARK, "brake", braked)
+            # Paced and counted, never held back by the write brake: a mark left in place
+            # could be counted from if the object is found orphaned again.
+            self._take(brakable=False)
             try:
                 result = self.target.patch(resource, ref.namespace, ref.name, unmark_patch(ref))
                 if result.outcome is not Patched.CONFLICT:

@@ -4,8 +4,10 @@ A mark, an unmark, a deletion, a binding's mark: each is one request taken from 
 is sent. One limiter paces them all at `--write-qps` (the marker and the deleter share it, so
 no kind of write can flood the API server beside another), and `--max-writes` ends the run's
 writes once reached: the objects left are reported with reason `brake` (the write brake) and a
-`--delete` run exits 4. Nothing content controls (forged labels or marks on many objects) can
-make one run send more.
+`--delete` run exits 4. Removing a mark is counted but never held back: a mark left on an object
+in use could be counted from if it is found orphaned again (void marks, which count for nothing,
+are never removed, so forged ones cost no write). Nothing content controls (forged labels or
+marks on many objects) can make one run send more marks or deletions.
 
 A dry run counts what it would send, so its report shows where the brake would engage, but
 waits for nothing: nothing is sent.
@@ -43,9 +45,10 @@ class Writes:
             return f"write brake: --max-writes {self.max_writes} reached this run"
         return None
 
-    def take(self, *, send: bool) -> str | None:
-        """One write: None when it may go out (after its turn, when `send`), else why not."""
-        braked = self.braked()
+    def take(self, *, send: bool, brakable: bool = True) -> str | None:
+        """One write: None when it may go out (after its turn, when `send`), else why not.
+        Not `brakable`: the removal of a mark, always paced and counted, never held back."""
+        braked = self.braked() if brakable else None
         if braked is not None:
             return braked
         self.counted += 1

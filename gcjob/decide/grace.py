@@ -9,7 +9,15 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from gcjob.marks import Evidence, MarkState, Rule, read_mark, rule_of, since_value
+from gcjob.marks import (
+    Evidence,
+    MarkState,
+    Rule,
+    counts_for_nothing,
+    read_mark,
+    rule_of,
+    since_value,
+)
 from gcjob.model import ObjectRef, Verdict
 
 T = TypeVar("T")
@@ -66,6 +74,10 @@ def grace_rule(
         owner = rule_of(mark)
         if owner is not None and owner != rule:
             return GraceCall(Next.NOTHING, f"marked by the {owner} rule: left to it")
+        if counts_for_nothing(mark, ref.uid, ref.created):
+            # Removing it would spend a write on nothing: forged marks must not be able to use
+            # up the run's write brake before the removals of real marks.
+            return GraceCall(Next.NOTHING, "a void mark: left, it counts for nothing")
         return GraceCall(Next.UNMARK, "no longer an orphan: mark removed")
     reading = read_mark(mark, ref.uid, ref.created, now)
     if grace <= timedelta(0):
@@ -114,7 +126,10 @@ def left_scope(ref: ObjectRef, rule: Rule, detail: str) -> Graced[None] | None:
     that if it comes back the grace period starts afresh, never from a time the sweep did not
     watch it. None: nothing to remove (no mark of this rule: a void one counts for nothing
     anyway; terminating; or a patch that could not be pinned)."""
-    if ref.mark is None or rule_of(ref.mark) != rule:
+    # As the sweep lists them: labelled `orphaned`; a void mark counts for nothing anyway.
+    if ref.mark is None or ref.mark.label is None or rule_of(ref.mark) != rule:
+        return None
+    if counts_for_nothing(ref.mark, ref.uid, ref.created):
         return None
     if ref.terminating or not ref.uid or not ref.resource_version:
         return None
