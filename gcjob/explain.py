@@ -19,7 +19,7 @@ from gcjob.act.companions import (
     companion_left_scope,
     prove_secret_type,
 )
-from gcjob.decide.bindings import Presence, bound_target, decide_binding
+from gcjob.decide.bindings import LEFT_BINDING, Presence, bound_target, decide_binding
 from gcjob.decide.companions import (
     decide_companion,
     follow_binding,
@@ -535,6 +535,10 @@ class Explainer:
             self._no_binding(name, subject, rule, out, trace)
             return
         followed = self._follow(binding, ref, verdict, call, subject, trace)
+        leaving = left_scope(binding.ref, Rule.BINDING, LEFT_BINDING)
+        if followed is None and bound_target(binding) is None and leaving is not None:
+            trace.hold("in-scope", "unmark", f"{describe_mark(binding.ref.mark)}: {LEFT_BINDING}")
+            followed = graced(subject, leaving.verdict, leaving.call)
         if followed is None:
             kept = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
             followed = graced(subject, kept, self._grace(kept, Rule.BINDING, None, trace))
@@ -622,6 +626,15 @@ class Explainer:
                 self._file(out, str(target), trace)
                 out.verdict = followed
                 return verdict
+        if bound is None:
+            leaving = left_scope(binding.ref, Rule.BINDING, LEFT_BINDING)
+            if leaving is not None:  # out of the sweep: its mark goes
+                trace.hold(
+                    "in-scope", "unmark", f"{describe_mark(binding.ref.mark)}: {LEFT_BINDING}"
+                )
+                self._file(out, str(target), trace)
+                out.verdict = graced(str(target), leaving.verdict, leaving.call)
+                return leaving.verdict
         if bound is not None:
             kind, name = bound
             evidence = binding_evidence(kind, name) if verdict.delete else None
@@ -638,6 +651,14 @@ class Explainer:
         rule = "companion-sweep-first"
         self.log.rule = rule
         read = self._read_companion(Target(kind, binding.ref.namespace, name))
+        subject = str(Target(RESOURCEBINDINGS.kind, binding.ref.namespace, binding.ref.name))
+        if read is not None and read[0] != "true":
+            leaving = companion_left_scope(read[1])
+            if leaving is not None:  # the companions sweep removes its mark, and its binding's
+                trace.passed(rule, f"{kind} {name} left the companions sweep: its mark goes")
+                return self._follow(
+                    binding, read[1].ref, leaving.verdict, leaving.call, subject, trace
+                )
         if read is None or read[0] != "true":
             trace.passed(rule, f"{kind} {name} is not a companion: the bindings sweep decides")
             return None
@@ -645,7 +666,6 @@ class Explainer:
         silent = Trace()  # the companion's own steps are its explanation's, not this one's
         companion_verdict = self._decide_companion(companion, silent, reads_for=rule)
         call = self._companion_grace(companion, companion_verdict, silent)
-        subject = str(Target(RESOURCEBINDINGS.kind, binding.ref.namespace, binding.ref.name))
         if companion_verdict.delete and (call is None or call.next is Next.DELETE):
             acted = "deleted"
         else:

@@ -12,6 +12,7 @@ from gcjob.model import Binding, Verdict
 
 _SUFFIX_KINDS = (("-configmap", "ConfigMap"), ("-secret", "Secret"))
 CORE_API_VERSION = "v1"
+LEFT_BINDING = "no longer a city-* ConfigMap/Secret binding: out of the sweep, its mark with it"
 
 
 class Presence(Enum):

@@ -6,8 +6,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from gcjob.act.bindings import delete_binding
-from gcjob.decide.bindings import Presence, bound_target, decide_binding
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.bindings import LEFT_BINDING, Presence, bound_target, decide_binding
+from gcjob.decide.grace import Graced, GraceSort, left_scope
 from gcjob.enumerate.hub import scan_bindings
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube import reduce
@@ -47,11 +47,17 @@ class BindingScan(ObjectScan[Binding]):
         self.kept: list[Verdict] = []
         self.healthy: Counter[str] = Counter()
         self.marked: list[tuple[Verdict, Target]] = []  # healthy, yet carrying a mark
+        self.left: list[Verdict] = []  # out of the sweep, carrying its mark
 
     def take(self, binding: Binding) -> None:
+        if binding.ref.uid in self.handled:
+            return  # already reported with its companion this run
         target = bound_target(binding)
-        if target is None or binding.ref.uid in self.handled:
-            return  # not ours, or already reported with its companion this run
+        if target is None:  # not ours; a mark of ours goes, or it would count from its time
+            leaving = left_scope(binding.ref, Rule.BINDING, LEFT_BINDING)
+            if leaving is not None:
+                self.left.append(leaving.verdict)
+            return
         self.in_scope += 1
         kind, name = target
         if (kind, binding.ref.namespace, name) not in self.labelled:
@@ -92,6 +98,9 @@ def sweep(run: Run) -> None:
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
     sort: GraceSort[Target] = GraceSort(Rule.BINDING, run.now, settings.grace)
+
+    def unmark_left(verdict: Verdict) -> None:
+        run.record(run.marker.unmark(SWEEP, verdict, RESOURCEBINDINGS))
 
     def keep_unless_unmarked(marked: tuple[Verdict, Target]) -> None:
         verdict, target = marked
@@ -140,6 +149,7 @@ def sweep(run: Run) -> None:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope + len(scan.failed)
         report_failed(run, SWEEP, [scan])
+        each(run, SWEEP, sorted(scan.left, key=_in_order), _ref, unmark_left)
         each(run, SWEEP, sorted(scan.kept, key=_in_order), _ref, lambda v: run.keep(SWEEP, v))
         marked = sorted(scan.marked, key=lambda m: m[0].ref.order)
         each(run, SWEEP, marked, lambda m: m[0].ref, keep_unless_unmarked)

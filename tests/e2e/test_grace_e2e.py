@@ -613,6 +613,40 @@ def test_a_companion_that_loses_its_label_loses_its_mark_and_starts_afresh_when_
     assert hub.present("ConfigMap", ns, "app-config") and hub.present("ResourceBinding", ns, rb)
 
 
+def test_a_binding_that_leaves_the_sweep_loses_its_mark_and_starts_afresh_when_it_is_back(
+    hub: TestCluster, graced: Any
+) -> None:
+    """Its policy no longer city-*: the bindings sweep no longer judges it, so its mark goes;
+    back under a city-* policy, it is marked afresh, never deleted on the old mark (second
+    audit F2). Explain says the same."""
+    ns = hub.namespace("grace")
+    hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
+    first = graced("--namespace", ns, "--sweep", "bindings")
+    assert first.outcome("ResourceBinding", "gone-configmap") == ("marked", "orphaned")
+
+    policy = "propagationpolicy.karmada.io/name"
+    hub.patch(
+        "ResourceBinding",
+        ns,
+        "gone-configmap",
+        {"metadata": {"annotations": {policy: "other-dfw"}}},
+    )
+    left = graced("--namespace", ns, "--sweep", "bindings")
+
+    assert left.outcome("ResourceBinding", "gone-configmap") == ("unmarked", "left-scope")
+    assert mark_of(hub.get("ResourceBinding", ns, "gone-configmap")) is None
+
+    wait_past(decided_at(first))  # the old mark would be due by now
+    hub.patch(
+        "ResourceBinding", ns, "gone-configmap", {"metadata": {"annotations": {policy: "city-dfw"}}}
+    )
+    back = graced("--namespace", ns, "--sweep", "bindings")
+
+    assert back.outcome("ResourceBinding", "gone-configmap") == ("marked", "orphaned")
+    assert back.item("ResourceBinding", "gone-configmap")["orphaned_since"] == decided_at(back)  # type: ignore[index]
+    assert hub.present("ResourceBinding", ns, "gone-configmap")
+
+
 def test_a_failed_list_of_marks_out_of_the_sweep_decides_nothing(
     hub: TestCluster, faults: FaultProxy, graced: Any
 ) -> None:
