@@ -179,6 +179,9 @@ class LeaseLock:
         where = f"lease {self.namespace}/{self.name}"
         try:
             current, server_now = self.access.read_dated(LEASES, self.namespace, self.name)
+            # Written on the server's clock, as it is judged: a pod clock behind the hub's
+            # would stamp a renewTime that looks expired to the next run, and two runs overlap.
+            stamp = server_now or now
             if current is None:
                 self.access.create(
                     LEASES,
@@ -187,11 +190,11 @@ class LeaseLock:
                         "apiVersion": LEASES.api_version,
                         "kind": LEASES.kind,
                         "metadata": {"name": self.name, "namespace": self.namespace},
-                        "spec": self._spec(now, 0),
+                        "spec": self._spec(stamp, 0),
                     },
                 )
             else:
-                state = judge_lease(current, server_now or now, self.cap)
+                state = judge_lease(current, stamp, self.cap)
                 if state.holder is not None and state.holder != self.identity:
                     if state.observe is not None:
                         self._note(current, state.observe)
@@ -201,7 +204,7 @@ class LeaseLock:
                 transitions = spec.get("leaseTransitions")
                 if isinstance(transitions, bool) or not isinstance(transitions, int):
                     transitions = 0
-                current["spec"] = self._spec(now, max(transitions, 0) + 1)
+                current["spec"] = self._spec(stamp, max(transitions, 0) + 1)
                 _drop_note(current)
                 self.access.replace(LEASES, self.namespace, self.name, current)
         except ApiError as exc:

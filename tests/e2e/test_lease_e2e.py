@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 
-from gcjob.lease import MAX_LEASE_DURATION, OBSERVED_ANNOTATION
+from gcjob.budget import RunBudget
+from gcjob.kube.access import KubeAccess
+from gcjob.kube.connect import hub_client
+from gcjob.kube.transport import RequestStats, Transport
+from gcjob.lease import MAX_LEASE_DURATION, OBSERVED_ANNOTATION, LeaseLock, LockHeld
+from gcjob.times import parse_time
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import run_gcjob
 from tests.e2e.test_safety_e2e import locked_args, orphans
@@ -184,3 +189,27 @@ def test_a_capped_lease_renewed_just_now_still_keeps_a_run_out(
 
     assert result.exit_code == 6
     assert "live-pod/run-4" in result.summary["exit_reason"]
+
+
+def test_a_lease_is_stamped_on_the_hubs_clock_not_the_pods(
+    hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    """A pod clock ten minutes behind the hub's stamped a renewTime that the next run, judging
+    by the hub's clock, found expired at once: two runs held the lock (second audit F3)."""
+    ns = hub.namespace("lease")
+    transport = Transport(
+        hub_client(hub_kubeconfig, None), "hub", stats=RequestStats(), budget=RunBudget(None)
+    )
+    lock = LeaseLock(KubeAccess(transport), ns, "gcjob", "pod-a/run-1", timedelta(minutes=5))
+    behind = datetime.now(UTC) - timedelta(minutes=10)
+
+    lock.acquire(behind)
+
+    lease = hub.get("Lease", ns, "gcjob")
+    assert lease is not None
+    renewed = parse_time(lease["spec"]["renewTime"])
+    assert renewed is not None and abs(renewed - datetime.now(UTC)) < timedelta(seconds=30)
+    second = LeaseLock(KubeAccess(transport), ns, "gcjob", "pod-b/run-2", timedelta(minutes=5))
+    with pytest.raises(LockHeld):
+        second.acquire(behind)
+    lock.release()
