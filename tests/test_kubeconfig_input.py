@@ -98,6 +98,35 @@ def test_a_duplicate_in_any_file_of_kubeconfig_env_is_refused(
     assert bad_path in str(raised.value)
 
 
+@pytest.mark.parametrize("listed", ["contexts", "clusters", "users"])
+def test_a_name_in_two_files_of_a_path_list_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    """The client merges a path list first-wins: `single` in a.yaml and b.yaml went to
+    a.yaml's server, whatever b.yaml says (second audit F5)."""
+    names = {"contexts": ("single", "hub"), "clusters": ("c", "d"), "users": ("u", "v")}
+    shared = {"contexts": "single", "clusters": "c", "users": "u"}[listed]
+
+    def one(suffix: str) -> dict[str, Any]:
+        context, cluster, user = (
+            n if k == listed else f"{n}-{suffix}" for k, (n, _) in names.items()
+        )
+        return config_with([(context, cluster)], [cluster], [user], context)
+
+    first = write(tmp_path / "a.yaml", one("a"))
+    second = write(tmp_path / "b.yaml", one("b"))
+    for load in (
+        lambda: UpstreamResolver(f"{first}:{second}", None),
+        lambda: hub_client(f"{first}:{second}", None),
+    ):
+        with pytest.raises(ConfigError, match=f"{listed} name '{shared}' is in") as raised:
+            load()
+        assert second in str(raised.value) and first in str(raised.value)
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    with pytest.raises(ConfigError, match="is in"):
+        hub_client(None, None)
+
+
 def test_a_huge_file_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "huge.yaml"
     path.write_bytes(b"# " + b"x" * MAX_KUBECONFIG_BYTES + b"\n")

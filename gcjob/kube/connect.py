@@ -96,13 +96,24 @@ def check_kubeconfig(paths: str) -> None:
     finds the cluster's Gateways "gone". Messages name the file and the entry, never the
     file's content (it holds credentials).
     """
+    named_in: dict[tuple[str, str], str] = {}  # (list, name) -> the file that has it
     for path in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR):
         path = os.path.expanduser(path)
         if path and os.path.exists(path):  # as the client: a missing one of several is skipped
-            _check_kubeconfig_file(path)
+            for key, name in _check_kubeconfig_file(path):
+                first = named_in.setdefault((key, name), path)
+                if first != path:
+                    # The client merges several files first-wins: a context, cluster or user
+                    # named in two of them is taken from the first, whatever the second says.
+                    raise ConfigError(
+                        f"kubeconfig {path}: {key} name {_quoted(name)} is in {first} too: "
+                        "name it in one file only"
+                    )
 
 
-def _check_kubeconfig_file(path: str) -> None:
+def _check_kubeconfig_file(path: str) -> list[tuple[str, str]]:
+    """The (list, name) pairs of one well-shaped file; raises ConfigError otherwise."""
+
     def refuse(problem: str) -> ConfigError:
         return ConfigError(f"kubeconfig {path}: {problem}")
 
@@ -130,6 +141,7 @@ def _check_kubeconfig_file(path: str) -> None:
     current = config.get("current-context")
     if current is not None and not isinstance(current, str):
         raise refuse("current-context is not a string")
+    names: list[tuple[str, str]] = []
     for key, body in _NAMED_LISTS:
         entries = config.get(key)
         if entries is None:
@@ -148,8 +160,10 @@ def _check_kubeconfig_file(path: str) -> None:
                     f"duplicate {body} name {_quoted(name)} in {key} (kubectl refuses it too)"
                 )
             seen.add(name)
+            names.append((key, name))
             if entry.get(body) is not None and not isinstance(entry[body], dict):
                 raise refuse(f"{body} {_quoted(name)} is not a mapping")
+    return names
 
 
 def _quoted(name: str) -> str:
