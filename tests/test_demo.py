@@ -506,6 +506,20 @@ def test_an_explicitly_empty_workloaddeployments_dump_is_empty(tmp_path: Path) -
     assert any(i["reason"] == "orphaned" for i in report["items"])  # none live: orphans
 
 
+def test_an_empty_list_of_another_kind_named_after_workloaddeployments_is_no_dump_of_them(
+    tmp_path: Path,
+) -> None:
+    """The file's name counts only for an untyped `kind: List` (second audit F6)."""
+    snapshot = _demo_without(tmp_path, "hub/workloaddeployments.yaml")
+    (snapshot / "hub" / "workloaddeployments.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMapList\nitems: []\n", encoding="utf-8"
+    )
+    code, report = _sweep_report(snapshot, tmp_path, "--sweep", "companions")
+    assert report["summary"]["sweeps"]["companions"]["status"] == "incomplete"
+    assert [i for i in report["items"] if i["action"] == "would-delete"] == []
+    assert code == 3
+
+
 def test_no_gateways_dump_makes_the_upstream_unavailable_not_empty(tmp_path: Path) -> None:
     snapshot = _demo_without(tmp_path, "upstream/single/gateways.yaml")
     code, report = _sweep_report(snapshot, tmp_path, "--sweep", "routes")

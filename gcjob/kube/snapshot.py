@@ -138,15 +138,18 @@ class SnapshotStore(ListsByFolding):
         self.newest: datetime | None = None
         for path in files:
             try:
-                found = False
+                found = typed_any = False
                 for document in _documents(path):
                     typed = _typed_list(document)
                     if typed is not None:
                         self._given.add(typed)
+                        typed_any = True
                     for obj in _objects(document):
                         self.add(obj)
                         found = True
-                if not found:
+                # The file's name says what an untyped empty List is of; a typed one says it
+                # itself (an empty `ConfigMapList` in workloaddeployments.yaml is no WDs).
+                if not found and not typed_any:
                     self._empty_dumps.add(path.stem.lower())
             # RecursionError: a document nested deeper than the parsers follow.
             except (OSError, ValueError, RecursionError, yaml.YAMLError) as exc:
