@@ -25,15 +25,7 @@ from gcjob.decide.companions import (
     follow_binding,
 )
 from gcjob.decide.grace import GraceCall, Next, grace_rule, left_scope
-from gcjob.decide.routes import (
-    LEFT_ROUTE,
-    ClusterStatus,
-    RouteTarget,
-    decide_route,
-    in_scope,
-    namespace_gone,
-    route_target,
-)
+from gcjob.decide.routes import LEFT_ROUTE, decide_route, in_scope, namespace_gone, route_target
 from gcjob.decide.trace import Step, StepOutcome, Trace
 from gcjob.domain import (
     COMPANION_LABEL,
@@ -67,7 +59,17 @@ from gcjob.marks import (
     route_evidence,
     rule_of,
 )
-from gcjob.model import Binding, Companion, Mark, ObjectRef, Route, Sweep, Verdict
+from gcjob.model import (
+    Binding,
+    ClusterStatus,
+    Companion,
+    Mark,
+    ObjectRef,
+    Route,
+    RouteTarget,
+    Sweep,
+    Verdict,
+)
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)

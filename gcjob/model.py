@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
+from enum import Enum, StrEnum
 
 # The reason of an object whose turn ended in an unexpected error: kept, the run goes on.
 INTERNAL_ERROR = "internal-error"
@@ -211,3 +211,38 @@ class Outcome:
         """A write's precondition failed: decided again on the next run, never forced."""
         reason, detail = "changed-since-observed", f"{detail}; decided again next run"
         return cls.of(sweep, verdict, Action.SKIPPED, reason, detail)
+
+
+# What the upstream clusters said, shared by the layers of the routes sweep:
+# enumerate/upstream.py fills it, decide/routes.py judges on it, act and publish report it.
+class ClusterStatus(Enum):
+    OK = "ok"
+    UNKNOWN = "unknown"  # no endpoint configured for that cluster name
+    UNAVAILABLE = "unavailable"  # does not resolve, authenticate or serve Gateways
+    SUSPECT = "suspect"  # many routes, not one Gateway found: distrust, delete nothing
+
+
+@dataclass(frozen=True, slots=True)
+class RouteTarget:
+    """The upstream Gateways one route hangs on. `route_namespace`: the hub namespace the
+    route lives in; the suspect rule lets only a route's own hub namespace vouch for it."""
+
+    cluster: str
+    namespace: str
+    gateways: tuple[str, ...]
+    route_namespace: str = ""
+
+    def qualified(self) -> tuple[str, ...]:
+        """The Gateways as namespace/name, as verdicts report them."""
+        return tuple(f"{self.namespace}/{g}" for g in self.gateways)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamView:
+    """What this run learnt of one (cluster, namespace) upstream."""
+
+    cluster_status: ClusterStatus
+    cluster_detail: str = ""
+    gateways: frozenset[str] | None = None  # None: the lookup failed
+    lookup_error: str = ""
+    namespace_exists: bool | None = None  # None: not known

@@ -5,10 +5,9 @@ from __future__ import annotations
 from gcjob.act.deleter import Deleter
 from gcjob.act.routes import delete_route
 from gcjob.budget import RunBudget
-from gcjob.decide.routes import RouteTarget
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
-from gcjob.model import Action, Verdict
+from gcjob.model import Action, RouteTarget, Verdict
 from tests.builders import ref
 from tests.test_act_companions import FailingReads
 

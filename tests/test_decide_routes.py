@@ -6,18 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.routes import (
-    ClusterStatus,
-    RouteTarget,
-    UpstreamView,
-    decide_route,
-    in_scope,
-    is_gateway,
-    is_suspect,
-    route_target,
-    suspect_groups,
-)
-from gcjob.model import ParentRef, Route, Verdict
+from gcjob.decide.routes import decide_route, in_scope, is_gateway, route_target
+from gcjob.enumerate.upstream import is_suspect, suspect_groups
+from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
 from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, parent, route, route_labels
 
 GW_GROUP = "gateway.networking.k8s.io"

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from gcjob.decide.common import is_anchor
 from gcjob.decide.companions import decide_companion
-from gcjob.decide.routes import ClusterStatus, RouteTarget, UpstreamView, decide_route
+from gcjob.decide.routes import decide_route
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, SECRETS
 from gcjob.kube.snapshot import _fields_match
-from gcjob.model import OwnerRef
+from gcjob.model import ClusterStatus, OwnerRef, RouteTarget, UpstreamView
 from tests.builders import MIN_AGE
 from tests.test_reduce import configmap, httproute
 

@@ -16,14 +16,18 @@ from hypothesis import strategies as st
 
 from gcjob.decide.bindings import Presence, decide_binding
 from gcjob.decide.companions import decide_companion
-from gcjob.decide.routes import (
+from gcjob.decide.routes import decide_route, route_target
+from gcjob.model import (
+    Binding,
+    BoundResource,
     ClusterStatus,
+    Companion,
+    ParentRef,
+    Protect,
+    Route,
     RouteTarget,
     UpstreamView,
-    decide_route,
-    route_target,
 )
-from gcjob.model import Binding, BoundResource, Companion, ParentRef, Protect, Route
 from tests.builders import HUB_NS, MIN_AGE, NOW, OLD, ref
 
 PROPERTY = settings(max_examples=200, deadline=None)

@@ -21,7 +21,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from gcjob.cli import cli
-from gcjob.decide.routes import RouteTarget, route_target
+from gcjob.decide.routes import route_target
 from gcjob.domain import (
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
@@ -39,7 +39,7 @@ from gcjob.marks import (
     companion_evidence,
     route_evidence,
 )
-from gcjob.model import ObjectRef
+from gcjob.model import ObjectRef, RouteTarget
 from tests.e2e import objects
 
 NS = "ns-prop"

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from gcjob.decide.bindings import Presence, decide_binding
 from gcjob.decide.common import PROTECT_NOT_UNDERSTOOD, protection
 from gcjob.decide.companions import decide_companion, follow_binding
-from gcjob.decide.routes import ClusterStatus, RouteTarget, UpstreamView, decide_route
+from gcjob.decide.routes import decide_route
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS
+from gcjob.model import ClusterStatus, RouteTarget, UpstreamView
 from tests.builders import MIN_AGE
 from tests.test_reduce import configmap, httproute, resourcebinding
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from gcjob.decide.routes import ClusterStatus, RouteTarget
 from gcjob.enumerate.parallel import Reads
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.kube.errors import ApiError, Stopped, Unavailable
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
+from gcjob.model import ClusterStatus, RouteTarget
 
 
 class CountingStore(SnapshotStore):

@@ -19,13 +19,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.routes import ClusterStatus, RouteTarget
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.kube.access import BudgetExhausted, KubeAccess, ReadBudget, ReadLimits
 from gcjob.kube.errors import UnknownCluster
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import GATEWAYS
 from gcjob.kube.transport import BodyConsumer, Response, Transport
+from gcjob.model import ClusterStatus, RouteTarget
 from gcjob.redact import redact
 
 SECRET = "s3cr3t-t0ken"

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from enum import Enum
-from typing import TypeVar
 
 from gcjob.decide.common import check_owners, hold_back, is_anchor
 from gcjob.decide.trace import Trace
@@ -24,41 +21,7 @@ from gcjob.domain import (
     is_dns1123_label,
     is_dns1123_subdomain,
 )
-from gcjob.model import ParentRef, Route, Verdict
-
-
-class ClusterStatus(Enum):
-    OK = "ok"
-    UNKNOWN = "unknown"  # no endpoint configured for that cluster name
-    UNAVAILABLE = "unavailable"  # does not resolve, authenticate or serve Gateways
-    SUSPECT = "suspect"  # many routes, not one Gateway found: distrust, delete nothing
-
-
-@dataclass(frozen=True, slots=True)
-class RouteTarget:
-    """The upstream Gateways one route hangs on. `route_namespace`: the hub namespace the
-    route lives in; the suspect rule lets only a route's own hub namespace vouch for it."""
-
-    cluster: str
-    namespace: str
-    gateways: tuple[str, ...]
-    route_namespace: str = ""
-
-    def qualified(self) -> tuple[str, ...]:
-        """The Gateways as namespace/name, as verdicts report them."""
-        return tuple(f"{self.namespace}/{g}" for g in self.gateways)
-
-
-@dataclass(frozen=True, slots=True)
-class UpstreamView:
-    """What this run learnt of one (cluster, namespace) upstream."""
-
-    cluster_status: ClusterStatus
-    cluster_detail: str = ""
-    gateways: frozenset[str] | None = None  # None: the lookup failed
-    lookup_error: str = ""
-    namespace_exists: bool | None = None  # None: not known
-
+from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
 
 # Why a route's mark goes when it is no longer in_scope (decide/grace.py left_scope).
 LEFT_ROUTE = "no longer labelled as a route NSO copied: out of the sweep, its mark with it"
@@ -168,29 +131,6 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
     trace.passed("same-namespace-parents", f"every parent is in the route's own {ref.namespace}")
     gateways = tuple(sorted({p.name for p in route.parent_refs}))
     return RouteTarget(cluster, upstream_namespace, gateways, ref.namespace)
-
-
-def is_suspect(routes_checked: int, gateways_found: int, min_routes: int) -> bool:
-    """An upstream where many routes hang on Gateways and not one is found is distrusted:
-    a wrong endpoint or an emptied cluster looks exactly like that."""
-    return min_routes > 0 and routes_checked >= min_routes and gateways_found == 0
-
-
-G = TypeVar("G", bound=Hashable)
-
-
-def suspect_groups(groups: Mapping[G, tuple[int, int]], min_routes: int) -> frozenset[G]:
-    """The groups of one cluster's routes (by hub namespace: a tenant's) that are distrusted.
-    `groups`: group -> (routes, Gateways those routes asked for that were found).
-
-    A Gateway found vouches only for the group that asked for it: one tenant's route naming
-    another tenant's cluster, with parents that exist there, must not make that cluster look
-    healthy for the other tenant's routes. So the routes of every group that found nothing
-    are counted together; when they reach `min_routes`, each of those groups is suspect, as
-    a whole cluster that found nothing was before."""
-    unvouched = frozenset(group for group, (_, found) in groups.items() if found == 0)
-    routes = sum(groups[group][0] for group in unvouched)
-    return unvouched if is_suspect(routes, 0, min_routes) else frozenset()
 
 
 def decide_route(

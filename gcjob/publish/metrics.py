@@ -13,8 +13,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd_to_gateway
 
-from gcjob.decide.routes import ClusterStatus
 from gcjob.logs import log
+from gcjob.model import ClusterStatus
 from gcjob.redact import redact
 
 JOB = "gcjob"

@@ -17,15 +17,7 @@ from datetime import datetime, timedelta
 
 from gcjob.act.routes import delete_route
 from gcjob.decide.grace import Graced, GraceSort, left_scope
-from gcjob.decide.routes import (
-    LEFT_ROUTE,
-    ClusterStatus,
-    RouteTarget,
-    decide_route,
-    in_scope,
-    not_looked_up,
-    route_target,
-)
+from gcjob.decide.routes import LEFT_ROUTE, decide_route, in_scope, not_looked_up, route_target
 from gcjob.enumerate.hub import read_marked_outside_routes, scan_routes
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
@@ -34,7 +26,7 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.logs import log
 from gcjob.marks import Evidence, Rule, route_evidence
-from gcjob.model import ObjectRef, Outcome, Route, Sweep, Verdict
+from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep, Verdict
 from gcjob.run import Run
 from gcjob.sweeps import grace
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
