@@ -18,7 +18,7 @@ from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.run import Run
 from gcjob.sweeps import grace
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
-from gcjob.sweeps.companions import companion_keys
+from gcjob.sweeps.companion_keys import companion_keys
 
 SWEEP = Sweep.BINDINGS
 Target = tuple[str, str]  # (kind, name) of the object a binding is for

@@ -31,18 +31,6 @@ from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 SWEEP = Sweep.COMPANIONS
 
 
-class CompanionKeys:
-    """Keeps only which companions exist, as (kind, namespace, name): what the bindings sweep
-    needs of them."""
-
-    def __init__(self) -> None:
-        self.keys = KeySet()
-
-    def add(self, companion: Companion) -> None:
-        ref = companion.ref
-        self.keys.add(ref.kind, ref.namespace, ref.name)
-
-
 class CompanionScan(ObjectScan[Companion]):
     """Decides each companion as its page arrives; keeps what must be reported or acted on,
     and only a count of the healthy ones (unless they are to be itemised)."""
@@ -88,17 +76,6 @@ def _in_order(verdict: Verdict) -> tuple[str, str, str]:
 
 def _ref(verdict: Verdict) -> ObjectRef:
     return verdict.ref
-
-
-def companion_keys(run: Run) -> KeySet:
-    """Labelled companions, as (kind, namespace, name): from this run's companions sweep, or
-    read for the bindings sweep alone. Raises KubeError."""
-    if run.companion_keys is None:
-        keys = KeySet()
-        for scan in scan_companions(run.hub, run.scope, CompanionKeys, run.hub_reads):
-            keys.update(scan.keys)
-        run.companion_keys = keys.freeze()
-    return run.companion_keys
 
 
 def sweep(run: Run) -> None:
