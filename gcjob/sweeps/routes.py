@@ -35,6 +35,7 @@ from gcjob.kube.resources import HTTPROUTES
 from gcjob.logs import log
 from gcjob.marks import Evidence, Rule, route_evidence
 from gcjob.model import ObjectRef, Outcome, Route, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
@@ -179,7 +180,7 @@ def sweep(run: Run) -> None:
     sort: GraceSort[RouteTarget | None] = GraceSort(Rule.ROUTE, run.now, settings.grace)
 
     def keep_unless_unmarked(verdict: Verdict, target: RouteTarget | None) -> None:
-        if verdict.reason == "upstream-suspect" and settings.delete:
+        if verdict.reason == Reason.UPSTREAM_SUSPECT and settings.delete:
             run.codes.add(ExitCode.BRAKE)
         if not sort.not_orphan(verdict, target):
             run.keep(SWEEP, verdict)
