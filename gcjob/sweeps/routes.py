@@ -106,7 +106,7 @@ class RouteScan(ObjectScan[Route]):
         self.shapeless: list[Verdict] = []  # kept for their shape, before any upstream answer
         self.kept: list[tuple[Verdict, RouteTarget]] = []
         self.candidates: list[tuple[Verdict, Evidence, RouteTarget]] = []
-        self.healthy: Counter[str] = Counter()
+        self.healthy: Counter[Reason] = Counter()
 
     def take(self, route: Route) -> None:
         if not in_scope(route):
