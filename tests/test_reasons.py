@@ -175,3 +175,9 @@ def test_no_reason_is_a_bare_string_outside_the_enum() -> None:
                 found[(name, node.value)] += 1
     extra = {at: n for at, n in found.items() if n > NOT_REASONS.get(at, 0)}
     assert not extra, f"a bare reason code (use gcjob.reasons.Reason): {extra}"
+
+
+def test_explain_schema_reason_enum_is_every_code() -> None:
+    text = resources.files("gcjob.report").joinpath("explain.schema.json").read_text("utf-8")
+    reason = json.loads(text)["$defs"]["conclusion"]["properties"]["reason"]
+    assert reason["enum"] == [r.value for r in Reason]
