@@ -73,8 +73,6 @@ T = TypeVar("T")
 S = TypeVar("S", bound=Sink)
 R = TypeVar("R")
 
-# Skips that mean a read failed, not that a rule held the object back: the verdict is unknown.
-
 KINDS: dict[str, str] = {
     "configmap": "ConfigMap",
     "configmaps": "ConfigMap",

@@ -97,8 +97,8 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.PROTECT_NOT_UNDERSTOOD: "the protect key has a value other than `true`/`false`: kept",
     Reason.UNPINNABLE: "no uid or resourceVersion to pin a delete to: kept",
     Reason.OWNED: (
-        "an ownerReference (for a route: a controller one to anything but an anchor "
-        "ConfigMap `anchor-<uuid>`): its owner manages it"
+        "an ownerReference (a route: a controller one to anything but an anchor ConfigMap "
+        "`anchor-<uuid>`): left to its owner, as the garbage collector leaves it"
     ),
     Reason.OUT_OF_SCOPE: "not an object its sweep selects: kept (a binding: counted, not listed)",
     Reason.LEFT_SCOPE: (

@@ -30,8 +30,6 @@ from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339, upstream_record
 from gcjob.settings import Settings
 
-# Skips that mean something went wrong, not that a rule held the object back.
-
 
 class NotAHub(Exception):
     """The target does not serve the hub's APIs: refuse before touching anything."""

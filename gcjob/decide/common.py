@@ -11,8 +11,6 @@ from gcjob.domain import ANCHOR_PREFIX, PROTECT_ANNOTATION
 from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
 from gcjob.reasons import Reason
 
-# The reason for a protect key whose value is neither "true" nor "false": kept, as protected.
-
 
 def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
     if ref.created is None:
@@ -92,8 +90,6 @@ def hold_back(
     return check_protection(protect, trace)
 
 
-# The reason for an object someone else owns (an ownerReference): kept, as the garbage collector
-# leaves an owned object to its owner.
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 

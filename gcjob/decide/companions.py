@@ -152,9 +152,6 @@ def decide_companion(
     )
 
 
-# The reason for a Secret of a type gcjob never deletes (domain.NEVER_DELETED_SECRET_TYPES).
-
-
 def _owned_secret(companion: Companion, trace: Trace) -> tuple[Reason, str] | None:
     if companion.ref.kind != "Secret":
         return None
