@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gcjob.act.companions import (
-    BINDING_REASON,
     DELETABLE_SECRET_TYPES,
     companion_left_scope,
     prove_secret_type,
@@ -70,13 +69,11 @@ from gcjob.model import (
     Sweep,
     Verdict,
 )
+from gcjob.reasons import ERROR_REASONS, Reason
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)
 R = TypeVar("R")
-
-# Skips that mean a read failed, not that a rule held the object back: the verdict is unknown.
-UNKNOWN_REASONS = frozenset({"lookup-failed", "upstream-unavailable"})
 
 KINDS: dict[str, str] = {
     "configmap": "ConfigMap",
@@ -271,7 +268,7 @@ class TracedStep:
 class Conclusion:
     subject: str
     action: str  # would-delete, skipped, not-found, unknown
-    reason: str
+    reason: Reason
     detail: str
 
 
@@ -295,7 +292,7 @@ class Explanation:
 
 
 def conclusion(subject: str, verdict: Verdict) -> Conclusion:
-    if verdict.reason in UNKNOWN_REASONS:
+    if verdict.reason in ERROR_REASONS:
         action = "unknown"
     else:
         action = "would-delete" if verdict.delete else "skipped"
@@ -310,7 +307,9 @@ def graced(subject: str, verdict: Verdict, call: GraceCall | None) -> Conclusion
     if call.next is Next.MARK:
         return Conclusion(subject, "would-mark", verdict.reason, f"{call.detail}: {verdict.detail}")
     if call.next is Next.WAIT:
-        return Conclusion(subject, "skipped", "grace-period", f"{call.detail}: {verdict.detail}")
+        return Conclusion(
+            subject, "skipped", Reason.GRACE_PERIOD, f"{call.detail}: {verdict.detail}"
+        )
     if call.next is Next.UNMARK:
         return Conclusion(subject, "would-unmark", verdict.reason, verdict.detail)
     return base
@@ -363,7 +362,7 @@ class Explainer:
             # A read the verdict needs failed: what ran so far, then unknown and why.
             self._file(out, subject, trace)
             out.steps.append(self._failed_read(subject, exc))
-            out.verdict = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+            out.verdict = Conclusion(subject, "unknown", Reason.LOOKUP_FAILED, str(exc))
             return out
         if out.verdict is None and verdict is not None:
             self._file(out, subject, trace)
@@ -377,7 +376,7 @@ class Explainer:
         of its own); None when it has nothing to say: a kept object with no mark this rule
         would remove, or a terminating one."""
         mark = verdict.ref.mark
-        if verdict.reason == "out-of-scope":
+        if verdict.reason == Reason.OUT_OF_SCOPE:
             return None  # not the sweep's to judge: its mark is not either
         if verdict.delete:
             assert evidence is not None  # an orphan's decision rests on evidence
@@ -395,7 +394,7 @@ class Explainer:
         if call.next is Next.DELETE:
             trace.passed("grace", text)
         else:
-            trace.hold("grace", call.next.value, text)
+            trace.held_at("grace", text)
         return call
 
     def _failed_read(self, subject: str, exc: KubeError) -> TracedStep:
@@ -427,9 +426,9 @@ class Explainer:
 
     def _not_found(self, target: Target, out: Explanation, trace: Trace) -> None:
         detail = f"no {target.kind} {target.name} in {target.namespace}"
-        trace.hold("object", "not-found", f"{detail}: nothing to decide")
+        trace.hold("object", Reason.NOT_FOUND, f"{detail}: nothing to decide")
         self._file(out, str(target), trace)
-        out.verdict = Conclusion(str(target), "not-found", "not-found", detail)
+        out.verdict = Conclusion(str(target), "not-found", Reason.NOT_FOUND, detail)
 
     def _outside_namespaces(self, target: Target, trace: Trace) -> Verdict:
         namespace = target.namespace
@@ -440,9 +439,9 @@ class Explainer:
         return self._out_of_scope(target, detail, "in-scope", trace)
 
     def _out_of_scope(self, target: Target, detail: str, rule: str, trace: Trace) -> Verdict:
-        trace.hold(rule, "out-of-scope", detail)
+        trace.hold(rule, Reason.OUT_OF_SCOPE, detail)
         ref = _unread(target)
-        return Verdict(ref, False, "out-of-scope", detail)
+        return Verdict(ref, False, Reason.OUT_OF_SCOPE, detail)
 
     # -- companions ----------------------------------------------------------------------
 
@@ -471,7 +470,7 @@ class Explainer:
         if leaving is not None:  # the sweep removes the mark it left behind
             verdict, call = leaving.verdict, leaving.call
             seen = describe_mark(companion.ref.mark)
-            trace.hold("in-scope", "unmark", f"{seen}: {verdict.detail}")
+            trace.held_at("in-scope", f"{seen}: {verdict.detail}")
         elif label != "true":
             verdict = self._out_of_scope(
                 target, f"not labelled {COMPANION_LABEL}=true: not a companion", "in-scope", trace
@@ -539,7 +538,7 @@ class Explainer:
         followed = self._follow(binding, ref, verdict, call, subject, trace)
         leaving = left_scope(binding.ref, Rule.BINDING, LEFT_BINDING)
         if followed is None and bound_target(binding) is None and leaving is not None:
-            trace.hold("in-scope", "unmark", f"{describe_mark(binding.ref.mark)}: {LEFT_BINDING}")
+            trace.held_at("in-scope", f"{describe_mark(binding.ref.mark)}: {LEFT_BINDING}")
             followed = graced(subject, leaving.verdict, leaving.call)
         if followed is None:
             kept = decide_binding(binding, Presence.EXISTS, self.now, self.min_age, "", trace)
@@ -564,34 +563,38 @@ class Explainer:
                 return conclusion(subject, followed)
             evidence = companion_binding_evidence(companion).on(binding.ref.uid)
             if call.next is Next.WAIT and binding.ref.mark == new_mark(
-                evidence, BINDING_REASON, call.since or self.now
+                evidence, Reason.COMPANION_ORPHANED, call.since or self.now
             ):
                 detail = "deleted with its companion"
-                trace.hold("grace", "grace-period", f"{describe_mark(binding.ref.mark)}: {detail}")
-                return Conclusion(subject, "skipped", "grace-period", detail)
+                trace.hold(
+                    "grace", Reason.GRACE_PERIOD, f"{describe_mark(binding.ref.mark)}: {detail}"
+                )
+                return Conclusion(subject, "skipped", Reason.GRACE_PERIOD, detail)
             detail = f"binds {companion.kind} {companion.name}, marked with it"
-            trace.hold("grace", BINDING_REASON, f"{describe_mark(binding.ref.mark)}: {detail}")
-            return Conclusion(subject, "would-mark", BINDING_REASON, detail)
+            trace.hold(
+                "grace", Reason.COMPANION_ORPHANED, f"{describe_mark(binding.ref.mark)}: {detail}"
+            )
+            return Conclusion(subject, "would-mark", Reason.COMPANION_ORPHANED, detail)
         mark = binding.ref.mark
         unmarked = call is not None and call.next is Next.UNMARK
         if unmarked and mark is not None and rule_of(mark) == Rule.COMPANION_BINDING:
             detail = f"{companion.kind} {companion.name} is no orphan: {verdict.detail}"
-            trace.hold("grace", "unmark", f"{describe_mark(mark)}: {detail}")
+            trace.held_at("grace", f"{describe_mark(mark)}: {detail}")
             return Conclusion(subject, "would-unmark", verdict.reason, detail)
         return None
 
     def _binding_unread(self, subject: str, exc: KubeError, out: Explanation) -> None:
         out.steps.append(self._failed_read(subject, exc))
-        out.binding = Conclusion(subject, "unknown", "lookup-failed", str(exc))
+        out.binding = Conclusion(subject, "unknown", Reason.LOOKUP_FAILED, str(exc))
 
     def _no_binding(
         self, name: str, subject: str, rule: str, out: Explanation, trace: Trace
     ) -> None:
         ref = out.target
         detail = f"no ResourceBinding {name} in {ref.namespace}: nothing to delete"
-        trace.hold(rule, "not-found", detail)
+        trace.hold(rule, Reason.NOT_FOUND, detail)
         self._file(out, subject, trace)
-        out.binding = Conclusion(subject, "not-found", "not-found", detail)
+        out.binding = Conclusion(subject, "not-found", Reason.NOT_FOUND, detail)
 
     # -- bindings ------------------------------------------------------------------------
 
@@ -631,9 +634,7 @@ class Explainer:
         if bound is None:
             leaving = left_scope(binding.ref, Rule.BINDING, LEFT_BINDING)
             if leaving is not None:  # out of the sweep: its mark goes
-                trace.hold(
-                    "in-scope", "unmark", f"{describe_mark(binding.ref.mark)}: {LEFT_BINDING}"
-                )
+                trace.held_at("in-scope", f"{describe_mark(binding.ref.mark)}: {LEFT_BINDING}")
                 self._file(out, str(target), trace)
                 out.verdict = graced(str(target), leaving.verdict, leaving.call)
                 return leaving.verdict
@@ -694,8 +695,8 @@ class Explainer:
         if not in_scope(route, trace):
             leaving = left_scope(route.ref, Rule.ROUTE, LEFT_ROUTE)
             if leaving is None:
-                return Verdict(route.ref, False, "out-of-scope", "not a route NSO copied")
-            trace.hold("in-scope", "unmark", f"{describe_mark(route.ref.mark)}: {LEFT_ROUTE}")
+                return Verdict(route.ref, False, Reason.OUT_OF_SCOPE, "not a route NSO copied")
+            trace.held_at("in-scope", f"{describe_mark(route.ref.mark)}: {LEFT_ROUTE}")
             self._file(out, str(target), trace)
             out.verdict = graced(str(target), leaving.verdict, leaving.call)
             return leaving.verdict

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum, StrEnum
 
-# The reason of an object whose turn ended in an unexpected error: kept, the run goes on.
-INTERNAL_ERROR = "internal-error"
+from gcjob.reasons import Reason
 
 
 class Action(StrEnum):
@@ -144,7 +143,7 @@ class Verdict:
 
     ref: ObjectRef
     delete: bool
-    reason: str
+    reason: Reason
     detail: str
     healthy: bool = False  # kept because it is in use: reported as a count only
     referrers: tuple[str, ...] = ()
@@ -159,7 +158,7 @@ class Outcome:
     sweep: Sweep
     ref: ObjectRef
     action: Action
-    reason: str
+    reason: Reason
     detail: str
     healthy: bool = False
     referrers: tuple[str, ...] = ()
@@ -174,7 +173,7 @@ class Outcome:
         sweep: Sweep,
         verdict: Verdict,
         action: Action,
-        reason: str | None = None,
+        reason: Reason | None = None,
         detail: str | None = None,
         orphaned_since: datetime | None = None,
     ) -> Outcome:
@@ -195,21 +194,25 @@ class Outcome:
     def already_gone(cls, sweep: Sweep, verdict: Verdict) -> Outcome:
         """A delete or a mark found the object deleted (404) since it was observed."""
         return cls.of(
-            sweep, verdict, Action.ALREADY_GONE, "already-gone", "deleted by someone else first"
+            sweep,
+            verdict,
+            Action.ALREADY_GONE,
+            Reason.ALREADY_GONE,
+            "deleted by someone else first",
         )
 
     @classmethod
     def internal_error(cls, sweep: Sweep, ref: ObjectRef, error: str) -> Outcome:
         """An unexpected error in this object's turn (gcjob/sweeps/boundary.py): kept."""
         verdict = Verdict(
-            ref, False, INTERNAL_ERROR, f"kept: an internal error on this object: {error}"
+            ref, False, Reason.INTERNAL_ERROR, f"kept: an internal error on this object: {error}"
         )
         return cls.of(sweep, verdict, Action.SKIPPED)
 
     @classmethod
     def changed_since_observed(cls, sweep: Sweep, verdict: Verdict, detail: str) -> Outcome:
         """A write's precondition failed: decided again on the next run, never forced."""
-        reason, detail = "changed-since-observed", f"{detail}; decided again next run"
+        reason, detail = Reason.CHANGED_SINCE_OBSERVED, f"{detail}; decided again next run"
         return cls.of(sweep, verdict, Action.SKIPPED, reason, detail)
 
 

@@ -23,14 +23,12 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
-from gcjob.model import INTERNAL_ERROR, Action, Outcome, Sweep, Verdict
+from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.reasons import ERROR_REASONS, Reason
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339, upstream_record
 from gcjob.settings import Settings
-
-# Skips that mean something went wrong, not that a rule held the object back.
-ERROR_REASONS = frozenset({"lookup-failed", "upstream-unavailable"})
 
 
 class NotAHub(Exception):
@@ -129,14 +127,14 @@ class Run:
             self.handled_bindings.add(outcome.ref.uid)
         if outcome.action is Action.FAILED or outcome.reason in ERROR_REASONS:
             self.codes.add(ExitCode.ITEM_FAILED)
-        if outcome.reason == "stopped":
+        if outcome.reason == Reason.STOPPED:
             self.codes.add(ExitCode.STOPPED)
-        if outcome.reason == INTERNAL_ERROR:
+        if outcome.reason == Reason.INTERNAL_ERROR:
             self.codes.add(ExitCode.INCOMPLETE)
-        if outcome.action in (Action.MARKED, Action.WOULD_MARK) and outcome.reason != "brake":
+        if outcome.action in (Action.MARKED, Action.WOULD_MARK) and outcome.reason != Reason.BRAKE:
             by_reason = self.marks.setdefault(outcome.sweep.value, {})
             by_reason[outcome.reason] = by_reason.get(outcome.reason, 0) + 1
-        if outcome.reason == "brake":
+        if outcome.reason == Reason.BRAKE:
             self._brake_held(outcome.sweep, outcome.detail)
 
     def _brake_held(self, sweep: Sweep, reason: str) -> None:
@@ -164,8 +162,8 @@ class Run:
             return  # a write or marks brake held back its last objects: said so already
         actions = self.reporter.tally.counts.get(sweep.value, {})
         skipped = actions.get(Action.SKIPPED.value, {})
-        undone = skipped.get("stopped", 0)
-        failed = skipped.get(INTERNAL_ERROR, 0)
+        undone = skipped.get(Reason.STOPPED, 0)
+        failed = skipped.get(Reason.INTERNAL_ERROR, 0)
         if undone:
             state.status = "stopped"
             state.detail = (
@@ -180,7 +178,7 @@ class Run:
                     [
                         state.detail,
                         f"{failed} object{'s' if failed != 1 else ''} kept on an internal error "
-                        f"({INTERNAL_ERROR} items)",
+                        f"({Reason.INTERNAL_ERROR} items)",
                     ],
                 )
             )
@@ -210,7 +208,7 @@ class Run:
             return False
         reason = f"deletion brake: {reason}"
         for verdict in candidates:
-            self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", reason))
+            self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason))
         return True
 
     def marks_braked(self, sweep: Sweep, candidates: list[Verdict]) -> bool:
@@ -224,7 +222,7 @@ class Run:
             f"--max-marks {self.settings.max_marks}"
         )
         for verdict in candidates:
-            self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, "brake", reason))
+            self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, reason))
         return True
 
     def count_mark(self, outcomes: list[Outcome]) -> None:
@@ -237,7 +235,7 @@ class Run:
         if (
             first
             and first.action in (Action.DELETED, Action.WOULD_DELETE)
-            and first.reason != "brake"
+            and first.reason != Reason.BRAKE
         ):
             self.deleted += 1
         for outcome in outcomes:

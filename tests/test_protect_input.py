@@ -13,13 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gcjob.decide.bindings import Presence, decide_binding
-from gcjob.decide.common import PROTECT_NOT_UNDERSTOOD, protection
+from gcjob.decide.common import protection
 from gcjob.decide.companions import decide_companion, follow_binding
 from gcjob.decide.routes import decide_route
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.model import ClusterStatus, RouteTarget, UpstreamView
+from gcjob.reasons import Reason
 from tests.builders import MIN_AGE
 from tests.test_reduce import configmap, httproute, resourcebinding
 
@@ -78,7 +79,7 @@ def test_a_companion_is_deleted_only_when_protect_is_absent_or_false(
     verdict = decide_companion(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
     assert verdict.delete is lets_go(obj)
     if not verdict.delete:
-        assert verdict.reason in ("protected", PROTECT_NOT_UNDERSTOOD)
+        assert verdict.reason in ("protected", Reason.PROTECT_NOT_UNDERSTOOD)
         assert "\n" not in verdict.detail
 
 
@@ -110,11 +111,11 @@ def test_a_route_is_deleted_only_when_protect_is_absent_or_false(
     ("value", "reason"),
     [
         ("true", "protected"),
-        ("True", PROTECT_NOT_UNDERSTOOD),
-        ("yes", PROTECT_NOT_UNDERSTOOD),
-        ("1", PROTECT_NOT_UNDERSTOOD),
-        (" true", PROTECT_NOT_UNDERSTOOD),
-        ("", PROTECT_NOT_UNDERSTOOD),
+        ("True", Reason.PROTECT_NOT_UNDERSTOOD),
+        ("yes", Reason.PROTECT_NOT_UNDERSTOOD),
+        ("1", Reason.PROTECT_NOT_UNDERSTOOD),
+        (" true", Reason.PROTECT_NOT_UNDERSTOOD),
+        ("", Reason.PROTECT_NOT_UNDERSTOOD),
         ("false", None),
     ],
 )
@@ -124,7 +125,7 @@ def test_the_issue_values_as_annotation_or_label(
 ) -> None:
     held = protection(((f"{where} {PROTECT_ANNOTATION}", value),))
     assert (held[0] if held else None) == reason
-    if held and reason == PROTECT_NOT_UNDERSTOOD:
+    if held and reason == Reason.PROTECT_NOT_UNDERSTOOD:
         assert repr(value) in held[1] and "neither true nor false" in held[1]
 
 

@@ -8,6 +8,7 @@ from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.reasons import Reason
 
 SWEEP = Sweep.BINDINGS
 
@@ -28,7 +29,7 @@ def delete_binding(
             SWEEP,
             verdict,
             Action.SKIPPED,
-            "object-appeared",
+            Reason.OBJECT_APPEARED,
             f"{kind} {name} exists on a second look",
         )
     return deleter.delete(SWEEP, verdict, RESOURCEBINDINGS)

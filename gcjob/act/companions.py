@@ -8,7 +8,7 @@ from datetime import datetime
 
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.marker import Marker, waiting
-from gcjob.decide.companions import OWNED_SECRET_TYPE, follow_binding, referrer_names
+from gcjob.decide.companions import follow_binding, referrer_names
 from gcjob.decide.grace import Graced
 from gcjob.decide.grace import left_scope as left_the_sweep
 from gcjob.domain import COMPANION_LABEL, NEVER_DELETED_SECRET_TYPES, binding_name
@@ -24,6 +24,7 @@ from gcjob.kube.resources import (
 from gcjob.logs import warn_once
 from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
 from gcjob.model import Action, Binding, Companion, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.redact import error_line
 
 SWEEP = Sweep.COMPANIONS
@@ -47,7 +48,7 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
                     SWEEP,
                     verdict,
                     Action.SKIPPED,
-                    "referrer-appeared",
+                    Reason.REFERRER_APPEARED,
                     f"WorkloadDeployment {name} exists on a second look",
                 )
             ]
@@ -94,7 +95,7 @@ def prove_secret_type(verdict: Verdict, hub: Reader) -> Outcome | None:
         f"not listed with {DELETABLE_SECRET_TYPES}: a Secret type gcjob never deletes "
         "(or replaced since it was observed)"
     )
-    return Outcome.of(SWEEP, verdict, Action.SKIPPED, OWNED_SECRET_TYPE, detail)
+    return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNED_SECRET_TYPE, detail)
 
 
 def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None:
@@ -106,7 +107,7 @@ def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None
             RESOURCEBINDINGS, unread.namespace, unread.name, reduce.binding, metadata_only=False
         )
     except KubeError as exc:
-        verdict = Verdict(unread, False, "lookup-failed", "")
+        verdict = Verdict(unread, False, Reason.LOOKUP_FAILED, "")
         return read_failure(SWEEP, verdict, f"ResourceBinding {unread.name}", exc)
 
 
@@ -133,8 +134,6 @@ def _delete_binding(companion: Verdict, hub: Reader, deleter: Deleter) -> list[O
 
 # -- marks: a companion and its binding are marked, waited on and unmarked together ----------
 
-BINDING_REASON = "companion-orphaned"  # the reason on a binding marked with its companion
-
 
 def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
     """Mark a newly orphaned companion, then its binding with the same time."""
@@ -150,7 +149,7 @@ def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     outcome = marker.mark(
         SWEEP, verdict, resource, graced.evidence, since, graced.call.detail, upgrade=upgrade
     )
-    if outcome.action not in (Action.MARKED, Action.WOULD_MARK) or outcome.reason == "brake":
+    if outcome.action not in (Action.MARKED, Action.WOULD_MARK) or outcome.reason == Reason.BRAKE:
         return [outcome]  # a companion left unmarked leaves its binding unmarked too
 
     def follows() -> list[Outcome]:
@@ -187,11 +186,11 @@ def _binding_follows(
         return [Outcome.of(SWEEP, verdict, Action.SKIPPED)]  # it would not go with it either
     verdict = replace(
         verdict,
-        reason=BINDING_REASON,
+        reason=Reason.COMPANION_ORPHANED,
         detail=f"binds {companion.kind} {companion.name}, marked with it",
     )
     evidence = companion_binding_evidence(companion).on(binding.ref.uid)
-    if binding.ref.mark == new_mark(evidence, BINDING_REASON, since):
+    if binding.ref.mark == new_mark(evidence, Reason.COMPANION_ORPHANED, since):
         return [waiting(SWEEP, verdict, "deleted with its companion", since)]
     return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since, upgrade=upgrade)]
 
@@ -210,7 +209,7 @@ def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[
     ref = verdict.ref
     outcomes = [marker.unmark(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])]
     done = outcomes[0].action in (Action.UNMARKED, Action.WOULD_UNMARK)
-    if not done or outcomes[0].reason == "brake":
+    if not done or outcomes[0].reason == Reason.BRAKE:
         return outcomes  # its binding's mark waits with it: no read for a write not sent
     return [*outcomes, *_binding_step(ref, lambda: _unmark_binding(verdict, hub, marker))]
 

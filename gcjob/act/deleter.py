@@ -13,6 +13,7 @@ from gcjob.kube.access import DeleteResult, KubeAccess
 from gcjob.kube.errors import DeleteUncertain, KubeError, Stopped
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.reasons import Reason
 
 
 class Deleter:
@@ -42,7 +43,7 @@ class Deleter:
         if reason is None:
             return None
         return Outcome.of(
-            sweep, verdict, Action.SKIPPED, "stopped", f"left undone: run stopped ({reason})"
+            sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: run stopped ({reason})"
         )
 
     def held(self, sweep: Sweep, verdict: Verdict) -> Outcome | None:
@@ -54,14 +55,14 @@ class Deleter:
             return stopped
         braked = self.writes.braked()
         if braked is not None:
-            return Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", braked)
+            return Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, braked)
         return None
 
     def delete(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
         if self.dry_run:
             braked = self.writes.take(send=False)
             if braked is not None:
-                return Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", braked)
+                return Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, braked)
             return Outcome.of(sweep, verdict, Action.WOULD_DELETE)
         stopped = self.stopped(sweep, verdict)
         if stopped is not None:
@@ -69,18 +70,18 @@ class Deleter:
         assert self.access is not None, "deleting needs a live API"
         braked = self.writes.take(send=True)
         if braked is not None:
-            return Outcome.of(sweep, verdict, Action.WOULD_DELETE, "brake", braked)
+            return Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, braked)
         ref = verdict.ref
         try:
             result = self.access.delete(
                 resource, ref.namespace, ref.name, ref.uid, ref.resource_version
             )
         except DeleteUncertain as exc:
-            return Outcome.of(sweep, verdict, Action.FAILED, "delete-uncertain", str(exc))
+            return Outcome.of(sweep, verdict, Action.FAILED, Reason.DELETE_UNCERTAIN, str(exc))
         except Stopped as exc:
-            return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
+            return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: {exc}")
         except KubeError as exc:
-            return Outcome.of(sweep, verdict, Action.FAILED, "delete-failed", str(exc))
+            return Outcome.of(sweep, verdict, Action.FAILED, Reason.DELETE_FAILED, str(exc))
         if result is DeleteResult.DELETED:
             return Outcome.of(sweep, verdict, Action.DELETED)
         if result is DeleteResult.GONE:
@@ -93,5 +94,7 @@ class Deleter:
 def read_failure(sweep: Sweep, verdict: Verdict, what: str, exc: KubeError) -> Outcome:
     """A live re-read that could not be answered: never a reason to delete."""
     if isinstance(exc, Stopped):
-        return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
-    return Outcome.of(sweep, verdict, Action.SKIPPED, "lookup-failed", f"re-reading {what}: {exc}")
+        return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: {exc}")
+    return Outcome.of(
+        sweep, verdict, Action.SKIPPED, Reason.LOOKUP_FAILED, f"re-reading {what}: {exc}"
+    )

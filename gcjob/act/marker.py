@@ -20,6 +20,7 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import Resource
 from gcjob.marks import Evidence, mark_patch, new_mark, unmark_patch
 from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.reasons import Reason
 
 # A mark being removed is always the safe direction: when the object changed since it was
 # read, read it again and remove the mark from what is there, this many times.
@@ -96,7 +97,7 @@ class Marker:
             return stopped
         braked = self.marks_braked(upgrade=upgrade) or self._take()
         if braked is not None:
-            return Outcome.of(sweep, verdict, Action.WOULD_MARK, "brake", braked)
+            return Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, braked)
         detail = f"{why}: {verdict.detail}" if why else verdict.detail
         if self.target is None:
             self.marks += not upgrade
@@ -107,9 +108,9 @@ class Marker:
                 resource, ref.namespace, ref.name, mark_patch(ref, mark, evidence)
             )
         except Stopped as exc:
-            return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
+            return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: {exc}")
         except KubeError as exc:
-            failed = Outcome.of(sweep, verdict, Action.FAILED, "mark-failed", str(exc))
+            failed = Outcome.of(sweep, verdict, Action.FAILED, Reason.MARK_FAILED, str(exc))
             return self._drop_old_mark(sweep, verdict, resource, failed)
         if result.outcome is Patched.APPLIED:
             self.marks += not upgrade
@@ -128,7 +129,7 @@ class Marker:
         if verdict.ref.mark is None:
             return outcome
         removed = self._unmark(sweep, verdict, resource)
-        if removed.action is Action.FAILED or removed.reason == "brake":
+        if removed.action is Action.FAILED or removed.reason == Reason.BRAKE:
             return removed
         return replace(outcome, detail=f"{outcome.detail}; the old mark was removed")
 
@@ -162,9 +163,11 @@ class Marker:
                     break
                 ref = self.target.get(resource, ref.namespace, ref.name, reduce.ref_of(resource))
             except Stopped as exc:
-                return Outcome.of(sweep, verdict, Action.SKIPPED, "stopped", f"left undone: {exc}")
+                return Outcome.of(
+                    sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: {exc}"
+                )
             except KubeError as exc:
-                return Outcome.of(sweep, verdict, Action.FAILED, "unmark-failed", str(exc))
+                return Outcome.of(sweep, verdict, Action.FAILED, Reason.UNMARK_FAILED, str(exc))
         if result.outcome is Patched.APPLIED:
             return Outcome.of(sweep, verdict, done, detail=detail)
         if result.outcome is Patched.CONFLICT:
@@ -173,7 +176,7 @@ class Marker:
                 sweep,
                 verdict,
                 Action.FAILED,
-                "unmark-failed",
+                Reason.UNMARK_FAILED,
                 f"changed under each of {UNMARK_ATTEMPTS} attempts: {result.detail}",
             )
         return _not_patched(sweep, verdict, result, "unmark")
@@ -183,7 +186,7 @@ class Marker:
         if reason is None:
             return None
         return Outcome.of(
-            sweep, verdict, Action.SKIPPED, "stopped", f"left undone: run stopped ({reason})"
+            sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: run stopped ({reason})"
         )
 
 
@@ -193,7 +196,7 @@ def waiting(sweep: Sweep, verdict: Verdict, detail: str, since: datetime | None)
         sweep,
         verdict,
         Action.SKIPPED,
-        "grace-period",
+        Reason.GRACE_PERIOD,
         f"{detail}: {verdict.detail}",
         orphaned_since=since,
     )

@@ -8,6 +8,7 @@ from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.model import Action, Outcome, RouteTarget, Sweep, Verdict
+from gcjob.reasons import Reason
 
 SWEEP = Sweep.ROUTES
 
@@ -26,14 +27,18 @@ def delete_route(
             return read_failure(SWEEP, verdict, where, exc)
         except KubeError as exc:
             return Outcome.of(
-                SWEEP, verdict, Action.SKIPPED, "upstream-unavailable", f"re-reading {where}: {exc}"
+                SWEEP,
+                verdict,
+                Action.SKIPPED,
+                Reason.UPSTREAM_UNAVAILABLE,
+                f"re-reading {where}: {exc}",
             )
         if exists:
             return Outcome.of(
                 SWEEP,
                 verdict,
                 Action.SKIPPED,
-                "gateway-appeared",
+                Reason.GATEWAY_APPEARED,
                 f"{where} exists on a second look",
             )
     # Only now, for a route about to go: is its whole upstream namespace gone? (its own

@@ -9,6 +9,7 @@ from gcjob.decide.common import hold_back, spec_resource_names
 from gcjob.decide.trace import Trace
 from gcjob.domain import CITY_POLICY_PREFIX, POLICY_KEY
 from gcjob.model import Binding, Verdict
+from gcjob.reasons import Reason
 
 _SUFFIX_KINDS = (("-configmap", "ConfigMap"), ("-secret", "Secret"))
 CORE_API_VERSION = "v1"
@@ -34,11 +35,11 @@ def bound_target(binding: Binding, trace: Trace | None = None) -> tuple[str, str
     """
     trace = trace if trace is not None else Trace()
     if binding.cluster_policy:
-        trace.hold("in-scope", "out-of-scope", "bound by a ClusterPropagationPolicy")
+        trace.hold("in-scope", Reason.OUT_OF_SCOPE, "bound by a ClusterPropagationPolicy")
         return None
     policy = policy_name(binding)
     if policy is None or not policy.startswith(CITY_POLICY_PREFIX):
-        trace.hold("in-scope", "out-of-scope", f"propagation policy {policy!r} is not city-*")
+        trace.hold("in-scope", Reason.OUT_OF_SCOPE, f"propagation policy {policy!r} is not city-*")
         return None
     name = binding.ref.name
     for suffix, kind in _SUFFIX_KINDS:
@@ -50,7 +51,7 @@ def bound_target(binding: Binding, trace: Trace | None = None) -> tuple[str, str
                 + f" {POLICY_KEY}); name {name} binds {kind} {name[: -len(suffix)]}",
             )
             return kind, name[: -len(suffix)]
-    trace.hold("in-scope", "out-of-scope", f"name {name} ends neither -configmap nor -secret")
+    trace.hold("in-scope", Reason.OUT_OF_SCOPE, f"name {name} ends neither -configmap nor -secret")
     return None
 
 
@@ -68,7 +69,7 @@ def decide_binding(
     target = bound_target(binding, trace)
     if target is None:
         return Verdict(
-            ref, False, "out-of-scope", "not a city-* ConfigMap/Secret binding", healthy=True
+            ref, False, Reason.OUT_OF_SCOPE, "not a city-* ConfigMap/Secret binding", healthy=True
         )
     kind, name = target
     where = f"{kind} {name} in {ref.namespace} (by name, labelled or not)"
@@ -76,14 +77,14 @@ def decide_binding(
         return trace.held(
             "object-absent",
             f"{where}: exists",
-            Verdict(ref, False, "object-exists", f"{kind} {name} exists", healthy=True),
+            Verdict(ref, False, Reason.OBJECT_EXISTS, f"{kind} {name} exists", healthy=True),
         )
     if presence is Presence.UNKNOWN:
         detail = f"could not read {kind} {name}: {lookup_error}"
         return trace.unknown(
             "object-absent",
             f"{where}: {lookup_error}",
-            Verdict(ref, False, "lookup-failed", detail),
+            Verdict(ref, False, Reason.LOOKUP_FAILED, detail),
         )
     trace.passed("object-absent", f"{where}: not found")
     # The name alone is never enough: spec.resource must name that very object. (Lists of
@@ -95,7 +96,7 @@ def decide_binding(
         ref.namespace,
         name,
         rule="resource-matches",
-        reason="resource-mismatch",
+        reason=Reason.RESOURCE_MISMATCH,
         trace=trace,
     )
     if mismatch is not None:
@@ -103,4 +104,4 @@ def decide_binding(
     held = hold_back(ref, now, min_age, binding.protect, trace)
     if held is not None:
         return Verdict(ref, False, *held)
-    return Verdict(ref, True, "orphaned", f"no {kind} named {name} in {ref.namespace}")
+    return Verdict(ref, True, Reason.ORPHANED, f"no {kind} named {name} in {ref.namespace}")

@@ -9,9 +9,7 @@ from datetime import datetime, timedelta
 from gcjob.decide.trace import Trace
 from gcjob.domain import ANCHOR_PREFIX, PROTECT_ANNOTATION
 from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
-
-# The reason for a protect key whose value is neither "true" nor "false": kept, as protected.
-PROTECT_NOT_UNDERSTOOD = "protect-not-understood"
+from gcjob.reasons import Reason
 
 
 def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
@@ -20,7 +18,7 @@ def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
     return (now - ref.created).total_seconds()
 
 
-def protection(protect: Protect) -> tuple[str, str] | None:
+def protection(protect: Protect) -> tuple[Reason, str] | None:
     """(reason, detail) when the protect key keeps the object, else None. Fail closed: set as
     an annotation or a label, any value but exactly "false" protects; "true" is `protected`,
     anything else (`True`, `yes`, `" true"`, unreadable) is kept as not understood."""
@@ -29,18 +27,18 @@ def protection(protect: Protect) -> tuple[str, str] | None:
         return None
     for where, value in holding:
         if value == "true":
-            return "protected", f"{where}=true"
+            return Reason.PROTECTED, f"{where}=true"
     where, value = holding[0]
     shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
     return (
-        PROTECT_NOT_UNDERSTOOD,
+        Reason.PROTECT_NOT_UNDERSTOOD,
         f"{where}={shown} is neither true nor false: kept as protected",
     )
 
 
 def check_protection(
     protect: Protect, trace: Trace, rule: str = "not-protected"
-) -> tuple[str, str] | None:
+) -> tuple[Reason, str] | None:
     """The protect step of a decision, traced: (reason, detail) to keep the object, or None."""
     held = protection(protect)
     if held is not None:
@@ -56,7 +54,7 @@ def hold_back(
     min_age: timedelta,
     protect: Protect,
     trace: Trace | None = None,
-) -> tuple[str, str] | None:
+) -> tuple[Reason, str] | None:
     """The checks between "looks orphaned" and "delete": (reason, detail) to keep it, or None.
 
     Shared by every sweep so that terminating, young and protected objects are held back
@@ -65,22 +63,24 @@ def hold_back(
     trace = trace if trace is not None else Trace()
     if ref.terminating:
         return trace.hold(
-            "not-terminating", "terminating", "already being deleted; not deleted again"
+            "not-terminating", Reason.TERMINATING, "already being deleted; not deleted again"
         )
     trace.passed("not-terminating", "no deletionTimestamp")
     if not ref.uid or not ref.resource_version:
-        return trace.hold("pinnable", "unpinnable", "no uid or resourceVersion to pin a delete to")
+        return trace.hold(
+            "pinnable", Reason.UNPINNABLE, "no uid or resourceVersion to pin a delete to"
+        )
     trace.passed("pinnable", f"uid {ref.uid}, resourceVersion {ref.resource_version}")
     age = age_seconds(ref, now)
     if age is None:
         return trace.hold(
-            "old-enough", "age-unknown", "no creationTimestamp: its age cannot be proven"
+            "old-enough", Reason.AGE_UNKNOWN, "no creationTimestamp: its age cannot be proven"
         )
     minimum = int(min_age.total_seconds())
     # With no minimum, a server clock slightly ahead of ours (a negative age) holds nothing.
     if min_age.total_seconds() > 0 and age < min_age.total_seconds():
         return trace.hold(
-            "old-enough", "too-young", f"age {int(age)}s is below the minimum age {minimum}s"
+            "old-enough", Reason.TOO_YOUNG, f"age {int(age)}s is below the minimum age {minimum}s"
         )
     assert ref.created is not None  # else its age is unknown
     trace.passed(
@@ -90,9 +90,6 @@ def hold_back(
     return check_protection(protect, trace)
 
 
-# The reason for an object someone else owns (an ownerReference): kept, as the garbage collector
-# leaves an owned object to its owner.
-OWNED = "owned"
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -113,7 +110,7 @@ def check_owners(
     trace: Trace,
     *,
     ours: Callable[[OwnerRef], bool] = lambda owner: False,
-) -> tuple[str, str] | None:
+) -> tuple[Reason, str] | None:
     """The ownership step: (reason, detail) to keep an object that has an owner the sweep does
     not recognise as `ours`, else None."""
     foreign = [o for o in owners if not ours(o)]
@@ -121,7 +118,7 @@ def check_owners(
         owner = foreign[0]
         what = "controller ownerReference" if owner.controller else "ownerReference"
         named = f"{owner.kind} {owner.name[:80]}".strip()
-        return trace.hold("not-owned", OWNED, f"{what} to {named}: its owner manages it")
+        return trace.hold("not-owned", Reason.OWNED, f"{what} to {named}: its owner manages it")
     trace.passed(
         "not-owned",
         "no ownerReferences" if not owners else f"owned only by {len(owners)} anchor(s)",
@@ -163,9 +160,9 @@ def spec_resource_names(
     uid: str = "",
     *,
     rule: str,
-    reason: str,
+    reason: Reason,
     trace: Trace | None = None,
-) -> tuple[str, str] | None:
+) -> tuple[Reason, str] | None:
     """The step that checks a binding's spec.resource names this very object: None when it
     does, else (reason, detail) to keep the binding. Both sweeps that delete a binding run it."""
     trace = trace if trace is not None else Trace()

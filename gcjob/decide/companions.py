@@ -20,6 +20,7 @@ from gcjob.domain import (
     is_dns1123_subdomain,
 )
 from gcjob.model import Binding, BoundResource, Companion, ObjectRef, Verdict
+from gcjob.reasons import Reason
 
 # More distinct referrer keys than this and the companion is preserved (`referrers-too-many`):
 # each distinct WorkloadDeployment name costs one live GET before a delete, so one annotation
@@ -30,7 +31,7 @@ NAMES_IN_DETAIL = 5
 
 
 class ReferrersUnreadable(ValueError):
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: Reason, detail: str) -> None:
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
@@ -45,32 +46,33 @@ def parse_referrers(raw: str | None) -> tuple[str, ...]:
     keys is `referrers-too-many`.
     """
     if raw is None:
-        raise ReferrersUnreadable("referrers-missing", f"no {REFERRERS_ANNOTATION} annotation")
+        raise ReferrersUnreadable(Reason.REFERRERS_MISSING, f"no {REFERRERS_ANNOTATION} annotation")
     if not raw.strip():
-        raise ReferrersUnreadable("referrers-empty", f"{REFERRERS_ANNOTATION} is empty")
+        raise ReferrersUnreadable(Reason.REFERRERS_EMPTY, f"{REFERRERS_ANNOTATION} is empty")
     try:
         keys = json.loads(raw)
     except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         raise ReferrersUnreadable(
-            "referrers-unparseable", f"{REFERRERS_ANNOTATION} is not JSON"
+            Reason.REFERRERS_UNPARSEABLE, f"{REFERRERS_ANNOTATION} is not JSON"
         ) from None
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise ReferrersUnreadable(
-            "referrers-not-string-array", f"{REFERRERS_ANNOTATION} is not a JSON array of strings"
+            Reason.REFERRERS_NOT_STRING_ARRAY,
+            f"{REFERRERS_ANNOTATION} is not a JSON array of strings",
         )
     if not keys:
-        raise ReferrersUnreadable("referrers-empty", f"{REFERRERS_ANNOTATION} is []")
+        raise ReferrersUnreadable(Reason.REFERRERS_EMPTY, f"{REFERRERS_ANNOTATION} is []")
     distinct = tuple(dict.fromkeys(keys))
     if len(distinct) > MAX_REFERRER_KEYS:
         raise ReferrersUnreadable(
-            "referrers-too-many",
+            Reason.REFERRERS_TOO_MANY,
             f"{REFERRERS_ANNOTATION} lists {len(distinct)} distinct referrers, "
             f"more than {MAX_REFERRER_KEYS}",
         )
     for key in distinct:
         if not is_referrer_key(key):
             raise ReferrersUnreadable(
-                "referrer-key-malformed", f"referrer {key[:80]!r} is not <namespace>/<name>"
+                Reason.REFERRER_KEY_MALFORMED, f"referrer {key[:80]!r} is not <namespace>/<name>"
             )
     return distinct
 
@@ -129,7 +131,7 @@ def decide_companion(
             Verdict(
                 ref,
                 False,
-                "referrer-live",
+                Reason.REFERRER_LIVE,
                 f"WorkloadDeployment {referrer_name(live[0])} exists",
                 healthy=True,
                 referrers=keys,
@@ -144,22 +146,18 @@ def decide_companion(
     return Verdict(
         ref,
         True,
-        "orphaned",
+        Reason.ORPHANED,
         f"no WorkloadDeployment named {_names_in_detail(referrer_names(keys))} in {ref.namespace}",
         referrers=keys,
     )
 
 
-# The reason for a Secret of a type gcjob never deletes (domain.NEVER_DELETED_SECRET_TYPES).
-OWNED_SECRET_TYPE = "owned-secret-type"
-
-
-def _owned_secret(companion: Companion, trace: Trace) -> tuple[str, str] | None:
+def _owned_secret(companion: Companion, trace: Trace) -> tuple[Reason, str] | None:
     if companion.ref.kind != "Secret":
         return None
     if companion.secret_marks:
         detail = f"{companion.secret_marks[0]}: a Secret its owner manages, never deleted"
-        return trace.hold("secret-type-deletable", OWNED_SECRET_TYPE, detail)
+        return trace.hold("secret-type-deletable", Reason.OWNED_SECRET_TYPE, detail)
     trace.passed(
         "secret-type-deletable",
         "no mark of a service account token or Helm release (its type is proven before delete)",
@@ -189,7 +187,7 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
         c.name,
         c.uid,
         rule="binding-names-companion",
-        reason="binding-mismatch",
+        reason=Reason.BINDING_MISMATCH,
         trace=trace,
     )
     if mismatch is not None:
@@ -197,7 +195,7 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
     if ref.terminating:
         detail = "already being deleted; not deleted again"
         return trace.held(
-            "binding-not-terminating", detail, Verdict(ref, False, "terminating", detail)
+            "binding-not-terminating", detail, Verdict(ref, False, Reason.TERMINATING, detail)
         )
     trace.passed("binding-not-terminating", "no deletionTimestamp")
     held = check_protection(binding.protect, trace, "binding-not-protected")
@@ -206,6 +204,6 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
     return Verdict(
         ref,
         True,
-        "companion-deleted",
+        Reason.COMPANION_DELETED,
         f"binds {companion.kind} {companion.name}, deleted with it",
     )

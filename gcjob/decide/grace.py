@@ -19,6 +19,7 @@ from gcjob.marks import (
     since_value,
 )
 from gcjob.model import ObjectRef, Verdict
+from gcjob.reasons import Reason
 
 T = TypeVar("T")
 
@@ -118,9 +119,6 @@ def grace_rule(
     )
 
 
-LEFT_SCOPE = "left-scope"  # the reason a mark goes from an object its sweep no longer selects
-
-
 def left_scope(ref: ObjectRef, rule: Rule, detail: str) -> Graced[None] | None:
     """An object carrying `rule`'s mark that its sweep no longer selects: the mark goes, so
     that if it comes back the grace period starts afresh, never from a time the sweep did not
@@ -133,7 +131,7 @@ def left_scope(ref: ObjectRef, rule: Rule, detail: str) -> Graced[None] | None:
         return None
     if ref.terminating or not ref.uid or not ref.resource_version:
         return None
-    verdict = Verdict(ref, False, LEFT_SCOPE, detail)
+    verdict = Verdict(ref, False, Reason.LEFT_SCOPE, detail)
     return Graced(verdict, GraceCall(Next.UNMARK, detail), None, None)
 
 

@@ -22,6 +22,7 @@ from gcjob.domain import (
     is_dns1123_subdomain,
 )
 from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
+from gcjob.reasons import Reason
 
 # Why a route's mark goes when it is no longer in_scope (decide/grace.py left_scope).
 LEFT_ROUTE = "no longer labelled as a route NSO copied: out of the sweep, its mark with it"
@@ -37,7 +38,7 @@ def in_scope(route: Route, trace: Trace | None = None) -> bool:
         if ours:
             trace.passed("in-scope", evidence)
         else:
-            trace.hold("in-scope", "out-of-scope", f"{evidence}: another owner's route")
+            trace.hold("in-scope", Reason.OUT_OF_SCOPE, f"{evidence}: another owner's route")
     return ours
 
 
@@ -57,7 +58,9 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
     missing = [key for key in required if not labels.get(key)]
     if missing:
         detail = f"missing label {', '.join(missing)}"
-        return trace.held("labels-present", detail, Verdict(ref, False, "labels-missing", detail))
+        return trace.held(
+            "labels-present", detail, Verdict(ref, False, Reason.LABELS_MISSING, detail)
+        )
     trace.passed("labels-present", ", ".join(f"{k}={labels[k]}" for k in required))
     solver = labels.get(HTTP01_SOLVER_LABEL)
     if solver is not None and solver != "false":
@@ -68,7 +71,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         return trace.held(
             "not-http01-solver",
             f"{HTTP01_SOLVER_LABEL}={solver[:80]!r}: {detail}",
-            Verdict(ref, False, "http01-solver", detail),
+            Verdict(ref, False, Reason.HTTP01_SOLVER, detail),
         )
     trace.passed("not-http01-solver", f"not labelled {HTTP01_SOLVER_LABEL}")
     cluster = decode_cluster_label(labels[UPSTREAM_CLUSTER_LABEL])
@@ -79,7 +82,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
             f"{UPSTREAM_CLUSTER_LABEL}={labels[UPSTREAM_CLUSTER_LABEL]!r} is not cluster-<name>"
         )
         return trace.held(
-            "cluster-label", detail, Verdict(ref, False, "cluster-label-malformed", detail)
+            "cluster-label", detail, Verdict(ref, False, Reason.CLUSTER_LABEL_MALFORMED, detail)
         )
     trace.passed("cluster-label", f"upstream cluster {cluster}")
     upstream_namespace = labels[UPSTREAM_NAMESPACE_LABEL]
@@ -90,13 +93,15 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         return trace.held(
             "namespace-label",
             detail,
-            Verdict(ref, False, "upstream-namespace-malformed", detail, cluster=cluster),
+            Verdict(ref, False, Reason.UPSTREAM_NAMESPACE_MALFORMED, detail, cluster=cluster),
         )
     trace.passed("namespace-label", f"upstream namespace {upstream_namespace}")
     if not route.parent_refs:
         detail = "no spec.parentRefs"
         return trace.held(
-            "has-parents", detail, Verdict(ref, False, "no-parent-refs", detail, cluster=cluster)
+            "has-parents",
+            detail,
+            Verdict(ref, False, Reason.NO_PARENT_REFS, detail, cluster=cluster),
         )
     trace.passed("has-parents", f"{len(route.parent_refs)} spec.parentRefs")
     others = [p for p in route.parent_refs if not is_gateway(p)]
@@ -106,7 +111,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         return trace.held(
             "gateway-parents",
             detail,
-            Verdict(ref, False, "non-gateway-parent", detail, cluster=cluster),
+            Verdict(ref, False, Reason.NON_GATEWAY_PARENT, detail, cluster=cluster),
         )
     trace.passed("gateway-parents", "every parentRef is a gateway.networking.k8s.io Gateway")
     unnamed = [p for p in route.parent_refs if not is_dns1123_subdomain(p.name)]
@@ -115,7 +120,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         return trace.held(
             "parent-names-valid",
             detail,
-            Verdict(ref, False, "malformed-parent-ref", detail, cluster=cluster),
+            Verdict(ref, False, Reason.MALFORMED_PARENT_REF, detail, cluster=cluster),
         )
     trace.passed("parent-names-valid", "every parent name is a valid object name")
     foreign = [
@@ -126,7 +131,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         return trace.held(
             "same-namespace-parents",
             detail,
-            Verdict(ref, False, "cross-namespace-parent", detail, cluster=cluster),
+            Verdict(ref, False, Reason.CROSS_NAMESPACE_PARENT, detail, cluster=cluster),
         )
     trace.passed("same-namespace-parents", f"every parent is in the route's own {ref.namespace}")
     gateways = tuple(sorted({p.name for p in route.parent_refs}))
@@ -145,13 +150,13 @@ def decide_route(
     ref = route.ref
     names = target.qualified()
 
-    def keep(rule: str, reason: str, detail: str, healthy: bool = False) -> Verdict:
+    def keep(rule: str, reason: Reason, detail: str, healthy: bool = False) -> Verdict:
         trace.hold(rule, reason, detail)
         return Verdict(
             ref, False, reason, detail, healthy=healthy, cluster=target.cluster, gateways=names
         )
 
-    def unknown(rule: str, reason: str, detail: str) -> Verdict:
+    def unknown(rule: str, reason: Reason, detail: str) -> Verdict:
         verdict = Verdict(ref, False, reason, detail, cluster=target.cluster, gateways=names)
         return trace.unknown(rule, detail, verdict)
 
@@ -159,14 +164,14 @@ def decide_route(
     if view.cluster_status is ClusterStatus.UNKNOWN:
         return keep(
             "cluster-known",
-            "upstream-cluster-unknown",
+            Reason.UPSTREAM_CLUSTER_UNKNOWN,
             f"no endpoint for cluster {target.cluster}: {view.cluster_detail}",
         )
     trace.passed("cluster-known", f"upstream cluster {target.cluster} has an endpoint")
     if view.cluster_status is ClusterStatus.UNAVAILABLE:
         return unknown(
             "cluster-available",
-            "upstream-unavailable",
+            Reason.UPSTREAM_UNAVAILABLE,
             f"cluster {target.cluster} unavailable: {view.cluster_detail}",
         )
     trace.passed(
@@ -175,7 +180,7 @@ def decide_route(
     if view.gateways is None:
         return unknown(
             "gateways-gone",
-            "upstream-unavailable",
+            Reason.UPSTREAM_UNAVAILABLE,
             f"Gateway lookup {where} failed: {view.lookup_error}",
         )
     present = [g for g in target.gateways if g in view.gateways]
@@ -188,7 +193,7 @@ def decide_route(
         healthy = Verdict(
             ref,
             False,
-            "gateway-exists",
+            Reason.GATEWAY_EXISTS,
             f"Gateway {target.namespace}/{present[0]} exists {where}",
             healthy=True,
             cluster=target.cluster,
@@ -199,7 +204,7 @@ def decide_route(
     if view.cluster_status is ClusterStatus.SUSPECT:
         return keep(
             "cluster-trusted",
-            "upstream-suspect",
+            Reason.UPSTREAM_SUSPECT,
             f"no Gateway at all found {where}: {view.cluster_detail}",
         )
     trace.passed("cluster-trusted", f"cluster {target.cluster} is not suspect")
@@ -211,7 +216,7 @@ def decide_route(
     orphan = Verdict(
         ref,
         True,
-        "upstream-gateways-gone",
+        Reason.UPSTREAM_GATEWAYS_GONE,
         f"no Gateway {', '.join(names)} {where}",
         cluster=target.cluster,
         gateways=names,
@@ -226,7 +231,7 @@ def not_looked_up(route: Route, target: RouteTarget) -> Verdict:
     return Verdict(
         route.ref,
         False,
-        "upstream-not-read",
+        Reason.UPSTREAM_NOT_READ,
         f"Gateway {', '.join(names)} on upstream cluster {target.cluster} not looked up this "
         "run: the route appeared or changed while the run read",
         cluster=target.cluster,
@@ -238,7 +243,7 @@ def namespace_gone(orphan: Verdict, target: RouteTarget) -> Verdict:
     """The same orphan, for the stronger reason that its whole upstream namespace is gone."""
     return replace(
         orphan,
-        reason="upstream-namespace-gone",
+        reason=Reason.UPSTREAM_NAMESPACE_GONE,
         detail=f"namespace {target.namespace} no longer exists on upstream cluster "
         f"{target.cluster}",
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gcjob.model import Verdict
+from gcjob.reasons import Reason
 
 
 class StepOutcome(StrEnum):
@@ -34,10 +35,14 @@ class Trace:
     def passed(self, rule: str, evidence: str) -> None:
         self.steps.append(Step(rule, StepOutcome.PASSED, evidence))
 
-    def hold(self, rule: str, reason: str, detail: str) -> tuple[str, str]:
+    def hold(self, rule: str, reason: Reason, detail: str) -> tuple[Reason, str]:
         """Record a rule that holds the object back; (reason, detail) for its Verdict."""
-        self.steps.append(Step(rule, StepOutcome.HELD, detail))
+        self.held_at(rule, detail)
         return reason, detail
+
+    def held_at(self, rule: str, evidence: str) -> None:
+        """Record a rule that holds the object back, where the caller states the outcome."""
+        self.steps.append(Step(rule, StepOutcome.HELD, evidence))
 
     def held(self, rule: str, evidence: str, verdict: Verdict) -> Verdict:
         self.steps.append(Step(rule, StepOutcome.HELD, evidence))

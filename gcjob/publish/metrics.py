@@ -15,11 +15,11 @@ from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd
 
 from gcjob.logs import log
 from gcjob.model import ClusterStatus
+from gcjob.reasons import BRAKE_REASONS
 from gcjob.redact import redact
 
 JOB = "gcjob"
 PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
-BRAKE_REASONS = ("brake", "upstream-suspect")
 UPSTREAM_STATUSES = tuple(status.value for status in ClusterStatus)
 
 

@@ -15,10 +15,10 @@ import requests
 
 from gcjob.exitcodes import ExitCode
 from gcjob.logs import log
+from gcjob.reasons import BRAKE_REASONS
 
 FIRST_ITEMS = 5
 TIMEOUTS = (3.05, 5.0)  # connect, read (seconds)
-BRAKE_REASONS = ("brake", "upstream-suspect")
 QUIET_CODES = (ExitCode.OK,)
 
 

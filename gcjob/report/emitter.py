@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from gcjob.model import Action, Outcome, Sweep
+from gcjob.reasons import Reason
 from gcjob.redact import error_line
 from gcjob.report.bounds import capped, json_line
 from gcjob.report.records import Tally, envelope, item_record
@@ -75,7 +76,7 @@ class Reporter:
         else:
             self._write(_text_line(capped(record)) + "\n")
 
-    def count_healthy(self, sweep: Sweep, reason: str, count: int) -> None:
+    def count_healthy(self, sweep: Sweep, reason: Reason, count: int) -> None:
         """Healthy objects decided without keeping an Outcome for each: counts only."""
         self.tally.add_count(sweep, Action.SKIPPED, reason, count)
 

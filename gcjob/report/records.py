@@ -11,6 +11,7 @@ from typing import Any
 from gcjob import __version__
 from gcjob.decide.common import age_seconds
 from gcjob.model import Action, Outcome, Sweep
+from gcjob.reasons import Reason
 
 
 def rfc3339(moment: datetime, timespec: str = "seconds") -> str:
@@ -43,7 +44,7 @@ def item_record(
         "uid": ref.uid,
         "age_seconds": None if age is None else int(age),
         "action": outcome.action.value,
-        "reason": outcome.reason,
+        "reason": str(outcome.reason),  # plain data: the code, not the enum member
         "detail": outcome.detail,
         "dry_run": dry_run,
     }
@@ -86,8 +87,8 @@ class Tally:
     def add(self, outcome: Outcome) -> None:
         self.add_count(outcome.sweep, outcome.action, outcome.reason)
 
-    def add_count(self, sweep: Sweep, action: Action, reason: str, count: int = 1) -> None:
-        self.counts[sweep.value][action.value][reason] += count
+    def add_count(self, sweep: Sweep, action: Action, reason: Reason, count: int = 1) -> None:
+        self.counts[sweep.value][action.value][str(reason)] += count
 
     def total(self, action: Action) -> int:
         return sum(

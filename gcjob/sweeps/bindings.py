@@ -15,6 +15,7 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.marks import Rule, binding_evidence
 from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
@@ -45,7 +46,7 @@ class BindingScan(ObjectScan[Binding]):
         self.in_scope = 0
         self.unconfirmed: list[tuple[Binding, Target]] = []
         self.kept: list[Verdict] = []
-        self.healthy: Counter[str] = Counter()
+        self.healthy: Counter[Reason] = Counter()
         self.marked: list[tuple[Verdict, Target]] = []  # healthy, yet carrying a mark
         self.left: list[Verdict] = []  # out of the sweep, carrying its mark
 

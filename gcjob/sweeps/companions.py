@@ -24,6 +24,7 @@ from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES
 from gcjob.marks import Rule, companion_evidence
 from gcjob.model import Companion, ObjectRef, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
@@ -50,7 +51,7 @@ class CompanionScan(ObjectScan[Companion]):
         self.keys = KeySet()
         self.kept: list[Verdict] = []
         self.candidates: list[tuple[Verdict, str]] = []  # with the referrers they rest on
-        self.healthy: Counter[str] = Counter()
+        self.healthy: Counter[Reason] = Counter()
         self.marked: list[Verdict] = []  # healthy, yet carrying a mark
 
     def take(self, companion: Companion) -> None:

@@ -11,6 +11,7 @@ from gcjob.act.marker import waiting
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, ObjectRef, Outcome, Sweep
+from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps.boundary import each
 
@@ -77,7 +78,11 @@ def act(
         for graced in [*sort.due, *sort.to_mark]:
             run.record(
                 Outcome.of(
-                    sweep, graced.verdict, Action.SKIPPED, "hub-clock-unknown", run.clock_problem
+                    sweep,
+                    graced.verdict,
+                    Action.SKIPPED,
+                    Reason.HUB_CLOCK_UNKNOWN,
+                    run.clock_problem,
                 )
             )
         run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")

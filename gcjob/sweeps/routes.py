@@ -27,6 +27,7 @@ from gcjob.kube.resources import HTTPROUTES
 from gcjob.logs import log
 from gcjob.marks import Evidence, Rule, route_evidence
 from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
@@ -97,7 +98,7 @@ class RouteScan(ObjectScan[Route]):
         self.shapeless: list[Verdict] = []  # kept for their shape, before any upstream answer
         self.kept: list[tuple[Verdict, RouteTarget]] = []
         self.candidates: list[tuple[Verdict, Evidence, RouteTarget]] = []
-        self.healthy: Counter[str] = Counter()
+        self.healthy: Counter[Reason] = Counter()
 
     def take(self, route: Route) -> None:
         if not in_scope(route):
@@ -171,7 +172,7 @@ def sweep(run: Run) -> None:
     sort: GraceSort[RouteTarget | None] = GraceSort(Rule.ROUTE, run.now, settings.grace)
 
     def keep_unless_unmarked(verdict: Verdict, target: RouteTarget | None) -> None:
-        if verdict.reason == "upstream-suspect" and settings.delete:
+        if verdict.reason == Reason.UPSTREAM_SUSPECT and settings.delete:
             run.codes.add(ExitCode.BRAKE)
         if not sort.not_orphan(verdict, target):
             run.keep(SWEEP, verdict)
