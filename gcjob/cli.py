@@ -44,9 +44,14 @@ from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import (
+    DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_GRACE,
-    DEFAULT_MAX_MARKS,
-    DEFAULT_MAX_WRITES,
+    DEFAULT_LIST_TIMEOUT,
+    DEFAULT_MIN_AGE,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    DEFAULT_UPSTREAM_MAX_TIME,
+    EXPLAIN_TIMEOUT,
     Settings,
     parse_duration,
 )
@@ -60,7 +65,8 @@ HUB_RETRY = RetryPolicy()
 # An upstream that fails only keeps its routes until the next run: a few blackholed
 # clusters must not use up the run's --timeout before the healthy ones are swept.
 UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
-DEFAULT_READ_LIMITS = ReadLimits()
+# Every flag's default is Settings' (a duration's, the constant Settings parses): one place.
+DEFAULTS = Settings()
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
@@ -160,7 +166,7 @@ HUB_CONTEXT = _opt("hub-context", help="Context of the hub kubeconfig.")
 MIN_AGE = _opt(
     "min-age",
     type=Duration(),
-    default="5m",
+    default=DEFAULT_MIN_AGE,
     show_default=True,
     help="Hold back candidates younger than this (30s, 5m, 1h, or seconds).",
 )
@@ -176,18 +182,23 @@ UPSTREAM_SERVER_TEMPLATE = _opt(
 SUSPECT_MIN_ROUTES = _opt(
     "suspect-min-routes",
     type=click.IntRange(0),
-    default=10,
+    default=DEFAULTS.suspect_min_routes,
     show_default=True,
     help="Distrust an upstream where this many routes find no Gateway (0: never).",
 )
 CONNECT_TIMEOUT = _opt(
-    "connect-timeout", type=Duration(positive=True), default="5s", show_default=True
+    "connect-timeout",
+    type=Duration(positive=True),
+    default=DEFAULT_CONNECT_TIMEOUT,
+    show_default=True,
 )
-READ_TIMEOUT = _opt("read-timeout", type=Duration(positive=True), default="15s", show_default=True)
+READ_TIMEOUT = _opt(
+    "read-timeout", type=Duration(positive=True), default=DEFAULT_READ_TIMEOUT, show_default=True
+)
 LIST_TIMEOUT = _opt(
     "list-timeout",
     type=Duration(positive=True),
-    default="2m",
+    default=DEFAULT_LIST_TIMEOUT,
     show_default=True,
     help="Most time for one hub list answer (a whole collection from the watch cache).",
 )
@@ -250,19 +261,24 @@ EXCLUDE_NAMESPACE = _opt(
     type=click.Path(dir_okay=False, writable=True),
     help="Also write the whole report as one JSON document.",
 )
-@_opt("log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@_opt(
+    "log-format",
+    type=click.Choice(["json", "text"]),
+    default=DEFAULTS.log_format,
+    show_default=True,
+)
 @_opt("report-healthy", is_flag=True, help="Report healthy objects one by one, not only as counts.")
 @_opt(
     "page-size",
     type=click.IntRange(1, 10000),
-    default=500,
+    default=DEFAULTS.page_size,
     show_default=True,
     help="Items per list page.",
 )
 @_opt(
     "list-from",
     type=click.Choice(["cache", "etcd"]),
-    default="cache",
+    default=DEFAULTS.list_from,
     show_default=True,
     help="Read lists from the API server's watch cache (fast, may lag a moment: every "
     "deletion is confirmed live) or page by page from etcd.",
@@ -273,7 +289,7 @@ EXCLUDE_NAMESPACE = _opt(
 @_opt(
     "max-marks",
     type=click.IntRange(0),
-    default=DEFAULT_MAX_MARKS,
+    default=DEFAULTS.max_marks,
     show_default=True,
     help="Brake: most marks written per run (a companion's binding counts too).",
 )
@@ -281,56 +297,56 @@ EXCLUDE_NAMESPACE = _opt(
 @_opt(
     "upstream-concurrency",
     type=click.IntRange(1, 256),
-    default=16,
+    default=DEFAULTS.upstream_concurrency,
     show_default=True,
     help="Upstream clusters read at once.",
 )
 @_opt(
     "upstream-max-pages",
     type=click.IntRange(0),
-    default=DEFAULT_READ_LIMITS.pages,
+    default=DEFAULTS.upstream_max_pages,
     show_default=True,
     help="Budget: list pages after the first one (continue tokens) per upstream cluster.",
 )
 @_opt(
     "upstream-max-items",
     type=click.IntRange(1),
-    default=DEFAULT_READ_LIMITS.items,
+    default=DEFAULTS.upstream_max_items,
     show_default=True,
     help="Budget: list items decoded per upstream cluster.",
 )
 @_opt(
     "upstream-max-mib",
     type=click.IntRange(1),
-    default=DEFAULT_READ_LIMITS.bytes // (1024 * 1024),
+    default=DEFAULTS.upstream_max_mib,
     show_default=True,
     help="Budget: MiB of answers per upstream cluster.",
 )
 @_opt(
     "upstream-max-time",
     type=Duration(positive=True),
-    default="60s",
+    default=DEFAULT_UPSTREAM_MAX_TIME,
     show_default=True,
     help="Budget: time waiting on one upstream cluster's answers.",
 )
 @_opt(
     "max-deletions",
     type=click.IntRange(0),
-    default=50,
+    default=DEFAULTS.max_deletions,
     show_default=True,
     help="Brake: most deletions per run.",
 )
 @_opt(
     "max-delete-percent",
     type=FiniteFloatRange(0, 100),
-    default=50.0,
+    default=DEFAULTS.max_delete_percent,
     show_default=True,
     help="Brake: most % of a sweep's scope.",
 )
 @_opt(
     "brake-min-objects",
     type=click.IntRange(0),
-    default=50,
+    default=DEFAULTS.brake_min_objects,
     show_default=True,
     help="The % brake applies to sweeps with at least this many objects.",
 )
@@ -338,7 +354,7 @@ EXCLUDE_NAMESPACE = _opt(
 @_opt(
     "timeout",
     type=Duration(),
-    default="4m",
+    default=DEFAULT_TIMEOUT,
     show_default=True,
     help="Stop deleting after this long and exit 5.",
 )
@@ -349,7 +365,7 @@ EXCLUDE_NAMESPACE = _opt(
     envvar=[env("write-qps"), env("delete-qps")],
     show_envvar=False,
     type=FiniteFloatRange(0),
-    default=10.0,
+    default=DEFAULTS.write_qps,
     show_default=True,
     help="Most writes per second: marks, unmarks, deletions, one limit (0: no limit; "
     "--delete-qps is its old name).",
@@ -357,13 +373,18 @@ EXCLUDE_NAMESPACE = _opt(
 @_opt(
     "max-writes",
     type=click.IntRange(0),
-    default=DEFAULT_MAX_WRITES,
+    default=DEFAULTS.max_writes,
     show_default=True,
     help="Brake: most writes per run (marks, unmarks, deletions).",
 )
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
-@_opt("lock-namespace", default="default", show_default=True, help="Namespace of the hub Lease.")
-@_opt("lock-name", default="gcjob", show_default=True, help="Name of the hub Lease.")
+@_opt(
+    "lock-namespace",
+    default=DEFAULTS.lock_namespace,
+    show_default=True,
+    help="Namespace of the hub Lease.",
+)
+@_opt("lock-name", default=DEFAULTS.lock_name, show_default=True, help="Name of the hub Lease.")
 @CONNECT_TIMEOUT
 @READ_TIMEOUT
 @LIST_TIMEOUT
@@ -399,7 +420,7 @@ def sweep(**options: Any) -> int:
 @_opt(
     "timeout",
     type=Duration(positive=True),
-    default="1m",
+    default=EXPLAIN_TIMEOUT,
     show_default=True,
     help="Give up reading after this long (exit 3).",
 )

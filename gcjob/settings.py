@@ -11,9 +11,18 @@ from gcjob.model import Sweep
 
 MAX_DURATION_SECONDS = 365 * 24 * 3600
 
+# The defaults of the flags that take a duration, as `--help` shows them. Settings below takes
+# its defaults from these and the flags take theirs from Settings (gcjob/cli.py): one place.
 # --grace: how long an object stays marked orphaned, on the same evidence, before a run deletes
-# it (gcjob/marks.py). "0" deletes on the first look. The one place its default is set.
+# it (gcjob/marks.py). "0" deletes on the first look.
 DEFAULT_GRACE = "10m"
+DEFAULT_MIN_AGE = "5m"
+DEFAULT_TIMEOUT = "4m"
+EXPLAIN_TIMEOUT = "1m"  # explain's own --timeout: it reads one object, not a whole hub
+DEFAULT_UPSTREAM_MAX_TIME = "60s"
+DEFAULT_CONNECT_TIMEOUT = "5s"
+DEFAULT_READ_TIMEOUT = "15s"
+DEFAULT_LIST_TIMEOUT = "2m"
 DEFAULT_MAX_MARKS = 500
 DEFAULT_MAX_WRITES = 1000
 # ASCII digits only: `\d` and float() would also read Arabic-Indic or full-width digits.
@@ -45,6 +54,13 @@ def parse_duration(text: str) -> timedelta:
 
 
 GRACE = parse_duration(DEFAULT_GRACE)
+MIN_AGE = parse_duration(DEFAULT_MIN_AGE)
+TIMEOUT = parse_duration(DEFAULT_TIMEOUT)
+UPSTREAM_MAX_TIME = parse_duration(DEFAULT_UPSTREAM_MAX_TIME)
+
+
+def _seconds(duration: str) -> float:
+    return parse_duration(duration).total_seconds()
 
 
 @dataclass(frozen=True)
@@ -54,7 +70,7 @@ class Settings:
     hub_context: str | None = None
     sweeps: tuple[Sweep, ...] = tuple(Sweep)
     sweeps_explicit: bool = False
-    min_age: timedelta = timedelta(minutes=5)
+    min_age: timedelta = MIN_AGE
     namespaces: tuple[str, ...] = ()
     exclude_namespaces: tuple[str, ...] = ()
     snapshot: str | None = None
@@ -68,7 +84,7 @@ class Settings:
     upstream_max_pages: int = 20
     upstream_max_items: int = 50_000
     upstream_max_mib: int = 64
-    upstream_max_time: timedelta = timedelta(seconds=60)
+    upstream_max_time: timedelta = UPSTREAM_MAX_TIME
     hub_concurrency: int = 4  # hub collections read at once
     upstream_kubeconfig: str | None = None
     upstream_server_template: str | None = None
@@ -76,15 +92,15 @@ class Settings:
     max_delete_percent: float = 50.0
     brake_min_objects: int = 50
     suspect_min_routes: int = 10
-    timeout: timedelta = timedelta(minutes=4)
+    timeout: timedelta = TIMEOUT
     write_qps: float = 10.0  # every write (mark, unmark, delete), one limiter
     max_writes: int = DEFAULT_MAX_WRITES  # the write brake: most writes per run
     lock: bool = True
     lock_namespace: str = "default"
     lock_name: str = "gcjob"
-    connect_timeout: float = 5.0
-    read_timeout: float = 30.0
-    list_timeout: float = 120.0
+    connect_timeout: float = _seconds(DEFAULT_CONNECT_TIMEOUT)
+    read_timeout: float = _seconds(DEFAULT_READ_TIMEOUT)
+    list_timeout: float = _seconds(DEFAULT_LIST_TIMEOUT)
     pushgateway: str | None = None
     notify_webhook: str | None = None
     grace: timedelta = GRACE
