@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gcjob.cli import UPSTREAM_RETRY
+from gcjob.lifecycle import UPSTREAM_RETRY
 from tests import schemas
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import run_gcjob

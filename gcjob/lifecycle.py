@@ -1,0 +1,339 @@
+"""The life of one run, once the command line has made its Settings: open the sources (a live
+hub and upstreams, or a snapshot), check the hub and read its clock, take the lock, execute the
+sweeps, release the lock, finish the report, publish (metrics, webhook), return the exit code.
+`explain`'s run is here too: the same sources and hub check, one object, no lock, no writes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import click
+
+from gcjob import logs, preflight
+from gcjob.act.deleter import Deleter
+from gcjob.act.marker import Marker
+from gcjob.act.writes import Writes
+from gcjob.budget import RunBudget
+from gcjob.enumerate.scope import Scope, check_namespaces
+from gcjob.exitcodes import ExitCode
+from gcjob.explain import Explainer, Target
+from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
+from gcjob.kube.connect import UpstreamResolver, hub_client
+from gcjob.kube.errors import ConfigError, KubeError
+from gcjob.kube.reader import Reader
+from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
+from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
+from gcjob.kube.upstreams import LiveUpstreams
+from gcjob.lease import LeaseLock, LockHeld
+from gcjob.logs import log
+from gcjob.model import Sweep
+from gcjob.publish import metrics, webhook
+from gcjob.redact import error_line, redact
+from gcjob.report.emitter import Reporter, silence
+from gcjob.report.explain import render_json, render_text
+from gcjob.run import NotAHub, Run, check_hub
+from gcjob.settings import Settings
+from gcjob.sweeps import execute
+from gcjob.times import run_clock
+from gcjob.visible import visible
+
+LEASE_MARGIN = timedelta(minutes=1)
+HUB_RETRY = RetryPolicy()
+# An upstream that fails only keeps its routes until the next run: a few blackholed
+# clusters must not use up the run's --timeout before the healthy ones are swept.
+UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
+
+
+def run_explain(settings: Settings, target: Target, output: str) -> int:
+    logs.setup("text")
+    budget = RunBudget(settings.timeout.total_seconds())
+    try:
+        sources = open_sources(settings, budget, RequestStats())
+        if target.sweep is Sweep.ROUTES and sources.upstreams is None:
+            raise ConfigError(
+                "explaining an httproute needs its upstream: add DIR/upstream/<cluster>/ dumps "
+                "to the snapshot"
+                if settings.snapshot
+                else "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
+            )
+        explainer = Explainer(
+            sources.hub,
+            sources.upstreams,
+            sources.now,
+            settings.min_age,
+            scope=Scope(settings.namespaces, frozenset(settings.exclude_namespaces)),
+            suspect_min_routes=settings.suspect_min_routes,
+            grace=settings.grace,
+        )
+        access = sources.access
+
+        def checked(hub: Reader) -> str:
+            """The sweep's own hub check, as the trace's first step; then the hub's clock."""
+            seen = check_hub(hub, settings.sweeps)
+            if access is not None:
+                clock = run_clock(
+                    settings.now, access.transport.last_date, datetime.now(UTC), live=True
+                )
+                explainer.now = clock.now
+                if clock.problem:
+                    log.warning("%s: explaining by the pod's clock", clock.problem)
+            return seen
+
+        explanation = explainer.explain(target, checked)
+    except (ConfigError, NotAHub) as exc:
+        return _fail(ExitCode.USAGE, str(exc))
+    except Exception as exc:  # the object's content (or a bug) must not end in a traceback
+        return _fail(
+            ExitCode.INCOMPLETE,
+            f"cannot explain {target}: internal error on this object: {error_line(exc)}",
+        )
+    text = (
+        render_json(explanation)
+        if output == "json"
+        else render_text(explanation, bold=sys.stdout.isatty())
+    )
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `gcjob explain ... | head -1`: the reader left first
+        silence(sys.stdout)
+        return _fail(ExitCode.STOPPED, "stdout closed before the explanation was written out")
+    return int(ExitCode.OK if explanation.known else ExitCode.INCOMPLETE)
+
+
+@dataclass
+class Sources:
+    """Where a run reads from: a live hub (and upstreams), or a snapshot."""
+
+    access: KubeAccess | None  # the live hub, when there is one: deletes go through it
+    hub: Reader
+    now: datetime
+    upstreams: SnapshotUpstreams | LiveUpstreams | None
+    make_access: Callable[..., KubeAccess]
+    snapshot_hub: SnapshotStore | None = None
+
+
+def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
+    """The hub and upstreams the settings name. Raises ConfigError."""
+    # Only the hub's lists get --list-timeout: a whole large collection is the one answer
+    # that can rightly take long. An upstream's Gateway lists are small, and a black-holed
+    # upstream must be given up on after --read-timeout.
+    hub_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout, settings.list_timeout)
+    upstream_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
+
+    def make_access(
+        client: Any,
+        target: str,
+        run_budget: RunBudget = budget,
+        retry: RetryPolicy = HUB_RETRY,
+        timeouts: Timeouts = hub_timeouts,
+    ) -> KubeAccess:
+        transport = Transport(
+            client, target, stats=stats, budget=run_budget, timeouts=timeouts, retry=retry
+        )
+        return KubeAccess(
+            transport, settings.page_size, list_from_cache=settings.list_from == "cache"
+        )
+
+    limits = ReadLimits(
+        pages=settings.upstream_max_pages,
+        items=settings.upstream_max_items,
+        bytes=settings.upstream_max_mib * 1024 * 1024,
+        seconds=settings.upstream_max_time.total_seconds(),
+    )
+
+    def make_upstream_access(client: Any, target: str) -> KubeAccess:
+        """Each upstream cluster on its own read budget: a hostile or broken one runs out of
+        it and is unavailable; the others go on."""
+        transport = Transport(
+            client,
+            target,
+            stats=stats,
+            budget=budget,
+            timeouts=upstream_timeouts,
+            retry=UPSTREAM_RETRY,
+            max_body_bytes=limits.value,
+        )
+        return KubeAccess(
+            transport,
+            settings.page_size,
+            list_from_cache=settings.list_from == "cache",
+            budget=ReadBudget(limits, target),
+            max_value_chars=limits.value,
+        )
+
+    if settings.snapshot:
+        snapshot = Snapshot(settings.snapshot)
+        upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
+        now = settings.now or snapshot.captured_at or datetime.now(UTC)
+        return Sources(None, snapshot.hub, now, upstreams, make_access, snapshot.hub)
+    client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
+    access = make_access(client, "hub")
+    live: LiveUpstreams | None = None
+    if settings.upstream_kubeconfig or settings.upstream_server_template:
+        resolver = UpstreamResolver(settings.upstream_kubeconfig, settings.upstream_server_template)
+        live = LiveUpstreams(resolver, make_upstream_access)
+    return Sources(access, access, settings.now or datetime.now(UTC), live, make_access)
+
+
+def run_sweep(settings: Settings) -> int:
+    run_id = str(uuid.uuid4())  # in every log line and report record of this run
+    logs.setup(settings.log_format, run_id)
+    if os.environ.get("GCJOB_DELETE"):
+        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    if os.environ.get("GCJOB_NOW"):
+        log.warning("GCJOB_NOW is ignored: a run decides by the hub's clock (--now: dry runs)")
+    if settings.now is not None:
+        log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
+    started = time.monotonic()
+    budget = RunBudget(settings.timeout.total_seconds())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
+    stats = RequestStats()
+    try:
+        sources = open_sources(settings, budget, stats)
+        if (
+            sources.upstreams is None
+            and settings.sweeps_explicit
+            and Sweep.ROUTES in settings.sweeps
+        ):
+            raise ConfigError(
+                "--sweep routes needs an upstream: add DIR/upstream/<cluster>/ dumps to the "
+                "snapshot"
+                if settings.snapshot
+                else "--sweep routes needs an upstream: pass --upstream-kubeconfig"
+            )
+        if settings.report_file:
+            _check_writable(settings.report_file)
+    except ConfigError as exc:
+        return _fail(ExitCode.USAGE, str(exc))
+    access, hub, now, upstreams = sources.access, sources.hub, sources.now, sources.upstreams
+
+    progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
+    notable = webhook.Notable()
+    reporter = Reporter(
+        run_id=run_id,
+        dry_run=not settings.delete,
+        log_format=settings.log_format,
+        report_healthy=settings.report_healthy,
+        report_file=settings.report_file,
+        progress=progress,
+        observer=notable,
+        # A closed stdout (`| head -1`) ends the run as a signal would: nothing further is
+        # deleted unseen, and the report file is still written.
+        on_stdout_closed=lambda: budget.request_stop("stdout closed"),
+    )
+    # One budget for every write: the marker and the deleter are paced and braked together.
+    writes = Writes(budget, qps=settings.write_qps, max_writes=settings.max_writes)
+    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, writes=writes)
+    # A snapshot's loaded objects take the very patches a live run would send; a live dry run
+    # writes nothing.
+    patched = sources.snapshot_hub if settings.snapshot else access if settings.delete else None
+    marker = Marker(
+        patched,
+        dry_run=not settings.delete,
+        budget=budget,
+        writes=writes,
+        max_marks=settings.max_marks,
+    )
+    run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id, marker)
+    error = ""
+    lock: LeaseLock | None = None
+    try:
+        check_hub(hub, settings.sweeps)
+        if access is not None:  # a live hub: its clock, from the Date of its last answer
+            clock = run_clock(
+                settings.now, access.transport.last_date, datetime.now(UTC), live=True
+            )
+            run.now, run.clock_problem = clock.now, clock.problem
+            if clock.problem:
+                log.warning("%s: nothing is deleted or marked this run", clock.problem)
+        run.namespace_check = check_namespaces(hub, settings.namespaces)
+        for warning in run.namespace_check.warnings():
+            log.warning("%s", warning)
+        if access is not None and settings.delete:
+            preflight.check(access, settings)
+        if access is not None and settings.delete and settings.lock:
+            # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
+            lock_access = sources.make_access(access.transport.api_client, "hub", RunBudget(None))
+            lock = LeaseLock(
+                lock_access,
+                settings.lock_namespace,
+                settings.lock_name,
+                f"{socket.gethostname()}/{run_id}",
+                settings.timeout + LEASE_MARGIN,
+            )
+            lock.acquire(datetime.now(UTC))
+        execute(run)
+    except NotAHub as exc:
+        run.codes.add(ExitCode.USAGE)
+        error = str(exc)
+    except LockHeld as exc:
+        run.codes.add(ExitCode.LOCKED)
+        error = str(exc)
+    except ConfigError as exc:
+        run.codes.add(ExitCode.USAGE)
+        error = str(exc)
+    except KubeError as exc:
+        run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
+        error = f"cannot use the hub: {exc}"
+    except Exception as exc:  # a bug: say so in one line, keep the report's summary
+        # The message goes through redact() like every other: it can hold a header value.
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        run.codes.add(ExitCode.INTERNAL)
+        error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
+    finally:
+        if lock is not None:
+            try:
+                lock.release()
+            except KubeError as exc:
+                log.warning("could not release lease: %s (it expires by itself)", exc)
+    error = redact(error)
+    code = run.exit_code()
+    upstream_records = run.upstream_records()
+    summary = run.summary(code, error)
+    try:
+        reporter.finish(upstream_records, summary)
+    except OSError as exc:  # the report file could not be written after all
+        run.codes.add(ExitCode.ITEM_FAILED)
+        code = run.exit_code()
+        error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
+        summary = run.summary(code, error)
+        reporter.print_summary(upstream_records, summary)
+    if error:
+        click.echo(f"gcjob: error: {visible(error)}", err=True)
+    # After the report, and never changing the exit code: each only warns when it fails.
+    if settings.pushgateway:
+        metrics.push(
+            settings.pushgateway,
+            summary,
+            duration=time.monotonic() - started,
+            finished=time.time(),
+        )
+    if settings.notify_webhook:
+        webhook.notify(settings.notify_webhook, summary, notable.items)
+    return int(code)
+
+
+def _check_writable(path: str) -> None:
+    """A report that cannot be written is found out before anything is touched."""
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--report-file {path}: {exc.strerror or exc}") from exc
+
+
+def _fail(code: ExitCode, message: str) -> int:
+    click.echo(f"gcjob: error: {visible(redact(message))}", err=True)
+    return int(code)
