@@ -54,7 +54,193 @@ HUB_RETRY = RetryPolicy()
 UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
 
 
+def run_sweep(settings: Settings) -> int:
+    """One run of `gcjob sweep`, Settings to exit code: each phase below, in this order."""
+    run_id = str(uuid.uuid4())  # in every log line and report record of this run
+    logs.setup(settings.log_format, run_id)
+    if os.environ.get("GCJOB_DELETE"):
+        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
+    if os.environ.get("GCJOB_NOW"):
+        log.warning("GCJOB_NOW is ignored: a run decides by the hub's clock (--now: dry runs)")
+    if settings.now is not None:
+        log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
+    started = time.monotonic()
+    budget = RunBudget(settings.timeout.total_seconds())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
+    stats = RequestStats()
+    try:
+        sources = _open_sweep_sources(settings, budget, stats)
+    except ConfigError as exc:
+        return _fail(ExitCode.USAGE, str(exc))
+    notable = webhook.Notable()
+    run = _new_run(settings, sources, run_id, budget, stats, notable)
+    error = _sweep(run, sources)
+    code, summary = _finish(run, error)
+    _publish(settings, summary, notable.items, started)
+    return int(code)
+
+
+def _open_sweep_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
+    """The sources, and the inputs a run cannot do without, checked before anything is read.
+    Raises ConfigError."""
+    sources = open_sources(settings, budget, stats)
+    if sources.upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
+        raise ConfigError(
+            "--sweep routes needs an upstream: add DIR/upstream/<cluster>/ dumps to the snapshot"
+            if settings.snapshot
+            else "--sweep routes needs an upstream: pass --upstream-kubeconfig"
+        )
+    if settings.report_file:
+        _check_writable(settings.report_file)
+    return sources
+
+
+def _new_run(
+    settings: Settings,
+    sources: Sources,
+    run_id: str,
+    budget: RunBudget,
+    stats: RequestStats,
+    notable: webhook.Notable,
+) -> Run:
+    """The run's state, with its reporter and its two writers."""
+    access = sources.access
+    progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
+    reporter = Reporter(
+        run_id=run_id,
+        dry_run=not settings.delete,
+        log_format=settings.log_format,
+        report_healthy=settings.report_healthy,
+        report_file=settings.report_file,
+        progress=progress,
+        observer=notable,
+        # A closed stdout (`| head -1`) ends the run as a signal would: nothing further is
+        # deleted unseen, and the report file is still written.
+        on_stdout_closed=lambda: budget.request_stop("stdout closed"),
+    )
+    # One budget for every write: the marker and the deleter are paced and braked together.
+    writes = Writes(budget, qps=settings.write_qps, max_writes=settings.max_writes)
+    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, writes=writes)
+    # A snapshot's loaded objects take the very patches a live run would send; a live dry run
+    # writes nothing.
+    patched = sources.snapshot_hub if settings.snapshot else access if settings.delete else None
+    marker = Marker(
+        patched,
+        dry_run=not settings.delete,
+        budget=budget,
+        writes=writes,
+        max_marks=settings.max_marks,
+    )
+    return Run(
+        settings,
+        sources.hub,
+        deleter,
+        reporter,
+        budget,
+        stats,
+        sources.now,
+        sources.upstreams,
+        run_id,
+        marker,
+    )
+
+
+def _sweep(run: Run, sources: Sources) -> str:
+    """The hub check and its clock, the lock, the sweeps, the lock released. Returns the error
+    that ended the run early ("" if none); its exit code is in `run.codes`."""
+    settings, hub, access = run.settings, run.hub, sources.access
+    error = ""
+    lock: LeaseLock | None = None
+    try:
+        check_hub(hub, settings.sweeps)
+        if access is not None:  # a live hub: its clock, from the Date of its last answer
+            clock = run_clock(
+                settings.now, access.transport.last_date, datetime.now(UTC), live=True
+            )
+            run.now, run.clock_problem = clock.now, clock.problem
+            if clock.problem:
+                log.warning("%s: nothing is deleted or marked this run", clock.problem)
+        run.namespace_check = check_namespaces(hub, settings.namespaces)
+        for warning in run.namespace_check.warnings():
+            log.warning("%s", warning)
+        if access is not None and settings.delete:
+            preflight.check(access, settings)
+        if access is not None and settings.delete and settings.lock:
+            # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
+            lock_access = sources.make_access(access.transport.api_client, "hub", RunBudget(None))
+            lock = LeaseLock(
+                lock_access,
+                settings.lock_namespace,
+                settings.lock_name,
+                f"{socket.gethostname()}/{run.run_id}",
+                settings.timeout + LEASE_MARGIN,
+            )
+            lock.acquire(datetime.now(UTC))
+        execute(run)
+    except NotAHub as exc:
+        run.codes.add(ExitCode.USAGE)
+        error = str(exc)
+    except LockHeld as exc:
+        run.codes.add(ExitCode.LOCKED)
+        error = str(exc)
+    except ConfigError as exc:
+        run.codes.add(ExitCode.USAGE)
+        error = str(exc)
+    except KubeError as exc:
+        run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
+        error = f"cannot use the hub: {exc}"
+    except Exception as exc:  # a bug: say so in one line, keep the report's summary
+        # The message goes through redact() like every other: it can hold a header value.
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        run.codes.add(ExitCode.INTERNAL)
+        error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
+    finally:
+        if lock is not None:
+            try:
+                lock.release()
+            except KubeError as exc:
+                log.warning("could not release lease: %s (it expires by itself)", exc)
+    return error
+
+
+def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:
+    """The report's end and its summary, the error on stderr: the exit code and the summary."""
+    error = redact(error)
+    code = run.exit_code()
+    upstream_records = run.upstream_records()
+    summary = run.summary(code, error)
+    try:
+        run.reporter.finish(upstream_records, summary)
+    except OSError as exc:  # the report file could not be written after all
+        run.codes.add(ExitCode.ITEM_FAILED)
+        code = run.exit_code()
+        error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
+        summary = run.summary(code, error)
+        run.reporter.print_summary(upstream_records, summary)
+    if error:
+        click.echo(f"gcjob: error: {visible(error)}", err=True)
+    return code, summary
+
+
+def _publish(
+    settings: Settings, summary: dict[str, Any], notable: list[dict[str, Any]], started: float
+) -> None:
+    """After the report, and never changing the exit code: each only warns when it fails."""
+    if settings.pushgateway:
+        metrics.push(
+            settings.pushgateway,
+            summary,
+            duration=time.monotonic() - started,
+            finished=time.time(),
+        )
+    if settings.notify_webhook:
+        webhook.notify(settings.notify_webhook, summary, notable)
+
+
 def run_explain(settings: Settings, target: Target, output: str) -> int:
+    """One run of `gcjob explain`: the sweep's sources and hub check, one object traced,
+    printed; read-only (no lock, no writes, nothing published)."""
     logs.setup("text")
     budget = RunBudget(settings.timeout.total_seconds())
     try:
@@ -184,145 +370,6 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         resolver = UpstreamResolver(settings.upstream_kubeconfig, settings.upstream_server_template)
         live = LiveUpstreams(resolver, make_upstream_access)
     return Sources(access, access, settings.now or datetime.now(UTC), live, make_access)
-
-
-def run_sweep(settings: Settings) -> int:
-    run_id = str(uuid.uuid4())  # in every log line and report record of this run
-    logs.setup(settings.log_format, run_id)
-    if os.environ.get("GCJOB_DELETE"):
-        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
-    if os.environ.get("GCJOB_NOW"):
-        log.warning("GCJOB_NOW is ignored: a run decides by the hub's clock (--now: dry runs)")
-    if settings.now is not None:
-        log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
-    started = time.monotonic()
-    budget = RunBudget(settings.timeout.total_seconds())
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
-    stats = RequestStats()
-    try:
-        sources = open_sources(settings, budget, stats)
-        if (
-            sources.upstreams is None
-            and settings.sweeps_explicit
-            and Sweep.ROUTES in settings.sweeps
-        ):
-            raise ConfigError(
-                "--sweep routes needs an upstream: add DIR/upstream/<cluster>/ dumps to the "
-                "snapshot"
-                if settings.snapshot
-                else "--sweep routes needs an upstream: pass --upstream-kubeconfig"
-            )
-        if settings.report_file:
-            _check_writable(settings.report_file)
-    except ConfigError as exc:
-        return _fail(ExitCode.USAGE, str(exc))
-    access, hub, now, upstreams = sources.access, sources.hub, sources.now, sources.upstreams
-
-    progress = sys.stderr if settings.log_format == "text" and sys.stderr.isatty() else None
-    notable = webhook.Notable()
-    reporter = Reporter(
-        run_id=run_id,
-        dry_run=not settings.delete,
-        log_format=settings.log_format,
-        report_healthy=settings.report_healthy,
-        report_file=settings.report_file,
-        progress=progress,
-        observer=notable,
-        # A closed stdout (`| head -1`) ends the run as a signal would: nothing further is
-        # deleted unseen, and the report file is still written.
-        on_stdout_closed=lambda: budget.request_stop("stdout closed"),
-    )
-    # One budget for every write: the marker and the deleter are paced and braked together.
-    writes = Writes(budget, qps=settings.write_qps, max_writes=settings.max_writes)
-    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, writes=writes)
-    # A snapshot's loaded objects take the very patches a live run would send; a live dry run
-    # writes nothing.
-    patched = sources.snapshot_hub if settings.snapshot else access if settings.delete else None
-    marker = Marker(
-        patched,
-        dry_run=not settings.delete,
-        budget=budget,
-        writes=writes,
-        max_marks=settings.max_marks,
-    )
-    run = Run(settings, hub, deleter, reporter, budget, stats, now, upstreams, run_id, marker)
-    error = ""
-    lock: LeaseLock | None = None
-    try:
-        check_hub(hub, settings.sweeps)
-        if access is not None:  # a live hub: its clock, from the Date of its last answer
-            clock = run_clock(
-                settings.now, access.transport.last_date, datetime.now(UTC), live=True
-            )
-            run.now, run.clock_problem = clock.now, clock.problem
-            if clock.problem:
-                log.warning("%s: nothing is deleted or marked this run", clock.problem)
-        run.namespace_check = check_namespaces(hub, settings.namespaces)
-        for warning in run.namespace_check.warnings():
-            log.warning("%s", warning)
-        if access is not None and settings.delete:
-            preflight.check(access, settings)
-        if access is not None and settings.delete and settings.lock:
-            # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
-            lock_access = sources.make_access(access.transport.api_client, "hub", RunBudget(None))
-            lock = LeaseLock(
-                lock_access,
-                settings.lock_namespace,
-                settings.lock_name,
-                f"{socket.gethostname()}/{run_id}",
-                settings.timeout + LEASE_MARGIN,
-            )
-            lock.acquire(datetime.now(UTC))
-        execute(run)
-    except NotAHub as exc:
-        run.codes.add(ExitCode.USAGE)
-        error = str(exc)
-    except LockHeld as exc:
-        run.codes.add(ExitCode.LOCKED)
-        error = str(exc)
-    except ConfigError as exc:
-        run.codes.add(ExitCode.USAGE)
-        error = str(exc)
-    except KubeError as exc:
-        run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
-        error = f"cannot use the hub: {exc}"
-    except Exception as exc:  # a bug: say so in one line, keep the report's summary
-        # The message goes through redact() like every other: it can hold a header value.
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        run.codes.add(ExitCode.INTERNAL)
-        error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
-    finally:
-        if lock is not None:
-            try:
-                lock.release()
-            except KubeError as exc:
-                log.warning("could not release lease: %s (it expires by itself)", exc)
-    error = redact(error)
-    code = run.exit_code()
-    upstream_records = run.upstream_records()
-    summary = run.summary(code, error)
-    try:
-        reporter.finish(upstream_records, summary)
-    except OSError as exc:  # the report file could not be written after all
-        run.codes.add(ExitCode.ITEM_FAILED)
-        code = run.exit_code()
-        error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
-        summary = run.summary(code, error)
-        reporter.print_summary(upstream_records, summary)
-    if error:
-        click.echo(f"gcjob: error: {visible(error)}", err=True)
-    # After the report, and never changing the exit code: each only warns when it fails.
-    if settings.pushgateway:
-        metrics.push(
-            settings.pushgateway,
-            summary,
-            duration=time.monotonic() - started,
-            finished=time.time(),
-        )
-    if settings.notify_webhook:
-        webhook.notify(settings.notify_webhook, summary, notable.items)
-    return int(code)
 
 
 def _check_writable(path: str) -> None:
