@@ -1,6 +1,6 @@
 """The built-in demo snapshot (fixtures/demo) through the real CLI: every case of every sweep.
 
-Expectations follow shared/domain.md, not whatever gcjob happens to print.
+Expectations follow docs/rules.md, not whatever gcjob happens to print.
 """
 
 from __future__ import annotations
@@ -394,12 +394,12 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
     )
 
 
-def test_the_readme_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:
-    """README "The report": one item, one upstream and one summary from this demo."""
-    readme = (DEMO.parent.parent / "README.md").read_text("utf-8")
-    start = readme.index("(`gcjob sweep --snapshot fixtures/demo`, wrapped here):")
-    opening = readme.index("```json\n", start) + len("```json\n")
-    block = readme[opening : readme.index("\n```", opening)]
+def test_the_report_page_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:
+    """docs/report.md "Records": one item, one upstream and one summary from this demo."""
+    page = (DEMO.parent.parent / "docs" / "report.md").read_text("utf-8")
+    start = page.index("(`gcjob sweep --snapshot fixtures/demo`, wrapped here):")
+    opening = page.index("```json\n", start) + len("```json\n")
+    block = page[opening : page.index("\n```", opening)]
     decoder, records, at = json.JSONDecoder(), [], 0
     while at < len(block):
         record, at = decoder.raw_decode(block, at)
@@ -408,7 +408,7 @@ def test_the_readme_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:
     for record in records:
         schemas.REPORT.validate(record)
     assert [r["record"] for r in records] == ["item", "upstream", "summary"]
-    _, report = _sweep(tmp_path, "--grace", "10m")  # as the README runs it: the default grace
+    _, report = _sweep(tmp_path, "--grace", "10m")  # as the page runs it: the default grace
     assert records[2]["counts"] == report["summary"]["counts"]
 
 

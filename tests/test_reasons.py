@@ -1,5 +1,5 @@
 """gcjob.reasons: the one list of reason codes, and what is generated from or tested against it
-(docs/reasons.md, the report schema's `reason` enum, the README's reasons table)."""
+(docs/reasons.md, the report schema's `reason` enum, docs/report.md's reasons table)."""
 
 from __future__ import annotations
 
@@ -45,12 +45,15 @@ def _item_reason_schema() -> dict[str, object]:
     return reason
 
 
-def _readme_reasons_table() -> dict[str, set[str]]:
-    """The README's reasons table: sweep (first cell) -> the codes its row names."""
-    readme = (ROOT / "README.md").read_text("utf-8")
-    start = readme.index("| sweep | reasons |")
+REPORT_PAGE = ROOT / "docs" / "report.md"
+
+
+def _report_page_reasons_table() -> dict[str, set[str]]:
+    """docs/report.md's reasons table: sweep (first cell) -> the codes its row names."""
+    page = REPORT_PAGE.read_text("utf-8")
+    start = page.index("| sweep | reasons |")
     rows: dict[str, set[str]] = {}
-    for line in readme[start:].splitlines()[2:]:
+    for line in page[start:].splitlines()[2:]:
         if not line.startswith("|"):
             break
         sweep, cell = (part.strip() for part in line.strip("|").split("|", 1))
@@ -128,25 +131,25 @@ def test_records_carry_the_plain_code() -> None:
     assert json.dumps(tally.as_dict()) == '{"companions": {"skipped": {"grace-period": 1}}}'
 
 
-def test_readme_reasons_table_names_only_codes_of_the_enum() -> None:
-    rows = _readme_reasons_table()
+def test_report_page_reasons_table_names_only_codes_of_the_enum() -> None:
+    rows = _report_page_reasons_table()
     assert set(rows) == {ALL, "companions", "bindings", "routes"}
     named = set().union(*rows.values())
-    assert named, "the README's reasons table names no code"
+    assert named, "docs/report.md's reasons table names no code"
     assert named <= {r.value for r in Reason}, named - {r.value for r in Reason}
 
 
-def test_readme_reasons_table_agrees_with_each_codes_sweeps() -> None:
-    for sweep, codes in _readme_reasons_table().items():
+def test_report_page_reasons_table_agrees_with_each_codes_sweeps() -> None:
+    for sweep, codes in _report_page_reasons_table().items():
         for code in codes:
             sweeps = Reason(code).sweeps
             assert sweep in sweeps or ALL in sweeps, (sweep, code, sweeps)
 
 
-def test_readme_points_at_the_reasons_page() -> None:
-    readme = (ROOT / "README.md").read_text("utf-8")
-    table = readme.index("| sweep | reasons |")
-    assert "docs/reasons.md" in readme[table - 600 : table]
+def test_report_page_points_at_the_reasons_page() -> None:
+    page = REPORT_PAGE.read_text("utf-8")
+    table = page.index("| sweep | reasons |")
+    assert "](reasons.md)" in page[table - 600 : table]
     assert (ROOT / "docs" / "reasons.md").is_file()
 
 
