@@ -1,4 +1,4 @@
-"""The names, labels and annotations of the world gcjob cleans up (see shared/domain.md)."""
+"""The names, labels and annotations of the world gcjob cleans up (see docs/rules.md)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ NEVER_DELETED_SECRET_TYPES = (
     "helm.sh/release.v1",
     "bootstrap.kubernetes.io/token",
 )
-# The name prefix of an anchor ConfigMap (shared/domain.md, sweep 4): `anchor-<uid>`.
+# The name prefix of an anchor ConfigMap (docs/rules.md "Anchors"): `anchor-<uid>`.
 ANCHOR_PREFIX = "anchor-"
 
 # gcjob's mark on an object it found orphaned and will delete once the grace period is over

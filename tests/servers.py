@@ -3,7 +3,7 @@
 Each session starts two real kube-apiserver + etcd pairs (tests/e2e/envtest.py): a hub
 serving the Karmada, compute and Gateway API CRDs, and an upstream serving Gateway API. With
 GCJOB_E2E_HUB_KUBECONFIG (and GCJOB_E2E_UPSTREAM_KUBECONFIG) the same tests run against those
-clusters instead; see the README. Either way gcjob and the tests talk to the server through a
+clusters instead; see docs/testing.md. Either way gcjob and the tests talk to the server through a
 fault-injecting proxy (tests/e2e/faultproxy.py), which forwards every request unchanged unless
 a test asks for a fault, and keeps the request log.
 """

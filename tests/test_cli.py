@@ -1,4 +1,5 @@
-"""gcjob.cli: flags and environment -> settings -> one run -> exit code (README "Running it").
+"""gcjob.cli: flags and environment -> settings -> one run -> exit code (docs/operating.md
+"Flags and environment").
 
 Runs go through the demo snapshot (fixtures/demo), so nothing is contacted; usage errors go
 through `gcjob.cli.main`, the console entry point, which exits 2 with a one-line message.
@@ -346,7 +347,7 @@ def test_missing_hub_context(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 
 
 def test_unparsable_hub_kubeconfig(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    # README: bad configuration is exit 2 with a one-line message, nothing touched
+    # README "Exit codes": bad configuration is exit 2 with a one-line message, nothing touched
     broken = tmp_path / "hub.yaml"
     broken.write_text("clusters: [\n")
     usage_error(capsys, "sweep", "--hub-kubeconfig", str(broken))

@@ -1,4 +1,4 @@
-"""Sweep 2 decisions (gcjob.decide.bindings), from shared/domain.md "Sweep 2"."""
+"""Sweep 2 decisions (gcjob.decide.bindings), from docs/rules.md "Sweep 2"."""
 
 from __future__ import annotations
 

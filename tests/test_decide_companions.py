@@ -1,4 +1,4 @@
-"""Sweep 1 decisions (gcjob.decide.companions), from shared/domain.md "Sweep 1: companions"."""
+"""Sweep 1 decisions (gcjob.decide.companions), from docs/rules.md "Sweep 1: companions"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sweep 3 decisions (gcjob.decide.routes), from shared/domain.md "Sweep 3"."""
+"""Sweep 3 decisions (gcjob.decide.routes), from docs/rules.md "Sweep 3"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gcjob.domain: names and scope, as shared/domain.md states them."""
+"""gcjob.domain: names and scope, as docs/rules.md states them."""
 
 from __future__ import annotations
 

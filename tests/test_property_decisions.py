@@ -1,6 +1,6 @@
 """Properties of the three decisions over random, often malformed, inputs.
 
-Each property checks a `delete` verdict against an oracle written from shared/domain.md,
+Each property checks a `delete` verdict against an oracle written from docs/rules.md,
 independently of gcjob's own helpers; and that no input makes a decision raise.
 """
 

@@ -1,6 +1,6 @@
 """gcjob.kube.requests (and the paths of gcjob.kube.resources): every request as plain data.
 
-Secrets: metadata only, with no JSON fallback, on list, get and delete (shared/domain.md).
+Secrets: metadata only, with no JSON fallback, on list, get and delete (docs/rules.md).
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def test_the_next_page_of_a_cache_list_carries_only_its_continue_token() -> None
 @pytest.mark.parametrize("resource", [CONFIGMAPS, SECRETS, RESOURCEBINDINGS, GATEWAYS])
 def test_reads_that_confirm_a_deletion_are_live(resource: Resource) -> None:
     """A GET without resourceVersion is served from etcd, never from a lagging cache: what
-    makes `--list-from cache` safe (README: "Why a lagging cache is safe")."""
+    makes `--list-from cache` safe (docs/operating.md: "Why a lagging cache is safe")."""
     request = requests.get(resource, NS, "x", metadata_only=True)
     assert request.query == ()
     delete = requests.delete(resource, NS, "x", "uid-1", "7")

@@ -94,8 +94,8 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 
 def is_anchor(owner: OwnerRef) -> bool:
-    """An ownerReference to an anchor ConfigMap `anchor-<canonical uuid>` (shared/domain.md,
-    sweep 4): NSO's own bookkeeping, not another owner."""
+    """An ownerReference to an anchor ConfigMap `anchor-<canonical uuid>` (docs/rules.md
+    "Anchors"): NSO's own bookkeeping, not another owner."""
     uid = owner.name.removeprefix(ANCHOR_PREFIX)
     return (
         owner.api_version == "v1"

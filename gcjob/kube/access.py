@@ -99,9 +99,9 @@ MAX_LIST_RESTARTS = 3
 
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
-    """What one upstream cluster may cost a run (README "Upstream clusters"). A real cluster
-    answers a namespace's Gateway list in one page of a few KB; these are hundreds of times
-    that. Past any of them the cluster is unavailable, and only its own routes wait."""
+    """What one upstream cluster may cost a run (docs/operating.md "Upstream clusters"). A real
+    cluster answers a namespace's Gateway list in one page of a few KB; these are hundreds of
+    times that. Past any of them the cluster is unavailable, and only its own routes wait."""
 
     pages: int = 20  # list pages asked for with a `continue` token, over all its lists
     items: int = 50_000  # list items decoded, over all its lists
@@ -211,7 +211,7 @@ class KubeAccess(ListsByFolding):
         max_value_chars: int = MAX_VALUE_CHARS,
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`--list-from cache`), which can
-        lag etcd by a moment; safe because no caller deletes on a list alone (see README).
+        lag etcd by a moment; safe because no caller deletes on a list alone (docs/operating.md).
         `budget`: what this server's answers may cost in all (an upstream cluster's); None:
         no budget (the hub's lists are as large as the hub). `max_value_chars`: the largest
         single item of a list decoded."""

@@ -3,7 +3,8 @@ rides them out.
 
 Each test injects one fault whose path regex names the test's own namespace or object, runs
 the real CLI, and checks what was deleted on the server, what the report says, and the exit
-code (README: retries, proven NotFound, resent deletes, restarted lists, exit codes).
+code (docs/operating.md: retries, proven NotFound, resent deletes, restarted lists; the
+README's exit codes).
 """
 
 from __future__ import annotations

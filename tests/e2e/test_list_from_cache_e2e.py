@@ -1,5 +1,6 @@
 """End to end: lists from the watch cache (`--list-from cache`, the default) on the real server,
-and why a list that lags never leads to a wrong deletion (README "Why a lagging cache is safe").
+and why a list that lags never leads to a wrong deletion (docs/operating.md
+"Why a lagging cache is safe").
 
 A stale list is made without timing: a list answer the real server gave earlier is replayed
 by the fault proxy after the world changed, so gcjob decides on exactly what a lagging cache

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-# README: a stopped run ends within --timeout plus this grace (the settle read of a delete in
-# flight, FINAL_READ_SECONDS, and writing the report); measured runs end far sooner.
+# docs/operating.md: a stopped run ends within --timeout plus this grace (the settle read of a
+# delete in flight, FINAL_READ_SECONDS, and writing the report); measured runs end far sooner.
 GRACE = 10.0
 
 

@@ -187,7 +187,7 @@ def test_a_run_with_black_holed_upstreams_still_ends_at_its_timeout(
     )
     elapsed = time.monotonic() - started
 
-    assert elapsed < 2 + 3  # the README's grace is 10 s; reads stop within a tick
+    assert elapsed < 2 + 3  # docs/operating.md's grace is 10 s; reads stop within a tick
     assert result.exit_code == 5
     assert result.summary["sweeps"]["routes"]["status"] == "stopped"
     for cluster in FAST:
