@@ -7,7 +7,6 @@ tests/test_alert_rules.py.)"""
 from __future__ import annotations
 
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from click.testing import CliRunner
 
 from gcjob.cli import cli
 from gcjob.publish.metrics import push
+from tests.e2e.envtest import free_port
 from tests.prometheus import Pushgateway, Sample
 
 DEMO = Path(__file__).parents[1] / "fixtures/demo"
@@ -221,14 +221,8 @@ def test_a_cli_run_that_fails_pushes_its_exit_code_and_keeps_the_last_success(
     assert got[last_success] == first[last_success]
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_an_unreachable_pushgateway_changes_nothing_but_a_warning() -> None:
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"  # bound, then closed: nothing listens
     plain = CliRunner().invoke(cli, ["sweep", "--snapshot", str(DEMO)], standalone_mode=False)
 
     result = CliRunner().invoke(
