@@ -122,7 +122,7 @@ class Server:
 
 
 class Pushgateway(Server):
-    """A real Pushgateway (no persistence file: it starts empty)."""
+    """A real Pushgateway, keeping nothing on disk: it starts empty."""
 
     def __init__(self) -> None:
         program = binary("prometheus-pushgateway", "pushgateway")
@@ -131,6 +131,7 @@ class Pushgateway(Server):
             [
                 program,
                 f"--web.listen-address=127.0.0.1:{self.port}",
+                "--persistence.file=",  # Debian's default is a file shared by every Pushgateway
                 "--web.enable-admin-api",
                 "--log.level=warn",
             ],
