@@ -6,6 +6,7 @@ tests/test_alert_rules.py.)"""
 
 from __future__ import annotations
 
+import base64
 import shutil
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,18 @@ def test_two_installs_on_one_pushgateway_keep_their_own_groups(pushgateway: Push
     assert held(pushgateway)[("gcjob_run_brake_engaged", ())] == 0
     other_group = (("hub", "https://other:6443"), ("instance", ""), ("job", "gcjob"))
     assert held(pushgateway, other_group)[("gcjob_run_brake_engaged", ())] == 1
+
+
+def test_an_old_group_is_deleted_by_its_hub_in_base64_as_the_docs_say(
+    pushgateway: Pushgateway,
+) -> None:
+    """docs/deploying.md "Metrics": a group no run pushes to any more is deleted by hand."""
+    assert push(pushgateway.url, summary(), duration=1.0, finished=100.0)
+    name = base64.urlsafe_b64encode(HUB.encode()).decode()
+
+    pushgateway.send("DELETE", f"/metrics/job/gcjob/hub@base64/{name}")
+
+    assert pushgateway.groups() == []
 
 
 def test_upstream_clusters_are_counted_by_status_every_status_shown(
