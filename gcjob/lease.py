@@ -48,7 +48,12 @@ HOLDER_SHOWN = 200  # characters of a holder's identity said in a message
 
 
 class LockHeld(Exception):
-    """Another live run holds the lease."""
+    """Another live run holds the lease; `held_for`: for how long, as far as the lease shows
+    (zero when it does not: just taken, or first seen now)."""
+
+    def __init__(self, message: str, held_for: timedelta = timedelta(0)) -> None:
+        super().__init__(message)
+        self.held_for = held_for
 
 
 def _micro_time(moment: datetime) -> str:
@@ -67,6 +72,7 @@ class LeaseState:
     holder: str | None
     why: str = ""
     observe: str | None = None  # the value OBSERVED_ANNOTATION must hold, when it must be written
+    held_since: datetime | None = None  # since when the holder has held it, when that is known
 
 
 def record_digest(spec: dict[str, Any]) -> str:
@@ -101,8 +107,13 @@ def judge_lease(lease: dict[str, Any], server_now: datetime, cap: timedelta) -> 
         expires = renewed + duration
         if server_now >= expires:
             return LeaseState(None, f"expired at {_seconds_time(expires)}")
+        # acquireTime, when it is a time before the renewal: a holder that renews keeps it.
+        raw_acquired = spec.get("acquireTime")
+        acquired = parse_time(raw_acquired) if isinstance(raw_acquired, str) else None
         return LeaseState(
-            holder, f"renewed {_seconds_time(renewed)}, expires {_seconds_time(expires)}"
+            holder,
+            f"renewed {_seconds_time(renewed)}, expires {_seconds_time(expires)}",
+            held_since=acquired if acquired is not None and acquired <= renewed else renewed,
         )
     untrusted = (
         "no renewTime"
@@ -120,6 +131,7 @@ def judge_lease(lease: dict[str, Any], server_now: datetime, cap: timedelta) -> 
             f"{untrusted}: first seen unchanged now; taken over if it stays so until "
             f"{_seconds_time(until)}",
             observe=f"{digest} {_seconds_time(server_now)}",
+            held_since=server_now,
         )
     until = noted + duration
     if server_now >= until:
@@ -128,6 +140,7 @@ def judge_lease(lease: dict[str, Any], server_now: datetime, cap: timedelta) -> 
         holder,
         f"{untrusted}: unchanged since {_seconds_time(noted)}; taken over if it stays so "
         f"until {_seconds_time(until)}",
+        held_since=noted,
     )
 
 
@@ -198,7 +211,11 @@ class LeaseLock:
                 if state.holder is not None and state.holder != self.identity:
                     if state.observe is not None:
                         self._note(current, state.observe)
-                    raise LockHeld(f"{where} is held by {state.holder} ({state.why})")
+                    since = state.held_since or stamp
+                    raise LockHeld(
+                        f"{where} is held by {state.holder} ({state.why})",
+                        held_for=max(stamp - since, timedelta(0)),
+                    )
                 spec = current.get("spec")
                 spec = spec if isinstance(spec, dict) else {}
                 transitions = spec.get("leaseTransitions")

@@ -75,9 +75,9 @@ def run_sweep(settings: Settings) -> int:
         return _fail(ExitCode.USAGE, str(exc))
     notable = webhook.Notable()
     run = _new_run(settings, sources, run_id, budget, stats, notable)
-    error = _sweep(run, sources)
+    error, lock_held_for = _sweep(run, sources)
     code, summary = _finish(run, error)
-    _publish(settings, summary, notable.items, started)
+    _publish(settings, summary, notable.items, started, lock_held_for)
     return int(code)
 
 
@@ -146,11 +146,13 @@ def _new_run(
     )
 
 
-def _sweep(run: Run, sources: Sources) -> str:
+def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
     """The hub check and its clock, the lock, the sweeps, the lock released. Returns the error
-    that ended the run early ("" if none); its exit code is in `run.codes`."""
+    that ended the run early ("" if none), its exit code in `run.codes`; and when another run
+    held the lock, for how long (for the metrics; zero when it did not)."""
     settings, hub, access = run.settings, run.hub, sources.access
     error = ""
+    lock_held_for = timedelta(0)
     lock: LeaseLock | None = None
     try:
         check_hub(hub, settings.sweeps)
@@ -184,6 +186,7 @@ def _sweep(run: Run, sources: Sources) -> str:
     except LockHeld as exc:
         run.codes.add(ExitCode.LOCKED)
         error = str(exc)
+        lock_held_for = exc.held_for
     except ConfigError as exc:
         run.codes.add(ExitCode.USAGE)
         error = str(exc)
@@ -201,7 +204,7 @@ def _sweep(run: Run, sources: Sources) -> str:
                 lock.release()
             except KubeError as exc:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
-    return error
+    return error, lock_held_for
 
 
 def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:
@@ -224,7 +227,11 @@ def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:
 
 
 def _publish(
-    settings: Settings, summary: dict[str, Any], notable: list[dict[str, Any]], started: float
+    settings: Settings,
+    summary: dict[str, Any],
+    notable: list[dict[str, Any]],
+    started: float,
+    lock_held_for: timedelta,
 ) -> None:
     """After the report, and never changing the exit code: each only warns when it fails."""
     if settings.pushgateway:
@@ -233,6 +240,7 @@ def _publish(
             summary,
             duration=time.monotonic() - started,
             finished=time.time(),
+            lock_held_seconds=lock_held_for.total_seconds(),
         )
     if settings.notify_webhook:
         webhook.notify(settings.notify_webhook, summary, notable)

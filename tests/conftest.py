@@ -1,5 +1,5 @@
-"""Session-wide fixtures: the real API servers (started only when a test asks for one), and
-the report schema's validator."""
+"""Session-wide fixtures: the real API servers and the real Pushgateway (each started only when
+a test asks for one), and the report schema's validator."""
 
 import os
 from pathlib import Path
@@ -10,6 +10,12 @@ from jsonschema import Draft202012Validator
 
 from tests import schemas
 from tests.e2e.envtest import PROJECT_ROOT, AssetsMissing, assets_dir, crds_dir
+from tests.prometheus import (  # noqa: F401  # pushgateway*: imported to register them as fixtures
+    PrometheusMissing,
+    binary,
+    pushgateway,
+    pushgateway_server,
+)
 from tests.servers import (  # noqa: F401  # imported to register them as fixtures
     faults,
     hub,
@@ -34,9 +40,10 @@ settings.load_profile(os.environ.get("GCJOB_HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A run of the whole suite, or of the end-to-end tests, with no API server to start says
-    so in one line and stops (exit 4), instead of the same error once a test. A run of single
-    unit test files goes on: a test there that needs a server fails with that one line."""
+    """A run of the whole suite, or of the end-to-end tests, with no API server (or Prometheus,
+    promtool, Pushgateway) to start says so in one line and stops (exit 4), instead of the same
+    error once a test. A run of single unit test files goes on: a test there that needs a
+    server fails with that one line."""
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller has checked
     e2e = PROJECT_ROOT / "tests" / "e2e"
@@ -46,7 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         assets_dir()
         crds_dir()
-    except AssetsMissing as missing:
+        binary("prometheus-pushgateway", "pushgateway")
+        binary("prometheus")
+        binary("promtool")
+    except (AssetsMissing, PrometheusMissing) as missing:
         pytest.exit(f"gcjob tests: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 

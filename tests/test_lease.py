@@ -89,6 +89,24 @@ def test_a_record_whose_time_says_nothing_is_observed_then_taken_over() -> None:
         assert judge_lease(noted, NOW + timedelta(minutes=10), CAP).holder is None
 
 
+def test_how_long_a_holder_has_held_it_is_known_from_its_acquire_time_else_its_renewal() -> None:
+    """For the metrics (gcjob_lock_held_seconds): the alert on a lock held for too long."""
+    renewing = lease("foreign/leader", NOW - timedelta(seconds=10), 600)
+    renewing["spec"]["acquireTime"] = (NOW - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert judge_lease(renewing, NOW, CAP).held_since == NOW - timedelta(hours=3)
+    without = lease("pod/run", NOW - timedelta(seconds=10), 600)
+    assert judge_lease(without, NOW, CAP).held_since == NOW - timedelta(seconds=10)
+    later = lease("pod/run", NOW - timedelta(seconds=10), 600)
+    later["spec"]["acquireTime"] = "2099-01-01T00:00:00Z"  # after its renewal: not believed
+    assert judge_lease(later, NOW, CAP).held_since == NOW - timedelta(seconds=10)
+
+
+def test_a_record_whose_time_says_nothing_is_held_since_it_was_first_seen() -> None:
+    assert judge_lease(lease("stuck/run", None, 600), NOW, CAP).held_since == NOW
+    noted = observed(lease("stuck/run", None, 600), NOW)
+    assert judge_lease(noted, NOW + timedelta(minutes=9), CAP).held_since == NOW
+
+
 def test_a_changed_record_starts_the_observation_again() -> None:
     noted = observed(lease("stuck/run", None, 600), NOW)
     noted["spec"]["leaseTransitions"] = 3  # the holder wrote something since

@@ -1,71 +1,35 @@
-"""--pushgateway: the pushed metrics read back from a local HTTP server that records the push
-(it plays a Pushgateway's HTTP endpoint, nothing of Kubernetes), and an unreachable
-Pushgateway that changes nothing but a warning."""
+"""--pushgateway: pushes to a real Pushgateway (tests/prometheus.py), read back as Prometheus
+would scrape it. One group per install whatever the mode; a failed run keeps the last success
+of an earlier run; the lock and the brake are said by every run; an unreachable or refusing
+Pushgateway changes nothing but a warning. (The alert rules over these series:
+tests/test_alert_rules.py.)"""
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import base64
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from prometheus_client.parser import text_string_to_metric_families
 
 from gcjob.cli import cli
 from gcjob.publish.metrics import push
+from tests.e2e.envtest import free_port
+from tests.prometheus import Pushgateway, Sample
 
-DEMO = str(Path(__file__).parents[1] / "fixtures/demo")
-
-
-class Receiver:
-    """Records each push: (method, path, body text)."""
-
-    def __init__(self, status: int = 200) -> None:
-        self.status = status
-        self.pushes: list[tuple[str, str, str]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _record(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode()
-                receiver.pushes.append((self.command, self.path, body))
-                self.send_response(receiver.status)
-                self.end_headers()
-
-            do_PUT = do_POST = _record
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def samples(self, index: int = -1) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        text = self.pushes[index][2]
-        return {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
+DEMO = Path(__file__).parents[1] / "fixtures/demo"
+HUB = "https://hub.example:6443"
+GROUP = (("hub", HUB), ("instance", ""), ("job", "gcjob"))
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
-
-
-def summary(exit_code: int = 0, **counts: Any) -> dict[str, Any]:
+def summary(
+    exit_code: int = 0, counts: dict[str, Any] | None = None, *, dry_run: bool = False
+) -> dict[str, Any]:
     return {
-        "dry_run": False,
+        "hub": HUB,
+        "dry_run": dry_run,
         "exit_code": exit_code,
         "counts": counts
         or {"companions": {"deleted": {"orphaned": 3}, "skipped": {"referrer-live": 7}}},
@@ -74,14 +38,29 @@ def summary(exit_code: int = 0, **counts: Any) -> dict[str, Any]:
     }
 
 
-def test_a_successful_run_replaces_the_group_and_sets_the_last_success(
-    receiver: Receiver,
-) -> None:
-    assert push(receiver.url, summary(), duration=1.5, finished=1_700_000_000.0)
+def held(
+    pushgateway: Pushgateway, group: tuple[tuple[str, str], ...] = GROUP
+) -> dict[Sample, float]:
+    """What the Pushgateway serves for one group, by metric name and the metric's own labels."""
+    got = {}
+    for (name, labels), value in pushgateway.samples().items():
+        own = tuple(label for label in labels if label[0] not in ("hub", "instance", "job"))
+        if tuple(label for label in labels if label not in own) == group:
+            got[(name, own)] = value
+    return got
 
-    method, path, _ = receiver.pushes[0]
-    assert (method, path) == ("PUT", "/metrics/job/gcjob/mode/delete")
-    got = receiver.samples()
+
+def names(samples: dict[Sample, float]) -> set[str]:
+    return {name for name, _ in samples}
+
+
+def test_a_successful_run_pushes_every_metric_to_its_installs_group(
+    pushgateway: Pushgateway,
+) -> None:
+    assert push(pushgateway.url, summary(), duration=1.5, finished=1_700_000_000.0)
+
+    assert pushgateway.groups() == [{"job": "gcjob", "hub": HUB}]
+    got = held(pushgateway)
     labels = (("action", "deleted"), ("reason", "orphaned"), ("sweep", "companions"))
     assert got[("gcjob_run_objects", labels)] == 3
     skipped = (("action", "skipped"), ("reason", "referrer-live"), ("sweep", "companions"))
@@ -91,75 +70,178 @@ def test_a_successful_run_replaces_the_group_and_sets_the_last_success(
     assert got[("gcjob_run_duration_seconds", ())] == 1.5
     assert got[("gcjob_run_exit_code", ())] == 0
     assert got[("gcjob_run_brake_engaged", ())] == 0
+    assert got[("gcjob_run_dry_run", ())] == 0
+    assert got[("gcjob_lock_held_seconds", ())] == 0
+    assert got[("gcjob_run_finished_timestamp_seconds", ())] == 1_700_000_000.0
     assert got[("gcjob_last_success_timestamp_seconds", ())] == 1_700_000_000.0
 
 
-def test_a_failed_run_adds_its_metrics_and_keeps_the_last_success(receiver: Receiver) -> None:
+def test_a_failed_run_replaces_its_metrics_and_keeps_the_earlier_last_success(
+    pushgateway: Pushgateway,
+) -> None:
+    assert push(pushgateway.url, summary(), duration=1.0, finished=1_700_000_000.0)
     braked = {"routes": {"would-delete": {"brake": 60}}}
 
-    assert push(receiver.url, summary(4, **braked), duration=2.0, finished=1_700_000_300.0)
+    assert push(pushgateway.url, summary(4, braked), duration=2.0, finished=1_700_000_300.0)
 
-    method, path, _ = receiver.pushes[0]
-    assert method == "POST"  # POST leaves the earlier gcjob_last_success_timestamp_seconds
-    assert path == "/metrics/job/gcjob/mode/delete"
-    got = receiver.samples()
+    got = held(pushgateway)
     assert got[("gcjob_run_exit_code", ())] == 4
     assert got[("gcjob_run_brake_engaged", ())] == 1
-    assert not [name for name, _ in got if name == "gcjob_last_success_timestamp_seconds"]
+    assert got[("gcjob_run_finished_timestamp_seconds", ())] == 1_700_000_300.0
+    assert got[("gcjob_last_success_timestamp_seconds", ())] == 1_700_000_000.0
+    # The whole family is the failed run's: the earlier run's deleted count is gone.
+    objects = {labels: v for (name, labels), v in got.items() if name == "gcjob_run_objects"}
+    assert objects == {(("action", "would-delete"), ("reason", "brake"), ("sweep", "routes")): 60}
 
 
-def test_a_push_the_gateway_refuses_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    refusing = Receiver(status=500)
-    try:
-        assert not push(refusing.url, summary(), duration=1.0, finished=1.0)
-    finally:
-        refusing.server.shutdown()
-        refusing.server.server_close()
+def test_an_install_that_never_succeeded_has_runs_and_no_last_success(
+    pushgateway: Pushgateway,
+) -> None:
+    """What GcjobNeverSucceeded looks for."""
+    assert push(pushgateway.url, summary(3), duration=1.0, finished=1_700_000_000.0)
+    assert push(pushgateway.url, summary(1), duration=1.0, finished=1_700_000_300.0)
+
+    got = names(held(pushgateway))
+    assert "gcjob_run_finished_timestamp_seconds" in got
+    assert "gcjob_last_success_timestamp_seconds" not in got
+
+
+def test_dry_run_then_enforcing_share_one_group_and_leave_nothing_of_the_dry_run(
+    pushgateway: Pushgateway,
+) -> None:
+    """The frozen `mode="dry-run"` group that fired forever after the switch (issue 23)."""
+    would = {"companions": {"would-delete": {"orphaned": 3}}}
+    assert push(pushgateway.url, summary(0, would, dry_run=True), duration=1.0, finished=100.0)
+    assert held(pushgateway)[("gcjob_run_dry_run", ())] == 1
+    failed = {"companions": {"failed": {"orphaned": 1}, "deleted": {"orphaned": 2}}}
+
+    assert push(pushgateway.url, summary(1, failed), duration=1.0, finished=400.0)
+
+    assert pushgateway.groups() == [{"job": "gcjob", "hub": HUB}]
+    got = held(pushgateway)
+    assert got[("gcjob_run_dry_run", ())] == 0
+    assert got[("gcjob_run_exit_code", ())] == 1
+    assert got[("gcjob_last_success_timestamp_seconds", ())] == 100.0  # the dry run's
+    assert {labels[0][1] for (name, labels) in got if name == "gcjob_run_objects"} == {
+        "failed",
+        "deleted",
+    }
+
+    assert push(pushgateway.url, summary(), duration=1.0, finished=700.0)
+    assert held(pushgateway)[("gcjob_last_success_timestamp_seconds", ())] == 700.0
+
+
+def test_a_run_kept_out_by_the_lock_says_how_long_it_has_been_held_until_a_run_gets_in(
+    pushgateway: Pushgateway,
+) -> None:
+    locked: dict[str, Any] = {"companions": {}}
+    assert push(pushgateway.url, summary(), duration=1.0, finished=100.0)
+
+    assert push(
+        pushgateway.url, summary(6, locked), duration=0.5, finished=400.0, lock_held_seconds=1500
+    )
+    got = held(pushgateway)
+    assert got[("gcjob_run_exit_code", ())] == 6
+    assert got[("gcjob_lock_held_seconds", ())] == 1500
+    assert got[("gcjob_last_success_timestamp_seconds", ())] == 100.0
+
+    assert push(pushgateway.url, summary(), duration=1.0, finished=700.0)
+    assert held(pushgateway)[("gcjob_lock_held_seconds", ())] == 0
+
+
+def test_two_installs_on_one_pushgateway_keep_their_own_groups(pushgateway: Pushgateway) -> None:
+    other = {**summary(4, {"routes": {"would-delete": {"brake": 60}}}), "hub": "https://other:6443"}
+
+    assert push(pushgateway.url, summary(), duration=1.0, finished=100.0)
+    assert push(pushgateway.url, other, duration=1.0, finished=200.0)
+
+    hubs = sorted(group["hub"] for group in pushgateway.groups())
+    assert hubs == [HUB, "https://other:6443"]
+    assert held(pushgateway)[("gcjob_run_brake_engaged", ())] == 0
+    other_group = (("hub", "https://other:6443"), ("instance", ""), ("job", "gcjob"))
+    assert held(pushgateway, other_group)[("gcjob_run_brake_engaged", ())] == 1
+
+
+def test_an_old_group_is_deleted_by_its_hub_in_base64_as_the_docs_say(
+    pushgateway: Pushgateway,
+) -> None:
+    """docs/deploying.md "Metrics": a group no run pushes to any more is deleted by hand."""
+    assert push(pushgateway.url, summary(), duration=1.0, finished=100.0)
+    name = base64.urlsafe_b64encode(HUB.encode()).decode()
+
+    pushgateway.send("DELETE", f"/metrics/job/gcjob/hub@base64/{name}")
+
+    assert pushgateway.groups() == []
+
+
+def test_upstream_clusters_are_counted_by_status_every_status_shown(
+    pushgateway: Pushgateway,
+) -> None:
+    """issue 20 item 15: a failed upstream cluster shows where alerts look."""
+    failed = {**summary(1), "upstream_counts": {"ok": 3, "unavailable": 1}}
+
+    assert push(pushgateway.url, failed, duration=1.0, finished=1_700_000_000.0)
+
+    got = held(pushgateway)
+    assert got[("gcjob_run_upstream_clusters", (("status", "unavailable"),))] == 1
+    assert got[("gcjob_run_upstream_clusters", (("status", "ok"),))] == 3
+    assert got[("gcjob_run_upstream_clusters", (("status", "suspect"),))] == 0
+    assert got[("gcjob_run_upstream_clusters", (("status", "unknown"),))] == 0
+
+
+def test_a_push_the_pushgateway_refuses_is_a_warning(
+    pushgateway: Pushgateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A Pushgateway answers 404 under a path it does not serve.
+    assert not push(f"{pushgateway.url}/nowhere", summary(), duration=1.0, finished=1.0)
+
     assert "could not push metrics" in caplog.text
+    assert pushgateway.groups() == []
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_the_cli_pushes_at_the_end_of_a_run(receiver: Receiver) -> None:
+def test_the_cli_pushes_at_the_end_of_a_run(pushgateway: Pushgateway) -> None:
     result = CliRunner().invoke(
         cli,
-        ["sweep", "--snapshot", DEMO, "--grace", "0", "--pushgateway", receiver.url],
+        ["sweep", "--snapshot", str(DEMO), "--grace", "0", "--pushgateway", pushgateway.url],
         standalone_mode=False,
     )
 
     assert result.return_value == 0, result.stderr
-    assert [(m, p) for m, p, _ in receiver.pushes] == [("PUT", "/metrics/job/gcjob/mode/dry-run")]
-    got = receiver.samples()
+    assert pushgateway.groups() == [{"job": "gcjob", "hub": "demo-hub (snapshot)"}]
+    got = held(pushgateway, (("hub", "demo-hub (snapshot)"), ("instance", ""), ("job", "gcjob")))
     would = sum(v for (name, labels), v in got.items() if ("action", "would-delete") in labels)
     assert would == 15  # the demo's would-delete total, as its report says
     assert got[("gcjob_run_exit_code", ())] == 0
+    assert got[("gcjob_run_dry_run", ())] == 1
+
+
+def test_a_cli_run_that_fails_pushes_its_exit_code_and_keeps_the_last_success(
+    pushgateway: Pushgateway, tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "demo"
+    shutil.copytree(DEMO, snapshot)
+    args = ["sweep", "--snapshot", str(snapshot), "--pushgateway", pushgateway.url]
+    assert CliRunner().invoke(cli, args, standalone_mode=False).return_value == 0
+    first = held(pushgateway, (("hub", "demo-hub (snapshot)"), ("instance", ""), ("job", "gcjob")))
+    (snapshot / "hub" / "resourcebindings.yaml").unlink()  # the bindings sweep cannot read
+
+    result = CliRunner().invoke(cli, args, standalone_mode=False)
+
+    assert result.return_value == 3, result.stderr
+    got = held(pushgateway, (("hub", "demo-hub (snapshot)"), ("instance", ""), ("job", "gcjob")))
+    assert got[("gcjob_run_exit_code", ())] == 3
+    last_success = ("gcjob_last_success_timestamp_seconds", ())
+    assert got[last_success] == first[last_success]
 
 
 def test_an_unreachable_pushgateway_changes_nothing_but_a_warning() -> None:
-    url = f"http://127.0.0.1:{closed_port()}"
-    plain = CliRunner().invoke(cli, ["sweep", "--snapshot", DEMO], standalone_mode=False)
+    url = f"http://127.0.0.1:{free_port()}"  # bound, then closed: nothing listens
+    plain = CliRunner().invoke(cli, ["sweep", "--snapshot", str(DEMO)], standalone_mode=False)
 
     result = CliRunner().invoke(
-        cli, ["sweep", "--snapshot", DEMO, "--pushgateway", url], standalone_mode=False
+        cli, ["sweep", "--snapshot", str(DEMO), "--pushgateway", url], standalone_mode=False
     )
 
     assert result.return_value == plain.return_value == 0
     assert "could not push metrics to the Pushgateway" in result.stderr
     assert len(result.stdout.splitlines()) == len(plain.stdout.splitlines())
-
-
-def test_upstream_clusters_are_counted_by_status_every_status_shown(receiver: Receiver) -> None:
-    """issue 20 item 15: a failed upstream cluster shows where alerts look."""
-    failed = {**summary(1), "upstream_counts": {"ok": 3, "unavailable": 1}}
-
-    assert push(receiver.url, failed, duration=1.0, finished=1_700_000_000.0)
-
-    got = receiver.samples()
-    assert got[("gcjob_run_upstream_clusters", (("status", "unavailable"),))] == 1
-    assert got[("gcjob_run_upstream_clusters", (("status", "ok"),))] == 3
-    assert got[("gcjob_run_upstream_clusters", (("status", "suspect"),))] == 0
-    assert got[("gcjob_run_upstream_clusters", (("status", "unknown"),))] == 0

@@ -1,10 +1,14 @@
 """`--pushgateway URL`: the run's numbers for Prometheus, pushed once at the end.
 
-A batch job is gone before Prometheus could scrape it, so it pushes. Every run replaces the
-run's metrics in the group job="gcjob", mode="delete"|"dry-run"; only a run that exited 0
-sets gcjob_last_success_timestamp_seconds. A failed run adds its metrics with POST, which
-keeps the last success from an earlier push, so an alert on its age fires when runs keep
-failing. An unreachable Pushgateway is a warning, never a failed run.
+A batch job is gone before Prometheus could scrape it, so it pushes. Every run of one install
+pushes to one group, job="gcjob", hub=<the hub's server>: a dry run and an enforcing run
+replace the same series, so switching modes leaves no frozen group behind for an alert to
+find. Every run sets every metric but one; only a run that exited 0 sets
+gcjob_last_success_timestamp_seconds. A failed run adds its metrics with POST, which replaces
+only the metrics it pushes and so keeps the last success from an earlier push: an alert on its
+age fires when runs keep failing, and a group with runs but no last success is an install
+that never succeeded (cronjobs/monitoring/gcjob-alerts.yaml). An unreachable Pushgateway is a
+warning, never a failed run.
 """
 
 from __future__ import annotations
@@ -24,11 +28,15 @@ UPSTREAM_STATUSES = tuple(status.value for status in ClusterStatus)
 
 
 def grouping(summary: dict[str, Any]) -> dict[str, str]:
-    return {"mode": "dry-run" if summary["dry_run"] else "delete"}
+    """One group per install, whatever its mode: the hub it sweeps."""
+    return {"hub": summary["hub"]}
 
 
-def registry_of(summary: dict[str, Any], *, duration: float, finished: float) -> CollectorRegistry:
-    """The metrics of one run, from its report summary. `finished`: Unix seconds."""
+def registry_of(
+    summary: dict[str, Any], *, duration: float, finished: float, lock_held_seconds: float = 0.0
+) -> CollectorRegistry:
+    """The metrics of one run, from its report summary. `finished`: Unix seconds;
+    `lock_held_seconds`: when another run held the lock, for how long (0 when it did not)."""
     registry = CollectorRegistry()
     objects = Gauge(
         "gcjob_run_objects",
@@ -77,6 +85,12 @@ def registry_of(summary: dict[str, Any], *, duration: float, finished: float) ->
         ),
         "gcjob_run_brake_engaged": ("1 if the last run hit the safety brake.", brake),
         "gcjob_run_finished_timestamp_seconds": ("When the last run finished.", finished),
+        "gcjob_run_dry_run": ("1 if the last run was a dry run.", int(summary["dry_run"])),
+        "gcjob_lock_held_seconds": (
+            "How long another run had held the lock when the last run found it held (exit 6),"
+            " as far as the lease shows; 0 when the last run was not kept out.",
+            lock_held_seconds,
+        ),
     }
     if summary["exit_code"] == 0:
         single["gcjob_last_success_timestamp_seconds"] = ("When a run last exited 0.", finished)
@@ -85,9 +99,18 @@ def registry_of(summary: dict[str, Any], *, duration: float, finished: float) ->
     return registry
 
 
-def push(url: str, summary: dict[str, Any], *, duration: float, finished: float) -> bool:
+def push(
+    url: str,
+    summary: dict[str, Any],
+    *,
+    duration: float,
+    finished: float,
+    lock_held_seconds: float = 0.0,
+) -> bool:
     """Push the run's metrics; False (and a warning) when the Pushgateway did not take them."""
-    registry = registry_of(summary, duration=duration, finished=finished)
+    registry = registry_of(
+        summary, duration=duration, finished=finished, lock_held_seconds=lock_held_seconds
+    )
     send = push_to_gateway if summary["exit_code"] == 0 else pushadd_to_gateway
     try:
         send(url, job=JOB, registry=registry, grouping_key=grouping(summary), timeout=PUSH_TIMEOUT)

@@ -1,0 +1,117 @@
+"""End to end (issue 23 item 3): the alerts fire on a real Prometheus.
+
+gcjob's real runs push to a real Pushgateway; a real Prometheus scrapes it every second with
+cronjobs/monitoring/gcjob-alerts.yaml loaded and evaluated every second, and is asked over
+its HTTP API which alerts fire (tests/prometheus.py). The rules' every case, thresholds and
+`for` durations included: promtool's unit tests (tests/test_alert_rules.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gcjob.cli import cli
+from tests.e2e.cluster import TestCluster
+from tests.e2e.conftest import run_gcjob
+from tests.e2e.test_safety_e2e import locked_args
+from tests.prometheus import Prometheus, Pushgateway, started
+
+DEMO = Path(__file__).parents[2] / "fixtures" / "demo"
+DEMO_HUB = "demo-hub (snapshot)"
+WAIT = 30.0  # seconds: a scrape and an evaluation each second
+
+
+@pytest.fixture(scope="module")
+def prometheus(pushgateway_server: Pushgateway) -> Iterator[Prometheus]:
+    yield from started(Prometheus, pushgateway_server)
+
+
+def eventually(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not check():
+        assert time.monotonic() < deadline, f"not within {WAIT:.0f}s: {what}"
+        time.sleep(0.25)
+
+
+def firing(prometheus: Prometheus, alert: str, hub: str) -> bool:
+    return any(
+        a["labels"]["alertname"] == alert
+        and a["labels"].get("hub") == hub
+        and a["state"] == "firing"
+        for a in prometheus.api("alerts")["alerts"]
+    )
+
+
+def test_a_run_that_fails_fires_its_alert_and_the_next_good_run_resolves_it(
+    prometheus: Prometheus, pushgateway: Pushgateway, tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "demo"
+    shutil.copytree(DEMO, snapshot)
+    args = ["sweep", "--snapshot", str(snapshot), "--pushgateway", pushgateway.url]
+
+    def run() -> int:
+        return int(CliRunner().invoke(cli, args, standalone_mode=False).return_value)
+
+    assert run() == 0
+    eventually(
+        lambda: bool(
+            prometheus.api("query", query=f'gcjob_run_exit_code{{hub="{DEMO_HUB}"}}')["result"]
+        ),
+        "Prometheus scraped the first run",
+    )
+    assert not firing(prometheus, "GcjobRunFailed", DEMO_HUB)
+    bindings = snapshot / "hub" / "resourcebindings.yaml"
+    kept = bindings.read_bytes()
+    bindings.unlink()  # the bindings sweep cannot read: exit 3, incomplete
+
+    assert run() == 3
+    eventually(lambda: firing(prometheus, "GcjobRunFailed", DEMO_HUB), "GcjobRunFailed fires")
+
+    bindings.write_bytes(kept)
+    assert run() == 0
+    eventually(
+        lambda: not firing(prometheus, "GcjobRunFailed", DEMO_HUB), "GcjobRunFailed resolves"
+    )
+
+
+def test_a_lock_held_for_hours_fires_its_alert_from_the_first_run_kept_out(
+    prometheus: Prometheus, pushgateway: Pushgateway, hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    """A holder that keeps renewing a Lease it took two hours ago (not a gcjob run: a run's
+    lease lasts its --timeout plus a minute), on the real API server."""
+    ns = hub.namespace()
+    now = datetime.now(UTC)
+    hub.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "gcjob", "namespace": ns},
+            "spec": {
+                "holderIdentity": "foreign-leader/pod-1",
+                "leaseDurationSeconds": 600,
+                "acquireTime": (now - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "renewTime": (now - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            },
+        }
+    )
+
+    result = run_gcjob(*locked_args(hub_kubeconfig, hub, ns), "--pushgateway", pushgateway.url)
+
+    assert result.exit_code == 6, result.stderr
+    group = result.summary["hub"]
+    [held] = [
+        value
+        for (name, labels), value in pushgateway.samples().items()
+        if name == "gcjob_lock_held_seconds" and ("hub", group) in labels
+    ]
+    assert 7200 <= held < 7200 + 120
+    eventually(
+        lambda: firing(prometheus, "GcjobLockHeldTooLong", group), "GcjobLockHeldTooLong fires"
+    )
