@@ -59,10 +59,16 @@ from bench_sweep import (
 
 from gcjob.domain import COMPANION_LABEL
 from gcjob.enumerate.hub import COMPANION_SELECTOR
-from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
-from tests.e2e.faultproxy import Fault, FaultProxy, Target
-from tests.e2e.objects import gateway, route, workload
-from tests.servers import HUB_CRDS, UPSTREAM_CRDS
+from testbed.faultproxy import Fault, FaultProxy, Target
+from testbed.objects import gateway, route, workload
+from testbed.servers import (
+    ADMIN_TOKEN,
+    HUB_CRDS,
+    UPSTREAM_CRDS,
+    ApiServer,
+    crds_dir,
+    write_kubeconfig,
+)
 
 Obj = dict[str, Any]
 

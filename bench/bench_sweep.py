@@ -41,9 +41,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from gcjob.domain import COMPANION_LABEL, POLICY_KEY, REFERRERS_ANNOTATION  # noqa: E402
-from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir  # noqa: E402
-from tests.e2e.objects import workload  # noqa: E402
-from tests.servers import HUB_CRDS  # noqa: E402
+from testbed.objects import workload  # noqa: E402
+from testbed.servers import (  # noqa: E402
+    ADMIN_TOKEN,
+    HUB_CRDS,
+    ApiServer,
+    crds_dir,
+)
 
 Obj = dict[str, Any]
 

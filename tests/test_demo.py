@@ -29,7 +29,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
 )
 from gcjob.kube.errors import ConfigError
-from tests import schemas
+from testbed import schemas
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 

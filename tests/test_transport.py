@@ -31,7 +31,7 @@ from gcjob.kube.transport import (
     Transport,
     decode_json,
 )
-from tests.e2e.faultproxy import Fault, FaultProxy
+from testbed.faultproxy import Fault, FaultProxy
 
 LIST = requests.list_page(
     CONFIGMAPS,

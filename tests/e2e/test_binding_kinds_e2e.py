@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.objects import binding, companion
+from testbed.report import run_gcjob
 
 
 @pytest.mark.parametrize("kind", ["Secret", "ConfigMap"])

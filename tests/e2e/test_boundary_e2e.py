@@ -22,9 +22,9 @@ from gcjob.domain import (
     ORPHANED_SINCE_ANNOTATION,
 )
 from gcjob.model import Companion, Verdict
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.objects import binding, companion
+from testbed.report import run_gcjob
 
 REFERRERS = ["default/web-gone"]
 

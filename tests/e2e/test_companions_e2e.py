@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import SECRET_VALUE, binding, companion, workload
-
-
-def bound_pair(hub: TestCluster, kind: str, ns: str, name: str, referrers: list[str]) -> str:
-    """A companion and its ResourceBinding; returns the binding's name."""
-    created = hub.create(companion(kind, ns, name, referrers))
-    rb_name = f"{name}-{kind.lower()}"
-    hub.create(binding(ns, rb_name, kind=kind, target=name, target_uid=created["metadata"]["uid"]))
-    return rb_name
+from testbed.cluster import TestCluster
+from testbed.faultproxy import FaultProxy
+from testbed.objects import SECRET_VALUE, binding, companion, workload
+from testbed.report import run_gcjob
 
 
 def test_orphaned_companions_and_their_bindings_are_deleted(
@@ -21,11 +13,21 @@ def test_orphaned_companions_and_their_bindings_are_deleted(
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-dfw"))
-    cm_binding = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
-    secret_binding = bound_pair(hub, "Secret", ns, "db-creds", ["default/api-gone"])
-    legacy_binding = bound_pair(hub, "ConfigMap", ns, "configmap.legacy", ["default/old-gone"])
-    live_binding = bound_pair(hub, "ConfigMap", ns, "live-config", ["default/web-dfw"])
-    both_binding = bound_pair(hub, "Secret", ns, "shared", ["default/web-dfw", "default/web-gone"])
+    cm_binding = hub.create_with_binding(
+        companion("ConfigMap", ns, "app-config", ["default/web-gone"])
+    )
+    secret_binding = hub.create_with_binding(
+        companion("Secret", ns, "db-creds", ["default/api-gone"])
+    )
+    legacy_binding = hub.create_with_binding(
+        companion("ConfigMap", ns, "configmap.legacy", ["default/old-gone"])
+    )
+    live_binding = hub.create_with_binding(
+        companion("ConfigMap", ns, "live-config", ["default/web-dfw"])
+    )
+    both_binding = hub.create_with_binding(
+        companion("Secret", ns, "shared", ["default/web-dfw", "default/web-gone"])
+    )
 
     result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
 
@@ -56,7 +58,7 @@ def test_dry_run_reports_what_delete_would_do_and_touches_nothing(
     hub: TestCluster, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
-    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/gone"])
+    rb = hub.create_with_binding(companion("ConfigMap", ns, "app-config", ["default/gone"]))
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
 
     dry = run_gcjob(*gcjob_hub_args, "--namespace", ns)
@@ -214,7 +216,7 @@ def test_secret_payloads_are_never_requested(
     hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
-    bound_pair(hub, "Secret", ns, "db-creds", ["default/gone"])
+    hub.create_with_binding(companion("Secret", ns, "db-creds", ["default/gone"]))
     hub.create(binding(ns, "gone-secret", kind="Secret", target="gone"))
     faults.clear_requests()
 

@@ -6,9 +6,9 @@ unreadable (a skip with a reason, or an incomplete list), never crash: the other
 
 from __future__ import annotations
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.objects import binding, companion
+from testbed.report import run_gcjob
 
 DEPTH = 3000  # as in issue 12; far past Python's recursion limit of 1000
 

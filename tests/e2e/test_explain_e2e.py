@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -15,45 +14,13 @@ from click.testing import CliRunner
 
 from gcjob.cli import cli
 from gcjob.exitcodes import ExitCode
-from tests import schemas
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import SECRET_VALUE, binding, companion, gateway, route, workload
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import SECRET_VALUE, binding, companion, gateway, route, workload
+from testbed.report import explain, run_gcjob
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
-SHORT = {"ConfigMap": "cm", "Secret": "secret", "ResourceBinding": "rb", "HTTPRoute": "httproute"}
-
-
-@dataclass
-class Explained:
-    exit_code: int
-    doc: dict[str, Any]
-
-    @property
-    def verdict(self) -> tuple[str, str]:
-        return self.doc["verdict"]["action"], self.doc["verdict"]["reason"]
-
-    @property
-    def binding(self) -> tuple[str, str] | None:
-        found = self.doc["binding"]
-        return None if found is None else (found["action"], found["reason"])
-
-
-def explain(kind: str, ns: str, name: str, *args: str) -> Explained:
-    target = f"{SHORT[kind]}/{ns}/{name}"
-    result = CliRunner().invoke(
-        cli, ["explain", target, "--output", "json", *args], standalone_mode=False
-    )
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    doc = json.loads(result.stdout)
-    schemas.EXPLAIN.validate(doc)
-    # Every step names the evidence it read; the object itself was read first.
-    assert doc["steps"][0]["rule"] == "karmada-hub", doc
-    assert all(step["evidence"] for step in doc["steps"]), doc
-    assert any(read.startswith("GET ") for step in doc["steps"] for read in step["reads"]), doc
-    return Explained(int(result.return_value), doc)
 
 
 def agrees(explained: tuple[str, str], swept: tuple[str, str] | None) -> bool:

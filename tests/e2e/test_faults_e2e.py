@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 from gcjob.enumerate.hub import COMPANION_SELECTOR
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest
-from tests.e2e.objects import binding, companion, gateway, route, workload
-from tests.e2e.report import upstreams
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
+from testbed.objects import binding, companion, gateway, route, workload
+from testbed.report import run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"

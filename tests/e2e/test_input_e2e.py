@@ -12,27 +12,12 @@ import pytest
 import yaml
 
 from gcjob.cli import main
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, Result, run_gcjob
-from tests.e2e.envtest import ADMIN_TOKEN
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding, companion, gateway, route
-
-
-def kubeconfig_copy(source: str, path: Path, *, user: Any = None, cluster: Any = None) -> str:
-    """The hub kubeconfig with its current context's user and/or cluster fields changed."""
-    config = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-    current = next(c for c in config["contexts"] if c["name"] == config["current-context"])
-    if user is not None:
-        for entry in config["users"]:
-            if entry["name"] == current["context"]["user"]:
-                entry["user"] = user(entry["user"]) if callable(user) else user
-    if cluster is not None:
-        for entry in config["clusters"]:
-            if entry["name"] == current["context"]["cluster"]:
-                entry["cluster"] = cluster(entry["cluster"])
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return str(path)
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER, kubeconfig_copy
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import binding, companion, gateway, route
+from testbed.report import Result, run_gcjob
+from testbed.servers import ADMIN_TOKEN
 
 
 def assert_config_error(result: Result, *secrets: str) -> str:

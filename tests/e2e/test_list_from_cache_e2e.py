@@ -22,10 +22,11 @@ from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import ApiError, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.kube.transport import RequestStats, Transport
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest
-from tests.e2e.objects import binding, companion, gateway, route, workload
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
+from testbed.objects import binding, companion, gateway, route, workload
+from testbed.report import run_gcjob
 from tests.test_transport import hostile_transport
 
 CACHE = {"resourceVersion": ["0"], "resourceVersionMatch": ["NotOlderThan"]}

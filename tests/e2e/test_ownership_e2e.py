@@ -8,10 +8,11 @@ import uuid
 from typing import Any
 
 from gcjob.domain import PROTECT_ANNOTATION
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding, companion, gateway, route
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import binding, companion, gateway, route
+from testbed.report import run_gcjob
 
 ORPHAN_REFERRERS = ["default/gone-wd"]
 
@@ -253,7 +254,7 @@ def test_a_secret_of_a_type_gcjob_never_deletes_is_never_marked_and_explain_agre
     hub: TestCluster, hub_kubeconfig: str
 ) -> None:
     """With a grace period the sweep marks before it deletes: the type proof comes first."""
-    from tests.e2e.test_explain_e2e import explain
+    from testbed.report import explain
 
     ns = hub.namespace()
     hub.create(_secret_of_type(ns, "plain-helm-release", "helm.sh/release.v1"))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from gcjob.decide.companions import MAX_REFERRER_KEYS
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.faultproxy import FaultProxy
+from testbed.objects import binding, companion
+from testbed.report import run_gcjob
 
 
 def test_repeated_and_excessive_referrer_keys_cost_one_lookup_per_name(

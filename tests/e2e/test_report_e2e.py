@@ -15,13 +15,13 @@ import yaml
 from gcjob.decide.companions import MAX_REFERRER_KEYS
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.report.bounds import LIST_ITEMS, MAX_RECORD_BYTES
-from tests import schemas
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.envtest import write_kubeconfig
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import binding, companion, gateway, route
-from tests.servers import Endpoint
+from testbed import schemas
+from testbed.cluster import TestCluster
+from testbed.endpoints import Endpoint
+from testbed.faultproxy import FaultProxy
+from testbed.objects import binding, companion, gateway, route
+from testbed.report import run_gcjob
+from testbed.servers import write_kubeconfig
 
 CLUSTERS = 1000
 PREFIX = "/projects/"

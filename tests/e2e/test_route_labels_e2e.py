@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.objects import gateway, route
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.objects import gateway, route
+from testbed.report import run_gcjob
 
 
 def test_an_upstream_namespace_label_that_is_no_namespace_name_never_deletes(

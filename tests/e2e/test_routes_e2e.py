@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import gateway, route
-from tests.e2e.report import upstreams
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import gateway, route
+from testbed.report import run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 

@@ -3,37 +3,27 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding, companion, workload
-from tests.e2e.report import upstreams
+from testbed.cluster import TestCluster, wait_for
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import binding, companion, workload
+from testbed.report import run_gcjob, start_gcjob, summary_of, upstreams
 
 
 def orphans(hub: TestCluster, ns: str, count: int, *, bound: bool = False) -> list[str]:
     names = [f"orphan-{i}" for i in range(count)]
     for name in names:
-        created = hub.create(companion("ConfigMap", ns, name, [f"default/gone-{name}"]))
+        orphan = companion("ConfigMap", ns, name, [f"default/gone-{name}"])
         if bound:
-            hub.create(
-                binding(
-                    ns,
-                    f"{name}-configmap",
-                    kind="ConfigMap",
-                    target=name,
-                    target_uid=created["metadata"]["uid"],
-                )
-            )
+            hub.create_with_binding(orphan)
+        else:
+            hub.create(orphan)
     return names
 
 
@@ -192,29 +182,6 @@ def test_an_expired_lease_is_taken_over_and_released(hub: TestCluster, hub_kubec
     assert released["spec"]["leaseTransitions"] >= 1
 
 
-def gcjob_process(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gcjob", "sweep", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
-def summary_of(stdout: str) -> dict[str, Any]:
-    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    assert records and records[-1]["record"] == "summary", stdout
-    return records[-1]
-
-
-def wait_for(condition: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
-
-
 def test_two_runs_at_once_one_waits_out(
     hub: TestCluster, hub_kubeconfig: str, faults: FaultProxy
 ) -> None:
@@ -225,10 +192,10 @@ def test_two_runs_at_once_one_waits_out(
     gate = threading.Event()
     path = f"/namespaces/{ns}/workloaddeployments$"
     faults.add_fault(Fault(method="GET", path=path, hold=gate))
-    first = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
+    first = start_gcjob(*locked_args(hub_kubeconfig, hub, ns))
     wait_for(lambda: (hub.get("Lease", ns, "gcjob") or {}).get("spec", {}).get("holderIdentity"))
 
-    second = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
+    second = start_gcjob(*locked_args(hub_kubeconfig, hub, ns))
     second_out, second_err = second.communicate(timeout=30)
     gate.set()
     first_out, first_err = first.communicate(timeout=30)
@@ -283,7 +250,7 @@ def test_sigterm_mid_run_stops_after_the_request_in_flight(
         "0.2",
     ]  # 5 s between deletions
     faults.clear_requests()
-    process = gcjob_process(*args)
+    process = start_gcjob(*args)
     wait_for(lambda: any(r.method == "DELETE" for r in faults.requests))
     started = time.monotonic()
 
@@ -335,8 +302,8 @@ def test_a_stop_during_upstream_lookups_is_a_stop_not_an_unavailable_upstream(
     gcjob_hub_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    from tests.e2e.conftest import UPSTREAM_CLUSTER
-    from tests.e2e.objects import gateway, route
+    from testbed.endpoints import UPSTREAM_CLUSTER
+    from testbed.objects import gateway, route
 
     projects = [upstream.namespace("project") for _ in range(2)]
     ns = hub.namespace()

@@ -11,13 +11,14 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from testbed.report import start_gcjob, summary_of
 
 # README: a stopped run ends within --timeout plus this grace (the settle read of a delete in
 # flight, FINAL_READ_SECONDS, and writing the report); measured runs end far sooner.
@@ -59,22 +60,10 @@ def dripping_hub(tmp_path: Path) -> Iterator[Path]:
 
 
 def _start(kubeconfig: Path, report: Path, *flags: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "gcjob", "sweep", "--hub-kubeconfig", str(kubeconfig)),
-            *("--report-file", str(report), "--read-timeout", "60s", *flags),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    return start_gcjob(
+        *("--hub-kubeconfig", str(kubeconfig), "--report-file", str(report)),
+        *("--read-timeout", "60s", *flags),
     )
-
-
-def _summary(stdout: str) -> dict[str, object]:
-    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    summaries = [r for r in records if r.get("record") == "summary"]
-    assert len(summaries) == 1, stdout
-    return summaries[0]
 
 
 def test_timeout_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) -> None:
@@ -86,7 +75,7 @@ def test_timeout_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) 
 
     assert took < 3 + GRACE, f"took {took:.1f}s"
     assert run.returncode == 5, stderr
-    assert _summary(stdout)["exit_code"] == 5
+    assert summary_of(stdout)["exit_code"] == 5
     assert json.loads(report.read_text())["summary"]["exit_code"] == 5
 
 
@@ -101,5 +90,5 @@ def test_sigterm_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) 
 
     assert took < GRACE, f"took {took:.1f}s after SIGTERM"
     assert run.returncode == 5, stderr
-    assert _summary(stdout)["exit_code"] == 5
+    assert summary_of(stdout)["exit_code"] == 5
     assert json.loads(report.read_text())["summary"]["exit_code"] == 5

@@ -22,13 +22,12 @@ import pytest
 import yaml
 
 from gcjob.lifecycle import UPSTREAM_RETRY
-from tests import schemas
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy, hostile_list
-from tests.e2e.objects import gateway, route
-from tests.e2e.report import upstreams
-from tests.servers import Endpoint
+from testbed import schemas
+from testbed.cluster import TestCluster
+from testbed.endpoints import Endpoint
+from testbed.faultproxy import Fault, FaultProxy, hostile_list
+from testbed.objects import gateway, route
+from testbed.report import run_gcjob, upstreams
 
 FAST = ("fast-a", "fast-b", "fast-c")
 SLOW = ("slow-a", "slow-b", "slow-c", "slow-d")

@@ -17,10 +17,10 @@ from gcjob.domain import (
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
 )
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import binding, companion, workload
+from testbed.cluster import TestCluster
+from testbed.faultproxy import FaultProxy
+from testbed.objects import companion, workload
+from testbed.report import run_gcjob
 
 QPS = 5.0
 
@@ -30,12 +30,7 @@ def _pair(hub: TestCluster, ns: str, name: str, referrers: list[str], notes: dic
     binding."""
     obj = companion("ConfigMap", ns, name, referrers, annotations=notes)
     obj["metadata"]["labels"][ORPHANED_LABEL] = "true"
-    created = hub.create(obj)
-    rb = f"{name}-configmap"
-    hub.create(
-        binding(ns, rb, kind="ConfigMap", target=name, target_uid=created["metadata"]["uid"])
-    )
-    return rb
+    return hub.create_with_binding(obj)
 
 
 def _labelled(hub: TestCluster, kind: str, ns: str, names: list[str]) -> list[str]:
