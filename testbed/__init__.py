@@ -9,6 +9,8 @@
 - model: gcjob.model's records, with safe defaults
 - report: running gcjob (in-process or in a subprocess) and reading its report
 - schemas: the JSON Schemas gcjob ships, compiled once
+- paths: where the repository and its demo snapshot are
+- hostile: a hostile plain-HTTP peer (drips, huge bodies), and a gcjob transport to one
 
 Not part of gcjob's wheel: it lives beside tests/ and bench/, which import it from the
 repository root.

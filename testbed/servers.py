@@ -35,8 +35,9 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from testbed.paths import PROJECT_ROOT
+
 ADMIN_TOKEN = "admin-token"
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT_ROOT.parent / "shared"
 CRDS = PROJECT_ROOT / "tests" / "crds"
 READY_TIMEOUT = 90.0

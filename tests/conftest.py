@@ -20,7 +20,8 @@ from testbed.fixtures import (  # noqa: F401  # imported to register them as fix
     upstream_faults,
     upstream_kubeconfig,
 )
-from testbed.servers import PROJECT_ROOT, AssetsMissing, assets_dir, crds_dir
+from testbed.paths import PROJECT_ROOT
+from testbed.servers import AssetsMissing, assets_dir, crds_dir
 
 # Generated (hypothesis) tests: a bounded number of examples in the README's test command and
 # CI; GCJOB_HYPOTHESIS_PROFILE=long runs many more on demand. A test that is costlier per

@@ -24,7 +24,7 @@ from gcjob.reasons import Reason
 from testbed.model import MIN_AGE
 from testbed.objects import configmap, httproute, resourcebinding
 
-NOW = datetime(2026, 12, 1, tzinfo=UTC)  # the objects of tests/test_reduce.py are old by then
+NOW = datetime(2026, 12, 1, tzinfo=UTC)  # the objects of testbed/objects.py are old by then
 KEYS = st.sampled_from(
     [
         PROTECT_ANNOTATION,

@@ -25,9 +25,9 @@ from gcjob.kube.transport import RequestStats, Transport
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
+from testbed.hostile import hostile_transport
 from testbed.objects import binding, companion, gateway, route, workload
 from testbed.report import run_gcjob
-from tests.test_transport import hostile_transport
 
 CACHE = {"resourceVersion": ["0"], "resourceVersionMatch": ["NotOlderThan"]}
 

@@ -625,7 +625,7 @@ def test_an_identity_that_may_get_but_not_list_fails_where_alerts_look(
     tmp_path: Path,
 ) -> None:
     """issue 20 item 15: its routes are kept, and the failure shows in the upstream record,
-    the summary's counts and the exit code (metrics: tests/test_publish_metrics.py)."""
+    the summary's counts and the exit code (metrics: tests/publish/test_metrics.py)."""
     token = get_only_token(upstream, project)
     config = yaml.safe_load(Path(upstream_kubeconfig).read_text())
     for user in config["users"]:

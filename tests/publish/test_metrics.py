@@ -8,7 +8,6 @@ import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gcjob.cli import cli
 from gcjob.publish.metrics import push
+from testbed import paths
 
-DEMO = str(Path(__file__).parents[1] / "fixtures/demo")
+DEMO = str(paths.DEMO)
 
 
 class Receiver:
