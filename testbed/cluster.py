@@ -89,6 +89,13 @@ class TestCluster:
         self.namespaces.append(name)
         return name
 
+    def project(self, *gateways: str, prefix: str = "project") -> str:
+        """An upstream project: a namespace of its own holding these Gateways."""
+        name = self.namespace(prefix)
+        for gateway in gateways:
+            self.create(objects.gateway(name, gateway))
+        return name
+
     def ensure_namespace(self, name: str) -> None:
         if self.get("Namespace", None, name) is None:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})

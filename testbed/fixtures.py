@@ -97,3 +97,9 @@ def upstream_faults(upstream: TestCluster, upstream_endpoint: Endpoint) -> Itera
 def gcjob_hub_args(hub_kubeconfig: str, hub: TestCluster) -> list[str]:
     """`gcjob sweep` against the hub, deciding at once: no lock, no minimum age, no grace."""
     return ["--hub-kubeconfig", hub_kubeconfig, "--no-lock", "--min-age", "0s", "--grace", "0s"]
+
+
+@pytest.fixture
+def routes_args(gcjob_hub_args: list[str], upstream_kubeconfig: str) -> list[str]:
+    """The routes sweep against the hub, its upstream cluster the upstream server."""
+    return [*gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes"]

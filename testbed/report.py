@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
@@ -76,6 +77,22 @@ def run_gcjob(*args: str, env: dict[str, str] | None = None) -> Result:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Result(int(result.return_value), records_of(result.stdout), result.stdout, result.stderr)
+
+
+@dataclass
+class SnapshotRun:
+    exit_code: int
+    report: dict[str, Any]  # the document --report-file wrote
+    output: str  # what it printed
+
+
+def sweep_snapshot(snapshot: str | Path, report_file: Path, *args: str) -> SnapshotRun:
+    """`gcjob sweep --snapshot SNAPSHOT --report-file REPORT_FILE ARGS`, in-process, an error
+    raised as it is."""
+    argv = ["sweep", "--snapshot", str(snapshot), "--report-file", str(report_file), *args]
+    result = CliRunner().invoke(cli, argv, standalone_mode=False, catch_exceptions=False)
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    return SnapshotRun(int(result.return_value), report, result.output)
 
 
 def start_gcjob(*args: str) -> subprocess.Popen[str]:

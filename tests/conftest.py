@@ -15,6 +15,7 @@ from testbed.fixtures import (  # noqa: F401  # imported to register them as fix
     hub,
     hub_endpoint,
     hub_kubeconfig,
+    routes_args,
     upstream,
     upstream_endpoint,
     upstream_faults,

@@ -17,7 +17,7 @@ from gcjob.exitcodes import ExitCode
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import SECRET_VALUE, binding, companion, gateway, route, workload
+from testbed.objects import SECRET_VALUE, binding, companion, route, workload
 from testbed.report import explain, run_gcjob
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
@@ -162,8 +162,7 @@ def test_routes_explain_matches_what_delete_did(
     explain_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-a"))
+    project = upstream.project("gw-a")
     ns = hub.namespace()
     cases: dict[str, tuple[str, str, list[dict[str, str]]]] = {
         "orphaned": (LABEL, project, [{"name": "gw-gone"}]),
@@ -256,7 +255,7 @@ def test_an_unreachable_upstream_is_unknown_exit_3_like_the_sweeps_skip(
     explain_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace()
     hub.create(
         route(
@@ -292,7 +291,7 @@ def test_a_suspect_upstream_is_explained_as_the_sweep_distrusts_it(
     explain_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    project = upstream.namespace("project")  # holds no Gateway at all
+    project = upstream.project()  # holds no Gateway at all
     ns = hub.namespace()
     names = ["r1", "r2", "r3"]
     for name in names:

@@ -21,7 +21,7 @@ from gcjob.enumerate.hub import COMPANION_SELECTOR
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
-from testbed.objects import binding, companion, gateway, route, workload
+from testbed.objects import binding, companion, route, workload
 from testbed.report import run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
@@ -440,11 +440,6 @@ def test_403_on_delete_is_delete_failed(
 # -- upstream faults ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def routes_args(gcjob_hub_args: list[str], upstream_kubeconfig: str) -> list[str]:
-    return [*gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes"]
-
-
 def _orphan_route(hub: TestCluster, ns: str, name: str, project: str, gateways: list[str]) -> None:
     parents = [{"name": g} for g in gateways]
     hub.create(route(ns, name, cluster_label=LABEL, upstream_namespace=project, parents=parents))
@@ -457,10 +452,8 @@ def test_403_on_upstream_gateway_reads_keeps_routes(
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
-    one = upstream.namespace("project")  # one Gateway asked for: a GET
-    two = upstream.namespace("project")  # two asked for: a list
-    for project in (one, two):
-        upstream.create(gateway(project, "gw-a"))
+    one = upstream.project("gw-a")  # one Gateway asked for: a GET
+    two = upstream.project("gw-a")  # two asked for: a list
     _orphan_route(hub, ns, "by-get", one, ["gw-gone"])
     _orphan_route(hub, ns, "by-list", two, ["gw-gone", "gw-gone-too"])
     for project in (one, two):
@@ -488,7 +481,7 @@ def test_slow_upstream_discovery_makes_the_cluster_unavailable(
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
-    project = upstream.namespace("project")
+    project = upstream.project()
     _orphan_route(hub, ns, "orphan", project, ["gw-gone"])
     upstream_faults.add_fault(
         Fault(
@@ -515,7 +508,7 @@ def test_upstream_not_serving_gateways_is_unavailable(
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
-    project = upstream.namespace("project")
+    project = upstream.project()
     _orphan_route(hub, ns, "orphan", project, ["gw-gone"])
     upstream_faults.unserve("gateway.networking.k8s.io", "v1")
     try:

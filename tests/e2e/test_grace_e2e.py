@@ -306,7 +306,7 @@ def test_bindings_sweep_marks_a_binding_and_unmarks_it_when_its_object_is_back(
 def test_routes_are_marked_unmarked_when_a_gateway_exists_and_deleted_after_grace(
     hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, graced: Any
 ) -> None:
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace("grace")
     hub.create(
         route(
@@ -739,7 +739,7 @@ def test_no_generated_mark_ends_a_run_or_cuts_a_grace_period_short(
 def test_a_route_that_loses_its_labels_loses_its_mark(
     hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, graced: Any
 ) -> None:
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace("grace")
     hub.create(
         route(

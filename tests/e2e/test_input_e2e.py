@@ -15,7 +15,7 @@ from gcjob.cli import main
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER, kubeconfig_copy
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import binding, companion, gateway, route
+from testbed.objects import binding, companion, route
 from testbed.report import Result, run_gcjob
 from testbed.servers import ADMIN_TOKEN
 
@@ -132,8 +132,7 @@ def test_an_upstream_kubeconfig_with_a_context_named_twice_is_refused(
     """Issue 20 item 1: the first of two contexts named after the upstream cluster points at
     another API server (the hub: it serves Gateways, not this one). The client would take it
     and find the Gateway "gone"; gcjob refuses the file, and the live route stays."""
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     ns = hub.namespace()
     hub.create(
         route(

@@ -281,7 +281,7 @@ def test_a_gateway_created_after_the_upstream_list_keeps_its_route(
     upstream_kubeconfig: str,
 ) -> None:
     """Two Gateways in one namespace: the upstream is asked by a (cache) list, not a GET."""
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace()
     hub.create(
         route(

@@ -24,7 +24,7 @@ from gcjob.cli import cli
 from testbed.cluster import TestCluster, wait_for
 from testbed.endpoints import UPSTREAM_CLUSTER, started
 from testbed.faultproxy import FaultProxy
-from testbed.objects import binding, companion, gateway, route, workload
+from testbed.objects import binding, companion, route, workload
 from testbed.report import run_gcjob
 from testbed.servers import HUB_CRDS, UPSTREAM_CRDS, ApiServer
 
@@ -146,8 +146,7 @@ def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, s
     ):
         hub.create_with_binding(companion(kind, ns, name, referrers))
     hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     label = f"cluster-{UPSTREAM_CLUSTER}"
     for name, parent in (("orphan-route", "gw-gone"), ("live-route", "gw-live")):
         hub.create(

@@ -19,7 +19,7 @@ from testbed import schemas
 from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import FaultProxy
-from testbed.objects import binding, companion, gateway, route
+from testbed.objects import binding, companion, route
 from testbed.report import run_gcjob
 from testbed.servers import write_kubeconfig
 
@@ -59,8 +59,7 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     tmp_path: Path,
 ) -> None:
     kubeconfig, template = project_upstreams
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-a"))
+    project = upstream.project("gw-a")
     ns = hub.namespace()
     clusters = [f"proj-{i:04d}" for i in range(CLUSTERS)]
     routes = [

@@ -13,7 +13,7 @@ import yaml
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import gateway, route
+from testbed.objects import route
 from testbed.report import run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
@@ -26,15 +26,7 @@ def gw(name: str) -> dict[str, str]:
 @pytest.fixture
 def project(upstream: TestCluster) -> str:
     """An upstream project namespace with Gateways `gw-a` and `gw-b`."""
-    ns = upstream.namespace("project")
-    upstream.create(gateway(ns, "gw-a"))
-    upstream.create(gateway(ns, "gw-b"))
-    return ns
-
-
-@pytest.fixture
-def routes_args(gcjob_hub_args: list[str], upstream_kubeconfig: str) -> list[str]:
-    return [*gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes"]
+    return upstream.project("gw-a", "gw-b")
 
 
 def test_seed_plan_orphaned_healthy_and_multi_parent_routes(
@@ -433,8 +425,7 @@ def test_a_route_that_changes_between_the_two_reads_is_not_decided(
     decide each as it streams in. A GET of gw-a alone says nothing of gw-b: a route moved
     to gw-b, or a new one in a namespace nobody asked about, is not decided this run."""
     ns = hub.namespace()
-    other = upstream.namespace("project")
-    upstream.create(gateway(other, "gw-x"))
+    other = upstream.project("gw-x")
     hub.create(
         route(ns, "moved", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-a")])
     )
@@ -487,9 +478,8 @@ def test_a_route_of_another_hub_namespace_cannot_vouch_for_a_cluster(
     an emptied cluster: suspect). One route in tenant A's hub namespace naming B's cluster,
     with a parent that exists there, no longer makes that cluster look healthy for B's."""
     tenant_a, tenant_b = hub.namespace("tenant-a"), hub.namespace("tenant-b")
-    b_project = upstream.namespace("b-project")
-    upstream.create(gateway(b_project, "gw-other"))  # never asked for: counts for nothing
-    upstream.create(gateway(b_project, "gw-unasked"))
+    # Gateways never asked for: they count for nothing
+    b_project = upstream.project("gw-other", "gw-unasked", prefix="b-project")
     for i in range(10):
         hub.create(
             route(

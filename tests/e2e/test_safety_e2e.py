@@ -303,12 +303,11 @@ def test_a_stop_during_upstream_lookups_is_a_stop_not_an_unavailable_upstream(
     upstream_kubeconfig: str,
 ) -> None:
     from testbed.endpoints import UPSTREAM_CLUSTER
-    from testbed.objects import gateway, route
+    from testbed.objects import route
 
-    projects = [upstream.namespace("project") for _ in range(2)]
+    projects = [upstream.project("gw-a") for _ in range(2)]
     ns = hub.namespace()
     for i, project in enumerate(projects):
-        upstream.create(gateway(project, "gw-a"))
         hub.create(
             route(
                 ns,

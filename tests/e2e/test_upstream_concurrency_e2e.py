@@ -26,7 +26,7 @@ from testbed import schemas
 from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import Fault, FaultProxy, hostile_list
-from testbed.objects import gateway, route
+from testbed.objects import route
 from testbed.report import run_gcjob, upstreams
 
 FAST = ("fast-a", "fast-b", "fast-c")
@@ -94,8 +94,7 @@ def test_slow_upstreams_delay_only_their_own_routes(
     template_kubeconfig: str,
     clusters_proxy: FaultProxy,
 ) -> None:
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     ns = hub.namespace()
     for cluster in (*FAST, *SLOW):
         for name, parent in ((f"{cluster}-orphan", "gw-gone"), (f"{cluster}-live", "gw-live")):
@@ -163,7 +162,7 @@ def test_a_run_with_black_holed_upstreams_still_ends_at_its_timeout(
     """No upstream answers within 30 s and every attempt may take that long: `--timeout 2s` stops
     the reads in flight on every reader thread, and the run says so (exit 5)."""
     clusters_proxy.add_fault(Fault(path=r"^/clusters/", delay=30.0, times=None))
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace()
     for cluster in FAST:
         hub.create(
@@ -254,8 +253,7 @@ def test_hostile_upstreams_at_once_stay_within_memory_and_budget(
                 times=None,
             )
         )
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     ns = hub.namespace()
     for cluster in hostile:
         hub.create(
