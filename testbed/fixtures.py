@@ -18,6 +18,7 @@ import pytest
 from testbed.cluster import TestCluster
 from testbed.endpoints import HUB_CONTEXT, UPSTREAM_CLUSTER, Endpoint, from_environment
 from testbed.faultproxy import FaultProxy
+from testbed.report import HubSweep
 from testbed.servers import HUB_CRDS, UPSTREAM_CRDS, AssetsMissing, assets_dir, crds_dir
 
 
@@ -97,6 +98,12 @@ def upstream_faults(upstream: TestCluster, upstream_endpoint: Endpoint) -> Itera
 def gcjob_hub_args(hub_kubeconfig: str, hub: TestCluster) -> list[str]:
     """`gcjob sweep` against the hub, deciding at once: no lock, no minimum age, no grace."""
     return ["--hub-kubeconfig", hub_kubeconfig, "--no-lock", "--min-age", "0s", "--grace", "0s"]
+
+
+@pytest.fixture
+def sweep(gcjob_hub_args: list[str]) -> HubSweep:
+    """`sweep(ns, *args)`: gcjob against the hub, kept to the namespace `ns` a test made."""
+    return HubSweep(tuple(gcjob_hub_args))
 
 
 @pytest.fixture

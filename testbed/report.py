@@ -95,6 +95,17 @@ def sweep_snapshot(snapshot: str | Path, report_file: Path, *args: str) -> Snaps
     return SnapshotRun(int(result.return_value), report, result.output)
 
 
+@dataclass(frozen=True)
+class HubSweep:
+    """`gcjob sweep` against the test hub kept to one namespace, `sweep(ns, "--delete")`: the
+    e2e tests' run (the `sweep` fixture: no lock, no minimum age, no grace)."""
+
+    hub_args: tuple[str, ...]
+
+    def __call__(self, namespace: str, *args: str) -> Result:
+        return run_gcjob(*self.hub_args, "--namespace", namespace, *args)
+
+
 def start_gcjob(*args: str) -> subprocess.Popen[str]:
     """`gcjob sweep ARGS` in a process of its own (to be signalled, or to run beside another),
     its output unbuffered, piped."""

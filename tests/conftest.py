@@ -16,6 +16,7 @@ from testbed.fixtures import (  # noqa: F401  # imported to register them as fix
     hub_endpoint,
     hub_kubeconfig,
     routes_args,
+    sweep,
     upstream,
     upstream_endpoint,
     upstream_faults,

@@ -18,7 +18,7 @@ from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import SECRET_VALUE, binding, companion, route, workload
-from testbed.report import explain, run_gcjob
+from testbed.report import HubSweep, explain, run_gcjob
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 
@@ -43,7 +43,7 @@ def explain_args(hub_kubeconfig: str, hub: TestCluster) -> list[str]:
 
 
 def test_companions_and_bindings_explain_matches_what_delete_did(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str], explain_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep, explain_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -113,7 +113,7 @@ def test_companions_and_bindings_explain_matches_what_delete_did(
     assert {r.method for r in faults.requests} == {"GET"}  # read-only: no lock, no delete
     assert all(e.exit_code == ExitCode.OK for e in explained.values())
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--report-healthy")
+    result = sweep(ns, "--delete", "--report-healthy")
 
     assert result.exit_code == 0, result.stderr
     for (kind, name), e in explained.items():
@@ -201,7 +201,7 @@ def test_routes_explain_matches_what_delete_did(
 
 
 def test_a_failed_read_is_unknown_exit_3_and_the_sweep_deletes_nothing_either(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str], explain_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep, explain_args: list[str]
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -232,7 +232,7 @@ def test_a_failed_read_is_unknown_exit_3_and_the_sweep_deletes_nothing_either(
     assert lines[-1].startswith("verdict: unknown (lookup-failed)"), lines[-1]
     assert int(text.return_value) == ExitCode.INCOMPLETE
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     assert result.exit_code == ExitCode.INCOMPLETE
     for kind, name, e in (

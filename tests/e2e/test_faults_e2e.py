@@ -22,7 +22,7 @@ from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
 from testbed.objects import binding, companion, route, workload
-from testbed.report import run_gcjob, upstreams
+from testbed.report import HubSweep, run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"
@@ -45,7 +45,7 @@ def stamps(faults: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> list[tuple[fl
 
 
 def test_500_once_on_configmap_list_is_retried(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -55,7 +55,7 @@ def test_500_once_on_configmap_list_is_retried(
         Fault(method="GET", path=rf"^/api/v1/namespaces/{ns}/configmaps$", status=500)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1
     assert hub.gone("ConfigMap", ns, "orphan")
@@ -67,7 +67,7 @@ def test_500_once_on_configmap_list_is_retried(
 
 
 def test_503_forever_on_workload_list_makes_companions_incomplete(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -88,9 +88,7 @@ def test_503_forever_on_workload_list_makes_companions_incomplete(
         Fault(method="GET", path="^" + WD_PATH.format(ns=ns) + "$", status=503, times=None)
     )
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -119,7 +117,7 @@ def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
     hub: TestCluster,
     faults: FaultProxy,
     stamps: list[tuple[float, Any]],
-    gcjob_hub_args: list[str],
+    sweep: HubSweep,
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -128,7 +126,7 @@ def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
         Fault(method="DELETE", path=f"^{path}$", status=429, headers={"Retry-After": "1"})
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     deletes = [(t, r) for t, r in stamps if r.method == "DELETE" and r.path == path]
     assert [r.status for _, r in deletes] == [429, 200]
@@ -140,16 +138,14 @@ def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
 
 
 def test_slow_referrer_reread_past_read_timeout_is_retried(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     path = WD_PATH.format(ns=ns) + "/web-gone"
     fault = faults.add_fault(Fault(method="GET", path=f"^{path}$", delay=2.0))
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -168,14 +164,14 @@ def test_slow_referrer_reread_past_read_timeout_is_retried(
 
 
 def test_delete_dropped_before_applying_is_resent(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
@@ -187,7 +183,7 @@ def test_delete_dropped_before_applying_is_resent(
 
 
 def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -203,7 +199,7 @@ def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True, apply_first=True))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
@@ -223,14 +219,14 @@ def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
 
 
 def test_binding_delete_dropped_after_applying_meets_409_and_is_settled(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
     path = RB_PATH.format(ns=ns) + "/gone-config-configmap"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True, apply_first=True))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+    result = sweep(ns, "--delete", "--sweep", "bindings")
 
     assert fault.hits == 1
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
@@ -256,7 +252,7 @@ def _paged_companions(hub: TestCluster, ns: str) -> list[str]:
 
 
 def test_410_once_on_list_continue_restarts_the_list(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     orphans = _paged_companions(hub, ns)
@@ -265,9 +261,7 @@ def test_410_once_on_list_continue_restarts_the_list(
         Fault(method="GET", path=f"^{list_path}$", query={"continue": "*"}, status=410)
     )
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -302,7 +296,7 @@ def test_410_once_on_list_continue_restarts_the_list(
 
 
 def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     orphans = _paged_companions(hub, ns)
@@ -311,9 +305,7 @@ def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
         Fault(method="GET", path=f"^{list_path}$", query={"continue": "*"}, status=410, times=None)
     )
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -334,7 +326,7 @@ def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
 
 
 def test_409_on_delete_is_changed_since_observed(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -350,7 +342,7 @@ def test_409_on_delete_is_changed_since_observed(
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=409))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert hub.present("ConfigMap", ns, "orphan")
     assert hub.present("ResourceBinding", ns, "orphan-configmap")  # kept with its companion
@@ -366,7 +358,7 @@ def test_409_on_delete_is_changed_since_observed(
 
 
 def test_404_naming_the_object_on_delete_is_already_gone(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -383,7 +375,7 @@ def test_404_naming_the_object_on_delete_is_already_gone(
     }
     faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=404, body=not_found))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
     assert [r.status for r in deletes] == [404]  # never resent
@@ -393,7 +385,7 @@ def test_404_naming_the_object_on_delete_is_already_gone(
 
 
 def test_403_on_secret_list_makes_companions_incomplete(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -402,7 +394,7 @@ def test_403_on_secret_list_makes_companions_incomplete(
         Fault(method="GET", path=rf"^/api/v1/namespaces/{ns}/secrets$", status=403, times=None)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1  # 403 is never retried
     assert hub.present("ConfigMap", ns, "orphan")
@@ -418,14 +410,14 @@ def test_403_on_secret_list_makes_companions_incomplete(
 
 
 def test_403_on_delete_is_delete_failed(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=403, times=None))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1  # never retried
     assert hub.present("ConfigMap", ns, "orphan")
@@ -563,14 +555,14 @@ def test_unreachable_hub_is_incomplete_with_one_summary(tmp_path: Path) -> None:
 
 
 def test_hub_without_karmada_is_refused(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
     faults.unserve("work.karmada.io", "v1alpha2")
     try:
-        result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+        result = sweep(ns, "--delete")
     finally:
         faults.serve("work.karmada.io", "v1alpha2")
 
@@ -583,7 +575,7 @@ def test_hub_without_karmada_is_refused(
 
 
 def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_binding(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -602,7 +594,7 @@ def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_bindin
         )
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
@@ -611,7 +603,7 @@ def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_bindin
 
 
 def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(binding(ns, "lost-configmap", kind="ConfigMap", target="lost"))
@@ -624,7 +616,7 @@ def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
         )
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+    result = sweep(ns, "--delete", "--sweep", "bindings")
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ResourceBinding", "lost-configmap") == ("deleted", "orphaned")
@@ -632,7 +624,7 @@ def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
 
 
 def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -645,7 +637,7 @@ def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
         Fault(method="DELETE", path=f"/namespaces/{ns}/configmaps/app$", status=503, times=None)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert hub.gone("ConfigMap", ns, "app")
     assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
@@ -654,7 +646,7 @@ def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
 
 
 def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -670,9 +662,7 @@ def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone
 
     # 4 s: the preflight's access reviews and the lists come first, and take most of a second
     # on a loaded machine; the DELETE must be sent before the deadline and answered after it.
-    result = run_gcjob(
-        *gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions", "--timeout", "4s"
-    )
+    result = sweep(ns, "--delete", "--sweep", "companions", "--timeout", "4s")
 
     assert hub.gone("ConfigMap", ns, "app")
     assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
@@ -681,7 +671,7 @@ def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone
 
 
 def test_a_delete_that_cannot_be_settled_is_reported_uncertain(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -692,7 +682,7 @@ def test_a_delete_that_cannot_be_settled_is_reported_uncertain(
         Fault(method="GET", path=f"/namespaces/{ns}/configmaps/app$", status=500, times=None)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert result.outcome("ConfigMap", "app") == ("failed", "delete-uncertain")
     assert "may have been applied" in result.item("ConfigMap", "app")["detail"]

@@ -16,7 +16,7 @@ from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER, kubeconfig_copy
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import binding, companion, route
-from testbed.report import Result, run_gcjob
+from testbed.report import HubSweep, Result, run_gcjob
 from testbed.servers import ADMIN_TOKEN
 
 
@@ -96,24 +96,22 @@ def test_userinfo_in_the_server_url_is_never_printed(
 
 
 def test_an_html_login_page_is_a_configuration_error(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     page = "<html><body><form>Sign in: password</form></body></html>"
     faults.add_fault(Fault(path=r"^/apis/work\.karmada\.io/v1alpha2$", status=200, body=page))
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns)
+    result = sweep(ns)
     line = assert_config_error(result, "Sign in")
     assert "does not answer as a Kubernetes API server" in line
 
 
-def test_a_binding_is_never_deleted_by_its_name_alone(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_a_binding_is_never_deleted_by_its_name_alone(hub: TestCluster, sweep: HubSweep) -> None:
     """issue 12 F: `foo-secret` binds Deployment `important`; no Secret `foo` exists."""
     ns = hub.namespace()
     hub.create(binding(ns, "foo-secret", kind="Deployment", target="important"))
     hub.create(binding(ns, "bar-secret", kind="Secret", target="bar"))  # a true orphan
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "bindings", "--delete")
+    result = sweep(ns, "--sweep", "bindings", "--delete")
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert result.outcome("ResourceBinding", "foo-secret") == ("skipped", "resource-mismatch")
     assert result.outcome("ResourceBinding", "bar-secret") == ("deleted", "orphaned")

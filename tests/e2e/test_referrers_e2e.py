@@ -8,11 +8,11 @@ from gcjob.decide.companions import MAX_REFERRER_KEYS
 from testbed.cluster import TestCluster
 from testbed.faultproxy import FaultProxy
 from testbed.objects import binding, companion
-from testbed.report import run_gcjob
+from testbed.report import HubSweep
 
 
 def test_repeated_and_excessive_referrer_keys_cost_one_lookup_per_name(
-    hub: TestCluster, gcjob_hub_args: list[str], faults: FaultProxy
+    hub: TestCluster, sweep: HubSweep, faults: FaultProxy
 ) -> None:
     ns = hub.namespace()
     # 10,000 copies of one key (190 KB, under the 256 KB annotation limit), then two keys
@@ -25,7 +25,7 @@ def test_repeated_and_excessive_referrer_keys_cost_one_lookup_per_name(
     hub.create(companion("Secret", ns, "too-many", too_many))
     faults.clear_requests()
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "companions")
+    result = sweep(ns, "--sweep", "companions")
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ConfigMap", "repeated") == ("would-delete", "orphaned")

@@ -20,7 +20,7 @@ from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import FaultProxy
 from testbed.objects import binding, companion, route
-from testbed.report import run_gcjob
+from testbed.report import HubSweep
 from testbed.servers import write_kubeconfig
 
 CLUSTERS = 1000
@@ -54,7 +54,7 @@ def project_upstreams(
 def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     hub: TestCluster,
     upstream: TestCluster,
-    gcjob_hub_args: list[str],
+    sweep: HubSweep,
     project_upstreams: tuple[str, str],
     tmp_path: Path,
 ) -> None:
@@ -89,9 +89,7 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     hub.create(companion("Secret", ns, "escape-key", [f"{hostile}/x"]))
     hub.create(binding(ns, "forged-configmap", kind="ConfigMap", target=hostile))
     report_file = tmp_path / "report.json"
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--upstream-kubeconfig",
         kubeconfig,

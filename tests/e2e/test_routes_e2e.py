@@ -14,7 +14,7 @@ from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import route
-from testbed.report import run_gcjob, upstreams
+from testbed.report import HubSweep, run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 
@@ -315,12 +315,10 @@ def test_server_template_names_the_cluster_in_the_url(
     assert result.outcome("HTTPRoute", "via-template") == ("skipped", "upstream-unavailable")
 
 
-def test_routes_sweep_without_upstream_is_not_configured(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_routes_sweep_without_upstream_is_not_configured(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
-    default = run_gcjob(*gcjob_hub_args, "--namespace", ns)
-    explicit = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "routes")
+    default = sweep(ns)
+    explicit = sweep(ns, "--sweep", "routes")
 
     assert default.exit_code == 0
     assert default.summary["sweeps"]["routes"]["status"] == "not-configured"

@@ -13,7 +13,7 @@ from typing import Any
 from testbed.cluster import TestCluster, wait_for
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import binding, companion, workload
-from testbed.report import run_gcjob, start_gcjob, summary_of, upstreams
+from testbed.report import HubSweep, run_gcjob, start_gcjob, summary_of, upstreams
 
 
 def orphans(hub: TestCluster, ns: str, count: int, *, bound: bool = False) -> list[str]:
@@ -36,11 +36,11 @@ def live(hub: TestCluster, ns: str, count: int) -> None:
 # -- brake -------------------------------------------------------------------------------
 
 
-def test_max_deletions_brakes_the_sweep(hub: TestCluster, gcjob_hub_args: list[str]) -> None:
+def test_max_deletions_brakes_the_sweep(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 4)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "3")
+    result = sweep(ns, "--delete", "--max-deletions", "3")
 
     assert result.exit_code == 4
     assert result.summary["sweeps"]["companions"]["status"] == "braked"
@@ -50,25 +50,23 @@ def test_max_deletions_brakes_the_sweep(hub: TestCluster, gcjob_hub_args: list[s
     assert "--max-deletions 3" in result.item("ConfigMap", names[0])["detail"]
 
 
-def test_a_dry_run_reports_the_brake_and_exits_as_usual(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_a_dry_run_reports_the_brake_and_exits_as_usual(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     orphans(hub, ns, 4)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--max-deletions", "3")
+    result = sweep(ns, "--max-deletions", "3")
 
     assert result.exit_code == 0
     assert result.summary["counts"]["companions"]["would-delete"] == {"brake": 4}
 
 
 def test_a_companion_and_its_binding_count_as_one_deletion(
-    hub: TestCluster, gcjob_hub_args: list[str]
+    hub: TestCluster, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 2, bound=True)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "2")
+    result = sweep(ns, "--delete", "--max-deletions", "2")
 
     assert result.exit_code == 0, result.stderr
     for name in names:
@@ -105,14 +103,12 @@ def test_percent_brake_applies_only_above_its_minimum(
     assert all(hub.gone("ConfigMap", ns, n) for n in names)
 
 
-def test_a_braked_sweep_does_not_stop_the_others(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_a_braked_sweep_does_not_stop_the_others(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     orphans(hub, ns, 3)
     hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "2")
+    result = sweep(ns, "--delete", "--max-deletions", "2")
 
     assert result.exit_code == 4
     assert result.summary["sweeps"]["bindings"]["status"] == "completed"
@@ -212,13 +208,13 @@ def test_two_runs_at_once_one_waits_out(
 
 
 def test_timeout_stops_the_run_and_says_what_is_left(
-    hub: TestCluster, gcjob_hub_args: list[str], faults: FaultProxy
+    hub: TestCluster, sweep: HubSweep, faults: FaultProxy
 ) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 2)
     faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", delay=2.0))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--timeout", "1s")
+    result = sweep(ns, "--delete", "--timeout", "1s")
 
     assert result.exit_code == 5
     assert result.summary["sweeps"]["companions"]["status"] == "stopped"

@@ -20,7 +20,7 @@ from gcjob.domain import (
 from testbed.cluster import TestCluster
 from testbed.faultproxy import FaultProxy
 from testbed.objects import companion, workload
-from testbed.report import run_gcjob
+from testbed.report import HubSweep
 
 QPS = 5.0
 
@@ -60,7 +60,7 @@ def _assert_paced(requests: list[Any]) -> None:
 
 
 def test_forged_orphaned_labels_on_healthy_companions_cost_no_write(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     """A label alone is a void mark: it counts for nothing, so nothing is spent removing it
     (300 of them once sent 300 PATCHes and 300 binding GETs), and the write brake stays for
@@ -72,9 +72,7 @@ def test_forged_orphaned_labels_on_healthy_companions_cost_no_write(
         _pair(hub, ns, name, ["default/web"], {})
     faults.clear_requests()
 
-    result = run_gcjob(
-        *gcjob_hub_args, "--namespace", ns, "--grace", "10m", "--delete", "--max-writes", "4"
-    )
+    result = sweep(ns, "--grace", "10m", "--delete", "--max-writes", "4")
 
     assert result.exit_code == 0, result.stderr
     assert _writes(faults) == []
@@ -84,7 +82,7 @@ def test_forged_orphaned_labels_on_healthy_companions_cost_no_write(
 
 
 def test_real_marks_on_objects_in_use_are_removed_past_the_write_brake_and_paced(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     """gcjob's own marks on companions in use again: each removal is paced and counted, but
     never held back by --max-writes, or the old mark would be counted from when the object
@@ -105,9 +103,7 @@ def test_real_marks_on_objects_in_use_are_removed_past_the_write_brake_and_paced
         hub.patch("ConfigMap", ns, name, {"metadata": {"annotations": notes}})
     faults.clear_requests()
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--grace",
         "10m",
@@ -129,7 +125,7 @@ def test_real_marks_on_objects_in_use_are_removed_past_the_write_brake_and_paced
 
 
 def test_forged_in_grace_marks_do_not_mark_bindings_past_the_marks_brake(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace("writes")
     referrers = ["default/web-gone"]
@@ -144,9 +140,7 @@ def test_forged_in_grace_marks_do_not_mark_bindings_past_the_marks_brake(
     bindings = [_pair(hub, ns, name, referrers, forged) for name in names]
     faults.clear_requests()
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--grace",
         "10m",
