@@ -1,6 +1,6 @@
 """Scale benchmark: gcjob against a large hub and 1,000 upstream project control planes.
 
-One real hub (kube-apiserver + etcd from ``tests/e2e/envtest.py``) grows to each size in turn
+One real hub (kube-apiserver + etcd from ``testbed/servers.py``) grows to each size in turn
 (10k companions by default; ``--big`` for 10k, 50k and 100k, the last with 250k unlabelled
 ConfigMaps more), in the proportions of issue 9: per 20 companions, 15 ConfigMaps, 5 Secrets,
 20 ResourceBindings, 18 WorkloadDeployments and 5 HTTPRoutes, written straight into etcd (see
@@ -37,34 +37,39 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import urlsplit
 
-from bench_sweep import (
+from harness import (
     ROOT,
     Blobs,
-    Populator,
+    Obj,
     Task,
-    _binding,
-    _blob,
-    _companion,
-    _post,
+    blob,
     clean_env,
+    companion,
+    etcd_db_mib,
+    fill,
     gcjob_bin,
     loadavg,
     machine,
+    post_task,
     read_lists,
     run_measured,
 )
 
 from gcjob.domain import COMPANION_LABEL
 from gcjob.enumerate.hub import COMPANION_SELECTOR
-from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
-from tests.e2e.faultproxy import Fault, FaultProxy, Target
-from tests.e2e.objects import gateway, route, workload
-from tests.servers import HUB_CRDS, UPSTREAM_CRDS
-
-Obj = dict[str, Any]
+from testbed.faultproxy import Fault, FaultProxy, Target
+from testbed.objects import binding_for, gateway, namespace, route, workload
+from testbed.servers import (
+    ADMIN_TOKEN,
+    HUB_CRDS,
+    UPSTREAM_CRDS,
+    ApiServer,
+    running,
+    write_kubeconfig,
+)
 
 BLOCK = 20  # per 20 companions: 15 ConfigMaps, 5 Secrets, 20 bindings, 18 workloads, 5 routes
 WORKLOADS_PER_BLOCK = 18
@@ -99,10 +104,8 @@ def project(index: int) -> str:
     return f"proj-{index:04d}"
 
 
-def _namespace(name: str) -> Task:
-    return _post(
-        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
+def namespace_task(name: str) -> Task:
+    return post_task("/api/v1/namespaces", namespace(name))
 
 
 def hub_increment(
@@ -124,16 +127,16 @@ def hub_increment(
                 w = block * WORKLOADS_PER_BLOCK + i % WORKLOADS_PER_BLOCK
                 wd = f"gone-{j}-dfw" if j % ORPHAN_EVERY == ORPHAN_EVERY // 2 else f"web-{w}-dfw"
                 if i % 4 == 3:
-                    obj = _companion(
+                    obj = companion(
                         "Secret", ns, f"db-creds-{j}", [f"default/{wd}"], blobs.secret[j % 32]
                     )
                 else:
-                    obj = _companion(
+                    obj = companion(
                         "ConfigMap", ns, f"app-config-{j}", [f"default/{wd}"], blobs.config[j % 32]
                     )
                 obj["metadata"]["uid"] = str(uuid.uuid4())
                 obj["metadata"]["resourceVersion"] = ""
-                binding = _binding(obj)
+                binding = binding_for(obj)
                 del binding["spec"]["resource"]["resourceVersion"]  # not known before storing
                 del obj["metadata"]["resourceVersion"]
                 yield obj
@@ -188,8 +191,7 @@ class EtcdFill:
     BATCH = 100  # etcd allows 128 operations in one transaction by default
 
     def __init__(self, server: ApiServer) -> None:
-        args = list(server._processes[0].args)  # the etcd process envtest.py started first
-        url = urlsplit(args[args.index("--listen-client-urls") + 1])
+        url = urlsplit(server.etcd_url)
         self.server = server
         self.connection = http.client.HTTPConnection(url.hostname or "", url.port)
         self.samples: dict[tuple[str, bool], Obj] = {}
@@ -275,7 +277,7 @@ def unlabelled(count: int, namespaces: list[str]) -> Iterator[Obj]:
     """ConfigMaps without the companion label, 256 bytes of data each (small, so that 250k
     of them stay well inside etcd's 2 GiB quota beside the rest): gcjob must never read them."""
     rng = random.Random(2)
-    payloads = [{"settings.yaml": _blob(rng, 256)} for _ in range(32)]
+    payloads = [{"settings.yaml": blob(rng, 256)} for _ in range(32)]
     for k in range(count):
         ns = namespaces[k % len(namespaces)]
         obj = {
@@ -295,23 +297,9 @@ def upstream_world(projects: int) -> tuple[list[Task], Iterator[Task]]:
     def gateways() -> Iterator[Task]:
         for p in range(projects):
             for g in range(GATEWAYS_PER_PROJECT):
-                yield _post(GW_PATH.format(ns=project(p)), gateway(project(p), f"gw-{g}"))
+                yield post_task(GW_PATH.format(ns=project(p)), gateway(project(p), f"gw-{g}"))
 
-    return [_namespace(project(p)) for p in range(projects)], gateways()
-
-
-def fill(server: ApiServer, first: list[Task], rest: Iterator[Task], threads: int) -> Obj:
-    populator = Populator(server, threads)
-    start = time.perf_counter()
-    populator.run(iter(first))
-    populator.run(rest)
-    seconds = time.perf_counter() - start
-    return {
-        "posts": populator.posts,
-        "seconds": round(seconds, 1),
-        "posts_per_s": round(populator.posts / seconds) if seconds else None,
-        "retries": populator.retries,
-    }
+    return [namespace_task(project(p)) for p in range(projects)], gateways()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,11 +542,6 @@ def _row(r: Obj) -> str:
     )
 
 
-def etcd_db_mib(server: ApiServer) -> float | None:
-    db = server.workdir / "etcd" / "member" / "snap" / "db"
-    return round(db.stat().st_size / 2**20, 1) if db.exists() else None
-
-
 # ---------------------------------------------------------------------------------------------
 # driver
 
@@ -611,12 +594,10 @@ def main() -> None:
     blobs = Blobs(random.Random(1))
     with (
         tempfile.TemporaryDirectory(prefix="gcjob-scale-") as tmp,
-        ApiServer("scale-hub") as hub,
-        ApiServer("scale-upstream") as up,
+        running("scale-hub", HUB_CRDS) as hub,
+        running("scale-upstream", UPSTREAM_CRDS) as up,
     ):
         work = Path(tmp)
-        hub.install_crds(crds_dir() / crd for crd in HUB_CRDS)
-        up.install_crds(crds_dir() / crd for crd in UPSTREAM_CRDS)
         doc["server_version"] = hub.request("GET", "/version").get("gitVersion")
         print(
             f"upstream: {args.projects} projects x {GATEWAYS_PER_PROJECT} Gateways ...", flush=True
@@ -649,11 +630,11 @@ def main() -> None:
             size: Obj = {"companions": n, "runs": []}
             doc["sizes"].append(size)
             print(f"N={n}: filling companions {filled}..{n} ...", flush=True)
-            namespaces, objects = hub_increment(filled, n, args.projects, blobs)
+            namespaces, hub_objects = hub_increment(filled, n, args.projects, blobs)
             size["fill_namespaces"] = fill(
-                hub, [_namespace(ns) for ns in namespaces], iter([]), args.threads
+                hub, [namespace_task(ns) for ns in namespaces], iter([]), args.threads
             )
-            size["fill"] = etcd.write(objects)
+            size["fill"] = etcd.write(hub_objects)
             if n == extra_at and extra_count:
                 print(f"N={n}: {extra_count} unlabelled ConfigMaps ...", flush=True)
                 every = sorted({hub_namespace(b) for b in range(n // BLOCK)})

@@ -1,7 +1,7 @@
 """Benchmark: the real gcjob CLI sweeping a large Karmada hub on a real kube-apiserver + etcd.
 
-For each size N it starts a real API server pair (``tests/e2e/envtest.py``, the hub CRDs of
-``tests/servers.py``), fills it over HTTPS with a bounded pool of keep-alive connections, and
+For each size N it starts a real API server pair (``testbed/servers.py``, with its
+``HUB_CRDS``), fills it over HTTPS with a bounded pool of keep-alive connections, and
 measures, each in a fresh subprocess against that same server:
 
 - a plain paginated (limit=500) metadata-only list of the collections gcjob lists, through the
@@ -19,40 +19,41 @@ It asserts nothing: it prints a table and writes JSON.
 from __future__ import annotations
 
 import argparse
-import base64
-import http.client
 import json
-import os
-import platform
 import random
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from harness import (
+    PAGE_SIZE,
+    ROOT,
+    Blobs,
+    Obj,
+    Post,
+    Task,
+    clean_env,
+    companion,
+    etcd_db_mib,
+    fill,
+    gcjob_bin,
+    loadavg,
+    machine,
+    post_task,
+    read_lists,
+    run_measured,
+)
 
-from gcjob.domain import COMPANION_LABEL, POLICY_KEY, REFERRERS_ANNOTATION  # noqa: E402
-from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir  # noqa: E402
-from tests.e2e.objects import workload  # noqa: E402
-from tests.servers import HUB_CRDS  # noqa: E402
+from gcjob.domain import COMPANION_LABEL
+from testbed import objects
+from testbed.servers import HUB_CRDS, ApiServer, running
 
-Obj = dict[str, Any]
-
-PAGE_SIZE = 500
 NAMESPACE_SIZE = 50  # companions per hub namespace: N/50 namespaces
 ORPHAN_EVERY = 100  # one workload in 100 is gone: ~1% of companions are orphans
-POPULATE_THREADS = 8  # keep-alive connections filling the hub
-POST_ATTEMPTS = 8  # a loaded 2-core machine makes the server time out now and then (504)
-META_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 BASELINE_LISTS = (  # what gcjob lists for companions + bindings
     ("/api/v1/configmaps", f"{COMPANION_LABEL}=true"),
     ("/api/v1/secrets", f"{COMPANION_LABEL}=true"),
@@ -68,111 +69,19 @@ CORE_PATH = "/api/v1/namespaces/{ns}/{plural}"
 # the hub
 
 
-def _blob(rng: random.Random, size: int) -> str:
-    return base64.b64encode(rng.randbytes(size * 3 // 4)).decode()
-
-
-class Blobs:
-    """A few distinct payloads, reused: realistic sizes without generating MBs of randomness."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self.secret = [
-            {"username": _blob(rng, 24), "password": _blob(rng, 48), "tls.key": _blob(rng, 3000)}
-            for _ in range(32)
-        ]
-        self.config = [{"app.conf": _blob(rng, 900), "env": _blob(rng, 200)} for _ in range(32)]
-        self.plain = [{"data.txt": _blob(rng, 2048)} for _ in range(32)]
-
-
-def _companion(kind: str, ns: str, name: str, referrers: list[str], data: Obj) -> Obj:
-    obj: Obj = {
-        "apiVersion": "v1",
-        "kind": kind,
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {
-                COMPANION_LABEL: "true",
-                "app.kubernetes.io/managed-by": "compute-operator",
-            },
-            "annotations": {REFERRERS_ANNOTATION: json.dumps(sorted(referrers))},
-        },
-        "data": data,
-    }
-    if kind == "Secret":
-        obj["type"] = "Opaque"
-    return obj
-
-
-def _binding(companion: Obj) -> Obj:
-    """The binding of a companion as the server stored it (its uid and resourceVersion)."""
-    meta = companion["metadata"]
-    kind = companion["kind"]
-    ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
-    return {
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": f"{name}-{kind.lower()}",
-            "namespace": ns,
-            "annotations": {
-                POLICY_KEY: "city-dfw",
-                "propagationpolicy.karmada.io/namespace": ns,
-            },
-            "labels": {"propagationpolicy.karmada.io/permanent-id": str(uuid.uuid4())},
-            "finalizers": ["karmada.io/binding-controller"],
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": kind,
-                    "name": name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ],
-        },
-        "spec": {
-            "resource": {
-                "apiVersion": "v1",
-                "kind": kind,
-                "namespace": ns,
-                "name": name,
-                "uid": uid,
-                "resourceVersion": meta["resourceVersion"],
-            },
-            "clusters": [{"name": "cell-dfw-1"}],
-            "placement": {"clusterAffinity": {"labelSelector": {"matchLabels": {"city": "dfw"}}}},
-            "schedulerName": "default-scheduler",
-        },
-    }
-
-
-def _workload(ns: str, name: str) -> Obj:
-    return workload(
-        ns, name, labels={"compute.datumapis.com/workload-name": name.removesuffix("-dfw")}
-    )
-
-
-Post = Callable[[str, Obj], Obj]
-Task = Callable[[Post], None]
-
-
-def _post_companion(path: str, obj: Obj) -> Task:
+def companion_task(path: str, obj: Obj) -> Task:
     """Create a companion, then its binding naming the uid the server gave it."""
 
     def task(post: Post) -> None:
         stored = post(path, obj)
-        post(RB_PATH.format(ns=obj["metadata"]["namespace"]), _binding(stored))
+        post(RB_PATH.format(ns=obj["metadata"]["namespace"]), objects.binding_for(stored))
 
     return task
 
 
-def _post(path: str, obj: Obj) -> Task:
-    def task(post: Post) -> None:
-        post(path, obj)
-
-    return task
+def workload(ns: str, name: str) -> Obj:
+    labels = {"compute.datumapis.com/workload-name": name.removesuffix("-dfw")}
+    return objects.workload(ns, name, labels=labels)
 
 
 def hub_tasks(n: int, seed: int = 1) -> tuple[list[Task], Iterator[Task], Counter[str]]:
@@ -183,13 +92,7 @@ def hub_tasks(n: int, seed: int = 1) -> tuple[list[Task], Iterator[Task], Counte
     blobs = Blobs(rng)
     namespaces = [f"ns-{uuid.UUID(int=rng.getrandbits(128), version=4)}" for _ in range(n // 50)]
     counts: Counter[str] = Counter(Namespace=len(namespaces))
-    first = [
-        _post(
-            "/api/v1/namespaces",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-        )
-        for ns in namespaces
-    ]
+    first = [post_task("/api/v1/namespaces", objects.namespace(ns)) for ns in namespaces]
     pairs = n // 2
     per_ns = NAMESPACE_SIZE // 2  # workload pairs per namespace
     for j in range(pairs):
@@ -209,12 +112,12 @@ def hub_tasks(n: int, seed: int = 1) -> tuple[list[Task], Iterator[Task], Counte
             referrers = [f"default/{wd}"]
             if j % 10 == 3 and not orphan:  # some companions are shared by two workloads
                 referrers.append(f"default/web-{j - 1}-dfw")
-            cm = _companion("ConfigMap", ns, f"app-config-{j}", referrers, blobs.config[j % 32])
-            secret = _companion("Secret", ns, f"db-creds-{j}", referrers, blobs.secret[j % 32])
-            yield _post_companion(CORE_PATH.format(ns=ns, plural="configmaps"), cm)
-            yield _post_companion(CORE_PATH.format(ns=ns, plural="secrets"), secret)
+            cm = companion("ConfigMap", ns, f"app-config-{j}", referrers, blobs.config[j % 32])
+            secret = companion("Secret", ns, f"db-creds-{j}", referrers, blobs.secret[j % 32])
+            yield companion_task(CORE_PATH.format(ns=ns, plural="configmaps"), cm)
+            yield companion_task(CORE_PATH.format(ns=ns, plural="secrets"), secret)
             # the orphans' workload is gone; an unrelated one keeps the WD count at N/2
-            yield _post(WD_PATH.format(ns=ns), _workload(ns, f"batch-{j}-dfw" if orphan else wd))
+            yield post_task(WD_PATH.format(ns=ns), workload(ns, f"batch-{j}-dfw" if orphan else wd))
         for k in range(n):  # never to be read by gcjob
             ns = namespaces[k % len(namespaces)]
             plain = {
@@ -227,111 +130,15 @@ def hub_tasks(n: int, seed: int = 1) -> tuple[list[Task], Iterator[Task], Counte
                 },
                 "data": blobs.plain[k % 32],
             }
-            yield _post(CORE_PATH.format(ns=ns, plural="configmaps"), plain)
+            yield post_task(CORE_PATH.format(ns=ns, plural="configmaps"), plain)
 
     return first, rest(), counts
-
-
-class Populator:
-    """Runs POST tasks on a bounded pool of threads, each with one keep-alive HTTPS connection
-    to the server. Any failure stops the fill and is raised."""
-
-    def __init__(self, server: ApiServer, threads: int = POPULATE_THREADS) -> None:
-        self.server = server
-        self.threads = threads
-        self.posts = 0
-        self.retries = 0  # POSTs sent again because the busy server did not answer in time
-        self._lock = threading.Lock()
-        self._errors: list[BaseException] = []
-
-    def run(self, tasks: Iterator[Task]) -> None:
-        source = iter(tasks)
-        workers = [
-            threading.Thread(target=self._work, args=(source,), daemon=True)
-            for _ in range(self.threads)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        if self._errors:
-            raise RuntimeError(f"populating failed: {self._errors[0]!r}") from self._errors[0]
-
-    def _work(self, source: Iterator[Task]) -> None:
-        context = self.server.ssl_context()
-        connection = http.client.HTTPSConnection("127.0.0.1", self.server.port, context=context)
-        headers = {
-            "Authorization": f"Bearer {ADMIN_TOKEN}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
-
-        def send(method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
-            nonlocal connection
-            try:
-                connection.request(method, path, data, headers)
-                response = connection.getresponse()
-                return response.status, response.read()
-            except (OSError, http.client.HTTPException):
-                connection.close()
-                connection = http.client.HTTPSConnection(
-                    "127.0.0.1", self.server.port, context=context
-                )
-                return 0, b"connection failed"
-
-        def post(path: str, obj: Obj) -> Obj:
-            """POST, retried on a busy server (504, 429, 5xx, a broken connection); a retry
-            answered 409 means an earlier attempt applied: the stored object is read back."""
-            data = json.dumps(obj).encode()
-            for attempt in range(POST_ATTEMPTS):
-                status, body = send("POST", path, data)
-                if status == 409 and attempt:
-                    name = obj["metadata"]["name"]
-                    status, body = send("GET", f"{path}/{name}", None)
-                if status < 300 and status:
-                    break
-                if status not in (0, 429) and status < 500:
-                    raise RuntimeError(f"POST {path}: {status} {body[:300]!r}")
-                with self._lock:
-                    self.retries += 1
-                time.sleep(min(30.0, 2.0**attempt))
-            else:
-                raise RuntimeError(f"POST {path}: {status} {body[:300]!r} ({POST_ATTEMPTS} tries)")
-            with self._lock:
-                self.posts += 1
-            stored: Obj = json.loads(body)
-            return stored
-
-        try:
-            while not self._errors:
-                with self._lock:
-                    task = next(source, None)
-                if task is None:
-                    return
-                task(post)
-        except BaseException as exc:  # handed to run(), which raises it
-            with self._lock:
-                self._errors.append(exc)
-        finally:
-            connection.close()
 
 
 def populate(server: ApiServer, n: int) -> tuple[dict[str, int], Obj]:
     """Fill the hub; returns the object counts and how fast it went."""
     first, rest, counts = hub_tasks(n)
-    populator = Populator(server)
-    start = time.perf_counter()
-    populator.run(iter(first))
-    populator.run(rest)
-    elapsed = time.perf_counter() - start
-    rate = {
-        "posts": populator.posts,
-        "threads": populator.threads,
-        "seconds": round(elapsed, 1),
-        "posts_per_s": round(populator.posts / elapsed),
-        "retries": populator.retries,
-    }
-    return dict(counts), rate
+    return dict(counts), fill(server, iter(first), rest)
 
 
 def global_resource_version(server: ApiServer) -> str:
@@ -340,67 +147,8 @@ def global_resource_version(server: ApiServer) -> str:
     return str(page["metadata"]["resourceVersion"])
 
 
-def loadavg() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().strip()
-    except OSError:
-        return ""
-
-
 # ---------------------------------------------------------------------------------------------
 # subprocesses
-
-
-# Run by a small fresh interpreter between this (large) process and the measured child. Linux
-# keeps the peak RSS of a process image across exec, so a child spawned straight from this
-# process would report this process's peak; spawned from the helper it starts from the
-# helper's ~10 MiB. RUSAGE_CHILDREN of the helper is then the measured child's own peak.
-MEASURE_HELPER = """
-import json, resource, subprocess, sys, time
-start = time.perf_counter()
-rc = subprocess.call(sys.argv[2:])
-wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-with open(sys.argv[1], "w") as f:
-    json.dump({"rc": rc, "wall": wall, "maxrss_kib": peak}, f)
-"""
-
-
-def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float, str, str]:
-    """(exit code, wall s, peak RSS MiB, stdout, stderr) of one child, measured by a fresh
-    helper process (see MEASURE_HELPER)."""
-    with (
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryFile() as err,
-        tempfile.NamedTemporaryFile(suffix=".json") as meta,
-    ):
-        helper = [sys.executable, "-I", "-S", "-c", MEASURE_HELPER, meta.name, *cmd]
-        subprocess.run(helper, stdout=out, stderr=err, env=env, check=False)
-        measured = json.loads(Path(meta.name).read_text() or "{}")
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode("utf-8", "replace")
-        stderr = err.read().decode("utf-8", "replace")
-    return (
-        int(measured.get("rc", -1)),
-        float(measured.get("wall", 0.0)),
-        measured.get("maxrss_kib", 0) / 1024,
-        stdout,
-        stderr,
-    )
-
-
-def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GCJOB_") and k != "KUBECONFIG"}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
-
-
-def gcjob_bin() -> str:
-    for candidate in (ROOT / ".venv/bin/gcjob", Path(sys.executable).parent / "gcjob"):
-        if candidate.exists():
-            return str(candidate)
-    raise SystemExit("gcjob is not installed: activate the venv (pip install -e .)")
 
 
 def run_gcjob(kubeconfig: str, mode: str, decided: int) -> Obj:
@@ -453,49 +201,6 @@ def baseline_list_main(kubeconfig: str) -> None:
     (bytes: response bodies as received, decompressed if the server compressed them)."""
     read = read_lists(kubeconfig, BASELINE_LISTS, from_cache=False)
     print(json.dumps({"pages": read["requests"], "items": read["items"], "bytes": read["bytes"]}))
-
-
-def read_lists(
-    kubeconfig: str, lists: Sequence[tuple[str, str | None]], *, from_cache: bool
-) -> dict[str, int]:
-    """Metadata-only lists with the official client, one request at a time: paginated
-    (limit=PAGE_SIZE) from etcd, or from the watch cache (resourceVersion=0, which a 1.25
-    server answers whole). Each answer is read whole, parsed, counted and dropped."""
-    from kubernetes import config as kube_config
-
-    api = kube_config.new_client_from_config(config_file=kubeconfig)
-    requests = items = received = 0
-    for path, selector in lists:
-        token = None
-        while True:
-            query: list[tuple[str, Any]] = []
-            if from_cache:
-                query += [("resourceVersion", "0"), ("resourceVersionMatch", "NotOlderThan")]
-            else:
-                query.append(("limit", PAGE_SIZE))
-            if selector:
-                query.append(("labelSelector", selector))
-            if token:
-                query.append(("continue", token))
-            method, url, headers, body, post = api.param_serialize(
-                method="GET",
-                resource_path=path,
-                query_params=query,
-                header_params={"Accept": META_LIST_ACCEPT},
-                auth_settings=["BearerToken"],
-            )
-            resp = api.call_api(method, url, header_params=headers, body=body, post_params=post)
-            data = resp.read()
-            resp.response.release_conn()
-            page = json.loads(data)
-            requests += 1
-            received += len(data)
-            items += len(page["items"] or [])  # a real server answers an empty list with null
-            token = page["metadata"].get("continue")
-            del page, data
-            if not token:
-                break
-    return {"requests": requests, "items": items, "bytes": received}
 
 
 def run_baseline(kubeconfig: str) -> Obj:
@@ -600,8 +305,7 @@ READ_ONLY_STEPS = ("plain-list", "dry-run", "dry-run-nobrake")
 def bench_size(n: int, workdir: Path, rounds: int) -> Obj:
     out: Obj = {"size": n, "runs": []}
     print(f"N={n}: starting a kube-apiserver + etcd and populating ...", flush=True)
-    with ApiServer(f"bench-{n}") as server:
-        server.install_crds(crds_dir() / crd for crd in HUB_CRDS)
+    with running(f"bench-{n}", HUB_CRDS) as server:
         out["server_version"] = server.request("GET", "/version").get("gitVersion")
         out["loadavg_before_populate"] = loadavg()
         counts, rate = populate(server, n)
@@ -630,15 +334,10 @@ def bench_size(n: int, workdir: Path, rounds: int) -> Obj:
             result["round"] = r
             out["runs"].append(result)
             print(f"  {r} {step:15} {_row(result)}", flush=True)
-        out["etcd_db_mib"] = _etcd_db_mib(server)
+        out["etcd_db_mib"] = etcd_db_mib(server)
     out["decide"] = run_decide(n)
     print(f"  decide          {out['decide'].get('us_per_decision')} µs/decision", flush=True)
     return out
-
-
-def _etcd_db_mib(server: ApiServer) -> float | None:
-    db = server.workdir / "etcd" / "member" / "snap" / "db"
-    return round(db.stat().st_size / 2**20, 1) if db.exists() else None
 
 
 def _row(r: Obj) -> str:
@@ -648,31 +347,6 @@ def _row(r: Obj) -> str:
         f"would-delete {r.get('would_delete', '-')}  deleted {r.get('deleted', '-')}  "
         f"load {r.get('loadavg_before', '')[:14]} -> {r.get('loadavg_after', '')[:14]}"
     )
-
-
-def machine() -> Obj:
-    def sh(cmd: list[str]) -> str:
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
-        except OSError:
-            return ""
-
-    return {
-        "nproc": sh(["nproc"]),
-        "free_h": sh(["free", "-h"]),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            "",
-        )
-        if Path("/proc/cpuinfo").exists()
-        else "",
-    }
 
 
 def print_table(results: list[Obj]) -> None:

@@ -1,5 +1,6 @@
-"""Session-wide fixtures: the real API servers and the real Pushgateway (each started only when
-a test asks for one), and the report schema's validator."""
+"""Session-wide fixtures: the test bed's real API servers and real Pushgateway
+(testbed/fixtures.py, testbed/prometheus.py: each started only when a test asks for one), and
+the report schema's validator."""
 
 import os
 from pathlib import Path
@@ -8,24 +9,28 @@ import pytest
 from hypothesis import HealthCheck, settings
 from jsonschema import Draft202012Validator
 
-from tests import schemas
-from tests.e2e.envtest import PROJECT_ROOT, AssetsMissing, assets_dir, crds_dir
-from tests.prometheus import (  # noqa: F401  # pushgateway*: imported to register them as fixtures
-    PrometheusMissing,
-    binary,
-    pushgateway,
-    pushgateway_server,
-)
-from tests.servers import (  # noqa: F401  # imported to register them as fixtures
+from testbed import schemas
+from testbed.fixtures import (  # noqa: F401  # imported to register them as fixtures
     faults,
+    gcjob_hub_args,
     hub,
     hub_endpoint,
     hub_kubeconfig,
+    routes_args,
+    sweep,
     upstream,
     upstream_endpoint,
     upstream_faults,
     upstream_kubeconfig,
 )
+from testbed.paths import PROJECT_ROOT
+from testbed.prometheus import (  # noqa: F401  # pushgateway*: imported to register them as fixtures
+    PrometheusMissing,
+    binary,
+    pushgateway,
+    pushgateway_server,
+)
+from testbed.servers import AssetsMissing, assets_dir, crds_dir
 
 # Generated (hypothesis) tests: a bounded number of examples in the README's test command and
 # CI; GCJOB_HYPOTHESIS_PROFILE=long runs many more on demand. A test that is costlier per

@@ -7,7 +7,7 @@ from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.kube.snapshot import SnapshotStore
 from gcjob.model import Action, Verdict
-from tests.builders import HUB_NS, ref
+from testbed.model import HUB_NS, ref
 from tests.test_act_companions import FailingReads
 
 VERDICT = Verdict(ref("ResourceBinding", "app-config-configmap"), True, "orphaned", "gone")

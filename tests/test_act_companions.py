@@ -14,7 +14,7 @@ from gcjob.budget import RunBudget
 from gcjob.kube.errors import Unavailable
 from gcjob.kube.snapshot import SnapshotStore
 from gcjob.model import Action, Verdict
-from tests.builders import HUB_NS, ref
+from testbed.model import HUB_NS, ref
 
 
 def hub(*objects: dict[str, Any]) -> SnapshotStore:

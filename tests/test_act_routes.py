@@ -8,7 +8,7 @@ from gcjob.budget import RunBudget
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 from gcjob.model import Action, RouteTarget, Verdict
-from tests.builders import ref
+from testbed.model import ref
 from tests.test_act_companions import FailingReads
 
 VERDICT = Verdict(ref("HTTPRoute", "web"), True, "upstream-gateways-gone", "gone")

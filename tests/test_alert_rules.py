@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from gcjob.publish.metrics import registry_of
-from tests.prometheus import RULES, promtool
+from testbed.prometheus import RULES, promtool
 
 MONITORING = RULES.parent
 RULE_TESTS = MONITORING / "tests" / "gcjob-alerts-test.yaml"

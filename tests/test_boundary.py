@@ -8,7 +8,6 @@ run of the demo hub; generated objects go through the same whole run.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
 )
 from gcjob.model import Companion, Verdict
+from testbed.report import sweep_snapshot
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"
@@ -39,9 +39,8 @@ SECRET_TOKEN = "Bearer s3cr3t-t0ken"
 
 
 def _sweep(snapshot: Path, report: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    args = ["sweep", "--snapshot", str(snapshot), "--report-file", str(report), *extra]
-    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
-    return int(result.return_value), json.loads(report.read_text(encoding="utf-8"))
+    run = sweep_snapshot(snapshot, report, *extra)
+    return run.exit_code, run.report
 
 
 def _items(report: dict[str, Any], name: str) -> list[dict[str, Any]]:

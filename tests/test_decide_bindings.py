@@ -8,8 +8,8 @@ import pytest
 
 from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.model import Binding, BoundResource
-from tests import builders
-from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, bound
+from testbed import model as builders
+from testbed.model import HUB_NS, MIN_AGE, NOW, YOUNG, bound
 
 
 def binding(name: str = "app-config-configmap", **kwargs: Any) -> Binding:

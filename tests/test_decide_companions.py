@@ -15,7 +15,7 @@ from gcjob.decide.companions import (
     parse_referrers,
 )
 from gcjob.model import BoundResource
-from tests.builders import HUB_NS, MIN_AGE, NOW, PROTECTED, YOUNG, bound, companion, ref
+from testbed.model import HUB_NS, MIN_AGE, NOW, PROTECTED, YOUNG, bound, companion, ref
 
 # --- parse_referrers ---------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from gcjob.decide.routes import decide_route, in_scope, is_gateway, route_target
 from gcjob.enumerate.upstream import is_suspect, suspect_groups
 from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
-from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, parent, route, route_labels
+from testbed.model import HUB_NS, MIN_AGE, NOW, YOUNG, parent, route, route_labels
 
 GW_GROUP = "gateway.networking.k8s.io"
 CLUSTER_LABEL = "meta.datumapis.com/upstream-cluster-name"

@@ -6,7 +6,7 @@ from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.model import Action, Sweep, Verdict
-from tests.builders import ref
+from testbed.model import ref
 
 VERDICT = Verdict(ref(), True, "orphaned", "gone")
 

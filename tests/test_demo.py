@@ -29,7 +29,8 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
 )
 from gcjob.kube.errors import ConfigError
-from tests import schemas
+from testbed import schemas
+from testbed.report import sweep_snapshot
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 
@@ -375,14 +376,12 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
     )
     for empty in ("workloaddeployments", "resourcebindings", "secrets"):  # dumped: none there
         (hub / f"{empty}.json").write_text('{"kind": "List", "apiVersion": "v1", "items": []}')
-    report_file = tmp_path / "r.json"
-    args = ["sweep", "--snapshot", str(tmp_path / "snap"), "--grace", "10m"]
-    args += ["--sweep", "companions", "--report-file", str(report_file)]
+    run = sweep_snapshot(
+        tmp_path / "snap", tmp_path / "r.json", "--grace", "10m", "--sweep", "companions"
+    )
 
-    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
-
-    assert result.return_value == 0, result.output
-    report = json.loads(report_file.read_text(encoding="utf-8"))
+    assert run.exit_code == 0, run.output
+    report = run.report
     by_name = {i["name"]: i for i in report["items"]}
     assert (by_name["due"]["action"], by_name["due"]["orphaned_since"]) == (
         "would-delete",
@@ -448,14 +447,12 @@ def test_a_snapshot_removes_the_companion_mark_of_what_left_the_sweep(tmp_path: 
     )
     for empty in ("secrets", "workloaddeployments", "resourcebindings"):  # dumped, and empty
         (hub / f"{empty}.yaml").write_text("apiVersion: v1\nkind: List\nitems: []\n")
-    report_file = tmp_path / "r.json"
-    args = ["sweep", "--snapshot", str(tmp_path / "snap"), "--grace", "10m"]
-    args += ["--sweep", "companions", "--report-file", str(report_file)]
+    run = sweep_snapshot(
+        tmp_path / "snap", tmp_path / "r.json", "--grace", "10m", "--sweep", "companions"
+    )
 
-    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
-
-    assert result.return_value == 0, result.output
-    report = json.loads(report_file.read_text(encoding="utf-8"))
+    assert run.exit_code == 0, run.output
+    report = run.report
     by_name = {i["name"]: (i["action"], i["reason"]) for i in report["items"]}
     assert by_name == {
         "left": ("would-unmark", "left-scope"),
@@ -475,11 +472,8 @@ def _demo_without(tmp_path: Path, *missing: str) -> Path:
 
 
 def _sweep_report(snapshot: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    report_file = tmp_path / "report.json"
-    argv = ["sweep", "--snapshot", str(snapshot), "--grace", "0", *args]
-    argv += ["--report-file", str(report_file)]
-    result = CliRunner().invoke(cli, argv, standalone_mode=False, catch_exceptions=False)
-    return int(result.return_value), json.loads(report_file.read_text(encoding="utf-8"))
+    run = sweep_snapshot(snapshot, tmp_path / "report.json", "--grace", "0", *args)
+    return run.exit_code, run.report
 
 
 def test_no_workloaddeployments_dump_is_unknown_not_every_companion_orphaned(

@@ -13,17 +13,7 @@ from gcjob.enumerate.scope import Scope
 from gcjob.kube.access import Collected
 from gcjob.kube.errors import KubeError
 from gcjob.kube.snapshot import SnapshotStore
-
-
-def wd(namespace: str | None, name: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return {
-        "apiVersion": "compute.datumapis.com/v1alpha",
-        "kind": "WorkloadDeployment",
-        "metadata": meta,
-    }
+from testbed.objects import companion, workload
 
 
 def store(*objects: dict[str, Any]) -> SnapshotStore:
@@ -35,7 +25,7 @@ def store(*objects: dict[str, Any]) -> SnapshotStore:
 
 def test_index_is_names_by_namespace() -> None:
     index = read_workload_index(
-        store(wd("ns-a", "web"), wd("ns-a", "api"), wd("ns-b", "web")), Scope()
+        store(workload("ns-a", "web"), workload("ns-a", "api"), workload("ns-b", "web")), Scope()
     )
     assert len(index) == 3
     assert "web" in index.within("ns-a") and "api" in index.within("ns-a")
@@ -45,8 +35,10 @@ def test_index_is_names_by_namespace() -> None:
 
 def test_an_item_without_a_namespace_leaves_no_index_at_all() -> None:
     # Filed under "" it would leave its real namespace's companions looking orphaned.
+    nowhere = workload("ns-a", "api")
+    del nowhere["metadata"]["namespace"]
     with pytest.raises(KubeError, match="no namespace"):
-        read_workload_index(store(wd("ns-a", "web"), wd(None, "api")), Scope())
+        read_workload_index(store(workload("ns-a", "web"), nowhere), Scope())
 
 
 class SlowStore(SnapshotStore):
@@ -57,25 +49,13 @@ class SlowStore(SnapshotStore):
         return super().fold(*args, **kwargs)
 
 
-def companion(kind: str, namespace: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": kind,
-        "metadata": {
-            "namespace": namespace,
-            "name": name,
-            "labels": {"compute.datumapis.com/referenced-data": "true"},
-        },
-    }
-
-
 def test_companion_lists_are_read_at_once_in_the_order_asked() -> None:
     """ConfigMaps and Secrets of two namespaces: four lists of 0.3 s, at once."""
     hub = SlowStore("hub", [])
     for namespace in ("ns-b", "ns-a"):
         for kind in ("Secret", "ConfigMap"):
             for name in ("z", "a"):
-                hub.add(companion(kind, namespace, f"{kind.lower()}-{name}"))
+                hub.add(companion(kind, namespace, f"{kind.lower()}-{name}", None))
     scope = Scope(("ns-b", "ns-a"))
 
     def names(reads: Reads) -> tuple[list[list[str]], float]:

@@ -17,7 +17,7 @@ from gcjob.cli import cli, main
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Target, parse_target
 from gcjob.report.explain import escape
-from tests import schemas
+from testbed import schemas
 
 DEMO = "fixtures/demo"
 WEB = "ns-4b1f7c2a-9e3d-4a6b-8c1d-2e5f6a7b8c9d"

@@ -2,7 +2,7 @@
 
 The patch target here is a SnapshotStore: gcjob's own in-memory objects, which apply a JSON
 Patch with jsonpatch exactly as a --snapshot run does. Patches against a real API server are
-in tests/test_access_patch.py and tests/e2e/test_grace_e2e.py.
+in tests/kube/test_access_patch.py and tests/e2e/test_grace_e2e.py.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, SECRETS
 from gcjob.kube.snapshot import _fields_match
 from gcjob.model import ClusterStatus, OwnerRef, RouteTarget, UpstreamView
-from tests.builders import MIN_AGE
-from tests.test_reduce import configmap, httproute
+from testbed.model import MIN_AGE
+from testbed.objects import configmap, httproute
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 ANCHOR = f"anchor-{uuid.UUID(int=7)}"

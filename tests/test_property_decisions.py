@@ -28,7 +28,7 @@ from gcjob.model import (
     RouteTarget,
     UpstreamView,
 )
-from tests.builders import HUB_NS, MIN_AGE, NOW, OLD, ref
+from testbed.model import HUB_NS, MIN_AGE, NOW, OLD, ref
 
 PROPERTY = settings(max_examples=200, deadline=None)
 

@@ -40,7 +40,7 @@ from gcjob.marks import (
     route_evidence,
 )
 from gcjob.model import ObjectRef, RouteTarget
-from tests.e2e import objects
+from testbed import objects
 
 NS = "ns-prop"
 CAPTURED = "2026-11-20T12:00:00Z"

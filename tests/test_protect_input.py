@@ -21,10 +21,10 @@ from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.model import ClusterStatus, RouteTarget, UpstreamView
 from gcjob.reasons import Reason
-from tests.builders import MIN_AGE
-from tests.test_reduce import configmap, httproute, resourcebinding
+from testbed.model import MIN_AGE
+from testbed.objects import configmap, httproute, resourcebinding
 
-NOW = datetime(2026, 12, 1, tzinfo=UTC)  # the objects of tests/test_reduce.py are old by then
+NOW = datetime(2026, 12, 1, tzinfo=UTC)  # the objects of testbed/objects.py are old by then
 KEYS = st.sampled_from(
     [
         PROTECT_ANNOTATION,

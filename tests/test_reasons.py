@@ -25,8 +25,8 @@ from gcjob.reasons import (
     reasons_page,
 )
 from gcjob.report.records import Tally, item_record
-from tests.builders import NOW, ref
-from tests.schemas import REPORT
+from testbed.model import NOW, ref
+from testbed.schemas import REPORT
 
 ROOT = Path(__file__).parents[1]
 CODE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")  # lowercase-hyphenated

@@ -2,7 +2,7 @@
 7, 8, 10): generated answers (page sizes, item counts, continue tokens, statuses, Status
 bodies with arbitrary text, bytes that are no JSON) go through the real access layer and the
 upstream index. The wire itself (encodings refused, body caps, deadlines) has its own tests
-in tests/test_transport.py, and the whole CLI meets a hostile upstream in
+in tests/kube/test_transport.py, and the whole CLI meets a hostile upstream in
 tests/e2e/test_hostile_upstream_e2e.py.
 
 The transport here only hands each request its generated answer, cut into chunks as a

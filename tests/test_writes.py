@@ -31,6 +31,7 @@ from gcjob.report.emitter import Reporter
 from gcjob.run import Run
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
+from testbed.report import sweep_snapshot
 from tests.test_boundary import NAMES, with_configmaps
 from tests.test_boundary import companions as generated_companions
 
@@ -98,10 +99,8 @@ def _verdict() -> Any:
 
 
 def _demo(tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    report = tmp_path / "r.json"
-    args = ["sweep", "--snapshot", str(DEMO), "--report-file", str(report), "--grace", "10m"]
-    result = CliRunner().invoke(cli, [*args, *extra], standalone_mode=False, catch_exceptions=False)
-    return int(result.return_value), json.loads(report.read_text(encoding="utf-8"))
+    run = sweep_snapshot(DEMO, tmp_path / "r.json", "--grace", "10m", *extra)
+    return run.exit_code, run.report
 
 
 def test_the_write_brake_holds_back_every_write_past_it(tmp_path: Path) -> None:
@@ -258,13 +257,11 @@ def test_generated_marks_and_labels_never_write_past_a_brake(
     for obj, name in zip(objects, names, strict=False):
         obj["metadata"]["name"] = f"gen-{name}"
     snapshot = with_configmaps(tmp_path, objects)
-    report_file = tmp_path / "r.json"
-    args = ["sweep", "--snapshot", str(snapshot), "--report-file", str(report_file)]
-    args += ["--grace", grace, "--max-writes", str(max_writes), "--max-marks", str(max_marks)]
+    args = ["--grace", grace, "--max-writes", str(max_writes), "--max-marks", str(max_marks)]
     args += ["--max-deletions", "1000", "--max-delete-percent", "100"]
-    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
-    assert result.return_value != 70
-    report = json.loads(report_file.read_text(encoding="utf-8"))
+    run = sweep_snapshot(snapshot, tmp_path / "r.json", *args)
+    assert run.exit_code != 70
+    report = run.report
     summary = report["summary"]
     writes = [
         i

@@ -2,7 +2,7 @@
 
 gcjob's real runs push to a real Pushgateway; a real Prometheus scrapes it every second with
 cronjobs/monitoring/gcjob-alerts.yaml loaded and evaluated every second, and is asked over
-its HTTP API which alerts fire (tests/prometheus.py). The rules' every case, thresholds and
+its HTTP API which alerts fire (testbed/prometheus.py). The rules' every case, thresholds and
 `for` durations included: promtool's unit tests (tests/test_alert_rules.py).
 """
 
@@ -18,12 +18,12 @@ import pytest
 from click.testing import CliRunner
 
 from gcjob.cli import cli
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
+from testbed.cluster import TestCluster
+from testbed.paths import DEMO
+from testbed.prometheus import Prometheus, Pushgateway, started
+from testbed.report import run_gcjob
 from tests.e2e.test_safety_e2e import locked_args
-from tests.prometheus import Prometheus, Pushgateway, started
 
-DEMO = Path(__file__).parents[2] / "fixtures" / "demo"
 DEMO_HUB = "demo-hub (snapshot)"
 WAIT = 30.0  # seconds: a scrape and an evaluation each second
 

@@ -8,14 +8,14 @@ import uuid
 
 import pytest
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.objects import binding, companion
+from testbed.report import HubSweep, run_gcjob
 
 
 @pytest.mark.parametrize("kind", ["Secret", "ConfigMap"])
 def test_the_binding_of_a_custom_resource_named_like_a_core_kind_stays(
-    hub: TestCluster, gcjob_hub_args: list[str], kind: str
+    hub: TestCluster, sweep: HubSweep, kind: str
 ) -> None:
     group = f"g{uuid.uuid4().hex[:8]}.example.com"
     collection = hub.install_crd(group, kind, kind.lower() + "s")
@@ -34,7 +34,7 @@ def test_the_binding_of_a_custom_resource_named_like_a_core_kind_stays(
     bound["spec"]["resource"]["uid"] = custom["metadata"]["uid"]
     hub.create(bound)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", namespace, "--sweep", "bindings", "--delete")
+    result = sweep(namespace, "--sweep", "bindings", "--delete")
 
     assert result.outcome("ResourceBinding", name) == ("skipped", "resource-mismatch")
     assert f"apiVersion '{group}/v1'" in result.item("ResourceBinding", name)["detail"]

@@ -22,9 +22,9 @@ from gcjob.domain import (
     ORPHANED_SINCE_ANNOTATION,
 )
 from gcjob.model import Companion, Verdict
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.objects import binding, companion
+from testbed.report import HubSweep
 
 REFERRERS = ["default/web-gone"]
 
@@ -51,12 +51,12 @@ def _orphan(hub: TestCluster, ns: str, name: str, since: str | None) -> None:
 )
 @pytest.mark.parametrize("grace", ["10m", "0s"])
 def test_a_mark_at_the_ends_of_time_never_ends_a_run(
-    hub: TestCluster, gcjob_hub_args: list[str], since: str, grace: str
+    hub: TestCluster, gcjob_hub_args: list[str], since: str, grace: str, sweep: HubSweep
 ) -> None:
     ns = hub.namespace("boundary")
     _orphan(hub, ns, "end-of-time", since)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--grace", grace, "--delete")
+    result = sweep(ns, "--grace", grace, "--delete")
 
     assert result.exit_code not in (70, 1), result.stderr
     sweeps = result.summary["sweeps"]
@@ -77,7 +77,7 @@ def test_a_mark_at_the_ends_of_time_never_ends_a_run(
 
 
 def test_a_rule_that_raises_for_one_object_keeps_it_and_deletes_its_neighbour(
-    hub: TestCluster, gcjob_hub_args: list[str], monkeypatch: pytest.MonkeyPatch
+    hub: TestCluster, sweep: HubSweep, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gcjob.sweeps import companions
 
@@ -92,7 +92,7 @@ def test_a_rule_that_raises_for_one_object_keeps_it_and_deletes_its_neighbour(
         return real(companion_, *args)
 
     monkeypatch.setattr(companions, "decide_companion", decide)
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     assert result.exit_code == 3, result.stderr
     assert result.outcome("ConfigMap", "unlucky") == ("skipped", "internal-error")

@@ -2,32 +2,34 @@
 
 from __future__ import annotations
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import SECRET_VALUE, binding, companion, workload
-
-
-def bound_pair(hub: TestCluster, kind: str, ns: str, name: str, referrers: list[str]) -> str:
-    """A companion and its ResourceBinding; returns the binding's name."""
-    created = hub.create(companion(kind, ns, name, referrers))
-    rb_name = f"{name}-{kind.lower()}"
-    hub.create(binding(ns, rb_name, kind=kind, target=name, target_uid=created["metadata"]["uid"]))
-    return rb_name
+from testbed.cluster import TestCluster
+from testbed.faultproxy import FaultProxy
+from testbed.objects import SECRET_VALUE, binding, companion, workload
+from testbed.report import HubSweep, run_gcjob
 
 
 def test_orphaned_companions_and_their_bindings_are_deleted(
-    hub: TestCluster, gcjob_hub_args: list[str]
+    hub: TestCluster, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-dfw"))
-    cm_binding = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
-    secret_binding = bound_pair(hub, "Secret", ns, "db-creds", ["default/api-gone"])
-    legacy_binding = bound_pair(hub, "ConfigMap", ns, "configmap.legacy", ["default/old-gone"])
-    live_binding = bound_pair(hub, "ConfigMap", ns, "live-config", ["default/web-dfw"])
-    both_binding = bound_pair(hub, "Secret", ns, "shared", ["default/web-dfw", "default/web-gone"])
+    cm_binding = hub.create_with_binding(
+        companion("ConfigMap", ns, "app-config", ["default/web-gone"])
+    )
+    secret_binding = hub.create_with_binding(
+        companion("Secret", ns, "db-creds", ["default/api-gone"])
+    )
+    legacy_binding = hub.create_with_binding(
+        companion("ConfigMap", ns, "configmap.legacy", ["default/old-gone"])
+    )
+    live_binding = hub.create_with_binding(
+        companion("ConfigMap", ns, "live-config", ["default/web-dfw"])
+    )
+    both_binding = hub.create_with_binding(
+        companion("Secret", ns, "shared", ["default/web-dfw", "default/web-gone"])
+    )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert result.exit_code == 0, result.stderr
     for kind, name, rb in (
@@ -53,13 +55,13 @@ def test_orphaned_companions_and_their_bindings_are_deleted(
 
 
 def test_dry_run_reports_what_delete_would_do_and_touches_nothing(
-    hub: TestCluster, gcjob_hub_args: list[str]
+    hub: TestCluster, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
-    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/gone"])
+    rb = hub.create_with_binding(companion("ConfigMap", ns, "app-config", ["default/gone"]))
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
 
-    dry = run_gcjob(*gcjob_hub_args, "--namespace", ns)
+    dry = sweep(ns)
 
     assert dry.exit_code == 0
     assert dry.summary["dry_run"] is True
@@ -70,7 +72,7 @@ def test_dry_run_reports_what_delete_would_do_and_touches_nothing(
     assert hub.present("ResourceBinding", ns, rb)
     assert hub.present("ResourceBinding", ns, "gone-config-configmap")
 
-    real = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    real = sweep(ns, "--delete")
 
     acted = {(i["kind"], i["name"], i["reason"]) for i in real.items if i["action"] == "deleted"}
     would = {
@@ -79,9 +81,7 @@ def test_dry_run_reports_what_delete_would_do_and_touches_nothing(
     assert acted == would
 
 
-def test_preserve_cases_are_kept_with_their_reasons(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_preserve_cases_are_kept_with_their_reasons(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     cases = {
         "no-annotation": (None, "referrers-missing"),
@@ -116,7 +116,7 @@ def test_preserve_cases_are_kept_with_their_reasons(
         workload(ns, "labelled-wd", labels={"compute.datumapis.com/referenced-data": "true"})
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert result.exit_code == 0, result.stderr
     for name, (_, reason) in cases.items():
@@ -143,14 +143,12 @@ def test_young_orphans_are_held_back(hub: TestCluster, hub_kubeconfig: str) -> N
     assert hub.present("ConfigMap", ns, "fresh")
 
 
-def test_binding_naming_another_object_is_left_alone(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_binding_naming_another_object_is_left_alone(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app-config", ["default/gone"]))
     hub.create(binding(ns, "app-config-configmap", kind="ConfigMap", target="other-config"))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert result.outcome("ConfigMap", "app-config") == ("deleted", "orphaned")
     assert result.outcome("ResourceBinding", "app-config-configmap") == (
@@ -161,7 +159,7 @@ def test_binding_naming_another_object_is_left_alone(
 
 
 def test_bindings_sweep_deletes_only_city_bindings_of_absent_objects(
-    hub: TestCluster, gcjob_hub_args: list[str]
+    hub: TestCluster, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
@@ -195,7 +193,7 @@ def test_bindings_sweep_deletes_only_city_bindings_of_absent_objects(
     hub.create(binding(ns, "leaving-configmap", kind="ConfigMap", target="leaving"))
     hub.delete("ResourceBinding", ns, "leaving-configmap")  # Karmada's finalizer holds it
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+    result = sweep(ns, "--delete", "--sweep", "bindings")
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ResourceBinding", "gone-config-configmap") == ("deleted", "orphaned")
@@ -211,14 +209,14 @@ def test_bindings_sweep_deletes_only_city_bindings_of_absent_objects(
 
 
 def test_secret_payloads_are_never_requested(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
-    bound_pair(hub, "Secret", ns, "db-creds", ["default/gone"])
+    hub.create_with_binding(companion("Secret", ns, "db-creds", ["default/gone"]))
     hub.create(binding(ns, "gone-secret", kind="Secret", target="gone"))
     faults.clear_requests()
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     assert result.outcome("Secret", "db-creds") == ("deleted", "orphaned")
     secret_requests = [r for r in faults.requests if "/secrets" in r.path]
@@ -231,13 +229,13 @@ def test_secret_payloads_are_never_requested(
 
 
 def test_deletes_are_pinned_to_what_was_observed(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "app-config", ["default/gone"]))
     faults.clear_requests()
 
-    run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    sweep(ns, "--delete", "--sweep", "companions")
 
     deletes = [r for r in faults.requests if r.method == "DELETE"]
     assert len(deletes) == 1
@@ -249,7 +247,7 @@ def test_deletes_are_pinned_to_what_was_observed(
 
 
 def test_a_protected_binding_stays_when_its_companion_goes(
-    hub: TestCluster, gcjob_hub_args: list[str]
+    hub: TestCluster, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -264,7 +262,7 @@ def test_a_protected_binding_stays_when_its_companion_goes(
         )
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
     assert result.outcome("ResourceBinding", "app-configmap") == ("skipped", "protected")
@@ -272,14 +270,14 @@ def test_a_protected_binding_stays_when_its_companion_goes(
 
 
 def test_empty_lists_on_a_real_server_are_read_as_empty(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     """A real server answers an empty metadata-only list with `"items": null`: a namespace
     with no WorkloadDeployment, no ResourceBinding and no Secret is swept, not refused."""
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "lonely", ["default/gone"]))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     null_answers = [r for r in faults.requests if b'"items":null' in (r.response_body or b"")]
     assert null_answers, "the server answered no empty list: the test lost its point"

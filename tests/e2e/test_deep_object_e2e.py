@@ -6,9 +6,9 @@ unreadable (a skip with a reason, or an incomplete list), never crash: the other
 
 from __future__ import annotations
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.objects import binding, companion
+from testbed.report import HubSweep
 
 DEPTH = 3000  # as in issue 12; far past Python's recursion limit of 1000
 
@@ -37,7 +37,7 @@ def _patch_status(hub: TestCluster, namespace: str, name: str, depth: int) -> in
 
 
 def test_a_binding_too_deep_to_decode_is_skipped_and_the_other_sweeps_run(
-    hub: TestCluster, gcjob_hub_args: list[str]
+    hub: TestCluster, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     # An orphaned companion whose binding carries the deep status: the companions sweep reads
@@ -53,7 +53,7 @@ def test_a_binding_too_deep_to_decode_is_skipped_and_the_other_sweeps_run(
     hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
 
     try:
-        result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+        result = sweep(ns, "--delete")
     finally:
         # The fixture's clean-up decodes what it deletes: make the status shallow again.
         assert _patch_status(hub, ns, "app-config-configmap", 1) == 200

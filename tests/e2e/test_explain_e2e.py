@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -15,45 +14,13 @@ from click.testing import CliRunner
 
 from gcjob.cli import cli
 from gcjob.exitcodes import ExitCode
-from tests import schemas
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import SECRET_VALUE, binding, companion, gateway, route, workload
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import SECRET_VALUE, binding, companion, route, workload
+from testbed.report import HubSweep, explain, run_gcjob
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
-SHORT = {"ConfigMap": "cm", "Secret": "secret", "ResourceBinding": "rb", "HTTPRoute": "httproute"}
-
-
-@dataclass
-class Explained:
-    exit_code: int
-    doc: dict[str, Any]
-
-    @property
-    def verdict(self) -> tuple[str, str]:
-        return self.doc["verdict"]["action"], self.doc["verdict"]["reason"]
-
-    @property
-    def binding(self) -> tuple[str, str] | None:
-        found = self.doc["binding"]
-        return None if found is None else (found["action"], found["reason"])
-
-
-def explain(kind: str, ns: str, name: str, *args: str) -> Explained:
-    target = f"{SHORT[kind]}/{ns}/{name}"
-    result = CliRunner().invoke(
-        cli, ["explain", target, "--output", "json", *args], standalone_mode=False
-    )
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    doc = json.loads(result.stdout)
-    schemas.EXPLAIN.validate(doc)
-    # Every step names the evidence it read; the object itself was read first.
-    assert doc["steps"][0]["rule"] == "karmada-hub", doc
-    assert all(step["evidence"] for step in doc["steps"]), doc
-    assert any(read.startswith("GET ") for step in doc["steps"] for read in step["reads"]), doc
-    return Explained(int(result.return_value), doc)
 
 
 def agrees(explained: tuple[str, str], swept: tuple[str, str] | None) -> bool:
@@ -76,7 +43,7 @@ def explain_args(hub_kubeconfig: str, hub: TestCluster) -> list[str]:
 
 
 def test_companions_and_bindings_explain_matches_what_delete_did(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str], explain_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep, explain_args: list[str]
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -146,7 +113,7 @@ def test_companions_and_bindings_explain_matches_what_delete_did(
     assert {r.method for r in faults.requests} == {"GET"}  # read-only: no lock, no delete
     assert all(e.exit_code == ExitCode.OK for e in explained.values())
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--report-healthy")
+    result = sweep(ns, "--delete", "--report-healthy")
 
     assert result.exit_code == 0, result.stderr
     for (kind, name), e in explained.items():
@@ -195,8 +162,7 @@ def test_routes_explain_matches_what_delete_did(
     explain_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-a"))
+    project = upstream.project("gw-a")
     ns = hub.namespace()
     cases: dict[str, tuple[str, str, list[dict[str, str]]]] = {
         "orphaned": (LABEL, project, [{"name": "gw-gone"}]),
@@ -235,7 +201,7 @@ def test_routes_explain_matches_what_delete_did(
 
 
 def test_a_failed_read_is_unknown_exit_3_and_the_sweep_deletes_nothing_either(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str], explain_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep, explain_args: list[str]
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -266,7 +232,7 @@ def test_a_failed_read_is_unknown_exit_3_and_the_sweep_deletes_nothing_either(
     assert lines[-1].startswith("verdict: unknown (lookup-failed)"), lines[-1]
     assert int(text.return_value) == ExitCode.INCOMPLETE
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     assert result.exit_code == ExitCode.INCOMPLETE
     for kind, name, e in (
@@ -289,7 +255,7 @@ def test_an_unreachable_upstream_is_unknown_exit_3_like_the_sweeps_skip(
     explain_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace()
     hub.create(
         route(
@@ -325,7 +291,7 @@ def test_a_suspect_upstream_is_explained_as_the_sweep_distrusts_it(
     explain_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    project = upstream.namespace("project")  # holds no Gateway at all
+    project = upstream.project()  # holds no Gateway at all
     ns = hub.namespace()
     names = ["r1", "r2", "r3"]
     for name in names:

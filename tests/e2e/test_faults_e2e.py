@@ -19,11 +19,11 @@ import pytest
 import yaml
 
 from gcjob.enumerate.hub import COMPANION_SELECTOR
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest
-from tests.e2e.objects import binding, companion, gateway, route, workload
-from tests.e2e.report import upstreams
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
+from testbed.objects import binding, companion, route, workload
+from testbed.report import HubSweep, run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 WD_PATH = "/apis/compute.datumapis.com/v1alpha/namespaces/{ns}/workloaddeployments"
@@ -46,7 +46,7 @@ def stamps(faults: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> list[tuple[fl
 
 
 def test_500_once_on_configmap_list_is_retried(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -56,7 +56,7 @@ def test_500_once_on_configmap_list_is_retried(
         Fault(method="GET", path=rf"^/api/v1/namespaces/{ns}/configmaps$", status=500)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1
     assert hub.gone("ConfigMap", ns, "orphan")
@@ -68,7 +68,7 @@ def test_500_once_on_configmap_list_is_retried(
 
 
 def test_503_forever_on_workload_list_makes_companions_incomplete(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(workload(ns, "web-live"))
@@ -89,9 +89,7 @@ def test_503_forever_on_workload_list_makes_companions_incomplete(
         Fault(method="GET", path="^" + WD_PATH.format(ns=ns) + "$", status=503, times=None)
     )
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -120,7 +118,7 @@ def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
     hub: TestCluster,
     faults: FaultProxy,
     stamps: list[tuple[float, Any]],
-    gcjob_hub_args: list[str],
+    sweep: HubSweep,
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -129,7 +127,7 @@ def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
         Fault(method="DELETE", path=f"^{path}$", status=429, headers={"Retry-After": "1"})
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     deletes = [(t, r) for t, r in stamps if r.method == "DELETE" and r.path == path]
     assert [r.status for _, r in deletes] == [429, 200]
@@ -141,16 +139,14 @@ def test_429_with_retry_after_on_companion_delete_waits_and_deletes_once(
 
 
 def test_slow_referrer_reread_past_read_timeout_is_retried(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     path = WD_PATH.format(ns=ns) + "/web-gone"
     fault = faults.add_fault(Fault(method="GET", path=f"^{path}$", delay=2.0))
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -169,14 +165,14 @@ def test_slow_referrer_reread_past_read_timeout_is_retried(
 
 
 def test_delete_dropped_before_applying_is_resent(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
@@ -188,7 +184,7 @@ def test_delete_dropped_before_applying_is_resent(
 
 
 def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -204,7 +200,7 @@ def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True, apply_first=True))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
@@ -224,14 +220,14 @@ def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
 
 
 def test_binding_delete_dropped_after_applying_meets_409_and_is_settled(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
     path = RB_PATH.format(ns=ns) + "/gone-config-configmap"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", drop=True, apply_first=True))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+    result = sweep(ns, "--delete", "--sweep", "bindings")
 
     assert fault.hits == 1
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
@@ -257,7 +253,7 @@ def _paged_companions(hub: TestCluster, ns: str) -> list[str]:
 
 
 def test_410_once_on_list_continue_restarts_the_list(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     orphans = _paged_companions(hub, ns)
@@ -266,9 +262,7 @@ def test_410_once_on_list_continue_restarts_the_list(
         Fault(method="GET", path=f"^{list_path}$", query={"continue": "*"}, status=410)
     )
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -303,7 +297,7 @@ def test_410_once_on_list_continue_restarts_the_list(
 
 
 def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     orphans = _paged_companions(hub, ns)
@@ -312,9 +306,7 @@ def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
         Fault(method="GET", path=f"^{list_path}$", query={"continue": "*"}, status=410, times=None)
     )
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--delete",
         "--sweep",
@@ -335,7 +327,7 @@ def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
 
 
 def test_409_on_delete_is_changed_since_observed(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -351,7 +343,7 @@ def test_409_on_delete_is_changed_since_observed(
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=409))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert hub.present("ConfigMap", ns, "orphan")
     assert hub.present("ResourceBinding", ns, "orphan-configmap")  # kept with its companion
@@ -367,7 +359,7 @@ def test_409_on_delete_is_changed_since_observed(
 
 
 def test_404_naming_the_object_on_delete_is_already_gone(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -384,7 +376,7 @@ def test_404_naming_the_object_on_delete_is_already_gone(
     }
     faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=404, body=not_found))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
     assert [r.status for r in deletes] == [404]  # never resent
@@ -394,7 +386,7 @@ def test_404_naming_the_object_on_delete_is_already_gone(
 
 
 def test_403_on_secret_list_makes_companions_incomplete(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
@@ -403,7 +395,7 @@ def test_403_on_secret_list_makes_companions_incomplete(
         Fault(method="GET", path=rf"^/api/v1/namespaces/{ns}/secrets$", status=403, times=None)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1  # 403 is never retried
     assert hub.present("ConfigMap", ns, "orphan")
@@ -419,14 +411,14 @@ def test_403_on_secret_list_makes_companions_incomplete(
 
 
 def test_403_on_delete_is_delete_failed(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     path = f"/api/v1/namespaces/{ns}/configmaps/orphan"
     fault = faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=403, times=None))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert fault.hits == 1  # never retried
     assert hub.present("ConfigMap", ns, "orphan")
@@ -441,11 +433,6 @@ def test_403_on_delete_is_delete_failed(
 # -- upstream faults ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def routes_args(gcjob_hub_args: list[str], upstream_kubeconfig: str) -> list[str]:
-    return [*gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes"]
-
-
 def _orphan_route(hub: TestCluster, ns: str, name: str, project: str, gateways: list[str]) -> None:
     parents = [{"name": g} for g in gateways]
     hub.create(route(ns, name, cluster_label=LABEL, upstream_namespace=project, parents=parents))
@@ -458,10 +445,8 @@ def test_403_on_upstream_gateway_reads_keeps_routes(
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
-    one = upstream.namespace("project")  # one Gateway asked for: a GET
-    two = upstream.namespace("project")  # two asked for: a list
-    for project in (one, two):
-        upstream.create(gateway(project, "gw-a"))
+    one = upstream.project("gw-a")  # one Gateway asked for: a GET
+    two = upstream.project("gw-a")  # two asked for: a list
     _orphan_route(hub, ns, "by-get", one, ["gw-gone"])
     _orphan_route(hub, ns, "by-list", two, ["gw-gone", "gw-gone-too"])
     for project in (one, two):
@@ -489,7 +474,7 @@ def test_slow_upstream_discovery_makes_the_cluster_unavailable(
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
-    project = upstream.namespace("project")
+    project = upstream.project()
     _orphan_route(hub, ns, "orphan", project, ["gw-gone"])
     upstream_faults.add_fault(
         Fault(
@@ -516,7 +501,7 @@ def test_upstream_not_serving_gateways_is_unavailable(
     routes_args: list[str],
 ) -> None:
     ns = hub.namespace()
-    project = upstream.namespace("project")
+    project = upstream.project()
     _orphan_route(hub, ns, "orphan", project, ["gw-gone"])
     upstream_faults.unserve("gateway.networking.k8s.io", "v1")
     try:
@@ -571,14 +556,14 @@ def test_unreachable_hub_is_incomplete_with_one_summary(tmp_path: Path) -> None:
 
 
 def test_hub_without_karmada_is_refused(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
     hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
     faults.unserve("work.karmada.io", "v1alpha2")
     try:
-        result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+        result = sweep(ns, "--delete")
     finally:
         faults.serve("work.karmada.io", "v1alpha2")
 
@@ -591,7 +576,7 @@ def test_hub_without_karmada_is_refused(
 
 
 def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_binding(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     created = hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -610,7 +595,7 @@ def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_bindin
         )
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete")
+    result = sweep(ns, "--delete")
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
@@ -619,7 +604,7 @@ def test_delete_applied_then_answered_503_counts_as_deleted_and_takes_the_bindin
 
 
 def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(binding(ns, "lost-configmap", kind="ConfigMap", target="lost"))
@@ -632,7 +617,7 @@ def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
         )
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "bindings")
+    result = sweep(ns, "--delete", "--sweep", "bindings")
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ResourceBinding", "lost-configmap") == ("deleted", "orphaned")
@@ -640,7 +625,7 @@ def test_binding_delete_applied_then_answered_503_is_settled_as_deleted(
 
 
 def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -653,7 +638,7 @@ def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
         Fault(method="DELETE", path=f"/namespaces/{ns}/configmaps/app$", status=503, times=None)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert hub.gone("ConfigMap", ns, "app")
     assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
@@ -662,7 +647,7 @@ def test_delete_applied_then_503_until_retries_run_out_is_settled_by_looking(
 
 
 def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -678,9 +663,7 @@ def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone
 
     # 4 s: the preflight's access reviews and the lists come first, and take most of a second
     # on a loaded machine; the DELETE must be sent before the deadline and answered after it.
-    result = run_gcjob(
-        *gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions", "--timeout", "4s"
-    )
+    result = sweep(ns, "--delete", "--sweep", "companions", "--timeout", "4s")
 
     assert hub.gone("ConfigMap", ns, "app")
     assert result.outcome("ConfigMap", "app") == ("deleted", "orphaned")
@@ -689,7 +672,7 @@ def test_delete_applied_then_stopped_before_the_retry_is_settled_not_left_undone
 
 
 def test_a_delete_that_cannot_be_settled_is_reported_uncertain(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app", ["default/gone"]))
@@ -700,7 +683,7 @@ def test_a_delete_that_cannot_be_settled_is_reported_uncertain(
         Fault(method="GET", path=f"/namespaces/{ns}/configmaps/app$", status=500, times=None)
     )
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    result = sweep(ns, "--delete", "--sweep", "companions")
 
     assert result.outcome("ConfigMap", "app") == ("failed", "delete-uncertain")
     assert "may have been applied" in result.item("ConfigMap", "app")["detail"]

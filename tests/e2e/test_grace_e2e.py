@@ -31,10 +31,11 @@ from gcjob.domain import (
 )
 from gcjob.enumerate.hub import LEFT_COMPANIONS_SELECTOR
 from gcjob.times import parse_http_date, parse_time
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, Result, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import SECRET_VALUE, binding, companion, gateway, route, workload
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import SECRET_VALUE, binding, companion, gateway, route, workload
+from testbed.report import Result, run_gcjob
 
 GRACE = timedelta(seconds=4)
 
@@ -85,18 +86,11 @@ def wait_past(since: str, span: timedelta = GRACE) -> None:
         time.sleep(left)
 
 
-def bound_pair(hub: TestCluster, kind: str, ns: str, name: str, referrers: list[str]) -> str:
-    created = hub.create(companion(kind, ns, name, referrers))
-    rb = f"{name}-{kind.lower()}"
-    hub.create(binding(ns, rb, kind=kind, target=name, target_uid=created["metadata"]["uid"]))
-    return rb
-
-
 def test_a_run_marks_a_run_inside_the_grace_period_keeps_a_run_after_it_deletes(
     hub: TestCluster, graced: Any
 ) -> None:
     ns = hub.namespace("grace")
-    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
+    rb = hub.create_with_binding(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
 
     first = graced("--namespace", ns)
 
@@ -138,7 +132,7 @@ def test_a_run_marks_a_run_inside_the_grace_period_keeps_a_run_after_it_deletes(
 
 def test_a_referrer_back_between_two_runs_removes_the_mark(hub: TestCluster, graced: Any) -> None:
     ns = hub.namespace("grace")
-    rb = bound_pair(hub, "Secret", ns, "db-creds", ["default/web"])
+    rb = hub.create_with_binding(companion("Secret", ns, "db-creds", ["default/web"]))
     graced("--namespace", ns)
     assert mark_of(hub.get("Secret", ns, "db-creds")) is not None
     assert mark_of(hub.get("ResourceBinding", ns, rb)) is not None
@@ -235,7 +229,7 @@ def test_a_secret_is_marked_with_no_payload_received(
     hub: TestCluster, faults: FaultProxy, graced: Any
 ) -> None:
     ns = hub.namespace("grace")
-    rb = bound_pair(hub, "Secret", ns, "db-creds", ["default/web-gone"])
+    rb = hub.create_with_binding(companion("Secret", ns, "db-creds", ["default/web-gone"]))
     faults.clear_requests()  # only gcjob's requests from here
 
     result = graced("--namespace", ns, "--sweep", "companions")
@@ -259,7 +253,7 @@ def test_a_dry_run_writes_nothing_and_says_what_it_would_mark(
     hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace("grace")
-    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
+    rb = hub.create_with_binding(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
     faults.clear_requests()  # only gcjob's requests from here
 
     dry = run_gcjob(*gcjob_hub_args, "--grace", "10m", "--namespace", ns)
@@ -312,7 +306,7 @@ def test_bindings_sweep_marks_a_binding_and_unmarks_it_when_its_object_is_back(
 def test_routes_are_marked_unmarked_when_a_gateway_exists_and_deleted_after_grace(
     hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, graced: Any
 ) -> None:
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace("grace")
     hub.create(
         route(
@@ -559,7 +553,7 @@ def test_a_hub_without_a_usable_date_gets_nothing_deleted_or_marked(
 
 def test_explain_names_a_void_mark_and_ends_normally(hub: TestCluster, hub_kubeconfig: str) -> None:
     """Issue 20 item 5: `gcjob explain` on such a mark printed a traceback (exit 1)."""
-    from tests.e2e.test_explain_e2e import explain
+    from testbed.report import explain
 
     ns = hub.namespace("grace")
     for name, since in ITEM_13_SINCES.items():
@@ -583,7 +577,7 @@ def test_a_companion_that_loses_its_label_loses_its_mark_and_starts_afresh_when_
     hub: TestCluster, graced: Any
 ) -> None:
     ns, elsewhere = hub.namespace("grace"), hub.namespace("grace")
-    rb = bound_pair(hub, "ConfigMap", ns, "app-config", ["default/web-gone"])
+    rb = hub.create_with_binding(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
     first = graced("--namespace", ns, "--sweep", "companions")
     assert first.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
     # the same, in a namespace this run does not sweep: another run's to judge
@@ -745,7 +739,7 @@ def test_no_generated_mark_ends_a_run_or_cuts_a_grace_period_short(
 def test_a_route_that_loses_its_labels_loses_its_mark(
     hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, graced: Any
 ) -> None:
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace("grace")
     hub.create(
         route(

@@ -12,27 +12,12 @@ import pytest
 import yaml
 
 from gcjob.cli import main
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, Result, run_gcjob
-from tests.e2e.envtest import ADMIN_TOKEN
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding, companion, gateway, route
-
-
-def kubeconfig_copy(source: str, path: Path, *, user: Any = None, cluster: Any = None) -> str:
-    """The hub kubeconfig with its current context's user and/or cluster fields changed."""
-    config = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-    current = next(c for c in config["contexts"] if c["name"] == config["current-context"])
-    if user is not None:
-        for entry in config["users"]:
-            if entry["name"] == current["context"]["user"]:
-                entry["user"] = user(entry["user"]) if callable(user) else user
-    if cluster is not None:
-        for entry in config["clusters"]:
-            if entry["name"] == current["context"]["cluster"]:
-                entry["cluster"] = cluster(entry["cluster"])
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return str(path)
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER, kubeconfig_copy
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import binding, companion, route
+from testbed.report import HubSweep, Result, run_gcjob
+from testbed.servers import ADMIN_TOKEN
 
 
 def assert_config_error(result: Result, *secrets: str) -> str:
@@ -111,24 +96,22 @@ def test_userinfo_in_the_server_url_is_never_printed(
 
 
 def test_an_html_login_page_is_a_configuration_error(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     page = "<html><body><form>Sign in: password</form></body></html>"
     faults.add_fault(Fault(path=r"^/apis/work\.karmada\.io/v1alpha2$", status=200, body=page))
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns)
+    result = sweep(ns)
     line = assert_config_error(result, "Sign in")
     assert "does not answer as a Kubernetes API server" in line
 
 
-def test_a_binding_is_never_deleted_by_its_name_alone(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_a_binding_is_never_deleted_by_its_name_alone(hub: TestCluster, sweep: HubSweep) -> None:
     """issue 12 F: `foo-secret` binds Deployment `important`; no Secret `foo` exists."""
     ns = hub.namespace()
     hub.create(binding(ns, "foo-secret", kind="Deployment", target="important"))
     hub.create(binding(ns, "bar-secret", kind="Secret", target="bar"))  # a true orphan
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "bindings", "--delete")
+    result = sweep(ns, "--sweep", "bindings", "--delete")
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert result.outcome("ResourceBinding", "foo-secret") == ("skipped", "resource-mismatch")
     assert result.outcome("ResourceBinding", "bar-secret") == ("deleted", "orphaned")
@@ -147,8 +130,7 @@ def test_an_upstream_kubeconfig_with_a_context_named_twice_is_refused(
     """Issue 20 item 1: the first of two contexts named after the upstream cluster points at
     another API server (the hub: it serves Gateways, not this one). The client would take it
     and find the Gateway "gone"; gcjob refuses the file, and the live route stays."""
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     ns = hub.namespace()
     hub.create(
         route(

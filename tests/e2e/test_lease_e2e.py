@@ -24,8 +24,8 @@ from gcjob.kube.connect import hub_client
 from gcjob.kube.transport import RequestStats, Transport
 from gcjob.lease import MAX_LEASE_DURATION, OBSERVED_ANNOTATION, LeaseLock, LockHeld
 from gcjob.times import parse_time
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
+from testbed.cluster import TestCluster
+from testbed.report import run_gcjob
 from tests.e2e.test_safety_e2e import locked_args, orphans
 
 

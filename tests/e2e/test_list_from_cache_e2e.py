@@ -23,11 +23,12 @@ from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import ApiError, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.kube.transport import RequestStats, Transport
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest
-from tests.e2e.objects import binding, companion, gateway, route, workload
-from tests.test_transport import hostile_transport
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
+from testbed.hostile import hostile_transport
+from testbed.objects import binding, companion, gateway, route, workload
+from testbed.report import run_gcjob
 
 CACHE = {"resourceVersion": ["0"], "resourceVersionMatch": ["NotOlderThan"]}
 
@@ -281,7 +282,7 @@ def test_a_gateway_created_after_the_upstream_list_keeps_its_route(
     upstream_kubeconfig: str,
 ) -> None:
     """Two Gateways in one namespace: the upstream is asked by a (cache) list, not a GET."""
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace()
     hub.create(
         route(

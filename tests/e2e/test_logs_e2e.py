@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.objects import companion
-from tests.e2e.test_input_e2e import kubeconfig_copy
+from testbed.cluster import TestCluster
+from testbed.endpoints import kubeconfig_copy
+from testbed.objects import companion
 
 RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 

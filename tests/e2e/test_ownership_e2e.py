@@ -8,10 +8,11 @@ import uuid
 from typing import Any
 
 from gcjob.domain import PROTECT_ANNOTATION
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding, companion, gateway, route
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import binding, companion, route
+from testbed.report import run_gcjob
 
 ORPHAN_REFERRERS = ["default/gone-wd"]
 
@@ -25,8 +26,7 @@ def test_protect_in_any_placement_with_any_value_but_false_keeps_the_object(
     hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, gcjob_hub_args: list[str]
 ) -> None:
     ns = hub.namespace()
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-other"))
+    project = upstream.project("gw-other")
     kept_annotations = {
         "cm-true-cased": "True",
         "cm-yes": "yes",
@@ -149,8 +149,7 @@ def test_what_another_owner_manages_is_kept(
     Helm release Secret carrying the companion label, and a route a controller owns, all stay;
     an ordinary orphan of each kind goes (so the rule, not a broken sweep, kept them)."""
     ns = hub.namespace()
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-other"))
+    project = upstream.project("gw-other")
     hub.create(
         _owned_by(
             companion("ConfigMap", ns, "cm-owned", ORPHAN_REFERRERS),
@@ -253,7 +252,7 @@ def test_a_secret_of_a_type_gcjob_never_deletes_is_never_marked_and_explain_agre
     hub: TestCluster, hub_kubeconfig: str
 ) -> None:
     """With a grace period the sweep marks before it deletes: the type proof comes first."""
-    from tests.e2e.test_explain_e2e import explain
+    from testbed.report import explain
 
     ns = hub.namespace()
     hub.create(_secret_of_type(ns, "plain-helm-release", "helm.sh/release.v1"))

@@ -8,26 +8,25 @@ only the rendered RBAC binds: `gcjob`, the subject cronjobs/rbac binds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from gcjob.cli import cli
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.envtest import ApiServer, crds_dir
-from tests.e2e.faultproxy import FaultProxy, Target
-from tests.e2e.objects import binding, companion, gateway, route, workload
-from tests.servers import HUB_CRDS, UPSTREAM_CRDS
+from testbed.cluster import TestCluster, wait_for
+from testbed.endpoints import UPSTREAM_CLUSTER, started
+from testbed.faultproxy import FaultProxy
+from testbed.objects import binding, companion, route, workload
+from testbed.report import run_gcjob
+from testbed.servers import HUB_CRDS, UPSTREAM_CRDS, ApiServer
 
 ROOT = Path(__file__).parents[2]
 CRONJOBS = ROOT / "cronjobs"
@@ -88,47 +87,34 @@ class Side:
         return bool(answer["status"].get("allowed"))
 
 
-def start_side(name: str, crds: tuple[str, ...], context: str, work: Path) -> Side:
+@contextlib.contextmanager
+def started_side(name: str, crds: tuple[str, ...], context: str, work: Path) -> Iterator[Side]:
     work = work / name  # each proxy writes its own CA file here
     work.mkdir()
-    server = ApiServer(f"rbac-{name}", users=[GCJOB_USER]).start()
-    try:
-        server.install_crds(crds_dir() / crd for crd in crds)
+    with started(
+        work, f"rbac-{name}", context, crds, users=[GCJOB_USER], token=GCJOB_TOKEN
+    ) as endpoint:
+        server = endpoint.server
+        assert server is not None
         admin = server.write_kubeconfig(work / f"{name}-admin", context=context)
-        proxy = FaultProxy(Target(server.url, server.ssl_context())).start(work)
-        gcjob = server.write_kubeconfig(
-            work / f"{name}-gcjob",
-            context=context,
-            token=GCJOB_TOKEN,
-            server=proxy.url,
-            ca_file=proxy.ca_file,
-        )
-        return Side(server, admin, proxy, gcjob, TestCluster(str(admin), context))
-    except BaseException:
-        server.stop()
-        raise
+        gcjob = Path(endpoint.kubeconfig)
+        yield Side(server, admin, endpoint.proxy, gcjob, TestCluster(str(admin), context))
 
 
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
     """A hub and an upstream, each with the rendered RBAC applied, started once per module."""
     work = tmp_path_factory.mktemp("rbac")
-    hub = start_side("hub", HUB_CRDS, "rbac-hub", work)
-    try:
-        upstream = start_side("upstream", UPSTREAM_CRDS, UPSTREAM_CLUSTER, work)
-        try:
-            for side, rbac in ((hub, "rbac/hub"), (upstream, "rbac/upstream")):
-                done = side.apply(render(rbac), "--server-side")
-                assert done.returncode == 0, done.stderr
-            wait_for(lambda: hub.allowed("delete", "secrets", "any"))
-            wait_for(lambda: upstream.allowed("list", "gateways.gateway.networking.k8s.io", "any"))
-            yield hub, upstream
-        finally:
-            upstream.proxy.stop()
-            upstream.server.stop()
-    finally:
-        hub.proxy.stop()
-        hub.server.stop()
+    with (
+        started_side("hub", HUB_CRDS, "rbac-hub", work) as hub,
+        started_side("upstream", UPSTREAM_CRDS, UPSTREAM_CLUSTER, work) as upstream,
+    ):
+        for side, rbac in ((hub, "rbac/hub"), (upstream, "rbac/upstream")):
+            done = side.apply(render(rbac), "--server-side")
+            assert done.returncode == 0, done.stderr
+        wait_for(lambda: hub.allowed("delete", "secrets", "any"))
+        wait_for(lambda: upstream.allowed("list", "gateways.gateway.networking.k8s.io", "any"))
+        yield hub, upstream
 
 
 @pytest.fixture
@@ -147,13 +133,6 @@ def upstream_side(sides: tuple[Side, Side]) -> Iterator[Side]:
     upstream.cluster.cleanup()
 
 
-def wait_for(condition: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "RBAC change not in effect"
-        time.sleep(0.05)
-
-
 def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, str]]:
     """One orphan for every sweep and a healthy neighbour of each; returns the orphans as
     kind -> (namespace, name, what deletes it)."""
@@ -165,19 +144,9 @@ def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, s
         ("Secret", "orphan-creds", ["default/gone"]),
         ("ConfigMap", "live-config", ["default/web"]),
     ):
-        made = hub.create(companion(kind, ns, name, referrers))
-        hub.create(
-            binding(
-                ns,
-                f"{name}-{kind.lower()}",
-                kind=kind,
-                target=name,
-                target_uid=made["metadata"]["uid"],
-            )
-        )
+        hub.create_with_binding(companion(kind, ns, name, referrers))
     hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     label = f"cluster-{UPSTREAM_CLUSTER}"
     for name, parent in (("orphan-route", "gw-gone"), ("live-route", "gw-live")):
         hub.create(

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 from gcjob.decide.companions import MAX_REFERRER_KEYS
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import binding, companion
+from testbed.cluster import TestCluster
+from testbed.faultproxy import FaultProxy
+from testbed.objects import binding, companion
+from testbed.report import HubSweep
 
 
 def test_repeated_and_excessive_referrer_keys_cost_one_lookup_per_name(
-    hub: TestCluster, gcjob_hub_args: list[str], faults: FaultProxy
+    hub: TestCluster, sweep: HubSweep, faults: FaultProxy
 ) -> None:
     ns = hub.namespace()
     # 10,000 copies of one key (190 KB, under the 256 KB annotation limit), then two keys
@@ -25,7 +25,7 @@ def test_repeated_and_excessive_referrer_keys_cost_one_lookup_per_name(
     hub.create(companion("Secret", ns, "too-many", too_many))
     faults.clear_requests()
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "companions")
+    result = sweep(ns, "--sweep", "companions")
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ConfigMap", "repeated") == ("would-delete", "orphaned")

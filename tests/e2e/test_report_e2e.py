@@ -15,13 +15,13 @@ import yaml
 from gcjob.decide.companions import MAX_REFERRER_KEYS
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.report.bounds import LIST_ITEMS, MAX_RECORD_BYTES
-from tests import schemas
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.envtest import write_kubeconfig
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import binding, companion, gateway, route
-from tests.servers import Endpoint
+from testbed import schemas
+from testbed.cluster import TestCluster
+from testbed.endpoints import Endpoint
+from testbed.faultproxy import FaultProxy
+from testbed.objects import binding, companion, route
+from testbed.report import HubSweep
+from testbed.servers import write_kubeconfig
 
 CLUSTERS = 1000
 PREFIX = "/projects/"
@@ -54,13 +54,12 @@ def project_upstreams(
 def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     hub: TestCluster,
     upstream: TestCluster,
-    gcjob_hub_args: list[str],
+    sweep: HubSweep,
     project_upstreams: tuple[str, str],
     tmp_path: Path,
 ) -> None:
     kubeconfig, template = project_upstreams
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-a"))
+    project = upstream.project("gw-a")
     ns = hub.namespace()
     clusters = [f"proj-{i:04d}" for i in range(CLUSTERS)]
     routes = [
@@ -90,9 +89,7 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
     hub.create(companion("Secret", ns, "escape-key", [f"{hostile}/x"]))
     hub.create(binding(ns, "forged-configmap", kind="ConfigMap", target=hostile))
     report_file = tmp_path / "report.json"
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--upstream-kubeconfig",
         kubeconfig,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.objects import gateway, route
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.objects import route
+from testbed.report import run_gcjob
 
 
 def test_an_upstream_namespace_label_that_is_no_namespace_name_never_deletes(
@@ -15,8 +16,7 @@ def test_an_upstream_namespace_label_that_is_no_namespace_name_never_deletes(
 ) -> None:
     """`Project-x` names no namespace, so the upstream answers NotFound for it and for the
     Gateway in it: both true, and neither says anything of `project-x`'s Gateway."""
-    upstream_namespace = upstream.namespace("project")
-    upstream.create(gateway(upstream_namespace, "gw-a"))
+    upstream_namespace = upstream.project("gw-a")
     namespace = hub.namespace()
     odd = {
         "r-capital": upstream_namespace[0].upper() + upstream_namespace[1:],

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import gateway, route
-from tests.e2e.report import upstreams
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import route
+from testbed.report import HubSweep, run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 
@@ -26,15 +26,7 @@ def gw(name: str) -> dict[str, str]:
 @pytest.fixture
 def project(upstream: TestCluster) -> str:
     """An upstream project namespace with Gateways `gw-a` and `gw-b`."""
-    ns = upstream.namespace("project")
-    upstream.create(gateway(ns, "gw-a"))
-    upstream.create(gateway(ns, "gw-b"))
-    return ns
-
-
-@pytest.fixture
-def routes_args(gcjob_hub_args: list[str], upstream_kubeconfig: str) -> list[str]:
-    return [*gcjob_hub_args, "--upstream-kubeconfig", upstream_kubeconfig, "--sweep", "routes"]
+    return upstream.project("gw-a", "gw-b")
 
 
 def test_seed_plan_orphaned_healthy_and_multi_parent_routes(
@@ -323,12 +315,10 @@ def test_server_template_names_the_cluster_in_the_url(
     assert result.outcome("HTTPRoute", "via-template") == ("skipped", "upstream-unavailable")
 
 
-def test_routes_sweep_without_upstream_is_not_configured(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_routes_sweep_without_upstream_is_not_configured(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
-    default = run_gcjob(*gcjob_hub_args, "--namespace", ns)
-    explicit = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "routes")
+    default = sweep(ns)
+    explicit = sweep(ns, "--sweep", "routes")
 
     assert default.exit_code == 0
     assert default.summary["sweeps"]["routes"]["status"] == "not-configured"
@@ -433,8 +423,7 @@ def test_a_route_that_changes_between_the_two_reads_is_not_decided(
     decide each as it streams in. A GET of gw-a alone says nothing of gw-b: a route moved
     to gw-b, or a new one in a namespace nobody asked about, is not decided this run."""
     ns = hub.namespace()
-    other = upstream.namespace("project")
-    upstream.create(gateway(other, "gw-x"))
+    other = upstream.project("gw-x")
     hub.create(
         route(ns, "moved", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-a")])
     )
@@ -487,9 +476,8 @@ def test_a_route_of_another_hub_namespace_cannot_vouch_for_a_cluster(
     an emptied cluster: suspect). One route in tenant A's hub namespace naming B's cluster,
     with a parent that exists there, no longer makes that cluster look healthy for B's."""
     tenant_a, tenant_b = hub.namespace("tenant-a"), hub.namespace("tenant-b")
-    b_project = upstream.namespace("b-project")
-    upstream.create(gateway(b_project, "gw-other"))  # never asked for: counts for nothing
-    upstream.create(gateway(b_project, "gw-unasked"))
+    # Gateways never asked for: they count for nothing
+    b_project = upstream.project("gw-other", "gw-unasked", prefix="b-project")
     for i in range(10):
         hub.create(
             route(
@@ -625,7 +613,7 @@ def test_an_identity_that_may_get_but_not_list_fails_where_alerts_look(
     tmp_path: Path,
 ) -> None:
     """issue 20 item 15: its routes are kept, and the failure shows in the upstream record,
-    the summary's counts and the exit code (metrics: tests/test_publish_metrics.py)."""
+    the summary's counts and the exit code (metrics: tests/publish/test_metrics.py)."""
     token = get_only_token(upstream, project)
     config = yaml.safe_load(Path(upstream_kubeconfig).read_text())
     for user in config["users"]:

@@ -3,37 +3,27 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.e2e.objects import binding, companion, workload
-from tests.e2e.report import upstreams
+from testbed.cluster import TestCluster, wait_for
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import binding, companion, workload
+from testbed.report import HubSweep, run_gcjob, start_gcjob, summary_of, upstreams
 
 
 def orphans(hub: TestCluster, ns: str, count: int, *, bound: bool = False) -> list[str]:
     names = [f"orphan-{i}" for i in range(count)]
     for name in names:
-        created = hub.create(companion("ConfigMap", ns, name, [f"default/gone-{name}"]))
+        orphan = companion("ConfigMap", ns, name, [f"default/gone-{name}"])
         if bound:
-            hub.create(
-                binding(
-                    ns,
-                    f"{name}-configmap",
-                    kind="ConfigMap",
-                    target=name,
-                    target_uid=created["metadata"]["uid"],
-                )
-            )
+            hub.create_with_binding(orphan)
+        else:
+            hub.create(orphan)
     return names
 
 
@@ -46,11 +36,11 @@ def live(hub: TestCluster, ns: str, count: int) -> None:
 # -- brake -------------------------------------------------------------------------------
 
 
-def test_max_deletions_brakes_the_sweep(hub: TestCluster, gcjob_hub_args: list[str]) -> None:
+def test_max_deletions_brakes_the_sweep(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 4)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "3")
+    result = sweep(ns, "--delete", "--max-deletions", "3")
 
     assert result.exit_code == 4
     assert result.summary["sweeps"]["companions"]["status"] == "braked"
@@ -60,25 +50,23 @@ def test_max_deletions_brakes_the_sweep(hub: TestCluster, gcjob_hub_args: list[s
     assert "--max-deletions 3" in result.item("ConfigMap", names[0])["detail"]
 
 
-def test_a_dry_run_reports_the_brake_and_exits_as_usual(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_a_dry_run_reports_the_brake_and_exits_as_usual(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     orphans(hub, ns, 4)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--max-deletions", "3")
+    result = sweep(ns, "--max-deletions", "3")
 
     assert result.exit_code == 0
     assert result.summary["counts"]["companions"]["would-delete"] == {"brake": 4}
 
 
 def test_a_companion_and_its_binding_count_as_one_deletion(
-    hub: TestCluster, gcjob_hub_args: list[str]
+    hub: TestCluster, sweep: HubSweep
 ) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 2, bound=True)
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "2")
+    result = sweep(ns, "--delete", "--max-deletions", "2")
 
     assert result.exit_code == 0, result.stderr
     for name in names:
@@ -115,14 +103,12 @@ def test_percent_brake_applies_only_above_its_minimum(
     assert all(hub.gone("ConfigMap", ns, n) for n in names)
 
 
-def test_a_braked_sweep_does_not_stop_the_others(
-    hub: TestCluster, gcjob_hub_args: list[str]
-) -> None:
+def test_a_braked_sweep_does_not_stop_the_others(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     orphans(hub, ns, 3)
     hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--max-deletions", "2")
+    result = sweep(ns, "--delete", "--max-deletions", "2")
 
     assert result.exit_code == 4
     assert result.summary["sweeps"]["bindings"]["status"] == "completed"
@@ -192,29 +178,6 @@ def test_an_expired_lease_is_taken_over_and_released(hub: TestCluster, hub_kubec
     assert released["spec"]["leaseTransitions"] >= 1
 
 
-def gcjob_process(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gcjob", "sweep", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
-def summary_of(stdout: str) -> dict[str, Any]:
-    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    assert records and records[-1]["record"] == "summary", stdout
-    return records[-1]
-
-
-def wait_for(condition: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
-
-
 def test_two_runs_at_once_one_waits_out(
     hub: TestCluster, hub_kubeconfig: str, faults: FaultProxy
 ) -> None:
@@ -225,10 +188,10 @@ def test_two_runs_at_once_one_waits_out(
     gate = threading.Event()
     path = f"/namespaces/{ns}/workloaddeployments$"
     faults.add_fault(Fault(method="GET", path=path, hold=gate))
-    first = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
+    first = start_gcjob(*locked_args(hub_kubeconfig, hub, ns))
     wait_for(lambda: (hub.get("Lease", ns, "gcjob") or {}).get("spec", {}).get("holderIdentity"))
 
-    second = gcjob_process(*locked_args(hub_kubeconfig, hub, ns))
+    second = start_gcjob(*locked_args(hub_kubeconfig, hub, ns))
     second_out, second_err = second.communicate(timeout=30)
     gate.set()
     first_out, first_err = first.communicate(timeout=30)
@@ -245,13 +208,13 @@ def test_two_runs_at_once_one_waits_out(
 
 
 def test_timeout_stops_the_run_and_says_what_is_left(
-    hub: TestCluster, gcjob_hub_args: list[str], faults: FaultProxy
+    hub: TestCluster, sweep: HubSweep, faults: FaultProxy
 ) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 2)
     faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", delay=2.0))
 
-    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--timeout", "1s")
+    result = sweep(ns, "--delete", "--timeout", "1s")
 
     assert result.exit_code == 5
     assert result.summary["sweeps"]["companions"]["status"] == "stopped"
@@ -283,7 +246,7 @@ def test_sigterm_mid_run_stops_after_the_request_in_flight(
         "0.2",
     ]  # 5 s between deletions
     faults.clear_requests()
-    process = gcjob_process(*args)
+    process = start_gcjob(*args)
     wait_for(lambda: any(r.method == "DELETE" for r in faults.requests))
     started = time.monotonic()
 
@@ -335,13 +298,12 @@ def test_a_stop_during_upstream_lookups_is_a_stop_not_an_unavailable_upstream(
     gcjob_hub_args: list[str],
     upstream_kubeconfig: str,
 ) -> None:
-    from tests.e2e.conftest import UPSTREAM_CLUSTER
-    from tests.e2e.objects import gateway, route
+    from testbed.endpoints import UPSTREAM_CLUSTER
+    from testbed.objects import route
 
-    projects = [upstream.namespace("project") for _ in range(2)]
+    projects = [upstream.project("gw-a") for _ in range(2)]
     ns = hub.namespace()
     for i, project in enumerate(projects):
-        upstream.create(gateway(project, "gw-a"))
         hub.create(
             route(
                 ns,

@@ -6,18 +6,18 @@ The peer is a hostile network (a local socket server), not Kubernetes: the point
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from testbed.hostile import Hostile
+from testbed.report import start_gcjob, summary_of
 
 # docs/operating.md: a stopped run ends within --timeout plus this grace (the settle read of a
 # delete in flight, FINAL_READ_SECONDS, and writing the report); measured runs end far sooner.
@@ -25,56 +25,31 @@ GRACE = 10.0
 
 
 def _drip(conn: socket.socket) -> None:
-    with conn, contextlib.suppress(OSError):
-        conn.recv(65536)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
-        for _ in range(1000):
-            conn.sendall(b" ")
-            time.sleep(1.0)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+    for _ in range(1000):
+        conn.sendall(b" ")
+        time.sleep(1.0)
 
 
 @pytest.fixture
 def dripping_hub(tmp_path: Path) -> Iterator[Path]:
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=_drip, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
+    peer = Hostile(_drip)
     kubeconfig = tmp_path / "hub.yaml"
-    port = listener.getsockname()[1]
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: hub\n"
-        f"clusters: [{{name: hub, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        f"clusters: [{{name: hub, cluster: {{server: '{peer.url}'}}}}]\n"
         "users: [{name: hub, user: {token: abc}}]\n"
         "contexts: [{name: hub, context: {cluster: hub, user: hub}}]\n"
     )
     yield kubeconfig
-    listener.close()
+    peer.close()
 
 
 def _start(kubeconfig: Path, report: Path, *flags: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "gcjob", "sweep", "--hub-kubeconfig", str(kubeconfig)),
-            *("--report-file", str(report), "--read-timeout", "60s", *flags),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    return start_gcjob(
+        *("--hub-kubeconfig", str(kubeconfig), "--report-file", str(report)),
+        *("--read-timeout", "60s", *flags),
     )
-
-
-def _summary(stdout: str) -> dict[str, object]:
-    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    summaries = [r for r in records if r.get("record") == "summary"]
-    assert len(summaries) == 1, stdout
-    return summaries[0]
 
 
 def test_timeout_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) -> None:
@@ -86,7 +61,7 @@ def test_timeout_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) 
 
     assert took < 3 + GRACE, f"took {took:.1f}s"
     assert run.returncode == 5, stderr
-    assert _summary(stdout)["exit_code"] == 5
+    assert summary_of(stdout)["exit_code"] == 5
     assert json.loads(report.read_text())["summary"]["exit_code"] == 5
 
 
@@ -101,5 +76,5 @@ def test_sigterm_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) 
 
     assert took < GRACE, f"took {took:.1f}s after SIGTERM"
     assert run.returncode == 5, stderr
-    assert _summary(stdout)["exit_code"] == 5
+    assert summary_of(stdout)["exit_code"] == 5
     assert json.loads(report.read_text())["summary"]["exit_code"] == 5

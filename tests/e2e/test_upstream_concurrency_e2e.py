@@ -22,13 +22,12 @@ import pytest
 import yaml
 
 from gcjob.lifecycle import UPSTREAM_RETRY
-from tests import schemas
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import Fault, FaultProxy, hostile_list
-from tests.e2e.objects import gateway, route
-from tests.e2e.report import upstreams
-from tests.servers import Endpoint
+from testbed import schemas
+from testbed.cluster import TestCluster
+from testbed.endpoints import Endpoint
+from testbed.faultproxy import Fault, FaultProxy, hostile_list
+from testbed.objects import route
+from testbed.report import run_gcjob, upstreams
 
 FAST = ("fast-a", "fast-b", "fast-c")
 SLOW = ("slow-a", "slow-b", "slow-c", "slow-d")
@@ -95,8 +94,7 @@ def test_slow_upstreams_delay_only_their_own_routes(
     template_kubeconfig: str,
     clusters_proxy: FaultProxy,
 ) -> None:
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     ns = hub.namespace()
     for cluster in (*FAST, *SLOW):
         for name, parent in ((f"{cluster}-orphan", "gw-gone"), (f"{cluster}-live", "gw-live")):
@@ -164,7 +162,7 @@ def test_a_run_with_black_holed_upstreams_still_ends_at_its_timeout(
     """No upstream answers within 30 s and every attempt may take that long: `--timeout 2s` stops
     the reads in flight on every reader thread, and the run says so (exit 5)."""
     clusters_proxy.add_fault(Fault(path=r"^/clusters/", delay=30.0, times=None))
-    project = upstream.namespace("project")
+    project = upstream.project()
     ns = hub.namespace()
     for cluster in FAST:
         hub.create(
@@ -255,8 +253,7 @@ def test_hostile_upstreams_at_once_stay_within_memory_and_budget(
                 times=None,
             )
         )
-    project = upstream.namespace("project")
-    upstream.create(gateway(project, "gw-live"))
+    project = upstream.project("gw-live")
     ns = hub.namespace()
     for cluster in hostile:
         hub.create(

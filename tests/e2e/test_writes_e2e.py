@@ -17,10 +17,10 @@ from gcjob.domain import (
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
 )
-from tests.e2e.cluster import TestCluster
-from tests.e2e.conftest import run_gcjob
-from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.objects import binding, companion, workload
+from testbed.cluster import TestCluster
+from testbed.faultproxy import FaultProxy
+from testbed.objects import companion, workload
+from testbed.report import HubSweep
 
 QPS = 5.0
 
@@ -30,12 +30,7 @@ def _pair(hub: TestCluster, ns: str, name: str, referrers: list[str], notes: dic
     binding."""
     obj = companion("ConfigMap", ns, name, referrers, annotations=notes)
     obj["metadata"]["labels"][ORPHANED_LABEL] = "true"
-    created = hub.create(obj)
-    rb = f"{name}-configmap"
-    hub.create(
-        binding(ns, rb, kind="ConfigMap", target=name, target_uid=created["metadata"]["uid"])
-    )
-    return rb
+    return hub.create_with_binding(obj)
 
 
 def _labelled(hub: TestCluster, kind: str, ns: str, names: list[str]) -> list[str]:
@@ -65,7 +60,7 @@ def _assert_paced(requests: list[Any]) -> None:
 
 
 def test_forged_orphaned_labels_on_healthy_companions_cost_no_write(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     """A label alone is a void mark: it counts for nothing, so nothing is spent removing it
     (300 of them once sent 300 PATCHes and 300 binding GETs), and the write brake stays for
@@ -77,9 +72,7 @@ def test_forged_orphaned_labels_on_healthy_companions_cost_no_write(
         _pair(hub, ns, name, ["default/web"], {})
     faults.clear_requests()
 
-    result = run_gcjob(
-        *gcjob_hub_args, "--namespace", ns, "--grace", "10m", "--delete", "--max-writes", "4"
-    )
+    result = sweep(ns, "--grace", "10m", "--delete", "--max-writes", "4")
 
     assert result.exit_code == 0, result.stderr
     assert _writes(faults) == []
@@ -89,7 +82,7 @@ def test_forged_orphaned_labels_on_healthy_companions_cost_no_write(
 
 
 def test_real_marks_on_objects_in_use_are_removed_past_the_write_brake_and_paced(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     """gcjob's own marks on companions in use again: each removal is paced and counted, but
     never held back by --max-writes, or the old mark would be counted from when the object
@@ -110,9 +103,7 @@ def test_real_marks_on_objects_in_use_are_removed_past_the_write_brake_and_paced
         hub.patch("ConfigMap", ns, name, {"metadata": {"annotations": notes}})
     faults.clear_requests()
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--grace",
         "10m",
@@ -134,7 +125,7 @@ def test_real_marks_on_objects_in_use_are_removed_past_the_write_brake_and_paced
 
 
 def test_forged_in_grace_marks_do_not_mark_bindings_past_the_marks_brake(
-    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
 ) -> None:
     ns = hub.namespace("writes")
     referrers = ["default/web-gone"]
@@ -149,9 +140,7 @@ def test_forged_in_grace_marks_do_not_mark_bindings_past_the_marks_brake(
     bindings = [_pair(hub, ns, name, referrers, forged) for name in names]
     faults.clear_requests()
 
-    result = run_gcjob(
-        *gcjob_hub_args,
-        "--namespace",
+    result = sweep(
         ns,
         "--grace",
         "10m",

@@ -21,7 +21,7 @@ from gcjob.report.bounds import (
     line_bytes,
 )
 from gcjob.report.records import item_record, upstream_record
-from tests.builders import NOW, ref
+from testbed.model import NOW, ref
 
 RUN_ID = "8d2c1f0e-3b4a-4c5d-9e6f-0a1b2c3d4e5f"
 EMITTED = NOW + timedelta(seconds=1)

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from gcjob import __version__
 from gcjob.model import Action, Outcome, Sweep
 from gcjob.report.records import Tally, item_record, rfc3339
-from tests.builders import HUB_NS, NOW, OLD, ref
+from testbed.model import HUB_NS, NOW, OLD, ref
 
 RUN_ID = "5f0c6c1e-6a1b-4f1e-9d7e-3c2b1a0f9e8d"
 EMITTED = NOW + timedelta(seconds=2, microseconds=345678)  # when the record was written

@@ -27,81 +27,10 @@ from gcjob.domain import (
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, RESOURCEBINDINGS, SECRETS
 from gcjob.model import Mark, ParentRef, Verdict
-from tests.builders import HUB_NS, MIN_AGE, route_labels
+from testbed.model import HUB_NS, MIN_AGE
+from testbed.objects import configmap, httproute, resourcebinding
 
 NOW = datetime(2026, 11, 20, 12, 0, 0, tzinfo=UTC)
-
-
-def configmap(**meta_overrides: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "annotations": {REFERRERS_ANNOTATION: '["default/web-dfw"]'},
-        "creationTimestamp": "2026-11-12T09:14:27Z",
-        "labels": {"compute.datumapis.com/referenced-data": "true"},
-        "name": "app-config",
-        "namespace": HUB_NS,
-        "resourceVersion": "48213137",
-        "uid": "79fe62ff-c667-52f3-9e89-927a2484143e",
-    }
-    meta.update(meta_overrides)
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": meta,
-        "data": {"APP_MODE": "production"},
-    }
-
-
-def resourcebinding(**meta_overrides: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "annotations": {"propagationpolicy.karmada.io/name": "city-dfw"},
-        "creationTimestamp": "2026-11-12T09:14:28Z",
-        "finalizers": ["karmada.io/binding-controller"],
-        "name": "app-config-configmap",
-        "namespace": HUB_NS,
-        "resourceVersion": "48213150",
-        "uid": "0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f",
-    }
-    meta.update(meta_overrides)
-    return {
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": meta,
-        "spec": {
-            "resource": {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "namespace": HUB_NS,
-                "name": "app-config",
-                "uid": "79fe62ff-c667-52f3-9e89-927a2484143e",
-                "resourceVersion": "48213137",
-            }
-        },
-    }
-
-
-def httproute(parent_refs: Any = None, **meta_overrides: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "creationTimestamp": "2026-11-12T09:14:27Z",
-        "labels": {
-            **route_labels(),
-            "app.kubernetes.io/managed-by": "network-services-operator",
-            "meta.datumapis.com/something-else": "x",
-        },
-        "name": "web",
-        "namespace": HUB_NS,
-        "resourceVersion": "48223412",
-        "uid": "763cfcc0-885b-562c-a707-4cc4abca0768",
-    }
-    meta.update(meta_overrides)
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "HTTPRoute",
-        "metadata": meta,
-        "spec": {
-            "parentRefs": [{"name": "web-gateway"}] if parent_refs is None else parent_refs,
-            "rules": [{"backendRefs": [{"name": "web", "port": 8080}]}],
-        },
-    }
 
 
 def _decide(obj: dict[str, Any]) -> Verdict:

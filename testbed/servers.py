@@ -1,5 +1,5 @@
-"""A real kube-apiserver and etcd for the tests, found and started the way controller-runtime's
-envtest does it.
+"""A real kube-apiserver and etcd, found and started the way controller-runtime's envtest does
+it: for the unit tests that need a server, the end-to-end tests and bench/.
 
 Binaries: `$KUBEBUILDER_ASSETS`, then `$GCJOB_TEST_ASSETS`, then `../shared/envtest/bin`
 beside the project. CRDs: `$GCJOB_CRDS_DIR`, else `tests/crds` (kept in the repository: see
@@ -35,12 +35,26 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from testbed.paths import PROJECT_ROOT
+
 ADMIN_TOKEN = "admin-token"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHARED = PROJECT_ROOT.parent / "shared"
 CRDS = PROJECT_ROOT / "tests" / "crds"
 READY_TIMEOUT = 90.0
 PR_SET_PDEATHSIG = 1
+
+# The CRD files (in crds_dir()) each kind of server serves: a Karmada hub the compute and
+# Gateway API kinds too, an upstream project control plane Gateway API.
+HUB_CRDS = (
+    "karmada-work.karmada.io_resourcebindings.yaml",
+    "datum-compute.datumapis.com_workloaddeployments.yaml",
+    "gwapi-v1.6.1-gateway.networking.k8s.io_httproutes.yaml",
+    "gwapi-v1.6.1-gateway.networking.k8s.io_gateways.yaml",
+)
+UPSTREAM_CRDS = (
+    "gwapi-v1.6.1-gateway.networking.k8s.io_gateways.yaml",
+    "gwapi-v1.6.1-gateway.networking.k8s.io_httproutes.yaml",
+)
 
 
 class EnvtestError(Exception):
@@ -80,7 +94,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     # Runs in the child between fork and exec: if pytest is killed, so is the server.
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -114,6 +128,7 @@ class ApiServer:
         self.users = list(users)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"gcjob-envtest-{name}-"))
         self.port = 0
+        self.etcd_port = 0
         self._processes: list[subprocess.Popen[bytes]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -153,8 +168,8 @@ class ApiServer:
         lines += [f'{token},{user},{user},"{groups}"' for token, user, groups in self.users]
         (work / "tokens.csv").write_text("\n".join(lines) + "\n")
 
-        etcd_port, peer_port, self.port = free_port(), free_port(), free_port()
-        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        self.etcd_port, peer_port, self.port = free_port(), free_port(), free_port()
+        etcd_url = self.etcd_url
         peer_url = f"http://127.0.0.1:{peer_port}"
         self._spawn(
             "etcd",
@@ -201,7 +216,7 @@ class ApiServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,  # single-threaded at this point
+                preexec_fn=die_with_parent,  # single-threaded at this point
                 start_new_session=True,  # a terminal's Ctrl-C reaches pytest, which stops us
             )
         )
@@ -245,6 +260,11 @@ class ApiServer:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def etcd_url(self) -> str:
+        """The etcd behind this server (plain HTTP on loopback): bench/ writes into it."""
+        return f"http://127.0.0.1:{self.etcd_port}"
 
     @property
     def ca_file(self) -> Path:
@@ -354,7 +374,11 @@ def _unverified() -> ssl.SSLContext:
 
 
 @contextlib.contextmanager
-def running(name: str, crds: Iterable[Path], **kwargs: Any) -> Iterator[ApiServer]:
-    with ApiServer(name, **kwargs) as server:
-        server.install_crds(crds)
+def running(
+    name: str, crds: Iterable[str], *, users: Sequence[tuple[str, str, str]] = ()
+) -> Iterator[ApiServer]:
+    """A started server serving `crds` (file names in crds_dir(): HUB_CRDS, UPSTREAM_CRDS),
+    stopped on leaving."""
+    with ApiServer(name, users=users) as server:
+        server.install_crds(crds_dir() / crd for crd in crds)
         yield server

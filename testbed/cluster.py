@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import config as kube_config
@@ -27,6 +28,7 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
     Resource,
 )
+from testbed import objects
 
 BY_KIND = {
     r.kind: r
@@ -87,6 +89,13 @@ class TestCluster:
         self.namespaces.append(name)
         return name
 
+    def project(self, *gateways: str, prefix: str = "project") -> str:
+        """An upstream project: a namespace of its own holding these Gateways."""
+        name = self.namespace(prefix)
+        for gateway in gateways:
+            self.create(objects.gateway(name, gateway))
+        return name
+
     def ensure_namespace(self, name: str) -> None:
         if self.get("Namespace", None, name) is None:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -143,6 +152,17 @@ class TestCluster:
         if status not in (200, 201):
             raise ApiFailure(f"create {obj['kind']} {obj['metadata'].get('name')}: {status} {body}")
         return body
+
+    def create_with_binding(self, companion: dict[str, Any]) -> str:
+        """Create a companion, then its ResourceBinding naming the uid the server gave it;
+        returns the binding's name (the companion's and its kind's, as Karmada names it)."""
+        created = self.create(companion)
+        kind, name = companion["kind"], companion["metadata"]["name"]
+        binding = f"{name}-{kind.lower()}"
+        namespace = companion["metadata"]["namespace"]
+        uid = created["metadata"]["uid"]
+        self.create(objects.binding(namespace, binding, kind=kind, target=name, target_uid=uid))
+        return binding
 
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         status, body = self._call("GET", BY_KIND[kind].path(namespace, name))
@@ -208,3 +228,11 @@ class TestCluster:
 
 def resource_of(kind: str) -> Resource:
     return BY_KIND[kind]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> None:
+    """Until `condition()` is true (a server's change in effect, a process at a point)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting {what}".strip()
+        time.sleep(0.05)

@@ -1,4 +1,4 @@
-"""--pushgateway: pushes to a real Pushgateway (tests/prometheus.py), read back as Prometheus
+"""--pushgateway: pushes to a real Pushgateway (testbed/prometheus.py), read back as Prometheus
 would scrape it. One group per install whatever the mode; a failed run keeps the last success
 of an earlier run; the lock and the brake are said by every run; an unreachable or refusing
 Pushgateway changes nothing but a warning. (The alert rules over these series:
@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from gcjob.cli import cli
 from gcjob.publish.metrics import push
-from tests.e2e.envtest import free_port
-from tests.prometheus import Pushgateway, Sample
+from testbed.paths import DEMO
+from testbed.prometheus import Pushgateway, Sample
+from testbed.servers import free_port
 
-DEMO = Path(__file__).parents[1] / "fixtures/demo"
 HUB = "https://hub.example:6443"
 GROUP = (("hub", HUB), ("instance", ""), ("job", "gcjob"))
 

@@ -11,8 +11,8 @@ from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import ApiError, KubeError
 from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, RESOURCEBINDINGS, SECRETS
 from gcjob.kube.transport import RequestStats, Transport
-from tests.e2e.cluster import TestCluster
-from tests.e2e.faultproxy import Fault, FaultProxy
+from testbed.cluster import TestCluster
+from testbed.faultproxy import Fault, FaultProxy
 
 
 @pytest.fixture

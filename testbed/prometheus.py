@@ -1,5 +1,5 @@
 """A real Pushgateway and Prometheus for the metrics and alert tests (fixtures, registered by
-tests/conftest.py), started the way tests/e2e/envtest.py starts the API server: found on the
+tests/conftest.py), started the way testbed/servers.py starts the API server: found on the
 machine, each on a free loopback port in its own temporary directory, dying with the test
 process.
 
@@ -28,7 +28,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.envtest import _die_with_parent, free_port
+from testbed.servers import die_with_parent, free_port
 
 READY_TIMEOUT = 30.0
 INSTALL_HINT = "apt-get install prometheus prometheus-pushgateway"
@@ -82,7 +82,7 @@ class Server:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             cwd=self.workdir,
-            preexec_fn=_die_with_parent,  # single-threaded at this point
+            preexec_fn=die_with_parent,  # single-threaded at this point
             start_new_session=True,
         )
         log.close()

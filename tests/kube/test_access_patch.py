@@ -30,9 +30,9 @@ from gcjob.kube.requests import METADATA
 from gcjob.kube.resources import CONFIGMAPS, SECRETS, Resource
 from gcjob.kube.transport import RequestStats, RetryPolicy, Transport
 from gcjob.model import ObjectRef
-from tests.e2e import objects
-from tests.e2e.cluster import TestCluster
-from tests.e2e.faultproxy import Fault, FaultProxy
+from testbed import objects
+from testbed.cluster import TestCluster
+from testbed.faultproxy import Fault, FaultProxy
 
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 REFERRERS = ["default/web"]

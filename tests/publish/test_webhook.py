@@ -4,7 +4,6 @@ that a 500 or a timeout is a warning that leaves the exit code alone (`responses
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +13,10 @@ from click.testing import CliRunner
 
 from gcjob.cli import cli
 from gcjob.publish.webhook import Notable, message, notify, why
+from testbed import paths
 
 URL = "https://hooks.example.test/services/T000/B000/secret-token"
-DEMO = str(Path(__file__).parents[1] / "fixtures/demo")
+DEMO = str(paths.DEMO)
 
 
 def item(action: str, reason: str, name: str = "db-creds", kind: str = "Secret") -> dict[str, Any]:

@@ -3,12 +3,10 @@ backoff, deadlines."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -31,7 +29,8 @@ from gcjob.kube.transport import (
     Transport,
     decode_json,
 )
-from tests.e2e.faultproxy import Fault, FaultProxy
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.hostile import Hostile, hostile_transport
 
 LIST = requests.list_page(
     CONFIGMAPS,
@@ -179,37 +178,6 @@ def test_a_stop_request_ends_retrying(faults: FaultProxy, kubeconfig: str) -> No
 # -- a hostile network peer (not Kubernetes): slow drips and huge bodies ------------------
 
 
-class Hostile:
-    """A plain-HTTP peer on loopback that answers every request with `reply(conn)`."""
-
-    def __init__(self, reply: Callable[[socket.socket], None]) -> None:
-        self.reply = reply
-        self.received: list[bytes] = []  # each request's first bytes
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            self.received.append(conn.recv(65536))
-            self.reply(conn)
-
-    def close(self) -> None:
-        # shutdown() wakes the accept() blocked in _serve; close() alone would leave the
-        # port listening until that accept returns, answering some later test's connection.
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-
-
 def drip(conn: socket.socket) -> None:
     """Headers promptly, then the body one byte a second: every socket read succeeds."""
     conn.sendall(
@@ -227,24 +195,6 @@ def huge(conn: socket.socket) -> None:
     block = b'"' + b"x" * (1024 * 1024 - 3) + b'",'
     for _ in range(MAX_BODY_BYTES // len(block) + 16):
         conn.sendall(block)
-
-
-def hostile_transport(
-    reply: Callable[[socket.socket], None], budget: RunBudget, read: float = 30.0
-) -> tuple[Transport, Hostile]:
-    peer = Hostile(reply)
-    configuration = Configuration()
-    configuration.host = peer.url
-    configuration.retries = False
-    transport = Transport(
-        ApiClient(configuration),
-        "hub",
-        stats=RequestStats(),
-        budget=budget,
-        timeouts=Timeouts(1.0, read),
-        retry=RetryPolicy(attempts=2, max_total=60.0),
-    )
-    return transport, peer
 
 
 def test_a_dripping_answer_cannot_outlast_the_run() -> None:

@@ -1,6 +1,6 @@
 """gcjob.kube.access error messages: what an answer may put in the report (issue 12 G).
 
-Pure: a Response is built as data, nothing is sent. (Kept out of tests/test_access.py, which
+Pure: a Response is built as data, nothing is sent. (Kept out of tests/kube/test_access.py, which
 runs against the real API server and is being rewritten by the lead.)
 """
 

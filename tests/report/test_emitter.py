@@ -14,7 +14,7 @@ from gcjob.model import Action, Outcome, Sweep
 from gcjob.report.bounds import MAX_RECORD_BYTES
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import upstream_record
-from tests.builders import HUB_NS, NOW, ref
+from testbed.model import HUB_NS, NOW, ref
 
 RUN_ID = "0b6f3a52-1c1d-4d0a-9b7e-8f2e4c6a1d3b"
 

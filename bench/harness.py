@@ -1,0 +1,311 @@
+"""What both benchmarks share: payloads, filling a real API server over HTTPS, measuring one
+child process, the machine they ran on. Public names only: bench_sweep.py and bench_scale.py
+import from here and from the test bed (testbed/), never from each other."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the test bed lives beside gcjob, not in its wheel
+    sys.path.insert(0, str(ROOT))
+
+from testbed import objects  # noqa: E402
+from testbed.servers import ADMIN_TOKEN, ApiServer  # noqa: E402
+
+Obj = dict[str, Any]
+
+PAGE_SIZE = 500
+POPULATE_THREADS = 8  # keep-alive connections filling a server
+POST_ATTEMPTS = 8  # a loaded 2-core machine makes the server time out now and then (504)
+META_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+# ---------------------------------------------------------------------------------------------
+# filling a server
+
+
+def blob(rng: random.Random, size: int) -> str:
+    return base64.b64encode(rng.randbytes(size * 3 // 4)).decode()
+
+
+class Blobs:
+    """A few distinct payloads, reused: realistic sizes without generating MBs of randomness."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.secret = [
+            {"username": blob(rng, 24), "password": blob(rng, 48), "tls.key": blob(rng, 3000)}
+            for _ in range(32)
+        ]
+        self.config = [{"app.conf": blob(rng, 900), "env": blob(rng, 200)} for _ in range(32)]
+        self.plain = [{"data.txt": blob(rng, 2048)} for _ in range(32)]
+
+
+def companion(kind: str, ns: str, name: str, referrers: list[str], data: Obj) -> Obj:
+    """A companion as the compute operator copies it to the hub, with a realistic payload."""
+    managed = {"app.kubernetes.io/managed-by": "compute-operator"}
+    return objects.companion(kind, ns, name, referrers, labels=managed, data=data)
+
+
+Post = Callable[[str, Obj], Obj]
+Task = Callable[[Post], None]
+
+
+def post_task(path: str, obj: Obj) -> Task:
+    """POST `obj` to `path`, on whichever connection of the Populator is free."""
+
+    def task(post: Post) -> None:
+        post(path, obj)
+
+    return task
+
+
+class Populator:
+    """Runs POST tasks on a bounded pool of threads, each with one keep-alive HTTPS connection
+    to the server. Any failure stops the fill and is raised."""
+
+    def __init__(self, server: ApiServer, threads: int = POPULATE_THREADS) -> None:
+        self.server = server
+        self.threads = threads
+        self.posts = 0
+        self.retries = 0  # POSTs sent again because the busy server did not answer in time
+        self._lock = threading.Lock()
+        self._errors: list[BaseException] = []
+
+    def run(self, tasks: Iterable[Task]) -> None:
+        source = iter(tasks)
+        workers = [
+            threading.Thread(target=self._work, args=(source,), daemon=True)
+            for _ in range(self.threads)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        if self._errors:
+            raise RuntimeError(f"populating failed: {self._errors[0]!r}") from self._errors[0]
+
+    def _work(self, source: Iterator[Task]) -> None:
+        context = self.server.ssl_context()
+        connection = http.client.HTTPSConnection("127.0.0.1", self.server.port, context=context)
+        headers = {
+            "Authorization": f"Bearer {ADMIN_TOKEN}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+
+        def send(method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+            nonlocal connection
+            try:
+                connection.request(method, path, data, headers)
+                response = connection.getresponse()
+                return response.status, response.read()
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                connection = http.client.HTTPSConnection(
+                    "127.0.0.1", self.server.port, context=context
+                )
+                return 0, b"connection failed"
+
+        def post(path: str, obj: Obj) -> Obj:
+            """POST, retried on a busy server (504, 429, 5xx, a broken connection); a retry
+            answered 409 means an earlier attempt applied: the stored object is read back."""
+            data = json.dumps(obj).encode()
+            for attempt in range(POST_ATTEMPTS):
+                status, body = send("POST", path, data)
+                if status == 409 and attempt:
+                    name = obj["metadata"]["name"]
+                    status, body = send("GET", f"{path}/{name}", None)
+                if status < 300 and status:
+                    break
+                if status not in (0, 429) and status < 500:
+                    raise RuntimeError(f"POST {path}: {status} {body[:300]!r}")
+                with self._lock:
+                    self.retries += 1
+                time.sleep(min(30.0, 2.0**attempt))
+            else:
+                raise RuntimeError(f"POST {path}: {status} {body[:300]!r} ({POST_ATTEMPTS} tries)")
+            with self._lock:
+                self.posts += 1
+            stored: Obj = json.loads(body)
+            return stored
+
+        try:
+            while not self._errors:
+                with self._lock:
+                    task = next(source, None)
+                if task is None:
+                    return
+                task(post)
+        except BaseException as exc:  # handed to run(), which raises it
+            with self._lock:
+                self._errors.append(exc)
+        finally:
+            connection.close()
+
+
+def fill(
+    server: ApiServer, first: Iterable[Task], rest: Iterable[Task], threads: int = POPULATE_THREADS
+) -> Obj:
+    """Run the `first` tasks (namespaces), then the `rest`; how fast it went."""
+    populator = Populator(server, threads)
+    start = time.perf_counter()
+    populator.run(first)
+    populator.run(rest)
+    seconds = time.perf_counter() - start
+    return {
+        "posts": populator.posts,
+        "threads": populator.threads,
+        "seconds": round(seconds, 1),
+        "posts_per_s": round(populator.posts / seconds) if seconds else None,
+        "retries": populator.retries,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring
+
+
+def loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().strip()
+    except OSError:
+        return ""
+
+
+# Run by a small fresh interpreter between this (large) process and the measured child. Linux
+# keeps the peak RSS of a process image across exec, so a child spawned straight from this
+# process would report this process's peak; spawned from the helper it starts from the
+# helper's ~10 MiB. RUSAGE_CHILDREN of the helper is then the measured child's own peak.
+MEASURE_HELPER = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+rc = subprocess.call(sys.argv[2:])
+wall = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+with open(sys.argv[1], "w") as f:
+    json.dump({"rc": rc, "wall": wall, "maxrss_kib": peak}, f)
+"""
+
+
+def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float, str, str]:
+    """(exit code, wall s, peak RSS MiB, stdout, stderr) of one child, measured by a fresh
+    helper process (see MEASURE_HELPER)."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile(suffix=".json") as meta,
+    ):
+        helper = [sys.executable, "-I", "-S", "-c", MEASURE_HELPER, meta.name, *cmd]
+        subprocess.run(helper, stdout=out, stderr=err, env=env, check=False)
+        measured = json.loads(Path(meta.name).read_text() or "{}")
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    return (
+        int(measured.get("rc", -1)),
+        float(measured.get("wall", 0.0)),
+        measured.get("maxrss_kib", 0) / 1024,
+        stdout,
+        stderr,
+    )
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GCJOB_") and k != "KUBECONFIG"}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def gcjob_bin() -> str:
+    for candidate in (ROOT / ".venv/bin/gcjob", Path(sys.executable).parent / "gcjob"):
+        if candidate.exists():
+            return str(candidate)
+    raise SystemExit("gcjob is not installed: activate the venv (pip install -e .)")
+
+
+def read_lists(
+    kubeconfig: str, lists: Sequence[tuple[str, str | None]], *, from_cache: bool
+) -> dict[str, int]:
+    """Metadata-only lists with the official client, one request at a time: paginated
+    (limit=PAGE_SIZE) from etcd, or from the watch cache (resourceVersion=0, which a 1.25
+    server answers whole). Each answer is read whole, parsed, counted and dropped."""
+    from kubernetes import config as kube_config
+
+    api = kube_config.new_client_from_config(config_file=kubeconfig)
+    requests = items = received = 0
+    for path, selector in lists:
+        token = None
+        while True:
+            query: list[tuple[str, Any]] = []
+            if from_cache:
+                query += [("resourceVersion", "0"), ("resourceVersionMatch", "NotOlderThan")]
+            else:
+                query.append(("limit", PAGE_SIZE))
+            if selector:
+                query.append(("labelSelector", selector))
+            if token:
+                query.append(("continue", token))
+            method, url, headers, body, post = api.param_serialize(
+                method="GET",
+                resource_path=path,
+                query_params=query,
+                header_params={"Accept": META_LIST_ACCEPT},
+                auth_settings=["BearerToken"],
+            )
+            resp = api.call_api(method, url, header_params=headers, body=body, post_params=post)
+            data = resp.read()
+            resp.response.release_conn()
+            page = json.loads(data)
+            requests += 1
+            received += len(data)
+            items += len(page["items"] or [])  # a real server answers an empty list with null
+            token = page["metadata"].get("continue")
+            del page, data
+            if not token:
+                break
+    return {"requests": requests, "items": items, "bytes": received}
+
+
+def etcd_db_mib(server: ApiServer) -> float | None:
+    db = server.workdir / "etcd" / "member" / "snap" / "db"
+    return round(db.stat().st_size / 2**20, 1) if db.exists() else None
+
+
+def machine() -> Obj:
+    def sh(cmd: list[str]) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
+        except OSError:
+            return ""
+
+    return {
+        "nproc": sh(["nproc"]),
+        "free_h": sh(["free", "-h"]),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "",
+        )
+        if Path("/proc/cpuinfo").exists()
+        else "",
+    }
