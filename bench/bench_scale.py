@@ -58,7 +58,7 @@ from bench_sweep import (
 )
 
 from gcjob.domain import COMPANION_LABEL
-from gcjob.enumerate.hub import COMPANION_SELECTOR
+from gcjob.sweeps.companions.scan import COMPANION_SELECTOR
 from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
 from tests.e2e.faultproxy import Fault, FaultProxy, Target
 from tests.e2e.objects import gateway, route, workload

@@ -13,18 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from gcjob.act.companions import (
-    DELETABLE_SECRET_TYPES,
-    companion_left_scope,
-    prove_secret_type,
-)
-from gcjob.decide.bindings import LEFT_BINDING, Presence, bound_target, decide_binding
-from gcjob.decide.companions import (
-    decide_companion,
-    follow_binding,
-)
 from gcjob.decide.grace import GraceCall, Next, grace_rule, left_scope
-from gcjob.decide.routes import LEFT_ROUTE, decide_route, in_scope, namespace_gone, route_target
 from gcjob.decide.trace import Step, StepOutcome, Trace
 from gcjob.domain import (
     COMPANION_LABEL,
@@ -34,7 +23,6 @@ from gcjob.domain import (
     is_dns1123_subdomain,
     is_reserved_namespace,
 )
-from gcjob.enumerate.hub import read_routes
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource, Wanted
 from gcjob.kube import reduce
@@ -70,6 +58,24 @@ from gcjob.model import (
     Verdict,
 )
 from gcjob.reasons import ERROR_REASONS, Reason
+from gcjob.sweeps.bindings.judge import LEFT_BINDING, Presence, bound_target, decide_binding
+from gcjob.sweeps.companions.act import (
+    DELETABLE_SECRET_TYPES,
+    companion_left_scope,
+    prove_secret_type,
+)
+from gcjob.sweeps.companions.judge import (
+    decide_companion,
+    follow_binding,
+)
+from gcjob.sweeps.routes.judge import (
+    LEFT_ROUTE,
+    decide_route,
+    in_scope,
+    namespace_gone,
+    route_target,
+)
+from gcjob.sweeps.routes.scan import read_routes
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Sink)

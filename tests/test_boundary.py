@@ -56,7 +56,7 @@ def _boom(*_: object) -> None:
 def test_a_rule_that_raises_for_one_companion_keeps_it_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gcjob.sweeps import companions
+    from gcjob.sweeps.companions import sweep as companions
 
     real = companions.decide_companion
 
@@ -119,7 +119,7 @@ def test_a_grace_rule_that_raises_for_one_object_keeps_it(
 def test_an_act_that_raises_for_one_route_keeps_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gcjob.sweeps import routes
+    from gcjob.sweeps.routes import sweep as routes
 
     real = routes.delete_route
     seen: list[str] = []
@@ -325,7 +325,7 @@ def test_an_error_after_a_companion_was_acted_on_is_its_bindings_not_the_compani
 ) -> None:
     """A companion deleted (or marked) stays reported as such: the error that came after, on
     its binding, keeps the binding alone."""
-    from gcjob.act import companions
+    from gcjob.sweeps.companions import act as companions
 
     monkeypatch.setattr(companions, "follow_binding", _boom)
     for grace, done in (("0", "would-delete"), ("1h", "would-mark")):

@@ -79,7 +79,7 @@ def test_a_mark_at_the_ends_of_time_never_ends_a_run(
 def test_a_rule_that_raises_for_one_object_keeps_it_and_deletes_its_neighbour(
     hub: TestCluster, gcjob_hub_args: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gcjob.sweeps import companions
+    from gcjob.sweeps.companions import sweep as companions
 
     ns = hub.namespace("boundary")
     _orphan(hub, ns, "unlucky", None)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gcjob.enumerate.hub import COMPANION_SELECTOR
+from gcjob.sweeps.companions.scan import COMPANION_SELECTOR
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, run_gcjob
 from tests.e2e.faultproxy import Fault, FaultProxy, RecordedRequest

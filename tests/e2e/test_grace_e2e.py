@@ -29,7 +29,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
     UPSTREAM_KIND_LABEL,
 )
-from gcjob.enumerate.hub import LEFT_COMPANIONS_SELECTOR
+from gcjob.sweeps.companions.scan import LEFT_COMPANIONS_SELECTOR
 from gcjob.times import parse_http_date, parse_time
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import UPSTREAM_CLUSTER, Result, run_gcjob

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gcjob.decide.companions import MAX_REFERRER_KEYS
+from gcjob.sweeps.companions.judge import MAX_REFERRER_KEYS
 from tests.e2e.cluster import TestCluster
 from tests.e2e.conftest import run_gcjob
 from tests.e2e.faultproxy import FaultProxy

@@ -1,4 +1,4 @@
-"""gcjob/act/companions.py: the live second look, and the binding that goes with a companion.
+"""gcjob/sweeps/companions/act.py: the live second look, and the binding that goes with a companion.
 
 The hub here is an in-memory store; `Deleter` runs as a dry run, so what is checked is the
 decision to act, taken on what the second look finds.
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gcjob.act.companions import delete_companion
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.kube.errors import Unavailable
 from gcjob.kube.snapshot import SnapshotStore
 from gcjob.model import Action, Verdict
+from gcjob.sweeps.companions.act import delete_companion
 from tests.builders import HUB_NS, ref
 
 

@@ -1,4 +1,4 @@
-"""Sweep 2 decisions (gcjob.decide.bindings), from shared/domain.md "Sweep 2"."""
+"""Sweep 2 decisions (gcjob.sweeps.bindings.judge), from domain.md "Sweep 2"."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gcjob.decide.bindings import Presence, bound_target, decide_binding
 from gcjob.model import Binding, BoundResource
+from gcjob.sweeps.bindings.judge import Presence, bound_target, decide_binding
 from tests import builders
 from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, bound
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set
 from datetime import datetime, timedelta
 
-from gcjob.act.bindings import delete_binding
-from gcjob.decide.bindings import LEFT_BINDING, Presence, bound_target, decide_binding
 from gcjob.decide.grace import Graced, GraceSort, left_scope
-from gcjob.enumerate.hub import scan_bindings
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
@@ -17,9 +15,11 @@ from gcjob.marks import Rule, binding_evidence
 from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.run import Run
-from gcjob.sweeps import grace
+from gcjob.sweeps import grace_actions
+from gcjob.sweeps.bindings.act import delete_binding
+from gcjob.sweeps.bindings.judge import LEFT_BINDING, Presence, bound_target, decide_binding
+from gcjob.sweeps.bindings.scan import scan_bindings
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
-from gcjob.sweeps.companion_keys import companion_keys
 
 SWEEP = Sweep.BINDINGS
 Target = tuple[str, str]  # (kind, name) of the object a binding is for
@@ -32,7 +32,7 @@ class BindingScan(ObjectScan[Binding]):
     def __init__(
         self,
         labelled: KeySet,
-        handled: set[str],
+        handled: Set[str],
         now: datetime,
         min_age: timedelta,
         keep_healthy: bool,
@@ -81,18 +81,15 @@ def _ref(verdict: Verdict) -> ObjectRef:
     return verdict.ref
 
 
-def sweep(run: Run) -> None:
+def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
+    """`labelled`: the labelled companions, as (kind, namespace, name) (empty when they could
+    not be read: every candidate is then confirmed by its own read); `reported`: the uids of
+    the bindings the companions sweep already reported this run, with their companions."""
     state = run.sweeps[SWEEP]
     settings = run.settings
-    try:
-        labelled = companion_keys(run)
-    except KubeError:
-        labelled = KeySet().freeze()  # every candidate is then confirmed by its own read
 
     def start() -> BindingScan:
-        return BindingScan(
-            labelled, run.handled_bindings, run.now, settings.min_age, settings.report_healthy
-        )
+        return BindingScan(labelled, reported, run.now, settings.min_age, settings.report_healthy)
 
     try:
         scans = scan_bindings(run.hub, run.scope, start, run.hub_reads)
@@ -165,6 +162,6 @@ def sweep(run: Run) -> None:
     def delete(graced: Graced[Target]) -> list[Outcome]:
         return [delete_binding(graced.verdict, graced.target, run.hub, run.deleter)]
 
-    if grace.act(run, SWEEP, sort, state.in_scope, lambda _: RESOURCEBINDINGS, delete):
+    if grace_actions.act(run, SWEEP, sort, state.in_scope, lambda _: RESOURCEBINDINGS, delete):
         run.completed(SWEEP)
     return None

@@ -1,15 +1,15 @@
-"""gcjob/act/routes.py: parent Gateways are read again, upstream, right before deleting."""
+"""gcjob/sweeps/routes/act.py: parent Gateways are read again, upstream, right before deleting."""
 
 from __future__ import annotations
 
 from gcjob.act.deleter import Deleter
-from gcjob.act.routes import delete_route
 from gcjob.budget import RunBudget
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 from gcjob.model import Action, RouteTarget, Verdict
+from gcjob.sweeps.routes.act import delete_route
 from tests.builders import ref
-from tests.test_act_companions import FailingReads
+from tests.sweeps.companions.test_act import FailingReads
 
 VERDICT = Verdict(ref("HTTPRoute", "web"), True, "upstream-gateways-gone", "gone")
 TARGET = RouteTarget("single", "default", ("gw-a", "gw-b"))

@@ -1,4 +1,4 @@
-"""Sweep 3 decisions (gcjob.decide.routes), from shared/domain.md "Sweep 3"."""
+"""Sweep 3 decisions (gcjob.sweeps.routes.judge), from domain.md "Sweep 3"."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.routes import decide_route, in_scope, is_gateway, route_target
 from gcjob.enumerate.upstream import is_suspect, suspect_groups
 from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
+from gcjob.sweeps.routes.judge import decide_route, in_scope, is_gateway, route_target
 from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, parent, route, route_labels
 
 GW_GROUP = "gateway.networking.k8s.io"

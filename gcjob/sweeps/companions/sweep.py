@@ -3,33 +3,44 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from gcjob.act.companions import (
+from gcjob.decide.grace import GraceSort
+from gcjob.enumerate.keyset import KeySet
+from gcjob.kube.errors import KubeError
+from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
+from gcjob.marks import Rule, companion_evidence
+from gcjob.model import Companion, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.reasons import Reason
+from gcjob.run import Run
+from gcjob.sweeps import grace_actions
+from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.sweeps.companions.act import (
     companion_left_scope,
     delete_companion,
     mark_companion,
     unmark_companion,
     wait_companion,
 )
-from gcjob.decide.companions import decide_companion
-from gcjob.decide.grace import GraceSort
-from gcjob.enumerate.hub import (
+from gcjob.sweeps.companions.judge import decide_companion
+from gcjob.sweeps.companions.scan import (
     read_marked_outside_companions,
     read_workload_index,
     scan_companions,
 )
-from gcjob.enumerate.keyset import KeySet
-from gcjob.kube.errors import KubeError
-from gcjob.kube.resources import COMPANION_RESOURCES
-from gcjob.marks import Rule, companion_evidence
-from gcjob.model import Companion, ObjectRef, Sweep, Verdict
-from gcjob.reasons import Reason
-from gcjob.run import Run
-from gcjob.sweeps import grace
-from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 
 SWEEP = Sweep.COMPANIONS
+
+
+@dataclass(frozen=True)
+class CompanionsSwept:
+    """What this sweep leaves for the bindings sweep (gcjob/sweeps/__init__.py passes it on):
+    which labelled companions exist, as (kind, namespace, name), None when they were not all
+    read; and the uids of the bindings it already reported with their companions."""
+
+    keys: KeySet | None
+    bindings_reported: frozenset[str]
 
 
 class CompanionScan(ObjectScan[Companion]):
@@ -79,20 +90,32 @@ def _ref(verdict: Verdict) -> ObjectRef:
     return verdict.ref
 
 
-def sweep(run: Run) -> None:
+def sweep(run: Run) -> CompanionsSwept:
     state = run.sweeps[SWEEP]
+    reported: set[str] = set()
+
+    def noting(outcomes: list[Outcome]) -> list[Outcome]:
+        """The outcomes of one object's turn; its binding's uid noted for the bindings sweep."""
+        reported.update(o.ref.uid for o in outcomes if o.ref.kind == RESOURCEBINDINGS.kind)
+        return outcomes
+
+    def swept(keys: KeySet | None = None) -> CompanionsSwept:
+        return CompanionsSwept(keys, frozenset(reported))
+
     try:
         workloads = read_workload_index(run.hub, run.scope, run.hub_reads)
     except KubeError as exc:
         # No index is not an empty index: every companion would look orphaned.
-        return run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
+        run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
+        return swept()
     try:
         left = read_marked_outside_companions(run.hub, run.scope, run.hub_reads)
     except KubeError as exc:
         # A mark left behind could be counted from when the label comes back: decide nothing.
-        return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
+        run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
+        return swept()
     for graced in filter(None, map(companion_left_scope, left)):
-        for outcome in unmark_companion(graced, run.hub, run.marker):
+        for outcome in noting(unmark_companion(graced, run.hub, run.marker)):
             run.record(outcome)
     settings = run.settings
 
@@ -102,7 +125,8 @@ def sweep(run: Run) -> None:
     try:
         scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
     except KubeError as exc:
-        return run.incomplete(SWEEP, "cannot list companions", exc)
+        run.incomplete(SWEEP, "cannot list companions", exc)
+        return swept()
     keys = KeySet()
     sort: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
 
@@ -124,19 +148,19 @@ def sweep(run: Run) -> None:
             run.reporter.count_healthy(SWEEP, reason, count)
         candidates = sorted(scan.candidates, key=lambda c: _in_order(c[0]))
         each(run, SWEEP, candidates, lambda c: c[0].ref, sort_orphan)
-    run.companion_keys = keys.freeze()
+    keys.freeze()
     state.in_scope = state.scanned
-    completed = grace.act(
+    completed = grace_actions.act(
         run,
         SWEEP,
         sort,
         state.in_scope,
         lambda graced: COMPANION_RESOURCES[graced.verdict.ref.kind],
-        lambda graced: delete_companion(graced.verdict, run.hub, run.deleter),
-        mark=lambda graced: mark_companion(graced, run.hub, run.marker),
-        unmark=lambda graced: unmark_companion(graced, run.hub, run.marker),
-        wait=lambda graced: wait_companion(graced, run.hub, run.marker),
+        lambda graced: noting(delete_companion(graced.verdict, run.hub, run.deleter)),
+        mark=lambda graced: noting(mark_companion(graced, run.hub, run.marker)),
+        unmark=lambda graced: noting(unmark_companion(graced, run.hub, run.marker)),
+        wait=lambda graced: noting(wait_companion(graced, run.hub, run.marker)),
     )
     if completed:
         run.completed(SWEEP)
-    return None
+    return swept(keys)

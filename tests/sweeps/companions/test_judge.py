@@ -1,4 +1,4 @@
-"""Sweep 1 decisions (gcjob.decide.companions), from shared/domain.md "Sweep 1: companions"."""
+"""Sweep 1 decisions (gcjob.sweeps.companions.judge), from domain.md "Sweep 1: companions"."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from datetime import timedelta
 
 import pytest
 
-from gcjob.decide.companions import (
+from gcjob.model import BoundResource
+from gcjob.sweeps.companions.judge import (
     MAX_REFERRER_KEYS,
     ReferrersUnreadable,
     binding_names_companion,
     decide_companion,
     parse_referrers,
 )
-from gcjob.model import BoundResource
 from tests.builders import HUB_NS, MIN_AGE, NOW, PROTECTED, YOUNG, bound, companion, ref
 
 # --- parse_referrers ---------------------------------------------------------------------
@@ -286,7 +286,7 @@ def test_binding_of_a_custom_kind_of_the_same_name_does_not_name_companion() -> 
 def test_no_minimum_age_holds_nothing_back_even_on_clock_skew() -> None:
     from datetime import timedelta
 
-    from gcjob.decide.companions import decide_companion as decide
+    from gcjob.sweeps.companions.judge import decide_companion as decide
 
     ahead = companion('["default/gone"]', created=NOW + timedelta(seconds=2))
     assert decide(ahead, frozenset(), NOW, timedelta(0)).delete is True
@@ -294,7 +294,7 @@ def test_no_minimum_age_holds_nothing_back_even_on_clock_skew() -> None:
 
 
 def test_absurdly_nested_json_is_unparseable_not_a_crash() -> None:
-    from gcjob.decide.companions import ReferrersUnreadable
+    from gcjob.sweeps.companions.judge import ReferrersUnreadable
 
     with pytest.raises(ReferrersUnreadable) as unreadable:
         parse_referrers("[" * 5000 + "]" * 5000)
@@ -302,8 +302,8 @@ def test_absurdly_nested_json_is_unparseable_not_a_crash() -> None:
 
 
 def test_the_binding_of_a_deleted_companion_goes_only_if_it_is_its_own() -> None:
-    from gcjob.decide.companions import follow_binding
     from gcjob.model import Binding
+    from gcjob.sweeps.companions.judge import follow_binding
 
     owner = ref("ConfigMap", "app-config", uid="uid-1")
     own = bound(kind="ConfigMap", name="app-config", uid="uid-1")

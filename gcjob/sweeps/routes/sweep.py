@@ -12,13 +12,11 @@ appeared or changed between the two reads may name a Gateway nobody asked about:
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from gcjob.act.routes import delete_route
 from gcjob.decide.grace import Graced, GraceSort, left_scope
-from gcjob.decide.routes import LEFT_ROUTE, decide_route, in_scope, not_looked_up, route_target
-from gcjob.enumerate.hub import read_marked_outside_routes, scan_routes
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
@@ -29,8 +27,17 @@ from gcjob.marks import Evidence, Rule, route_evidence
 from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.run import Run
-from gcjob.sweeps import grace
+from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.sweeps.routes.act import delete_route
+from gcjob.sweeps.routes.judge import (
+    LEFT_ROUTE,
+    decide_route,
+    in_scope,
+    not_looked_up,
+    route_target,
+)
+from gcjob.sweeps.routes.scan import read_marked_outside_routes, scan_routes
 
 SWEEP = Sweep.ROUTES
 
@@ -131,16 +138,17 @@ def _ref(verdict: Verdict) -> ObjectRef:
     return verdict.ref
 
 
-def sweep(run: Run) -> None:
+def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
+    """`ahead`: the upstream read started before the first sweep (`read`), if it was."""
     state = run.sweeps[SWEEP]
     if run.upstreams is None:
         state.status = "not-configured"
         state.detail = "no upstream configured (--upstream-kubeconfig)"
         log.warning("routes sweep not configured: %s", state.detail)
         return None
-    if run.routes_ahead is not None:
-        wait_all([run.routes_ahead])
-        upstream: UpstreamRead = run.routes_ahead.result()
+    if ahead is not None:
+        wait_all([ahead])
+        upstream = ahead.result()
     else:
         upstream = read(run)
     if upstream.index is None:
@@ -198,6 +206,6 @@ def sweep(run: Run) -> None:
         assert graced.target is not None  # an orphan always has its Gateways
         return [delete_route(graced.verdict, graced.target, index, run.deleter)]
 
-    if grace.act(run, SWEEP, sort, state.in_scope, lambda _: HTTPROUTES, delete):
+    if grace_actions.act(run, SWEEP, sort, state.in_scope, lambda _: HTTPROUTES, delete):
         run.completed(SWEEP)
     return None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from gcjob.act.deleter import Deleter, read_failure
-from gcjob.decide.routes import namespace_gone
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.model import Action, Outcome, RouteTarget, Sweep, Verdict
 from gcjob.reasons import Reason
+from gcjob.sweeps.routes.judge import namespace_gone
 
 SWEEP = Sweep.ROUTES
 

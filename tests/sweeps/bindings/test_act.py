@@ -1,14 +1,14 @@
-"""gcjob/act/bindings.py: a binding is deleted only while its object is still absent."""
+"""gcjob/sweeps/bindings/act.py: a binding is deleted only while its object is still absent."""
 
 from __future__ import annotations
 
-from gcjob.act.bindings import delete_binding
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.kube.snapshot import SnapshotStore
 from gcjob.model import Action, Verdict
+from gcjob.sweeps.bindings.act import delete_binding
 from tests.builders import HUB_NS, ref
-from tests.test_act_companions import FailingReads
+from tests.sweeps.companions.test_act import FailingReads
 
 VERDICT = Verdict(ref("ResourceBinding", "app-config-configmap"), True, "orphaned", "gone")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from gcjob.decide.common import hold_back
-from gcjob.decide.companions import decide_companion
 from gcjob.decide.trace import StepOutcome, Trace
 from gcjob.model import Companion, ObjectRef
+from gcjob.sweeps.companions.judge import decide_companion
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 MIN_AGE = timedelta(minutes=5)

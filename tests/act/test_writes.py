@@ -34,7 +34,7 @@ from gcjob.sweeps import execute
 from tests.test_boundary import NAMES, with_configmaps
 from tests.test_boundary import companions as generated_companions
 
-DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
+DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo"
 
 
 class Clock:

@@ -8,7 +8,6 @@ from datetime import datetime
 
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.marker import Marker, waiting
-from gcjob.decide.companions import follow_binding, referrer_names
 from gcjob.decide.grace import Graced
 from gcjob.decide.grace import left_scope as left_the_sweep
 from gcjob.domain import COMPANION_LABEL, NEVER_DELETED_SECRET_TYPES, binding_name
@@ -26,6 +25,7 @@ from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
 from gcjob.model import Action, Binding, Companion, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.redact import error_line
+from gcjob.sweeps.companions.judge import follow_binding, referrer_names
 
 SWEEP = Sweep.COMPANIONS
 

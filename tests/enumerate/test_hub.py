@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from gcjob.enumerate.hub import read_routes, read_workload_index, scan_companions
 from gcjob.enumerate.parallel import Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube.access import Collected
 from gcjob.kube.errors import KubeError
 from gcjob.kube.snapshot import SnapshotStore
+from gcjob.sweeps.companions.scan import read_workload_index, scan_companions
+from gcjob.sweeps.routes.scan import read_routes
 
 
 def wd(namespace: str | None, name: str) -> dict[str, Any]:
