@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gcjob import __version__
-from gcjob.explain import Conclusion, Explanation
+from gcjob.decide.explanation import Conclusion, Explanation
 from gcjob.report.records import rfc3339
 from gcjob.visible import json_text
 from gcjob.visible import visible as escape

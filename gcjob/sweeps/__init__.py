@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
+from gcjob.decide.explanation import Conclusion, Explanation, Target
+from gcjob.decide.trace import Trace
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import Reads
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError
 from gcjob.logs import log
-from gcjob.model import Sweep
+from gcjob.model import Binding, Sweep, Verdict
 from gcjob.run import Run, SweepState
+from gcjob.sweeps.bindings import explain as bindings_explain
 from gcjob.sweeps.bindings import sweep as bindings
+from gcjob.sweeps.companions import explain as companions_explain
 from gcjob.sweeps.companions import sweep as companions
 from gcjob.sweeps.companions.scan import read_companion_keys
 from gcjob.sweeps.companions.sweep import CompanionsSwept
+from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.routes import sweep as routes
 from gcjob.sweeps.routes.sweep import UpstreamRead
 
@@ -68,3 +74,22 @@ def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
         return read_companion_keys(run.hub, run.scope, run.hub_reads)
     except KubeError:
         return KeySet().freeze()  # every candidate is then confirmed by its own read
+
+
+def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+    """One object as this run's sweeps would judge it, in their order: the companions sweep
+    acts on a companion's binding before the bindings sweep sees it. Each sweep's explain
+    part files its steps and conclusions in `out`; the verdict, for explain's driver."""
+    if target.sweep is Sweep.COMPANIONS:
+
+        def bindings_sweep(binding: Binding, subject: str, steps: Trace) -> Conclusion:
+            return bindings_explain.after_companion(ctx, binding, subject, steps)
+
+        return companions_explain.explain(ctx, target, out, trace, bindings_sweep)
+    if target.sweep is Sweep.BINDINGS:
+
+        def companions_sweep(binding: Binding, steps: Trace) -> Conclusion | None:
+            return companions_explain.binding_of_companion(ctx, binding, steps)
+
+        return bindings_explain.explain(ctx, target, out, trace, companions_sweep)
+    return routes_explain.explain(ctx, target, out, trace)

@@ -1,13 +1,18 @@
-"""Sweep 2: a city-* ResourceBinding of a ConfigMap/Secret that no longer exists."""
+"""Sweep 2: a city-* ResourceBinding of a ConfigMap/Secret that no longer exists. Pure: the
+hub is asked through a world (BoundObjects)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Protocol
 
 from gcjob.decide.common import hold_back, spec_resource_names
+from gcjob.decide.grace import Graced, left_scope
 from gcjob.decide.trace import Trace
 from gcjob.domain import CITY_POLICY_PREFIX, POLICY_KEY
+from gcjob.marks import Evidence, Rule, binding_evidence
 from gcjob.model import Binding, Verdict
 from gcjob.reasons import Reason
 
@@ -105,3 +110,64 @@ def decide_binding(
     if held is not None:
         return Verdict(ref, False, *held)
     return Verdict(ref, True, Reason.ORPHANED, f"no {kind} named {name} in {ref.namespace}")
+
+
+# -- the judgement: one binding against the world -------------------------------------------
+
+
+class BoundObjects(Protocol):
+    """What judging a binding asks of the hub: does the ConfigMap or Secret it binds exist,
+    by name, labelled or not. The batch sweep answers from the labelled companions, then a
+    read of each name they do not hold; explain reads the name."""
+
+    def presence(self, kind: str, namespace: str, name: str) -> tuple[Presence, str]:
+        """(presence, why a read failed) of that object."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A world whose one answer was read already (BoundObjects)."""
+
+    answer: Presence
+    error: str = ""
+
+    def presence(self, kind: str, namespace: str, name: str) -> tuple[Presence, str]:
+        return self.answer, self.error
+
+
+@dataclass(frozen=True, slots=True)
+class BindingJudgement:
+    """A binding judged: its verdict, the (kind, name) it binds (None: not the sweep's), what
+    the world said of that object, and what an orphan's verdict rests on. The grace rule is
+    asked once the companions sweep, which goes first, has left the binding to this one."""
+
+    verdict: Verdict
+    target: tuple[str, str] | None
+    presence: Presence
+    evidence: Evidence | None
+
+
+def judge_binding(
+    binding: Binding,
+    world: BoundObjects,
+    now: datetime,
+    min_age: timedelta,
+    trace: Trace | None = None,
+) -> BindingJudgement:
+    """The bindings sweep's judgement of one binding, traced."""
+    target = bound_target(binding)
+    presence, error = Presence.ABSENT, ""
+    if target is not None:
+        presence, error = world.presence(target[0], binding.ref.namespace, target[1])
+    verdict = decide_binding(binding, presence, now, min_age, error, trace)
+    evidence = binding_evidence(*target) if verdict.delete and target is not None else None
+    return BindingJudgement(verdict, target, presence, evidence)
+
+
+def binding_left_scope(binding: Binding) -> Graced[None] | None:
+    """A binding with this sweep's mark that is no city-* ConfigMap/Secret binding (any
+    more): its mark goes, or it would count from its time if it came back."""
+    if bound_target(binding) is not None:
+        return None
+    return left_scope(binding.ref, Rule.BINDING, LEFT_BINDING)

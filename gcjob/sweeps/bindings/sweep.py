@@ -6,22 +6,29 @@ from collections import Counter
 from collections.abc import Set
 from datetime import datetime, timedelta
 
-from gcjob.decide.grace import Graced, GraceSort, left_scope
+from gcjob.decide.grace import Graced, GraceSort
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
-from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
-from gcjob.marks import Rule, binding_evidence
+from gcjob.kube.resources import RESOURCEBINDINGS
+from gcjob.marks import Rule
 from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.bindings.act import delete_binding
-from gcjob.sweeps.bindings.judge import LEFT_BINDING, Presence, bound_target, decide_binding
-from gcjob.sweeps.bindings.scan import scan_bindings
+from gcjob.sweeps.bindings.judge import (
+    Answered,
+    Presence,
+    binding_left_scope,
+    bound_target,
+    judge_binding,
+)
+from gcjob.sweeps.bindings.scan import bound_object_exists, scan_bindings
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 
 SWEEP = Sweep.BINDINGS
+LABELLED = Answered(Presence.EXISTS)  # a labelled companion of that name exists
 Target = tuple[str, str]  # (kind, name) of the object a binding is for
 
 
@@ -55,7 +62,7 @@ class BindingScan(ObjectScan[Binding]):
             return  # already reported with its companion this run
         target = bound_target(binding)
         if target is None:  # not ours; a mark of ours goes, or it would count from its time
-            leaving = left_scope(binding.ref, Rule.BINDING, LEFT_BINDING)
+            leaving = binding_left_scope(binding)
             if leaving is not None:
                 self.left.append(leaving.verdict)
             return
@@ -64,7 +71,7 @@ class BindingScan(ObjectScan[Binding]):
         if (kind, binding.ref.namespace, name) not in self.labelled:
             self.unconfirmed.append((binding, target))
             return
-        verdict = decide_binding(binding, Presence.EXISTS, self.now, self.min_age)
+        verdict = judge_binding(binding, LABELLED, self.now, self.min_age).verdict
         if binding.ref.mark is not None:
             self.marked.append((verdict, target))
         elif self.keep_healthy:
@@ -110,15 +117,13 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
         binding, (kind, name) = unconfirmed
         error = ""
         try:
-            found = run.hub.get(
-                COMPANION_RESOURCES[kind], binding.ref.namespace, name, reduce.name_of
-            )
+            found = bound_object_exists(run.hub, kind, binding.ref.namespace, name)
         except Stopped:
             raise
         except KubeError as exc:
             presence, error = Presence.UNKNOWN, str(exc)
         else:
-            presence = Presence.EXISTS if found is not None else Presence.ABSENT
+            presence = Presence.EXISTS if found else Presence.ABSENT
         if presence is Presence.ABSENT:
             # The list was metadata only: read this binding in full for its spec.resource.
             try:
@@ -137,9 +142,10 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
                 if live is None:
                     return  # gone since it was listed: nothing to decide
                 binding = live
-        verdict = decide_binding(binding, presence, run.now, settings.min_age, error)
-        if verdict.delete:
-            sort.orphan(verdict, binding_evidence(kind, name), (kind, name))
+        judged = judge_binding(binding, Answered(presence, error), run.now, settings.min_age)
+        verdict = judged.verdict
+        if judged.evidence is not None:
+            sort.orphan(verdict, judged.evidence, (kind, name))
         elif not sort.not_orphan(verdict, (kind, name)):
             run.keep(SWEEP, verdict)
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
-from datetime import datetime
 
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.marker import Marker, waiting
-from gcjob.decide.grace import Graced
-from gcjob.decide.grace import left_scope as left_the_sweep
-from gcjob.domain import COMPANION_LABEL, NEVER_DELETED_SECRET_TYPES, binding_name
+from gcjob.decide.grace import GraceCall, Graced, Next
+from gcjob.domain import binding_name
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.reader import Reader
@@ -21,11 +18,15 @@ from gcjob.kube.resources import (
     WORKLOADDEPLOYMENTS,
 )
 from gcjob.logs import warn_once
-from gcjob.marks import Rule, companion_binding_evidence, new_mark, rule_of
-from gcjob.model import Action, Binding, Companion, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.model import Action, Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.redact import error_line
-from gcjob.sweeps.companions.judge import follow_binding, referrer_names
+from gcjob.sweeps.companions.judge import (
+    DELETABLE_SECRET_TYPES,
+    WAITS_WITH_ITS_COMPANION,
+    companion_binding,
+    referrer_names,
+)
 
 SWEEP = Sweep.COMPANIONS
 
@@ -59,7 +60,8 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
     outcome = deleter.delete(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])
     if outcome.action not in (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE):
         return [outcome]  # a companion that was not deleted keeps its binding, and its cell copies
-    return [outcome, *_binding_step(ref, lambda: _delete_binding(verdict, hub, deleter))]
+    deleted = GraceCall(Next.DELETE, "")
+    return [outcome, *_binding_step(ref, lambda: _binding_follows(verdict, deleted, hub, deleter))]
 
 
 def _binding_step(companion: ObjectRef, step: Callable[[], list[Outcome]]) -> list[Outcome]:
@@ -72,11 +74,6 @@ def _binding_step(companion: ObjectRef, step: Callable[[], list[Outcome]]) -> li
         raise
     except Exception as exc:
         return [Outcome.internal_error(SWEEP, _binding_ref(companion), error_line(exc))]
-
-
-# A Secret of any type but those gcjob never deletes: the server filters on `type`, which is
-# not in a Secret's metadata (and is immutable, so the proof holds for this uid).
-DELETABLE_SECRET_TYPES = ",".join(f"type!={t}" for t in NEVER_DELETED_SECRET_TYPES)
 
 
 def prove_secret_type(verdict: Verdict, hub: Reader) -> Outcome | None:
@@ -119,17 +116,34 @@ def _binding_ref(companion: ObjectRef) -> ObjectRef:
     )
 
 
-def _delete_binding(companion: Verdict, hub: Reader, deleter: Deleter) -> list[Outcome]:
-    ref = companion.ref
-    binding = _read_binding(ref, hub)
-    if binding is None:
-        return []  # never bound, or already gone with it
-    if isinstance(binding, Outcome):
-        return [binding]
-    verdict = follow_binding(binding, ref)
-    if not verdict.delete:
+def _binding_follows(
+    companion: Verdict,
+    call: GraceCall,
+    hub: Reader,
+    writer: Deleter | Marker,
+    *,
+    upgrade: bool = False,
+) -> list[Outcome]:
+    """The binding of a companion just written (deleted, marked, waited on, unmarked): read,
+    then the rule for it (judge.py companion_binding), then the write that rule calls for."""
+    binding = _read_binding(companion.ref, hub)
+    if binding is None or isinstance(binding, Outcome):
+        return [] if binding is None else [binding]  # never bound, or already gone with it
+    follows = companion_binding(binding, companion.ref, companion, call)
+    if follows is None:
+        return []
+    verdict, since = follows.verdict, call.since
+    if follows.next is Next.NOTHING:
         return [Outcome.of(SWEEP, verdict, Action.SKIPPED)]
-    return [deleter.delete(SWEEP, verdict, RESOURCEBINDINGS)]
+    if follows.next is Next.WAIT:
+        return [waiting(SWEEP, verdict, WAITS_WITH_ITS_COMPANION, since)]
+    if isinstance(writer, Deleter):
+        assert follows.next is Next.DELETE
+        return [writer.delete(SWEEP, verdict, RESOURCEBINDINGS)]
+    if follows.next is Next.UNMARK:
+        return [writer.unmark(SWEEP, verdict, RESOURCEBINDINGS)]
+    assert follows.next is Next.MARK and follows.evidence is not None and since is not None
+    return [writer.mark(SWEEP, verdict, RESOURCEBINDINGS, follows.evidence, since, upgrade=upgrade)]
 
 
 # -- marks: a companion and its binding are marked, waited on and unmarked together ----------
@@ -152,10 +166,7 @@ def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     if outcome.action not in (Action.MARKED, Action.WOULD_MARK) or outcome.reason == Reason.BRAKE:
         return [outcome]  # a companion left unmarked leaves its binding unmarked too
 
-    def follows() -> list[Outcome]:
-        return _binding_follows(verdict.ref, since, hub, marker, upgrade=upgrade)
-
-    return [outcome, *_binding_step(verdict.ref, follows)]
+    return [outcome, *_binding_step(verdict.ref, lambda: _marks_follow(graced, hub, marker))]
 
 
 def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
@@ -165,12 +176,13 @@ def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     assert since is not None
     kept = waiting(SWEEP, graced.verdict, graced.call.detail, since)
     ref = graced.verdict.ref
-    return [kept, *_binding_step(ref, lambda: _binding_follows(ref, since, hub, marker))]
+    return [kept, *_binding_step(ref, lambda: _marks_follow(graced, hub, marker))]
 
 
-def _binding_follows(
-    companion: ObjectRef, since: datetime, hub: Reader, marker: Marker, *, upgrade: bool = False
-) -> list[Outcome]:
+def _marks_follow(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
+    """A marked or waiting companion's binding carries the same mark (again, if it lost it
+    or was created since)."""
+    upgrade = graced.call.upgrade
     braked = marker.marks_braked(upgrade=upgrade)
     if braked is not None:
         # No mark can be written: no read for one either. Not an item: whether the binding
@@ -178,28 +190,7 @@ def _binding_follows(
         # companion whether marked or not; the next run marks it.
         warn_once("binding-marks-braked", f"binding marks not written or read: {braked}")
         return []
-    binding = _read_binding(companion, hub)
-    if binding is None or isinstance(binding, Outcome):
-        return [] if binding is None else [binding]
-    verdict = follow_binding(binding, companion)
-    if not verdict.delete:
-        return [Outcome.of(SWEEP, verdict, Action.SKIPPED)]  # it would not go with it either
-    verdict = replace(
-        verdict,
-        reason=Reason.COMPANION_ORPHANED,
-        detail=f"binds {companion.kind} {companion.name}, marked with it",
-    )
-    evidence = companion_binding_evidence(companion).on(binding.ref.uid)
-    if binding.ref.mark == new_mark(evidence, Reason.COMPANION_ORPHANED, since):
-        return [waiting(SWEEP, verdict, "deleted with its companion", since)]
-    return [marker.mark(SWEEP, verdict, RESOURCEBINDINGS, evidence, since, upgrade=upgrade)]
-
-
-def companion_left_scope(companion: Companion) -> Graced[None] | None:
-    """A ConfigMap or Secret with the companions' mark, no longer labelled a companion: its
-    mark goes, with its binding's (unmark_companion)."""
-    detail = f"no longer labelled {COMPANION_LABEL}=true: out of the sweep, its mark with it"
-    return left_the_sweep(companion.ref, Rule.COMPANION, detail)
+    return _binding_follows(graced.verdict, graced.call, hub, marker, upgrade=upgrade)
 
 
 def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
@@ -211,17 +202,8 @@ def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[
     done = outcomes[0].action in (Action.UNMARKED, Action.WOULD_UNMARK)
     if not done or outcomes[0].reason == Reason.BRAKE:
         return outcomes  # its binding's mark waits with it: no read for a write not sent
-    return [*outcomes, *_binding_step(ref, lambda: _unmark_binding(verdict, hub, marker))]
 
+    def follows() -> list[Outcome]:
+        return _binding_follows(verdict, graced.call, hub, marker)
 
-def _unmark_binding(companion: Verdict, hub: Reader, marker: Marker) -> list[Outcome]:
-    verdict, ref = companion, companion.ref
-    binding = _read_binding(ref, hub)
-    if binding is None or isinstance(binding, Outcome):
-        return [] if binding is None else [binding]
-    mark = binding.ref.mark
-    if mark is None or rule_of(mark) != Rule.COMPANION_BINDING:
-        return []
-    detail = f"{ref.kind} {ref.name} is no orphan: {verdict.detail}"
-    unmark = Verdict(binding.ref, False, verdict.reason, detail)
-    return [marker.unmark(SWEEP, unmark, RESOURCEBINDINGS)]
+    return [*outcomes, *_binding_step(ref, follows)]

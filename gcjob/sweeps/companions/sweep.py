@@ -10,21 +10,26 @@ from gcjob.decide.grace import GraceSort
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
-from gcjob.marks import Rule, companion_evidence
-from gcjob.model import Companion, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.marks import Rule
+from gcjob.model import Companion, ObjectRef, Outcome, Sweep
 from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.companions.act import (
-    companion_left_scope,
     delete_companion,
     mark_companion,
     unmark_companion,
     wait_companion,
 )
-from gcjob.sweeps.companions.judge import decide_companion
+from gcjob.sweeps.companions.judge import (
+    CompanionJudgement,
+    CompanionWorld,
+    companion_left_scope,
+    judge_companion,
+)
 from gcjob.sweeps.companions.scan import (
+    WorkloadIndex,
     read_marked_outside_companions,
     read_workload_index,
     scan_companions,
@@ -44,50 +49,51 @@ class CompanionsSwept:
 
 
 class CompanionScan(ObjectScan[Companion]):
-    """Decides each companion as its page arrives; keeps what must be reported or acted on,
+    """Judges each companion as its page arrives; keeps what must be reported or acted on,
     and only a count of the healthy ones (unless they are to be itemised)."""
 
     def __init__(
         self,
-        workloads: KeySet,
+        world: CompanionWorld,
         now: datetime,
         min_age: timedelta,
+        grace: timedelta,
         keep_healthy: bool,
     ) -> None:
         super().__init__()
-        self.workloads = workloads
+        self.world = world
         self.now = now
         self.min_age = min_age
+        self.grace = grace
         self.keep_healthy = keep_healthy
         self.keys = KeySet()
-        self.kept: list[Verdict] = []
-        self.candidates: list[tuple[Verdict, str]] = []  # with the referrers they rest on
+        self.kept: list[CompanionJudgement] = []
+        self.candidates: list[CompanionJudgement] = []
         self.healthy: Counter[Reason] = Counter()
-        self.marked: list[Verdict] = []  # healthy, yet carrying a mark
+        self.marked: list[CompanionJudgement] = []  # healthy, yet carrying a mark
 
     def take(self, companion: Companion) -> None:
         ref = companion.ref
-        # First: a companion that cannot be decided still exists for the bindings sweep.
+        # First: a companion that cannot be judged still exists for the bindings sweep.
         self.keys.add(ref.kind, ref.namespace, ref.name)
-        live = self.workloads.within(companion.ref.namespace)
-        verdict = decide_companion(companion, live, self.now, self.min_age)
+        judged = judge_companion(companion, self.world, self.now, self.min_age, self.grace)
+        verdict = judged.verdict
         if verdict.delete:
-            assert companion.referrers_raw is not None  # an orphan's referrers were read
-            self.candidates.append((verdict, companion.referrers_raw))
+            self.candidates.append(judged)
         elif verdict.healthy and companion.ref.mark is not None:
-            self.marked.append(verdict)
+            self.marked.append(judged)
         elif not verdict.healthy or self.keep_healthy:
-            self.kept.append(verdict)
+            self.kept.append(judged)
         else:
             self.healthy[verdict.reason] += 1
 
 
-def _in_order(verdict: Verdict) -> tuple[str, str, str]:
-    return verdict.ref.order
+def _in_order(judged: CompanionJudgement) -> tuple[str, str, str]:
+    return judged.verdict.ref.order
 
 
-def _ref(verdict: Verdict) -> ObjectRef:
-    return verdict.ref
+def _ref(judged: CompanionJudgement) -> ObjectRef:
+    return judged.verdict.ref
 
 
 def sweep(run: Run) -> CompanionsSwept:
@@ -119,8 +125,12 @@ def sweep(run: Run) -> CompanionsSwept:
             run.record(outcome)
     settings = run.settings
 
+    world = WorkloadIndex(workloads)
+
     def start() -> CompanionScan:
-        return CompanionScan(workloads, run.now, settings.min_age, settings.report_healthy)
+        return CompanionScan(
+            world, run.now, settings.min_age, settings.grace, settings.report_healthy
+        )
 
     try:
         scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
@@ -128,32 +138,27 @@ def sweep(run: Run) -> CompanionsSwept:
         run.incomplete(SWEEP, "cannot list companions", exc)
         return swept()
     keys = KeySet()
-    sort: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
+    by_grace: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
 
-    def keep_unless_unmarked(verdict: Verdict) -> None:
-        if not sort.not_orphan(verdict, None):
-            run.keep(SWEEP, verdict)
-
-    def sort_orphan(candidate: tuple[Verdict, str]) -> None:
-        verdict, referrers = candidate
-        sort.orphan(verdict, companion_evidence(referrers), None)
+    def sort(judged: CompanionJudgement) -> None:
+        if not by_grace.take(judged.verdict, judged.evidence, judged.call, None):
+            run.keep(SWEEP, judged.verdict)
 
     for scan in scans:
         keys.update(scan.keys)
         state.scanned += scan.scanned
         report_failed(run, SWEEP, [scan])
         kept = sorted([*scan.kept, *scan.marked], key=_in_order)
-        each(run, SWEEP, kept, _ref, keep_unless_unmarked)
+        each(run, SWEEP, kept, _ref, sort)
         for reason, count in sorted(scan.healthy.items()):
             run.reporter.count_healthy(SWEEP, reason, count)
-        candidates = sorted(scan.candidates, key=lambda c: _in_order(c[0]))
-        each(run, SWEEP, candidates, lambda c: c[0].ref, sort_orphan)
+        each(run, SWEEP, sorted(scan.candidates, key=_in_order), _ref, sort)
     keys.freeze()
     state.in_scope = state.scanned
     completed = grace_actions.act(
         run,
         SWEEP,
-        sort,
+        by_grace,
         state.in_scope,
         lambda graced: COMPANION_RESOURCES[graced.verdict.ref.kind],
         lambda graced: noting(delete_companion(graced.verdict, run.hub, run.deleter)),

@@ -8,7 +8,7 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.model import Action, Outcome, RouteTarget, Sweep, Verdict
 from gcjob.reasons import Reason
-from gcjob.sweeps.routes.judge import namespace_gone
+from gcjob.sweeps.routes.judge import before_delete
 
 SWEEP = Sweep.ROUTES
 
@@ -43,6 +43,5 @@ def delete_route(
             )
     # Only now, for a route about to go: is its whole upstream namespace gone? (its own
     # reason; one read per namespace, so deciding stays at one upstream request per route)
-    if upstream.namespace_exists(target.cluster, target.namespace) is False:
-        verdict = namespace_gone(verdict, target)
-    return deleter.delete(SWEEP, verdict, HTTPROUTES)
+    namespace = upstream.namespace_exists(target.cluster, target.namespace)
+    return deleter.delete(SWEEP, before_delete(verdict, target, namespace), HTTPROUTES)

@@ -1,11 +1,14 @@
-"""Sweep 3: a downstream HTTPRoute whose upstream Gateways are all proven gone."""
+"""Sweep 3: a downstream HTTPRoute whose upstream Gateways are all proven gone. Pure: the
+upstream clusters are asked through a world (UpstreamWorld)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from gcjob.decide.common import check_owners, hold_back, is_anchor
+from gcjob.decide.grace import GraceCall, Graced, grace_call, left_scope
 from gcjob.decide.trace import Trace
 from gcjob.domain import (
     GATEWAY_GROUP,
@@ -21,7 +24,16 @@ from gcjob.domain import (
     is_dns1123_label,
     is_dns1123_subdomain,
 )
-from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
+from gcjob.marks import Evidence, Rule, route_evidence
+from gcjob.model import (
+    ClusterStatus,
+    ObjectRef,
+    ParentRef,
+    Route,
+    RouteTarget,
+    UpstreamView,
+    Verdict,
+)
 from gcjob.reasons import Reason
 
 # Why a route's mark goes when it is no longer in_scope (decide/grace.py left_scope).
@@ -247,3 +259,78 @@ def namespace_gone(orphan: Verdict, target: RouteTarget) -> Verdict:
         detail=f"namespace {target.namespace} no longer exists on upstream cluster "
         f"{target.cluster}",
     )
+
+
+# -- the judgement: one route against the upstream clusters ---------------------------------
+
+
+class UpstreamWorld(Protocol):
+    """What judging a route asks of its upstream cluster. The batch sweep answers from the
+    upstream index it loaded for every route at once (gcjob/enumerate/upstream.py); explain
+    loads it for this one route, as the sweep would have."""
+
+    def view(self, target: RouteTarget) -> UpstreamView | None:
+        """What the run learnt of the route's cluster and Gateways; None when this run did
+        not ask about them (the route appeared or changed while the run read)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RouteJudgement:
+    """A route judged: its verdict, the upstream Gateways it hangs on (None: kept for its
+    shape before any upstream answer), what an orphan's verdict rests on, and the grace
+    rule's call (None: nothing to do but report it)."""
+
+    verdict: Verdict
+    target: RouteTarget | None
+    evidence: Evidence | None
+    call: GraceCall | None
+
+
+def judge_route(
+    route: Route,
+    world: UpstreamWorld,
+    now: datetime,
+    min_age: timedelta,
+    grace: timedelta,
+    trace: Trace | None = None,
+) -> RouteJudgement:
+    """The routes sweep's judgement of one route it copied (in_scope), traced."""
+    trace = trace if trace is not None else Trace()
+    target = route_target(route, trace)
+    if isinstance(target, Verdict):
+        return RouteJudgement(
+            target, None, None, grace_call(Rule.ROUTE, target, None, now, grace, trace)
+        )
+    view = world.view(target)
+    if view is None:
+        verdict = not_looked_up(route, target)
+    else:
+        verdict = decide_route(route, target, view, now, min_age, trace)
+    evidence = None
+    if verdict.delete:
+        t = target
+        evidence = route_evidence(t.cluster, t.namespace, t.gateways, route.parent_refs)
+    call = grace_call(Rule.ROUTE, verdict, evidence, now, grace, trace)
+    return RouteJudgement(verdict, target, evidence, call)
+
+
+def before_delete(
+    orphan: Verdict, target: RouteTarget, namespace_exists: bool | None, trace: Trace | None = None
+) -> Verdict:
+    """Right before a route goes: whether its whole upstream namespace is gone (read only
+    then, one read per namespace) gives it that stronger reason of its own."""
+    trace = trace if trace is not None else Trace()
+    where = f"namespace {target.namespace} on upstream cluster {target.cluster}"
+    if namespace_exists is False:
+        trace.passed("upstream-namespace", f"{where}: not found")
+        return namespace_gone(orphan, target)
+    trace.passed(
+        "upstream-namespace", f"{where}: " + ("exists" if namespace_exists else "not known")
+    )
+    return orphan
+
+
+def route_left_scope(ref: ObjectRef) -> Graced[None] | None:
+    """A route with this sweep's mark that is no route NSO copied (any more): its mark goes."""
+    return left_scope(ref, Rule.ROUTE, LEFT_ROUTE)

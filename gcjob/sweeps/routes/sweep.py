@@ -16,25 +16,26 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from gcjob.decide.grace import Graced, GraceSort, left_scope
+from gcjob.decide.grace import Graced, GraceSort
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.logs import log
-from gcjob.marks import Evidence, Rule, route_evidence
-from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep, Verdict
+from gcjob.marks import Rule
+from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep, UpstreamView
 from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.routes.act import delete_route
 from gcjob.sweeps.routes.judge import (
-    LEFT_ROUTE,
-    decide_route,
+    RouteJudgement,
+    UpstreamWorld,
     in_scope,
-    not_looked_up,
+    judge_route,
+    route_left_scope,
     route_target,
 )
 from gcjob.sweeps.routes.scan import read_marked_outside_routes, scan_routes
@@ -88,54 +89,64 @@ def read(run: Run) -> UpstreamRead:
     return UpstreamRead(index)
 
 
+class IndexedUpstream:
+    """The batch sweep's world for judge.py (UpstreamWorld): the upstream index loaded for
+    every route at once by the first read; a route it did not ask about has no view."""
+
+    def __init__(self, index: UpstreamIndex) -> None:
+        self.index = index
+
+    def view(self, target: RouteTarget) -> UpstreamView | None:
+        return self.index.view(target) if self.index.covers(target) else None
+
+
 class RouteScan(ObjectScan[Route]):
-    """The second read: decides each route as it arrives, on what the upstream clusters said;
+    """The second read: judges each route as it arrives, on what the upstream clusters said;
     keeps what must be reported or acted on, and only a count of the healthy ones (unless
     they are to be itemised)."""
 
     def __init__(
-        self, index: UpstreamIndex, now: datetime, min_age: timedelta, keep_healthy: bool
+        self,
+        world: UpstreamWorld,
+        now: datetime,
+        min_age: timedelta,
+        grace: timedelta,
+        keep_healthy: bool,
     ) -> None:
         super().__init__()
-        self.index = index
+        self.world = world
         self.now = now
         self.min_age = min_age
+        self.grace = grace
         self.keep_healthy = keep_healthy
         self.in_scope = 0
-        self.shapeless: list[Verdict] = []  # kept for their shape, before any upstream answer
-        self.kept: list[tuple[Verdict, RouteTarget]] = []
-        self.candidates: list[tuple[Verdict, Evidence, RouteTarget]] = []
+        self.shapeless: list[RouteJudgement] = []  # kept for their shape, before any upstream
+        self.kept: list[RouteJudgement] = []
+        self.candidates: list[RouteJudgement] = []
         self.healthy: Counter[Reason] = Counter()
 
     def take(self, route: Route) -> None:
         if not in_scope(route):
             return  # another owner's route
         self.in_scope += 1
-        target = route_target(route)
-        if isinstance(target, Verdict):
-            self.shapeless.append(target)
-            return
-        if not self.index.covers(target):
-            self.kept.append((not_looked_up(route, target), target))
-            return
-        verdict = decide_route(route, target, self.index.view(target), self.now, self.min_age)
-        if verdict.delete:
-            evidence = route_evidence(
-                target.cluster, target.namespace, target.gateways, route.parent_refs
-            )
-            self.candidates.append((verdict, evidence, target))
+        judged = judge_route(route, self.world, self.now, self.min_age, self.grace)
+        verdict = judged.verdict
+        if judged.target is None:
+            self.shapeless.append(judged)
+        elif verdict.delete:
+            self.candidates.append(judged)
         elif verdict.healthy and route.ref.mark is None and not self.keep_healthy:
             self.healthy[verdict.reason] += 1
         else:
-            self.kept.append((verdict, target))
+            self.kept.append(judged)
 
 
-def _in_order(verdict: Verdict) -> tuple[str, str, str]:
-    return verdict.ref.order
+def _in_order(judged: RouteJudgement) -> tuple[str, str, str]:
+    return judged.verdict.ref.order
 
 
-def _ref(verdict: Verdict) -> ObjectRef:
-    return verdict.ref
+def _ref(judged: RouteJudgement) -> ObjectRef:
+    return judged.verdict.ref
 
 
 def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
@@ -161,8 +172,10 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
         run.codes.add(ExitCode.ITEM_FAILED)
     settings = run.settings
 
+    world = IndexedUpstream(index)
+
     def start() -> RouteScan:
-        return RouteScan(index, run.now, settings.min_age, settings.report_healthy)
+        return RouteScan(world, run.now, settings.min_age, settings.grace, settings.report_healthy)
 
     try:
         scans = scan_routes(run.hub, run.scope, start, run.hub_reads)
@@ -174,33 +187,28 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
         # A mark left behind could be counted from when the labels come back: decide nothing.
         return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
     for ref in left:
-        leaving = left_scope(ref, Rule.ROUTE, LEFT_ROUTE)
+        leaving = route_left_scope(ref)
         if leaving is not None:
             run.record(run.marker.unmark(SWEEP, leaving.verdict, HTTPROUTES))
     sort: GraceSort[RouteTarget | None] = GraceSort(Rule.ROUTE, run.now, settings.grace)
 
-    def keep_unless_unmarked(verdict: Verdict, target: RouteTarget | None) -> None:
+    def file(judged: RouteJudgement) -> None:
+        verdict = judged.verdict
         if verdict.reason == Reason.UPSTREAM_SUSPECT and settings.delete:
             run.codes.add(ExitCode.BRAKE)
-        if not sort.not_orphan(verdict, target):
+        if not sort.take(verdict, judged.evidence, judged.call, judged.target):
             run.keep(SWEEP, verdict)
-
-    def sort_orphan(candidate: tuple[Verdict, Evidence, RouteTarget]) -> None:
-        sort.orphan(*candidate)
 
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope
         report_failed(run, SWEEP, [scan])
-        shapeless = sorted(scan.shapeless, key=_in_order)
-        each(run, SWEEP, shapeless, _ref, lambda v: keep_unless_unmarked(v, None))
+        each(run, SWEEP, sorted(scan.shapeless, key=_in_order), _ref, file)
     for scan in scans:
-        kept = sorted(scan.kept, key=lambda k: _in_order(k[0]))
-        each(run, SWEEP, kept, lambda k: k[0].ref, lambda k: keep_unless_unmarked(*k))
+        each(run, SWEEP, sorted(scan.kept, key=_in_order), _ref, file)
         for reason, count in sorted(scan.healthy.items()):
             run.reporter.count_healthy(SWEEP, reason, count)
-        candidates = sorted(scan.candidates, key=lambda c: _in_order(c[0]))
-        each(run, SWEEP, candidates, lambda c: c[0].ref, sort_orphan)
+        each(run, SWEEP, sorted(scan.candidates, key=_in_order), _ref, file)
 
     def delete(graced: Graced[RouteTarget | None]) -> list[Outcome]:
         assert graced.target is not None  # an orphan always has its Gateways
