@@ -3,7 +3,7 @@
 A driver: it parses the target, records every read (gcjob/enumerate/recording.py), and asks
 the sweeps (gcjob/sweeps/__init__.py explain, in their order) for the object's judgement
 with a Trace: each sweep's explain part reads by name what its batch run reads by list, and
-runs the sweep's own judgement and the rules its act step applies. gcjob/report/explain.py
+runs the sweep's own judgement and the rules its act step applies. gcjob/report/explain_output.py
 prints the result. It never takes the lock, deletes or writes.
 """
 

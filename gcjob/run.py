@@ -10,7 +10,7 @@ from typing import Any
 from gcjob import __version__
 from gcjob.act.brake import BrakeLimits, brake_reason
 from gcjob.act.deleter import Deleter
-from gcjob.act.marker import Marker
+from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope

@@ -1,6 +1,6 @@
 """What `gcjob explain` found about one object: the steps of its judgement, each with the
 reads behind it, and what the run would do to it (and to a companion's binding). Pure
-records; gcjob/report/explain.py prints them."""
+records; gcjob/report/explain_output.py prints them."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from gcjob.act.marker import waiting
+from gcjob.act.mark_writer import waiting
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, ObjectRef, Outcome, Sweep

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gcjob.act.deleter import Deleter
-from gcjob.act.marker import Marker
+from gcjob.act.mark_writer import Marker
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.cli import cli

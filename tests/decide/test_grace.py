@@ -191,7 +191,7 @@ def test_nothing_is_deleted_before_it_was_an_orphan_on_the_same_evidence_for_gra
     """World changes happen right before a run (so every world state is looked at by a run,
     which is all a stateless job can promise). A run can fail to read the object's referrers
     (then it is no orphan this run: its mark goes), or fail to write a mark (then an old mark
-    is removed instead). Removing a mark is retried on a conflict (gcjob/act/marker.py): a hub
+    is removed instead). Removing a mark is retried on a conflict (gcjob/act/mark_writer.py): a hub
     that refuses it fails the run, out of this model.
     Safety: a delete only after `grace` of being an orphan, continuously, on one evidence.
     Liveness: with every run since it became an orphan clean, the first run at least `grace`

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gcjob.act.deleter import Deleter, read_failure
-from gcjob.act.marker import Marker, waiting
+from gcjob.act.mark_writer import Marker, waiting
 from gcjob.decide.grace import GraceCall, Graced, Next
 from gcjob.domain import binding_name
 from gcjob.kube import reduce

@@ -1,4 +1,4 @@
-"""gcjob/act/marker.py: marks written (or, in a dry run, not), conflicts, stops and unmarks.
+"""gcjob/act/mark_writer.py: marks written (or, in a dry run, not), conflicts, stops and unmarks.
 
 The patch target here is a SnapshotStore: gcjob's own in-memory objects, which apply a JSON
 Patch with jsonpatch exactly as a --snapshot run does. Patches against a real API server are
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcjob import marks
-from gcjob.act.marker import Marker
+from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
 from gcjob.domain import ORPHANED_LABEL, REFERRERS_ANNOTATION
 from gcjob.kube import reduce
