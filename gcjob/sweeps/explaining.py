@@ -4,8 +4,10 @@ steps with the reads made for each."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from gcjob.decide.explanation import NOT_FOUND, Conclusion, Explanation, Target, TracedStep
 from gcjob.decide.grace import GraceCall, grace_call
@@ -18,6 +20,8 @@ from gcjob.kube.resources import COMPANION_RESOURCES, HTTPROUTES, RESOURCEBINDIN
 from gcjob.marks import Evidence, Rule
 from gcjob.model import ObjectRef, Verdict
 from gcjob.reasons import Reason
+
+T = TypeVar("T")
 
 KIND_RESOURCES = {
     **COMPANION_RESOURCES,
@@ -68,6 +72,20 @@ class Explaining:
         rule = self.log.rule
         step = Step(rule, StepOutcome.UNKNOWN, f"read failed: {exc}")
         return TracedStep(subject, step, tuple(self.log.reads.pop(rule, [])))
+
+    def read_target(
+        self, target: Target, out: Explanation, trace: Trace, read: Callable[[], T | None]
+    ) -> T | Verdict | None:
+        """The target, read by name (`read`): None when there is none (said in `out`); a
+        Verdict when the run's namespaces leave it out; else what was read."""
+        self.reads_for("object")
+        found = read()
+        if found is None:
+            self.not_found(target, out, trace)
+            return None
+        if not self.scope.allows(target.namespace):
+            return self.outside_namespaces(target, trace)
+        return found
 
     def not_found(self, target: Target, out: Explanation, trace: Trace) -> None:
         detail = f"no {target.kind} {target.name} in {target.namespace}"

@@ -12,10 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gcjob import marks
-from gcjob.decide.grace import GraceSort, Next, grace_rule
+from gcjob.decide.grace import GraceSort, Next, grace_call, grace_rule
+from gcjob.decide.trace import StepOutcome, Trace
 from gcjob.domain import ORPHANED_LABEL, REFERRERS_ANNOTATION
 from gcjob.marks import Rule
 from gcjob.model import Mark, Verdict
+from gcjob.reasons import Reason
 from tests.test_marks import GRACE, NOW, RAW, UID, apply, configmap, mark_at, ref_of
 
 # -- the grace rule ----------------------------------------------------------------------------
@@ -403,3 +405,19 @@ def test_the_grace_rule_never_raises_and_deletes_only_on_gcjobs_own_mark_due(
     for moment in (call.since, call.due):
         if moment is not None:
             marks.since_value(moment)  # reportable
+
+
+def test_grace_call_is_traced_as_a_step_of_its_own_and_silent_on_nothing_to_do() -> None:
+    """The batch (GraceSort) and explain ask the same grace_call; explain shows its step."""
+    ref = ref_of(configmap())
+    trace = Trace()
+    kept = Verdict(ref, False, Reason.REFERRER_LIVE, "lives")
+    assert grace_call(Rule.COMPANION, kept, None, NOW, GRACE, trace) is None  # no mark
+    assert trace.steps == []
+    orphan = Verdict(ref, True, Reason.ORPHANED, "gone")
+    evidence = marks.companion_evidence(RAW)
+    call = grace_call(Rule.COMPANION, orphan, evidence, NOW, GRACE, trace)
+    assert call is not None and call.next is Next.MARK
+    [step] = trace.steps
+    assert step.rule == "grace" and step.outcome is StepOutcome.HELD
+    assert step.evidence.startswith("no mark; now companion:")

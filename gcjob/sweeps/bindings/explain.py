@@ -50,15 +50,16 @@ def explain(
     trace: Trace,
     companions_first: CompanionsSweep,
 ) -> Verdict | None:
-    ctx.reads_for("object")
-    binding = ctx.hub.get(
-        RESOURCEBINDINGS, target.namespace, target.name, reduce.binding, metadata_only=False
+    binding = ctx.read_target(
+        target,
+        out,
+        trace,
+        lambda: ctx.hub.get(
+            RESOURCEBINDINGS, target.namespace, target.name, reduce.binding, metadata_only=False
+        ),
     )
-    if binding is None:
-        ctx.not_found(target, out, trace)
-        return None
-    if not ctx.scope.allows(target.namespace):
-        return ctx.outside_namespaces(target, trace)
+    if binding is None or isinstance(binding, Verdict):
+        return binding
     judged = judge_binding(binding, ObjectsByName(ctx), ctx.now, ctx.min_age, trace)
     verdict = judged.verdict
     if judged.target is None or judged.presence is Presence.EXISTS:

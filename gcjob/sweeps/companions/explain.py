@@ -87,14 +87,10 @@ def explain(
 ) -> Verdict | None:
     """A ConfigMap or Secret: the companions sweep's judgement, then what the same run does
     to its binding (`bindings`: the bindings sweep's word, where this sweep leaves it)."""
-    ctx.reads_for("object")
-    read = read_companion(ctx, target)
-    if read is None:
-        ctx.not_found(target, out, trace)
-        return None
+    read = ctx.read_target(target, out, trace, lambda: read_companion(ctx, target))
+    if read is None or isinstance(read, Verdict):
+        return read
     label, companion = read
-    if not ctx.scope.allows(target.namespace):
-        return ctx.outside_namespaces(target, trace)
     call: GraceCall | None = None
     leaving = companion_left_scope(companion) if label != "true" else None
     if leaving is not None:  # the sweep removes the mark it left behind

@@ -76,15 +76,16 @@ class UpstreamByName:
 
 
 def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
-    ctx.reads_for("object")
-    route = ctx.hub.get(
-        HTTPROUTES, target.namespace, target.name, reduce.route, metadata_only=False
+    route = ctx.read_target(
+        target,
+        out,
+        trace,
+        lambda: ctx.hub.get(
+            HTTPROUTES, target.namespace, target.name, reduce.route, metadata_only=False
+        ),
     )
-    if route is None:
-        ctx.not_found(target, out, trace)
-        return None
-    if not ctx.scope.allows(target.namespace):
-        return ctx.outside_namespaces(target, trace)
+    if route is None or isinstance(route, Verdict):
+        return route
     if not in_scope(route, trace):
         leaving = route_left_scope(route.ref)
         if leaving is None:

@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
-from gcjob.model import BoundResource
+from gcjob.decide.grace import GraceCall, Next
+from gcjob.marks import binding_evidence, companion_binding_evidence, new_mark
+from gcjob.model import Binding, BoundResource, Mark, Verdict
+from gcjob.reasons import Reason
 from gcjob.sweeps.companions.judge import (
     MAX_REFERRER_KEYS,
     ReferrersUnreadable,
     binding_names_companion,
+    companion_binding,
+    companion_bound_by,
     decide_companion,
     parse_referrers,
 )
-from tests.builders import HUB_NS, MIN_AGE, NOW, PROTECTED, YOUNG, bound, companion, ref
+from tests.builders import (
+    HUB_NS,
+    MIN_AGE,
+    NOW,
+    OLD,
+    PROTECTED,
+    YOUNG,
+    binding,
+    bound,
+    companion,
+    ref,
+)
 
 # --- parse_referrers ---------------------------------------------------------------------
 
@@ -302,7 +320,6 @@ def test_absurdly_nested_json_is_unparseable_not_a_crash() -> None:
 
 
 def test_the_binding_of_a_deleted_companion_goes_only_if_it_is_its_own() -> None:
-    from gcjob.model import Binding
     from gcjob.sweeps.companions.judge import follow_binding
 
     owner = ref("ConfigMap", "app-config", uid="uid-1")
@@ -329,3 +346,62 @@ def test_the_binding_of_a_deleted_companion_goes_only_if_it_is_its_own() -> None
     ):
         verdict = follow_binding(rb(**kwargs), owner)
         assert (verdict.delete, verdict.reason) == (False, reason)
+
+
+# --- companion_binding: the rule act.py and explain both apply to a companion's binding -----
+
+
+def _called(next_: str, since: datetime | None = OLD) -> GraceCall:
+    return GraceCall(Next(next_), "", since)
+
+
+def _orphan() -> Verdict:
+    return Verdict(ref("ConfigMap", "app-config", uid="uid-1"), True, Reason.ORPHANED, "gone")
+
+
+def _its_binding(mark: Mark | None = None, **kwargs: Any) -> Binding:
+    fields: dict[str, Any] = {"resource": bound(uid="uid-1"), **kwargs}
+    rb = binding(uid="rb-uid", **fields)
+    return replace(rb, ref=replace(rb.ref, mark=mark))
+
+
+def test_a_deleted_companion_takes_its_own_binding_and_no_other() -> None:
+    judged = _orphan()
+    follows = companion_binding(_its_binding(), judged.ref, judged, _called("delete"))
+    assert follows is not None and follows.next is Next.DELETE
+    assert follows.verdict.reason == "companion-deleted"
+    other = _its_binding(resource=bound(uid="uid-2"))
+    kept = companion_binding(other, judged.ref, judged, _called("delete"))
+    assert kept is not None and kept.next is Next.NOTHING
+    assert kept.verdict.reason == "binding-mismatch"
+
+
+def test_a_marked_companion_marks_its_binding_with_the_same_time_once() -> None:
+    judged = _orphan()
+    follows = companion_binding(_its_binding(), judged.ref, judged, _called("mark"))
+    assert follows is not None and follows.next is Next.MARK and follows.evidence is not None
+    assert follows.verdict.reason == "companion-orphaned"
+    assert follows.verdict.detail == "binds ConfigMap app-config, marked with it"
+    # Carrying that very mark already, it waits with its companion: no second write.
+    mark = new_mark(follows.evidence, Reason.COMPANION_ORPHANED, OLD)
+    waits = companion_binding(_its_binding(mark), judged.ref, judged, _called("wait"))
+    assert waits is not None and waits.next is Next.WAIT
+
+
+def test_an_unmarked_companion_unmarks_only_the_mark_it_wrote_on_its_binding() -> None:
+    kept = Verdict(ref("ConfigMap", "app-config"), False, Reason.REFERRER_LIVE, "it lives")
+    evidence = companion_binding_evidence(kept.ref).on("rb-uid")
+    ours = new_mark(evidence, Reason.COMPANION_ORPHANED, OLD)
+    follows = companion_binding(_its_binding(ours), kept.ref, kept, _called("unmark"))
+    assert follows is not None and follows.next is Next.UNMARK
+    assert follows.verdict.detail == "ConfigMap app-config is no orphan: it lives"
+    bindings_own = new_mark(binding_evidence("ConfigMap", "app-config"), Reason.ORPHANED, OLD)
+    assert companion_binding(_its_binding(bindings_own), kept.ref, kept, _called("unmark")) is None
+    assert companion_binding(_its_binding(), kept.ref, kept, _called("unmark")) is None
+
+
+def test_the_binding_named_after_a_companion_is_found_by_its_name() -> None:
+    assert companion_bound_by("app-config-configmap") == ("ConfigMap", "app-config")
+    assert companion_bound_by("token-secret") == ("Secret", "token")
+    assert companion_bound_by("web-httproute") is None
+    assert companion_bound_by("-configmap") is None

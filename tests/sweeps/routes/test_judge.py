@@ -6,9 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gcjob.decide.trace import Trace
 from gcjob.enumerate.upstream import is_suspect, suspect_groups
 from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
-from gcjob.sweeps.routes.judge import decide_route, in_scope, is_gateway, route_target
+from gcjob.reasons import Reason
+from gcjob.sweeps.routes.judge import (
+    before_delete,
+    decide_route,
+    in_scope,
+    is_gateway,
+    route_target,
+)
 from tests.builders import HUB_NS, MIN_AGE, NOW, YOUNG, parent, route, route_labels
 
 GW_GROUP = "gateway.networking.k8s.io"
@@ -444,3 +452,17 @@ def test_found_gateways_vouch_only_for_the_group_that_asked(
     routes = sum(r for r, _ in groups.values())
     if not any(found for _, found in groups.values()) and is_suspect(routes, 0, min_routes):
         assert suspect == set(groups)
+
+
+def test_a_route_whose_whole_upstream_namespace_is_gone_says_so_right_before_its_delete() -> None:
+    """act.py and explain both ask before_delete, with what they read of the namespace."""
+    target = RouteTarget("single", "default", ("web-gateway",), HUB_NS)
+    orphan = Verdict(route().ref, True, Reason.UPSTREAM_GATEWAYS_GONE, "no Gateway")
+    trace = Trace()
+    gone = before_delete(orphan, target, False, trace)
+    assert (gone.delete, gone.reason) == (True, "upstream-namespace-gone")
+    assert [(s.rule, s.evidence) for s in trace.steps] == [
+        ("upstream-namespace", "namespace default on upstream cluster single: not found")
+    ]
+    assert before_delete(orphan, target, True) == orphan
+    assert before_delete(orphan, target, None) == orphan  # not known: the reason stays

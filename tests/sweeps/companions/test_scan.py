@@ -1,4 +1,4 @@
-"""gcjob/enumerate/hub.py: the referrer index, and reads kept to the run's scope."""
+"""gcjob/sweeps/companions/scan.py: the referrer index, and reads kept to the run's scope."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from gcjob.kube.access import Collected
 from gcjob.kube.errors import KubeError
 from gcjob.kube.snapshot import SnapshotStore
 from gcjob.sweeps.companions.scan import read_workload_index, scan_companions
-from gcjob.sweeps.routes.scan import read_routes
 
 
 def wd(namespace: str | None, name: str) -> dict[str, Any]:
@@ -104,26 +103,3 @@ def test_companion_lists_are_read_at_once_in_the_order_asked() -> None:
             ["secret-a", "secret-z"],
         ]
     )
-
-
-def test_routes_come_in_name_order_within_each_listed_namespace() -> None:
-    hub = SnapshotStore("hub", [], every_kind=True)
-    labels = {
-        "meta.datumapis.com/upstream-group": "gateway.networking.k8s.io",
-        "meta.datumapis.com/upstream-kind": "HTTPRoute",
-    }
-    for namespace, name in (("ns-b", "r2"), ("ns-a", "r9"), ("ns-b", "r1"), ("ns-a", "r0")):
-        hub.add(
-            {
-                "apiVersion": "gateway.networking.k8s.io/v1",
-                "kind": "HTTPRoute",
-                "metadata": {"namespace": namespace, "name": name, "labels": labels},
-            }
-        )
-    routes = read_routes(hub, Scope(("ns-b", "ns-a")))
-    assert [(r.ref.namespace, r.ref.name) for r in routes] == [
-        ("ns-b", "r1"),
-        ("ns-b", "r2"),
-        ("ns-a", "r0"),
-        ("ns-a", "r9"),
-    ]
