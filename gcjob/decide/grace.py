@@ -133,8 +133,6 @@ def grace_call(
     traced as a step of its own; None when it has nothing to say: a kept object with no mark
     of this rule to remove, a terminating one, or one a patch could not be pinned to."""
     ref = verdict.ref
-    if verdict.reason == Reason.OUT_OF_SCOPE:
-        return None  # not the sweep's to judge: its mark is not either
     if verdict.delete:
         assert evidence is not None  # an orphan's decision rests on evidence
         call = grace_rule(rule, evidence, ref, now, grace)

@@ -51,6 +51,8 @@ class Explaining:
         self, verdict: Verdict, rule: Rule, evidence: Evidence | None, trace: Trace
     ) -> GraceCall | None:
         """The sweep's grace rule over this verdict, on this run's clock and --grace."""
+        if verdict.reason == Reason.OUT_OF_SCOPE:
+            return None  # not the sweep's to judge: its mark is not either
         return grace_call(rule, verdict, evidence, self.now, self.grace, trace)
 
     def file(self, out: Explanation, subject: str, trace: Trace) -> None:
