@@ -16,11 +16,12 @@ from gcjob.domain import (
 from gcjob.enumerate.hub import Seen, read_in_scope, scan_in_scope
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
+from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube import reduce
 from gcjob.kube.access import Sink
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import HTTPROUTES
-from gcjob.model import ObjectRef, Route
+from gcjob.model import ObjectRef, Route, RouteTarget, UpstreamView
 
 S = TypeVar("S", bound=Sink)
 
@@ -78,3 +79,14 @@ def read_routes(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> list[Rou
         metadata_only=False,
         reads=reads,
     )
+
+
+class IndexedUpstream:
+    """The batch sweep's world for judge.py (UpstreamWorld): the upstream index loaded for
+    every route at once by the first read; a route it did not ask about has no view."""
+
+    def __init__(self, index: UpstreamIndex) -> None:
+        self.index = index
+
+    def view(self, target: RouteTarget) -> UpstreamView | None:
+        return self.index.view(target) if self.index.covers(target) else None

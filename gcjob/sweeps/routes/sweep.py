@@ -24,7 +24,7 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.logs import log
 from gcjob.marks import Rule
-from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep, UpstreamView
+from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep
 from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace_actions
@@ -38,7 +38,7 @@ from gcjob.sweeps.routes.judge import (
     route_left_scope,
     route_target,
 )
-from gcjob.sweeps.routes.scan import read_marked_outside_routes, scan_routes
+from gcjob.sweeps.routes.scan import IndexedUpstream, read_marked_outside_routes, scan_routes
 
 SWEEP = Sweep.ROUTES
 
@@ -87,17 +87,6 @@ def read(run: Run) -> UpstreamRead:
     except Stopped as exc:
         return UpstreamRead(index, "stopped while reading upstream Gateways", exc)
     return UpstreamRead(index)
-
-
-class IndexedUpstream:
-    """The batch sweep's world for judge.py (UpstreamWorld): the upstream index loaded for
-    every route at once by the first read; a route it did not ask about has no view."""
-
-    def __init__(self, index: UpstreamIndex) -> None:
-        self.index = index
-
-    def view(self, target: RouteTarget) -> UpstreamView | None:
-        return self.index.view(target) if self.index.covers(target) else None
 
 
 class RouteScan(ObjectScan[Route]):
