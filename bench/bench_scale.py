@@ -59,7 +59,7 @@ from harness import (
 )
 
 from gcjob.domain import COMPANION_LABEL
-from gcjob.enumerate.hub import COMPANION_SELECTOR
+from gcjob.sweeps.companions.scan import COMPANION_SELECTOR
 from testbed.faultproxy import Fault, FaultProxy, Target
 from testbed.objects import binding_for, gateway, namespace, route, workload
 from testbed.servers import (

@@ -229,8 +229,8 @@ def decide_main(n: int) -> None:
     """Child: decide_companion over N records (1% orphans), best of 3. Prints JSON."""
     from datetime import UTC, datetime, timedelta
 
-    from gcjob.decide.companions import decide_companion
     from gcjob.model import Companion, ObjectRef
+    from gcjob.sweeps.companions.judge import decide_companion
 
     now = datetime(2026, 11, 21, tzinfo=UTC)
     live_created = datetime(2026, 3, 1, tzinfo=UTC)

@@ -21,7 +21,7 @@ import click
 
 from gcjob import logs, preflight
 from gcjob.act.deleter import Deleter
-from gcjob.act.marker import Marker
+from gcjob.act.mark_writer import Marker
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.enumerate.scope import Scope, check_namespaces
@@ -40,7 +40,7 @@ from gcjob.model import Sweep
 from gcjob.publish import metrics, webhook
 from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
-from gcjob.report.explain import render_json, render_text
+from gcjob.report.explain_output import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings
 from gcjob.sweeps import execute

@@ -176,6 +176,16 @@ def route_evidence(
 # -- reading a mark --------------------------------------------------------------------------
 
 
+def describe_mark(mark: Mark | None) -> str:
+    """A mark as a trace shows it: each part verbatim."""
+    if mark is None:
+        return "no mark"
+    return (
+        f"{ORPHANED_LABEL}={mark.label}, orphaned-since {mark.since}, "
+        f"orphaned-evidence {mark.evidence}"
+    )
+
+
 def rule_of(mark: Mark) -> str | None:
     """The rule a mark's evidence names, or None when it names none gcjob knows."""
     rule, sep, _ = (mark.evidence or "").partition(":")

@@ -217,7 +217,7 @@ class Outcome:
 
 
 # What the upstream clusters said, shared by the layers of the routes sweep:
-# enumerate/upstream.py fills it, decide/routes.py judges on it, act and publish report it.
+# enumerate/upstream.py fills it, sweeps/routes/judge.py judges on it, act and publish report it.
 class ClusterStatus(Enum):
     OK = "ok"
     UNKNOWN = "unknown"  # no endpoint configured for that cluster name

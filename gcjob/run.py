@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -11,9 +10,8 @@ from typing import Any
 from gcjob import __version__
 from gcjob.act.brake import BrakeLimits, brake_reason
 from gcjob.act.deleter import Deleter
-from gcjob.act.marker import Marker
+from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
-from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -103,12 +101,9 @@ class Run:
     marks: dict[str, dict[str, int]] = field(default_factory=dict)
     brakes: list[str] = field(default_factory=list)  # each brake that engaged, named, once
     namespace_check: NamespaceCheck = field(default_factory=NamespaceCheck)  # --namespace found?
-    handled_bindings: set[str] = field(default_factory=set)  # uids reported with a companion
-    companion_keys: KeySet | None = None  # labelled companions: (kind, namespace, name)
     upstream_index: UpstreamIndex | None = None
     hub_reads: Reads = SERIAL  # set by sweeps.execute for the run's length
     upstream_reads: Reads = SERIAL
-    routes_ahead: Future[Any] | None = None  # the routes sweep's reads, started at once
 
     @property
     def scope(self) -> Scope:
@@ -123,8 +118,6 @@ class Run:
 
     def record(self, outcome: Outcome) -> None:
         self.reporter.outcome(outcome, self.now)
-        if outcome.sweep is Sweep.COMPANIONS and outcome.ref.kind == RESOURCEBINDINGS.kind:
-            self.handled_bindings.add(outcome.ref.uid)
         if outcome.action is Action.FAILED or outcome.reason in ERROR_REASONS:
             self.codes.add(ExitCode.ITEM_FAILED)
         if outcome.reason == Reason.STOPPED:

@@ -27,17 +27,56 @@ def test_the_architecture_page_names_exactly_the_contracts_ci_checks() -> None:
     page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
     table = page.split("## Which contract holds which arrow", 1)[1]
     contracts = _contracts()
-    assert {"pipeline", "pure-judgements", "independent-sweeps"} <= contracts
+    assert {
+        "pipeline",
+        "sweep-folders",
+        "sweeps-over-shared",
+        "pure-judgements",
+        "independent-sweeps",
+    } <= contracts
     named = set(re.findall(r"\| `([a-z-]+)` \(", table))
     assert named == contracts
 
 
-def test_every_sweep_module_is_held_independent_of_the_others() -> None:
-    # A new sweep module must join the independence contract, or say why it is shared.
-    shared = {"__init__", "boundary", "grace", "companion_keys"}
-    sweeps = {p.stem for p in (ROOT / "gcjob" / "sweeps").glob("*.py")} - shared
-    listed = _config()[PREFIX + "independent-sweeps"]["modules"].split()
-    assert {m.removeprefix("gcjob.sweeps.") for m in listed} == sweeps
+SWEEPS = ROOT / "gcjob" / "sweeps"
+SWEEP_MODULES = {"judge", "scan", "act", "sweep", "explain"}
+
+
+def _folders() -> set[str]:
+    return {p.parent.name for p in SWEEPS.glob("*/__init__.py")}
+
+
+def _listed(contract: str, key: str) -> list[str]:
+    return re.findall(r"gcjob(?:\.[a-z_]+)+", _config()[PREFIX + contract][key])
+
+
+def test_every_sweep_folder_is_held_independent_of_the_others() -> None:
+    # A new sweep folder must join the independence contract.
+    listed = _listed("independent-sweeps", "modules")
+    assert {m.removeprefix("gcjob.sweeps.") for m in listed} == _folders()
+
+
+def test_every_sweep_folder_has_the_same_rooms_and_their_order() -> None:
+    """judge, scan, act, sweep, explain in each folder; the folder's layers hold them all,
+    its judgement is held pure, and it stands on what the sweeps share."""
+    folders = _folders()
+    assert {"companions", "bindings", "routes"} <= folders
+    layers = set(re.findall(r"[a-z_]+", _config()[PREFIX + "sweep-folders"]["layers"]))
+    assert layers == SWEEP_MODULES
+    containers = _listed("sweep-folders", "containers")
+    assert {m.removeprefix("gcjob.sweeps.") for m in containers} == folders
+    pure = set(_listed("pure-judgements", "source_modules"))
+    for folder in folders:
+        modules = {p.stem for p in (SWEEPS / folder).glob("*.py")} - {"__init__"}
+        assert modules == SWEEP_MODULES, folder
+        assert f"gcjob.sweeps.{folder}.judge" in pure
+
+
+def test_what_the_sweeps_share_is_placed_below_every_folder() -> None:
+    placed = set(_listed("sweeps-over-shared", "layers"))
+    shared = {f"gcjob.sweeps.{p.stem}" for p in SWEEPS.glob("*.py")} - {"gcjob.sweeps.__init__"}
+    folders = {f"gcjob.sweeps.{folder}" for folder in _folders()}
+    assert placed == shared | folders
 
 
 def test_every_package_and_module_of_gcjob_has_a_layer() -> None:
@@ -48,6 +87,6 @@ def test_every_package_and_module_of_gcjob_has_a_layer() -> None:
         for p in (ROOT / "gcjob").iterdir()
         if (p.suffix == ".py" or (p / "__init__.py").exists())
     } - {"gcjob.__init__", "gcjob.__main__"}
-    # report is placed by its modules: report.explain sits above explain, the rest below run
+    # report is placed by its modules: report.explain_output sits above explain, the rest below run
     covered = {".".join(m.split(".")[:2]) for m in placed}
     assert tops <= covered, sorted(tops - covered)

@@ -30,6 +30,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
 )
 from gcjob.model import Companion, Verdict
+from gcjob.sweeps.companions.judge import CompanionJudgement
 from testbed.report import sweep_snapshot
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
@@ -55,16 +56,16 @@ def _boom(*_: object) -> None:
 def test_a_rule_that_raises_for_one_companion_keeps_it_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gcjob.sweeps import companions
+    from gcjob.sweeps.companions import sweep as companions
 
-    real = companions.decide_companion
+    real = companions.judge_companion
 
-    def decide(companion: Companion, *args: Any) -> Verdict:
+    def judge(companion: Companion, *args: Any) -> CompanionJudgement:
         if companion.ref.name == "orphan-app-config":
             _boom()
         return real(companion, *args)
 
-    monkeypatch.setattr(companions, "decide_companion", decide)
+    monkeypatch.setattr(companions, "judge_companion", judge)
     code, report = _sweep(DEMO, tmp_path / "r.json", "--grace", "0")
     assert code == 3
     summary = report["summary"]
@@ -118,7 +119,7 @@ def test_a_grace_rule_that_raises_for_one_object_keeps_it(
 def test_an_act_that_raises_for_one_route_keeps_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gcjob.sweeps import routes
+    from gcjob.sweeps.routes import sweep as routes
 
     real = routes.delete_route
     seen: list[str] = []
@@ -167,9 +168,9 @@ def test_a_record_that_cannot_be_formatted_is_still_reported(
 def test_explain_on_an_object_that_raises_is_one_line_and_exit_3(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gcjob import explain
+    from gcjob.sweeps.companions import judge
 
-    monkeypatch.setattr(explain, "decide_companion", _boom)
+    monkeypatch.setattr(judge, "decide_companion", _boom)
     args = ["explain", f"cm/{SHOP}/orphan-app-config", "--snapshot", str(DEMO)]
     result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
     assert result.return_value == 3
@@ -324,9 +325,9 @@ def test_an_error_after_a_companion_was_acted_on_is_its_bindings_not_the_compani
 ) -> None:
     """A companion deleted (or marked) stays reported as such: the error that came after, on
     its binding, keeps the binding alone."""
-    from gcjob.act import companions
+    from gcjob.sweeps.companions import act as companions
 
-    monkeypatch.setattr(companions, "follow_binding", _boom)
+    monkeypatch.setattr(companions, "companion_binding", _boom)
     for grace, done in (("0", "would-delete"), ("1h", "would-mark")):
         code, report = _sweep(DEMO, tmp_path / "r.json", "--grace", grace)
         assert code == 3

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from gcjob.cli import cli, main
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Target, parse_target
-from gcjob.report.explain import escape
+from gcjob.report.explain_output import escape
 from testbed import schemas
 
 DEMO = "fixtures/demo"

@@ -14,12 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gcjob.decide.common import is_anchor
-from gcjob.decide.companions import decide_companion
-from gcjob.decide.routes import decide_route
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, SECRETS
 from gcjob.kube.snapshot import _fields_match
 from gcjob.model import ClusterStatus, OwnerRef, RouteTarget, UpstreamView
+from gcjob.sweeps.companions.judge import decide_companion
+from gcjob.sweeps.routes.judge import decide_route
 from testbed.model import MIN_AGE
 from testbed.objects import configmap, httproute
 

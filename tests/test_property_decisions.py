@@ -14,9 +14,6 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from gcjob.decide.bindings import Presence, decide_binding
-from gcjob.decide.companions import decide_companion
-from gcjob.decide.routes import decide_route, route_target
 from gcjob.model import (
     Binding,
     BoundResource,
@@ -28,6 +25,9 @@ from gcjob.model import (
     RouteTarget,
     UpstreamView,
 )
+from gcjob.sweeps.bindings.judge import Presence, decide_binding
+from gcjob.sweeps.companions.judge import decide_companion
+from gcjob.sweeps.routes.judge import decide_route, route_target
 from testbed.model import HUB_NS, MIN_AGE, NOW, OLD, ref
 
 PROPERTY = settings(max_examples=200, deadline=None)

@@ -21,7 +21,6 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from gcjob.cli import cli
-from gcjob.decide.routes import route_target
 from gcjob.domain import (
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
@@ -40,6 +39,7 @@ from gcjob.marks import (
     route_evidence,
 )
 from gcjob.model import ObjectRef, RouteTarget
+from gcjob.sweeps.routes.judge import route_target
 from testbed import objects
 
 NS = "ns-prop"

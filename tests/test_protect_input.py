@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.bindings import Presence, decide_binding
 from gcjob.decide.common import protection
-from gcjob.decide.companions import decide_companion, follow_binding
-from gcjob.decide.routes import decide_route
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.model import ClusterStatus, RouteTarget, UpstreamView
 from gcjob.reasons import Reason
+from gcjob.sweeps.bindings.judge import Presence, decide_binding
+from gcjob.sweeps.companions.judge import decide_companion, follow_binding
+from gcjob.sweeps.routes.judge import decide_route
 from testbed.model import MIN_AGE
 from testbed.objects import configmap, httproute, resourcebinding
 

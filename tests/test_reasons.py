@@ -160,7 +160,7 @@ NOT_REASONS = {
     ("gcjob/kube/access.py", "already-gone"): 2,  # DeleteResult.GONE, Patched.GONE
     ("gcjob/run.py", "stopped"): 2,  # a sweep's status
     ("gcjob/sweeps/__init__.py", "stopped"): 1,  # a sweep's status
-    ("gcjob/explain.py", "not-found"): 2,  # explain's action
+    ("gcjob/decide/explanation.py", "not-found"): 1,  # explain's action
 }
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gcjob.act.deleter import Deleter
-from gcjob.act.marker import Marker
+from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
 from gcjob.domain import is_reserved_namespace
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams

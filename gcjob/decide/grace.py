@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Generic, TypeVar
 
+from gcjob.decide.trace import Trace
 from gcjob.marks import (
     Evidence,
     MarkState,
     Rule,
     counts_for_nothing,
+    describe_mark,
     read_mark,
     rule_of,
     since_value,
@@ -119,6 +121,41 @@ def grace_rule(
     )
 
 
+def grace_call(
+    rule: Rule,
+    verdict: Verdict,
+    evidence: Evidence | None,
+    now: datetime,
+    grace: timedelta,
+    trace: Trace | None = None,
+) -> GraceCall | None:
+    """The grace rule over one judged object (`evidence`: what an orphan's verdict rests on),
+    traced as a step of its own; None when it has nothing to say: a kept object with no mark
+    of this rule to remove, a terminating one, or one a patch could not be pinned to."""
+    ref = verdict.ref
+    if verdict.delete:
+        assert evidence is not None  # an orphan's decision rests on evidence
+        call = grace_rule(rule, evidence, ref, now, grace)
+    else:
+        if ref.mark is None or ref.terminating or not ref.uid or not ref.resource_version:
+            # Nothing to remove; a terminating object is on its way out anyway; a patch is
+            # never sent unpinned.
+            return None
+        call = grace_rule(rule, None, ref, now, grace)
+        if call.next is not Next.UNMARK:
+            return None
+    if trace is not None:
+        seen = describe_mark(ref.mark) + (
+            f"; now {evidence.on(ref.uid).digest}" if evidence else ""
+        )
+        text = f"{seen}; --grace {int(grace.total_seconds())}s: {call.detail}"
+        if call.next is Next.DELETE:
+            trace.passed("grace", text)
+        else:
+            trace.held_at("grace", text)
+    return call
+
+
 def left_scope(ref: ObjectRef, rule: Rule, detail: str) -> Graced[None] | None:
     """An object carrying `rule`'s mark that its sweep no longer selects: the mark goes, so
     that if it comes back the grace period starts afresh, never from a time the sweep did not
@@ -159,26 +196,34 @@ class GraceSort(Generic[T]):
     waiting: list[Graced[T]] = field(default_factory=list)
     to_unmark: list[Graced[T]] = field(default_factory=list)
 
+    def take(
+        self, verdict: Verdict, evidence: Evidence | None, call: GraceCall | None, target: T
+    ) -> bool:
+        """A judged object, filed by the grace rule's `call` on it (grace_call): True when it
+        took it; False when there is nothing to do but report it as the verdict says."""
+        if call is None or call.next is Next.NOTHING:
+            return False
+        bound = evidence.on(verdict.ref.uid) if evidence is not None else None
+        lists = {
+            Next.DELETE: self.due,
+            Next.MARK: self.to_mark,
+            Next.WAIT: self.waiting,
+            Next.UNMARK: self.to_unmark,
+        }
+        lists[call.next].append(Graced(verdict, call, bound, target))
+        return True
+
     def orphan(self, verdict: Verdict, evidence: Evidence, target: T) -> None:
         """A verdict to delete, resting on `evidence`."""
-        call = grace_rule(self.rule, evidence, verdict.ref, self.now, self.grace)
-        graced = Graced(verdict, call, evidence.on(verdict.ref.uid), target)
-        {Next.DELETE: self.due, Next.MARK: self.to_mark, Next.WAIT: self.waiting}[call.next].append(
-            graced
-        )
+        call = grace_call(self.rule, verdict, evidence, self.now, self.grace)
+        assert call is not None  # the grace rule always has its say on an orphan
+        self.take(verdict, evidence, call, target)
 
     def not_orphan(self, verdict: Verdict, target: T) -> bool:
         """A verdict to keep: True when it took it, a mark of this rule to remove."""
-        ref = verdict.ref
-        if ref.mark is None or ref.terminating or not ref.uid or not ref.resource_version:
-            # Nothing to remove; a terminating object is on its way out anyway; a patch is
-            # never sent unpinned.
-            return False
-        call = grace_rule(self.rule, None, ref, self.now, self.grace)
-        if call.next is not Next.UNMARK:
-            return False
-        self.to_unmark.append(Graced(verdict, call, None, target))
-        return True
+        return self.take(
+            verdict, None, grace_call(self.rule, verdict, None, self.now, self.grace), target
+        )
 
     @property
     def new_marks(self) -> list[Graced[T]]:

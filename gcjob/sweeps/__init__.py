@@ -1,21 +1,31 @@
-"""One module per sweep: enumerate -> decide -> act, each reporting through the Run."""
+"""The sweeps, one folder each (judge, scan, act, sweep, explain), and their order: what one
+sweep needs of another is handed on here, never left on the Run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from concurrent.futures import Future
 
+from gcjob.decide.explanation import Conclusion, Explanation, Target
+from gcjob.decide.trace import Trace
+from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import Reads
 from gcjob.exitcodes import ExitCode
+from gcjob.kube.errors import KubeError
 from gcjob.logs import log
-from gcjob.model import Sweep
+from gcjob.model import Binding, Sweep, Verdict
 from gcjob.run import Run, SweepState
-from gcjob.sweeps import bindings, companions, routes
+from gcjob.sweeps.bindings import explain as bindings_explain
+from gcjob.sweeps.bindings import sweep as bindings
+from gcjob.sweeps.companions import explain as companions_explain
+from gcjob.sweeps.companions import sweep as companions
+from gcjob.sweeps.companions.scan import read_companion_keys
+from gcjob.sweeps.companions.sweep import CompanionsSwept
+from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.routes import explain as routes_explain
+from gcjob.sweeps.routes import sweep as routes
+from gcjob.sweeps.routes.sweep import UpstreamRead
 
-RUNNERS: dict[Sweep, Callable[[Run], None]] = {
-    Sweep.COMPANIONS: companions.sweep,
-    Sweep.BINDINGS: bindings.sweep,
-    Sweep.ROUTES: routes.sweep,
-}
+NOT_SWEPT = CompanionsSwept(None, frozenset())
 
 
 def execute(run: Run) -> None:
@@ -30,9 +40,11 @@ def execute(run: Run) -> None:
     run.hub_reads = Reads(run.settings.hub_concurrency, "hub")
     run.upstream_reads = Reads(run.settings.upstream_concurrency, "upstream")
     ahead = Reads(1, "routes")  # not a hub or upstream worker: it may wait on those pools
+    upstream: Future[UpstreamRead] | None = None
+    swept = NOT_SWEPT
     try:
         if Sweep.ROUTES in run.sweeps and run.upstreams is not None:
-            run.routes_ahead = ahead.start(lambda: routes.read(run))
+            upstream = ahead.start(lambda: routes.read(run))
         for sweep, state in run.sweeps.items():
             stop = run.budget.stop_reason()
             if stop is not None:
@@ -40,9 +52,44 @@ def execute(run: Run) -> None:
                 run.codes.add(ExitCode.STOPPED)
                 continue
             run.reporter.progress(f"{sweep.value}: sweeping")
-            RUNNERS[sweep](run)
+            if sweep is Sweep.COMPANIONS:
+                swept = companions.sweep(run)
+            elif sweep is Sweep.BINDINGS:
+                bindings.sweep(run, companion_keys(run, swept), swept.bindings_reported)
+            else:
+                routes.sweep(run, upstream)
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()
     if ExitCode.STOPPED in run.codes:
         log.warning("run stopped: %s", run.budget.stop_reason())
+
+
+def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
+    """The labelled companions the bindings sweep checks bindings against: the companions
+    sweep's, or read for the bindings sweep when that sweep did not read them all."""
+    if swept.keys is not None:
+        return swept.keys
+    try:
+        return read_companion_keys(run.hub, run.scope, run.hub_reads)
+    except KubeError:
+        return KeySet().freeze()  # every candidate is then confirmed by its own read
+
+
+def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+    """One object as this run's sweeps would judge it, in their order: the companions sweep
+    acts on a companion's binding before the bindings sweep sees it. Each sweep's explain
+    part files its steps and conclusions in `out`; the verdict, for explain's driver."""
+    if target.sweep is Sweep.COMPANIONS:
+
+        def bindings_sweep(binding: Binding, subject: str, steps: Trace) -> Conclusion:
+            return bindings_explain.after_companion(ctx, binding, subject, steps)
+
+        return companions_explain.explain(ctx, target, out, trace, bindings_sweep)
+    if target.sweep is Sweep.BINDINGS:
+
+        def companions_sweep(binding: Binding, steps: Trace) -> Conclusion | None:
+            return companions_explain.binding_of_companion(ctx, binding, steps)
+
+        return bindings_explain.explain(ctx, target, out, trace, companions_sweep)
+    return routes_explain.explain(ctx, target, out, trace)

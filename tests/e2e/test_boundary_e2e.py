@@ -79,19 +79,19 @@ def test_a_mark_at_the_ends_of_time_never_ends_a_run(
 def test_a_rule_that_raises_for_one_object_keeps_it_and_deletes_its_neighbour(
     hub: TestCluster, sweep: HubSweep, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gcjob.sweeps import companions
+    from gcjob.sweeps.companions import judge
 
     ns = hub.namespace("boundary")
     _orphan(hub, ns, "unlucky", None)
     _orphan(hub, ns, "plain-orphan", None)
-    real = companions.decide_companion
+    real = judge.decide_companion
 
     def decide(companion_: Companion, *args: Any) -> Verdict:
         if companion_.ref.name == "unlucky":
             raise RuntimeError("injected: one object's bad luck")
         return real(companion_, *args)
 
-    monkeypatch.setattr(companions, "decide_companion", decide)
+    monkeypatch.setattr(judge, "decide_companion", decide)
     result = sweep(ns, "--delete")
 
     assert result.exit_code == 3, result.stderr

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gcjob.enumerate.hub import COMPANION_SELECTOR
+from gcjob.sweeps.companions.scan import COMPANION_SELECTOR
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest

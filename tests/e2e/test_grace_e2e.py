@@ -29,7 +29,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
     UPSTREAM_KIND_LABEL,
 )
-from gcjob.enumerate.hub import LEFT_COMPANIONS_SELECTOR
+from gcjob.sweeps.companions.scan import LEFT_COMPANIONS_SELECTOR
 from gcjob.times import parse_http_date, parse_time
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER

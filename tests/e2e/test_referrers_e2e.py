@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gcjob.decide.companions import MAX_REFERRER_KEYS
+from gcjob.sweeps.companions.judge import MAX_REFERRER_KEYS
 from testbed.cluster import TestCluster
 from testbed.faultproxy import FaultProxy
 from testbed.objects import binding, companion

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcjob.decide.companions import MAX_REFERRER_KEYS
 from gcjob.domain import PROTECT_ANNOTATION
 from gcjob.report.bounds import LIST_ITEMS, MAX_RECORD_BYTES
+from gcjob.sweeps.companions.judge import MAX_REFERRER_KEYS
 from testbed import schemas
 from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint

@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 
 from gcjob.decide.common import hold_back
-from gcjob.decide.companions import binding_names_companion, decide_companion
-from gcjob.decide.routes import is_gateway, route_target
 from gcjob.domain import (
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
@@ -27,6 +25,8 @@ from gcjob.domain import (
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, RESOURCEBINDINGS, SECRETS
 from gcjob.model import Mark, ParentRef, Verdict
+from gcjob.sweeps.companions.judge import binding_names_companion, decide_companion
+from gcjob.sweeps.routes.judge import is_gateway, route_target
 from testbed.model import HUB_NS, MIN_AGE
 from testbed.objects import configmap, httproute, resourcebinding
 

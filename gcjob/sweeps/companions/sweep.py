@@ -1,0 +1,171 @@
+"""Sweep 1: companions whose referrers are all gone, and their bindings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from gcjob.decide.grace import GraceSort
+from gcjob.enumerate.keyset import KeySet
+from gcjob.kube.errors import KubeError
+from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
+from gcjob.marks import Rule
+from gcjob.model import Companion, ObjectRef, Outcome, Sweep
+from gcjob.reasons import Reason
+from gcjob.run import Run
+from gcjob.sweeps import grace_actions
+from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.sweeps.companions.act import (
+    delete_companion,
+    mark_companion,
+    unmark_companion,
+    wait_companion,
+)
+from gcjob.sweeps.companions.judge import (
+    CompanionJudgement,
+    CompanionWorld,
+    companion_left_scope,
+    judge_companion,
+)
+from gcjob.sweeps.companions.scan import (
+    WorkloadIndex,
+    read_marked_outside_companions,
+    read_workload_index,
+    scan_companions,
+)
+
+SWEEP = Sweep.COMPANIONS
+
+
+@dataclass(frozen=True)
+class CompanionsSwept:
+    """What this sweep leaves for the bindings sweep (gcjob/sweeps/__init__.py passes it on):
+    which labelled companions exist, as (kind, namespace, name), None when they were not all
+    read; and the uids of the bindings it already reported with their companions."""
+
+    keys: KeySet | None
+    bindings_reported: frozenset[str]
+
+
+class CompanionScan(ObjectScan[Companion]):
+    """Judges each companion as its page arrives; keeps what must be reported or acted on,
+    and only a count of the healthy ones (unless they are to be itemised)."""
+
+    def __init__(
+        self,
+        world: CompanionWorld,
+        now: datetime,
+        min_age: timedelta,
+        grace: timedelta,
+        keep_healthy: bool,
+    ) -> None:
+        super().__init__()
+        self.world = world
+        self.now = now
+        self.min_age = min_age
+        self.grace = grace
+        self.keep_healthy = keep_healthy
+        self.keys = KeySet()
+        self.kept: list[CompanionJudgement] = []
+        self.candidates: list[CompanionJudgement] = []
+        self.healthy: Counter[Reason] = Counter()
+        self.marked: list[CompanionJudgement] = []  # healthy, yet carrying a mark
+
+    def take(self, companion: Companion) -> None:
+        ref = companion.ref
+        # First: a companion that cannot be judged still exists for the bindings sweep.
+        self.keys.add(ref.kind, ref.namespace, ref.name)
+        judged = judge_companion(companion, self.world, self.now, self.min_age, self.grace)
+        verdict = judged.verdict
+        if verdict.delete:
+            self.candidates.append(judged)
+        elif verdict.healthy and companion.ref.mark is not None:
+            self.marked.append(judged)
+        elif not verdict.healthy or self.keep_healthy:
+            self.kept.append(judged)
+        else:
+            self.healthy[verdict.reason] += 1
+
+
+def _in_order(judged: CompanionJudgement) -> tuple[str, str, str]:
+    return judged.verdict.ref.order
+
+
+def _ref(judged: CompanionJudgement) -> ObjectRef:
+    return judged.verdict.ref
+
+
+def sweep(run: Run) -> CompanionsSwept:
+    state = run.sweeps[SWEEP]
+    reported: set[str] = set()
+
+    def noting(outcomes: list[Outcome]) -> list[Outcome]:
+        """The outcomes of one object's turn; its binding's uid noted for the bindings sweep."""
+        reported.update(o.ref.uid for o in outcomes if o.ref.kind == RESOURCEBINDINGS.kind)
+        return outcomes
+
+    def swept(keys: KeySet | None = None) -> CompanionsSwept:
+        return CompanionsSwept(keys, frozenset(reported))
+
+    try:
+        workloads = read_workload_index(run.hub, run.scope, run.hub_reads)
+    except KubeError as exc:
+        # No index is not an empty index: every companion would look orphaned.
+        run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
+        return swept()
+    try:
+        left = read_marked_outside_companions(run.hub, run.scope, run.hub_reads)
+    except KubeError as exc:
+        # A mark left behind could be counted from when the label comes back: decide nothing.
+        run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
+        return swept()
+    for graced in filter(None, map(companion_left_scope, left)):
+        for outcome in noting(unmark_companion(graced, run.hub, run.marker)):
+            run.record(outcome)
+    settings = run.settings
+
+    world = WorkloadIndex(workloads)
+
+    def start() -> CompanionScan:
+        return CompanionScan(
+            world, run.now, settings.min_age, settings.grace, settings.report_healthy
+        )
+
+    try:
+        scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
+    except KubeError as exc:
+        run.incomplete(SWEEP, "cannot list companions", exc)
+        return swept()
+    keys = KeySet()
+    by_grace: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
+
+    def sort(judged: CompanionJudgement) -> None:
+        if not by_grace.take(judged.verdict, judged.evidence, judged.call, None):
+            run.keep(SWEEP, judged.verdict)
+
+    for scan in scans:
+        keys.update(scan.keys)
+        state.scanned += scan.scanned
+        report_failed(run, SWEEP, [scan])
+        kept = sorted([*scan.kept, *scan.marked], key=_in_order)
+        each(run, SWEEP, kept, _ref, sort)
+        for reason, count in sorted(scan.healthy.items()):
+            run.reporter.count_healthy(SWEEP, reason, count)
+        each(run, SWEEP, sorted(scan.candidates, key=_in_order), _ref, sort)
+    keys.freeze()
+    state.in_scope = state.scanned
+    completed = grace_actions.act(
+        run,
+        SWEEP,
+        by_grace,
+        state.in_scope,
+        lambda graced: COMPANION_RESOURCES[graced.verdict.ref.kind],
+        lambda graced: noting(delete_companion(graced.verdict, run.hub, run.deleter)),
+        mark=lambda graced: noting(mark_companion(graced, run.hub, run.marker)),
+        unmark=lambda graced: noting(unmark_companion(graced, run.hub, run.marker)),
+        wait=lambda graced: noting(wait_companion(graced, run.hub, run.marker)),
+    )
+    if completed:
+        run.completed(SWEEP)
+    return swept(keys)

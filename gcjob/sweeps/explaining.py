@@ -1,0 +1,115 @@
+"""What every sweep's explain part (gcjob/sweeps/<sweep>/explain.py) shares: the hub and
+upstreams read by name and recorded, the run's clock and settings, and filing a judgement's
+steps with the reads made for each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from gcjob.decide.explanation import NOT_FOUND, Conclusion, Explanation, Target, TracedStep
+from gcjob.decide.grace import GraceCall, grace_call
+from gcjob.decide.trace import Step, StepOutcome, Trace
+from gcjob.domain import is_reserved_namespace
+from gcjob.enumerate.recording import ReadLog, RecordingReader, RecordingUpstreams
+from gcjob.enumerate.scope import Scope
+from gcjob.kube.errors import KubeError
+from gcjob.kube.resources import COMPANION_RESOURCES, HTTPROUTES, RESOURCEBINDINGS
+from gcjob.marks import Evidence, Rule
+from gcjob.model import ObjectRef, Verdict
+from gcjob.reasons import Reason
+
+T = TypeVar("T")
+
+KIND_RESOURCES = {
+    **COMPANION_RESOURCES,
+    "ResourceBinding": RESOURCEBINDINGS,
+    "HTTPRoute": HTTPROUTES,
+}
+
+
+@dataclass
+class Explaining:
+    """One explanation's reads and settings, as the sweep's run would have them."""
+
+    log: ReadLog
+    hub: RecordingReader
+    upstreams: RecordingUpstreams | None
+    now: datetime
+    min_age: timedelta
+    grace: timedelta
+    scope: Scope
+    suspect_min_routes: int
+
+    def reads_for(self, rule: str) -> None:
+        """File the reads that follow under `rule`."""
+        self.log.rule = rule
+
+    def grace_call(
+        self, verdict: Verdict, rule: Rule, evidence: Evidence | None, trace: Trace
+    ) -> GraceCall | None:
+        """The sweep's grace rule over this verdict, on this run's clock and --grace."""
+        if verdict.reason == Reason.OUT_OF_SCOPE:
+            return None  # not the sweep's to judge: its mark is not either
+        return grace_call(rule, verdict, evidence, self.now, self.grace, trace)
+
+    def file(self, out: Explanation, subject: str, trace: Trace) -> None:
+        """Move a trace's steps into the explanation, each with the reads made for it."""
+        if "object" in self.log.reads and not any(s.rule == "object" for s in trace.steps):
+            out.steps.append(
+                TracedStep(
+                    subject,
+                    Step("object", StepOutcome.PASSED, "it exists"),
+                    tuple(self.log.reads.pop("object")),
+                )
+            )
+        for step in trace.steps:
+            out.steps.append(TracedStep(subject, step, tuple(self.log.reads.pop(step.rule, []))))
+        trace.steps.clear()
+
+    def failed_read(self, subject: str, exc: KubeError) -> TracedStep:
+        """The rule whose read failed: unknown, with that read and its error."""
+        rule = self.log.rule
+        step = Step(rule, StepOutcome.UNKNOWN, f"read failed: {exc}")
+        return TracedStep(subject, step, tuple(self.log.reads.pop(rule, [])))
+
+    def read_target(
+        self, target: Target, out: Explanation, trace: Trace, read: Callable[[], T | None]
+    ) -> T | Verdict | None:
+        """The target, read by name (`read`): None when there is none (said in `out`); a
+        Verdict when the run's namespaces leave it out; else what was read."""
+        self.reads_for("object")
+        found = read()
+        if found is None:
+            self.not_found(target, out, trace)
+            return None
+        if not self.scope.allows(target.namespace):
+            return self.outside_namespaces(target, trace)
+        return found
+
+    def not_found(self, target: Target, out: Explanation, trace: Trace) -> None:
+        detail = f"no {target.kind} {target.name} in {target.namespace}"
+        trace.hold("object", Reason.NOT_FOUND, f"{detail}: nothing to decide")
+        self.file(out, str(target), trace)
+        out.verdict = Conclusion(str(target), NOT_FOUND, Reason.NOT_FOUND, detail)
+
+    def outside_namespaces(self, target: Target, trace: Trace) -> Verdict:
+        namespace = target.namespace
+        if is_reserved_namespace(namespace):
+            detail = f"namespace {namespace} is reserved and never swept"
+        else:
+            detail = f"namespace {namespace} is outside --namespace/--exclude-namespace"
+        return out_of_scope(target, detail, "in-scope", trace)
+
+
+def out_of_scope(target: Target, detail: str, rule: str, trace: Trace) -> Verdict:
+    trace.hold(rule, Reason.OUT_OF_SCOPE, detail)
+    return Verdict(unread(target), False, Reason.OUT_OF_SCOPE, detail)
+
+
+def unread(target: Target) -> ObjectRef:
+    """The target as named, before (or without) reading it."""
+    resource = KIND_RESOURCES[target.kind]
+    return ObjectRef(resource.api_version, target.kind, target.namespace, target.name, "", "", None)

@@ -1,0 +1,104 @@
+"""Acting on one sweep's verdicts through the grace rule: remove marks, report waits, delete
+what is due (behind the deletion brake), mark new orphans (behind the marks brake)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
+
+from gcjob.act.mark_writer import waiting
+from gcjob.decide.grace import Graced, GraceSort
+from gcjob.kube.resources import Resource
+from gcjob.model import Action, ObjectRef, Outcome, Sweep
+from gcjob.reasons import Reason
+from gcjob.run import Run
+from gcjob.sweeps.boundary import each
+
+T = TypeVar("T")
+Act = Callable[[Graced[T]], list[Outcome]]
+
+
+def act(
+    run: Run,
+    sweep: Sweep,
+    sort: GraceSort[T],
+    in_scope: int,
+    resource: Callable[[Graced[T]], Resource],
+    delete: Act[T],
+    *,
+    mark: Act[T] | None = None,
+    unmark: Act[T] | None = None,
+    wait: Act[T] | None = None,
+) -> bool:
+    """Acts on what `sort` holds; False when a brake held something back. `mark`, `unmark`
+    and `wait` default to acting on the object alone (a companion's take its binding along)."""
+
+    def mark_one(graced: Graced[T]) -> list[Outcome]:
+        assert graced.evidence is not None
+        call = graced.call
+        assert call.since is not None  # a new mark's time
+        mark = run.marker.mark(
+            sweep,
+            graced.verdict,
+            resource(graced),
+            graced.evidence,
+            call.since,
+            call.detail,
+            upgrade=call.upgrade,
+        )
+        return [mark]
+
+    def unmark_one(graced: Graced[T]) -> list[Outcome]:
+        return [run.marker.unmark(sweep, graced.verdict, resource(graced))]
+
+    def unmark_and_record(graced: Graced[T]) -> None:
+        for outcome in (unmark or unmark_one)(graced):
+            run.record(outcome)
+
+    def wait_and_record(graced: Graced[T]) -> None:
+        default = [waiting(sweep, graced.verdict, graced.call.detail, graced.call.since)]
+        for outcome in wait(graced) if wait else default:
+            run.record(outcome)
+
+    def delete_and_record(graced: Graced[T]) -> None:
+        since = graced.call.since
+        run.count_deletion([replace(o, orphaned_since=since) for o in delete(graced)])
+
+    def mark_and_record(graced: Graced[T]) -> None:
+        run.count_mark((mark or mark_one)(graced))
+
+    def upgrade_and_record(graced: Graced[T]) -> None:
+        for outcome in (mark or mark_one)(graced):
+            run.record(outcome)
+
+    each(run, sweep, sort.to_unmark, _ref, unmark_and_record)  # always safe: first
+    each(run, sweep, sort.waiting, _ref, wait_and_record)
+    if run.clock_problem:  # no hub clock: no mark is measured or written against the pod's
+        for graced in [*sort.due, *sort.to_mark]:
+            run.record(
+                Outcome.of(
+                    sweep,
+                    graced.verdict,
+                    Action.SKIPPED,
+                    Reason.HUB_CLOCK_UNKNOWN,
+                    run.clock_problem,
+                )
+            )
+        run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
+        return False
+    clear = True
+    if run.braked(sweep, [g.verdict for g in sort.due], in_scope):
+        clear = False
+    else:
+        each(run, sweep, sort.due, _ref, delete_and_record)
+    # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
+    each(run, sweep, sort.upgrades, _ref, upgrade_and_record)
+    if run.marks_braked(sweep, [g.verdict for g in sort.new_marks]):
+        return False
+    each(run, sweep, sort.new_marks, _ref, mark_and_record)
+    return clear
+
+
+def _ref(graced: Graced[T]) -> ObjectRef:
+    return graced.verdict.ref
