@@ -1,0 +1,115 @@
+"""Whether an upstream project is proven gone: Milo's Project API, judged (docs/rules.md).
+
+A deleted project's control plane answers 404 for every path, and so does a wrong URL: a
+control plane's silence proves nothing. A project is gone only when the Project API answers
+a NotFound that names `projects/<name>` in `resourcemanager.miloapis.com`, while the same API,
+with the same credentials, in the same run, found every project whose control plane
+answered. An API that cannot find a live project (another organisation's, another
+environment's, a proxy that answers 404 for everything) proves nothing for anyone.
+
+Pure: the answers are read elsewhere (enumerate) and passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum, auto
+
+from gcjob.domain import is_dns1123_label
+
+PROJECT_GROUP = "resourcemanager.miloapis.com"
+PROJECT_RESOURCE = "projects"
+
+
+class ProjectAnswer(Enum):
+    """What the Project API said of one project, as read (enumerate reduces the HTTP answer)."""
+
+    FOUND = auto()
+    TERMINATING = auto()  # found, with a deletionTimestamp: Milo is purging it
+    NOT_FOUND = auto()  # a NotFound Status naming projects/<name> in the Milo group
+    UNREAD = auto()  # anything else: an error, a 404 that names something else, not asked
+
+
+class ProjectState(Enum):
+    """The judgement on one project, for the sweeps that rest on it."""
+
+    NOT_A_PROJECT = auto()  # a kubeconfig context, `single`: never a project
+    PRESENT = auto()
+    TERMINATING = auto()
+    GONE = auto()
+    UNKNOWN = auto()
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectCall:
+    state: ProjectState
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectApiCheck:
+    """Whether this run's Project API answers can prove anything: it must have found every
+    project whose control plane answered, and at least one."""
+
+    trusted: bool
+    detail: str
+
+
+def check_project_api(
+    answers: Mapping[str, ProjectAnswer], control_planes_answered: Iterable[str]
+) -> ProjectApiCheck:
+    answered = sorted(set(control_planes_answered))
+    if not answered:
+        return ProjectApiCheck(
+            False, "no project's control plane answered this run: nothing to check the API by"
+        )
+    missed = [
+        name
+        for name in answered
+        if answers.get(name) not in (ProjectAnswer.FOUND, ProjectAnswer.TERMINATING)
+    ]
+    if missed:
+        shown = ", ".join(missed[:3]) + (f" and {len(missed) - 3} more" if len(missed) > 3 else "")
+        return ProjectApiCheck(
+            False,
+            f"the Project API did not find {shown}, whose control plane answered: "
+            "it proves nothing this run",
+        )
+    return ProjectApiCheck(
+        True, f"the Project API found all {len(answered)} projects whose control plane answered"
+    )
+
+
+def judge_project(
+    name: str, is_project: bool, answer: ProjectAnswer, api: ProjectApiCheck
+) -> ProjectCall:
+    """The state of the project behind upstream cluster `name`. `is_project`: the cluster is
+    reached through --upstream-server-template (a kubeconfig context never is)."""
+    if not is_project:
+        return ProjectCall(ProjectState.NOT_A_PROJECT, f"cluster {name} is not a Milo project")
+    if answer is ProjectAnswer.FOUND:
+        return ProjectCall(ProjectState.PRESENT, f"project {name} exists")
+    if answer is ProjectAnswer.TERMINATING:
+        return ProjectCall(
+            ProjectState.TERMINATING, f"project {name} is being deleted: Milo finalizes it"
+        )
+    if answer is ProjectAnswer.UNREAD:
+        return ProjectCall(ProjectState.UNKNOWN, f"project {name} could not be read")
+    # Only a name that is a project name can be proven gone: a cluster name with `/` or dots
+    # was never a project, and its NotFound says nothing.
+    if not is_dns1123_label(name):
+        return ProjectCall(
+            ProjectState.UNKNOWN, f"cluster {name[:80]!r} is not a project name: not proven gone"
+        )
+    if not api.trusted:
+        return ProjectCall(ProjectState.UNKNOWN, f"project {name} not found, but {api.detail}")
+    return ProjectCall(
+        ProjectState.GONE,
+        f"project {name} not found by the Project API ({PROJECT_RESOURCE}/{name}), "
+        f"which {api.detail.removeprefix('the Project API ')}",
+    )
+
+
+def count_gone(calls: Iterable[ProjectCall]) -> int:
+    return sum(call.state is ProjectState.GONE for call in calls)
