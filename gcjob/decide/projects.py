@@ -14,37 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum, auto
 
 from gcjob.domain import is_dns1123_label
+from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
 PROJECT_GROUP = "resourcemanager.miloapis.com"
 PROJECT_RESOURCE = "projects"
-
-
-class ProjectAnswer(Enum):
-    """What the Project API said of one project, as read (enumerate reduces the HTTP answer)."""
-
-    FOUND = auto()
-    TERMINATING = auto()  # found, with a deletionTimestamp: Milo is purging it
-    NOT_FOUND = auto()  # a NotFound Status naming projects/<name> in the Milo group
-    UNREAD = auto()  # anything else: an error, a 404 that names something else, not asked
-
-
-class ProjectState(Enum):
-    """The judgement on one project, for the sweeps that rest on it."""
-
-    NOT_A_PROJECT = auto()  # a kubeconfig context, `single`: never a project
-    PRESENT = auto()
-    TERMINATING = auto()
-    GONE = auto()
-    UNKNOWN = auto()
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectCall:
-    state: ProjectState
-    detail: str
 
 
 @dataclass(frozen=True, slots=True)

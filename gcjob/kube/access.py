@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -17,7 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import jsonpointer
 
-from gcjob.kube import requests
+from gcjob.kube import discovery, requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
 from gcjob.kube.requests import Request
@@ -240,6 +240,26 @@ class KubeAccess(ListsByFolding):
 
     def close_idle(self) -> None:
         self.transport.close_idle()
+
+    def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None:
+        """The kinds this API serves in a group, at its preferred version; None when the group
+        is not served (a 404 for it from a server that answers discovery). Raises when it
+        cannot tell."""
+        version = "v1"
+        if group:
+            request = requests.group_discovery(group)
+            response = self._send(request)
+            if response.status == 404:
+                return None
+            found = discovery.preferred_version(_expect_ok(response, request))
+            if found is None:
+                raise ApiError(response.status, "Malformed", "no version named", request.path)
+            version = found
+        request = requests.version_discovery(group, version)
+        response = self._send(request)
+        if response.status == 404:
+            return None
+        return discovery.resources_by_kind(group, version, _expect_ok(response, request))
 
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""

@@ -42,6 +42,10 @@ WORKLOADDEPLOYMENTS = Resource(
 RESOURCEBINDINGS = Resource("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding")
 HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
 GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
+# Milo's projects (cluster-scoped): a project's upstream control plane is served below its own.
+PROJECTS = Resource(
+    "resourcemanager.miloapis.com", "v1alpha1", "projects", "Project", namespaced=False
+)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 COMPANION_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}

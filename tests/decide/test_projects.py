@@ -6,12 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.projects import (
-    ProjectAnswer,
-    ProjectState,
-    check_project_api,
-    judge_project,
-)
+from gcjob.decide.projects import check_project_api, judge_project
+from gcjob.model import ProjectAnswer, ProjectState
 
 FOUND, GONE = ProjectAnswer.FOUND, ProjectAnswer.NOT_FOUND
 

@@ -18,10 +18,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum, auto
+from enum import Enum
 
 from gcjob.decide.common import check_owners, hold_back, is_anchor
-from gcjob.decide.projects import ProjectCall, ProjectState
 from gcjob.decide.trace import Trace
 from gcjob.domain import (
     ANCHOR_PREFIX,
@@ -34,7 +33,16 @@ from gcjob.domain import (
     is_dns1123_label,
     is_dns1123_subdomain,
 )
-from gcjob.model import ObjectRef, OwnerRef, Protect, Verdict
+from gcjob.model import (
+    ObjectRef,
+    OwnerFacts,
+    OwnerRef,
+    Presence,
+    ProjectState,
+    Protect,
+    UpstreamOwner,
+    Verdict,
+)
 from gcjob.reasons import Reason
 
 GATEWAY_SYNC_LABEL = "networking.datumapis.com/gateway-sync"
@@ -61,21 +69,6 @@ class Replica:
     labels: Mapping[str, str]  # the five upstream labels and gateway-sync, only
     owners: tuple[OwnerRef, ...] = ()  # every ownerReference, controller or not
     protect: Protect = ()
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class UpstreamOwner:
-    """The upstream object a group of copies copies: what the five labels name."""
-
-    cluster: str
-    group: str  # "" for the core group
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        kind = f"{self.kind}.{self.group}" if self.group else self.kind
-        return f"{kind} {self.namespace}/{self.name} on upstream cluster {self.cluster}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,29 +174,6 @@ def _anchor_ref_uid(owner: OwnerRef) -> str:
 # -- what the world says of one owner ---------------------------------------------------
 
 
-class Presence(Enum):
-    PRESENT = auto()
-    TERMINATING = auto()
-    GONE = auto()  # proven: a NotFound naming it
-    UNKNOWN = auto()  # not read, or the read failed: never proof
-
-
-@dataclass(frozen=True, slots=True)
-class OwnerFacts:
-    """What this run learnt of one owner, from the upstream cluster and the Project API."""
-
-    project: ProjectCall
-    cluster_available: bool
-    cluster_detail: str = ""
-    resolved: bool = False  # the owner's group and kind map to exactly one upstream resource
-    resolve_detail: str = ""
-    namespace: Presence = Presence.UNKNOWN
-    owner: Presence = Presence.UNKNOWN
-    owner_uid: str = ""  # when present
-    owner_created: datetime | None = None
-    detail: str = ""  # why a read failed
-
-
 class Proof(Enum):
     """Why an owner is gone, strongest first; the reason its group's members are marked with."""
 
@@ -236,47 +206,48 @@ def judge_owner(owner: UpstreamOwner, facts: OwnerFacts, trace: Trace | None = N
         trace.hold("project-live", Reason.PROJECT_TERMINATING, project.detail)
         return GroupCall(None, Reason.PROJECT_TERMINATING, project.detail)
     trace.passed("project-live", project.detail)
-    if not facts.cluster_available:
-        detail = f"cluster {owner.cluster} unavailable: {facts.cluster_detail}"
+    if not facts.read.cluster_available:
+        detail = f"cluster {owner.cluster} unavailable: {facts.read.cluster_detail}"
         trace.unknown("cluster-available", detail, _no_verdict())
         return GroupCall(None, Reason.UPSTREAM_UNAVAILABLE, detail, unknown=True)
     trace.passed("cluster-available", f"cluster {owner.cluster} answered")
-    if not facts.resolved:
-        detail = (
-            f"{owner.kind}.{owner.group or 'core'} not resolved upstream: {facts.resolve_detail}"
-        )
+    if not facts.read.resolved:
+        what = f"{owner.kind}.{owner.group or 'core'}"
+        detail = f"{what} not resolved upstream: {facts.read.resolve_detail}"
         trace.hold("owner-resolved", Reason.OWNER_UNRESOLVED, detail)
         return GroupCall(None, Reason.OWNER_UNRESOLVED, detail)
-    trace.passed("owner-resolved", facts.resolve_detail)
+    trace.passed("owner-resolved", facts.read.resolve_detail)
     if owner.namespace:
-        if facts.namespace is Presence.GONE:
+        if facts.read.namespace is Presence.GONE:
             detail = f"namespace {owner.namespace} is gone from upstream cluster {owner.cluster}"
             trace.passed("owner-lookup", detail)
             return GroupCall(Proof.NAMESPACE_GONE, Reason.UPSTREAM_NAMESPACE_GONE, detail)
-        if facts.namespace is Presence.TERMINATING:
+        if facts.read.namespace is Presence.TERMINATING:
             detail = f"namespace {owner.namespace} is being deleted upstream"
             trace.hold("namespace-live", Reason.UPSTREAM_NAMESPACE_TERMINATING, detail)
             return GroupCall(None, Reason.UPSTREAM_NAMESPACE_TERMINATING, detail)
-        if facts.namespace is Presence.UNKNOWN:
-            detail = f"namespace {owner.namespace} not read: {facts.detail}"
+        if facts.read.namespace is Presence.UNKNOWN:
+            detail = f"namespace {owner.namespace} not read: {facts.read.detail}"
             trace.unknown("namespace-live", detail, _no_verdict())
             return GroupCall(None, Reason.LOOKUP_FAILED, detail, unknown=True)
         trace.passed("namespace-live", f"namespace {owner.namespace} exists upstream")
-    if facts.owner is Presence.GONE:
+    if facts.read.owner is Presence.GONE:
         detail = f"{owner} not found"
         trace.passed("owner-lookup", detail)
         return GroupCall(Proof.OWNER_GONE, Reason.OWNER_GONE, detail)
-    if facts.owner is Presence.UNKNOWN:
-        detail = f"{owner} not read: {facts.detail}"
+    if facts.read.owner is Presence.UNKNOWN:
+        detail = f"{owner} not read: {facts.read.detail}"
         trace.unknown("owner-lookup", detail, _no_verdict())
         return GroupCall(None, Reason.LOOKUP_FAILED, detail, unknown=True)
-    if facts.owner is Presence.TERMINATING:
+    if facts.read.owner is Presence.TERMINATING:
         detail = f"{owner} is being deleted upstream: NSO finalizes it"
         trace.hold("owner-lookup", Reason.OWNER_TERMINATING, detail)
         return GroupCall(None, Reason.OWNER_TERMINATING, detail)
-    detail = f"{owner} exists, uid {facts.owner_uid or 'unknown'}"
+    detail = f"{owner} exists, uid {facts.read.owner_uid or 'unknown'}"
     trace.held_at("owner-lookup", detail)
-    return GroupCall(None, Reason.OWNER_EXISTS, detail, exists=True, current_uid=facts.owner_uid)
+    return GroupCall(
+        None, Reason.OWNER_EXISTS, detail, exists=True, current_uid=facts.read.owner_uid
+    )
 
 
 def _no_verdict() -> Verdict:
@@ -313,7 +284,7 @@ def stale_anchors(
         return frozenset(), f"{call.detail}: not a canonical uid to compare"
     if current not in anchors_on_hub:
         return frozenset(), f"{call.detail}, but anchor-{current} is not on the hub yet"
-    if facts.owner_created is None:
+    if facts.read.owner_created is None:
         return frozenset(), f"{call.detail}: its creation time is unknown"
     stale = frozenset(
         m.anchor_uid
@@ -321,7 +292,7 @@ def stale_anchors(
         if m.anchor_uid is not None
         and m.anchor_uid != current
         and m.ref.created is not None
-        and facts.owner_created > m.ref.created + CLOCK_SKEW
+        and facts.read.owner_created > m.ref.created + CLOCK_SKEW
     )
     return stale, "" if stale else f"{call.detail}: created before no anchor of another uid"
 

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.projects import ProjectCall, ProjectState
 from gcjob.domain import (
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
@@ -16,16 +15,23 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
 )
-from gcjob.model import ObjectRef, OwnerRef, Verdict
+from gcjob.model import (
+    ObjectRef,
+    OwnerFacts,
+    OwnerRead,
+    OwnerRef,
+    Presence,
+    ProjectCall,
+    ProjectState,
+    UpstreamOwner,
+    Verdict,
+)
 from gcjob.reasons import Reason
 from gcjob.sweeps.copies.judge import (
     CLOCK_SKEW,
     GATEWAY_SYNC_LABEL,
     Member,
-    OwnerFacts,
-    Presence,
     Replica,
-    UpstreamOwner,
     judge_group,
     understand,
 )
@@ -96,9 +102,8 @@ def members(*replicas: Replica) -> list[Member]:
 OWNER = UpstreamOwner("p1", "networking.datumapis.com", "Connector", "default", "web")
 
 
-def facts(**kw) -> OwnerFacts:
+def facts(project: ProjectCall = LIVE, **kw) -> OwnerFacts:
     base = dict(
-        project=LIVE,
         cluster_available=True,
         resolved=True,
         resolve_detail="connectors.networking.datumapis.com",
@@ -106,7 +111,7 @@ def facts(**kw) -> OwnerFacts:
         owner=Presence.GONE,
     )
     base.update(kw)
-    return OwnerFacts(**base)  # type: ignore[arg-type]
+    return OwnerFacts(project, OwnerRead(**base))  # type: ignore[arg-type]
 
 
 def by_name(verdicts: tuple[Verdict, ...]) -> dict[str, Verdict]:
@@ -370,13 +375,13 @@ def test_generated_groups_never_delete_what_must_stay(replicas_, world, on_hub):
     verdicts = {v.ref.uid: v for v in judged.verdicts}
     proven = world.project.state is ProjectState.GONE or (
         world.project.state is not ProjectState.TERMINATING
-        and world.cluster_available
-        and world.resolved
+        and world.read.cluster_available
+        and world.read.resolved
         and (
-            world.namespace is Presence.GONE
+            world.read.namespace is Presence.GONE
             or (
-                world.namespace is Presence.PRESENT
-                and world.owner in (Presence.GONE, Presence.PRESENT)
+                world.read.namespace is Presence.PRESENT
+                and world.read.owner in (Presence.GONE, Presence.PRESENT)
             )
         )
     )
@@ -388,9 +393,9 @@ def test_generated_groups_never_delete_what_must_stay(replicas_, world, on_hub):
         ref = member.ref
         assert not ref.terminating and ref.created is not None and ref.created <= NOW - MIN_AGE
         assert member.replica.protect == ()
-        if world.owner is Presence.PRESENT and verdict.reason is Reason.OWNER_RECREATED:
+        if world.read.owner is Presence.PRESENT and verdict.reason is Reason.OWNER_RECREATED:
             mine = (member.anchor_uid,) if member.anchor_uid else member.anchors
-            assert world.owner_uid not in mine and world.owner_uid in on_hub
+            assert world.read.owner_uid not in mine and world.read.owner_uid in on_hub
         if member.anchor_uid is not None:
             # Nothing it owns stays.
             for other in unique.values():
