@@ -89,3 +89,31 @@ def decode_cluster_label(value: str) -> str | None:
         return None
     name = value.removeprefix("cluster-").replace("_", "/").removeprefix("/")
     return name or None
+
+
+# (group, kind): NSO's resource replicator's defaults (ConfigMaps and Secrets only when
+# labelled gateway-sync; anchors are ConfigMaps), and what its gateway controller writes.
+REPLICATED_KINDS: tuple[tuple[str, str], ...] = (
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("gateway.envoyproxy.io", "Backend"),
+    ("gateway.envoyproxy.io", "BackendTrafficPolicy"),
+    ("gateway.envoyproxy.io", "SecurityPolicy"),
+    ("gateway.envoyproxy.io", "HTTPRouteFilter"),
+    (GATEWAY_GROUP, "BackendTLSPolicy"),
+    (GATEWAY_GROUP, "Gateway"),
+    ("networking.datumapis.com", "TrafficProtectionPolicy"),
+    ("networking.datumapis.com", "HTTPProxy"),
+    ("networking.datumapis.com", "NetworkContext"),
+    ("networking.datumapis.com", "Subnet"),
+    ("networking.datumapis.com", "Connector"),
+    ("discovery.k8s.io", "EndpointSlice"),
+)
+
+
+def kind_name(group: str, kind: str) -> str:
+    """How a kind is named in flags and reports: `Kind.group`, or `Kind` for the core group."""
+    return f"{kind}.{group}" if group else kind
+
+
+REPLICATED_KIND_NAMES = tuple(kind_name(group, kind) for group, kind in REPLICATED_KINDS)

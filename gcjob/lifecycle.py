@@ -28,7 +28,7 @@ from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
 from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
-from gcjob.kube.connect import UpstreamResolver, hub_client
+from gcjob.kube.connect import UpstreamResolver, hub_client, project_api_from_template
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.reader import Reader
 from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
@@ -41,7 +41,7 @@ from gcjob.publish import metrics, webhook
 from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
-from gcjob.run import NotAHub, Run, check_hub
+from gcjob.run import NotAHub, Run, check_hub, never_a_project
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
 from gcjob.times import run_clock
@@ -143,6 +143,8 @@ def _new_run(
         sources.upstreams,
         run_id,
         marker,
+        projects=sources.projects,
+        is_project=sources.is_project,
     )
 
 
@@ -315,6 +317,8 @@ class Sources:
     upstreams: SnapshotUpstreams | LiveUpstreams | None
     make_access: Callable[..., KubeAccess]
     snapshot_hub: SnapshotStore | None = None
+    projects: KubeAccess | None = None  # Milo's Project API
+    is_project: Callable[[str], bool] = never_a_project
 
 
 def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
@@ -374,10 +378,17 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
     client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
     access = make_access(client, "hub")
     live: LiveUpstreams | None = None
+    projects: KubeAccess | None = None
+    is_project: Callable[[str], bool] = never_a_project
     if settings.upstream_kubeconfig or settings.upstream_server_template:
         resolver = UpstreamResolver(settings.upstream_kubeconfig, settings.upstream_server_template)
         live = LiveUpstreams(resolver, make_upstream_access)
-    return Sources(access, access, settings.now or datetime.now(UTC), live, make_access)
+        api = settings.project_api or project_api_from_template(settings.upstream_server_template)
+        if api is not None and resolver.server_template:
+            projects = make_upstream_access(resolver.project_api_client(api), "projects")
+            is_project = resolver.is_project
+    now = settings.now or datetime.now(UTC)
+    return Sources(access, access, now, live, make_access, None, projects, is_project)
 
 
 def _check_writable(path: str) -> None:

@@ -30,6 +30,7 @@ class Sweep(StrEnum):
     COMPANIONS = "companions"
     BINDINGS = "bindings"
     ROUTES = "routes"
+    COPIES = "copies"
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +276,7 @@ class Presence(Enum):
     TERMINATING = "being deleted"
     GONE = "proven gone"  # a NotFound naming it
     UNKNOWN = "not known"  # not read, or the read failed: never proof
+    NOT_ASKED = "not asked"  # not read by choice (customers' Secrets): never proof, no error
 
 
 @dataclass(frozen=True, slots=True)

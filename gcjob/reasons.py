@@ -91,6 +91,8 @@ class Reason(StrEnum):
     LABEL_AT_LIMIT = "label-at-limit"
     UPSTREAM_GROUP_NOT_UNDERSTOOD = "upstream-group-not-understood"
     ANCHOR_OWNS_KEPT_COPY = "anchor-owns-kept-copy"
+    OWNER_APPEARED = "owner-appeared"
+    OWNER_NOT_READ = "owner-not-read"
     # `gcjob explain` only.
     NOT_FOUND = "not-found"
 
@@ -199,6 +201,13 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD: (
         "its upstream-group label is not a group NSO writes (`core`, `v1`, malformed): kept"
     ),
+    Reason.OWNER_NOT_READ: (
+        "its upstream owner is a Secret, not read without --read-upstream-secrets: kept unless "
+        "its project or upstream namespace is gone"
+    ),
+    Reason.OWNER_APPEARED: (
+        "on the live second look before deleting, its owner or project is no longer proven gone"
+    ),
     Reason.ANCHOR_OWNS_KEPT_COPY: (
         "an orphaned anchor that owns a copy which is kept: the garbage collector would take it"
     ),
@@ -288,6 +297,9 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.LABEL_AT_LIMIT,
         Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD,
         Reason.ANCHOR_OWNS_KEPT_COPY,
+        Reason.OWNER_APPEARED,
+        Reason.OWNER_NOT_READ,
+        Reason.UPSTREAM_NOT_READ,
     ),
     EXPLAIN: (Reason.OUT_OF_SCOPE, Reason.NOT_FOUND),
 }

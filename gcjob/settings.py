@@ -105,4 +105,11 @@ class Settings:
     notify_webhook: str | None = None
     grace: timedelta = GRACE
     max_marks: int = DEFAULT_MAX_MARKS
+    # The sweeps whose orphans a --delete run deletes; the others' it marks and reports as
+    # would-delete. The downstream-copies sweep lands report-only: an operator enforces it.
+    enforce: tuple[Sweep, ...] = (Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES)
+    drop_copy_kinds: tuple[str, ...] = ()  # kinds the copies sweep leaves alone (Kind.group)
+    project_api: str | None = None  # Milo's Project API; else derived from the template
+    max_projects_gone: int = 3  # the projects brake: most projects found gone in one run
+    read_upstream_secrets: bool = False  # judge a Secret copy by reading its upstream Secret
     now: datetime | None = None  # decide as of this time (--now, for tests and replays)

@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from gcjob.enumerate.parallel import SERIAL, Reads
+from gcjob.enumerate.upstream import UpstreamSource
 from gcjob.kube import reduce
 from gcjob.kube.discovery import resolve
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
@@ -33,14 +34,13 @@ from gcjob.model import OwnerRead, Presence, ProjectAnswer, UpstreamOwner
 from gcjob.redact import redact
 
 
+@runtime_checkable
 class DiscoveringReader(Reader, Protocol):
     def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None: ...
 
 
-class OwnerSource(Protocol):
-    def reader_for(self, cluster: str) -> DiscoveringReader:
-        """A reader for that cluster; raises UnknownCluster."""
-        ...
+# Customers' Secrets upstream: their owners' identity is read only when the operator opts in.
+SECRET_OWNER = ("", "Secret")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +74,12 @@ class OwnerLookups:
     """Reads what every owner asked about is, cluster by cluster at once; `read(owner)` then
     answers from what was read, and `recheck(owner)` reads it again, live."""
 
-    def __init__(self, source: OwnerSource, reads: Reads = SERIAL) -> None:
+    def __init__(
+        self, source: UpstreamSource, reads: Reads = SERIAL, read_secrets: bool = False
+    ) -> None:
         self.source = source
         self.reads = reads
+        self.read_secrets = read_secrets
         self._clusters: dict[str, _Cluster] = {}
 
     def load(self, owners: Iterable[UpstreamOwner]) -> None:
@@ -125,13 +128,16 @@ class OwnerLookups:
         self, cluster: str, owners: set[UpstreamOwner]
     ) -> tuple[_Cluster, Stopped | None]:
         try:
-            reader = self.source.reader_for(cluster)
+            found = self.source.reader_for(cluster)
         except UnknownCluster as exc:
             return _Cluster(False, redact(str(exc))), None
         except Stopped as exc:
             return _Cluster(False, "stopped before it was read"), exc
         except KubeError as exc:
             return _Cluster(False, redact(str(exc))), None
+        if not isinstance(found, DiscoveringReader):
+            return _Cluster(False, "this source answers no discovery (a snapshot)"), None
+        reader = found
         state = _Cluster(True, reader=reader)
         try:
             lists = self._lists(state, owners)
@@ -157,6 +163,8 @@ class OwnerLookups:
         """The one list each (resource, namespace) of resolved owners costs."""
         lists: dict[tuple[Resource, str], dict[str, UpstreamOwner]] = defaultdict(dict)
         for owner in owners:
+            if (owner.group, owner.kind) == SECRET_OWNER and not self.read_secrets:
+                continue
             resource = self._resource(state, owner)
             if isinstance(resource, Resource):
                 lists[(resource, owner.namespace)][owner.name] = owner
@@ -189,6 +197,16 @@ class OwnerLookups:
         resource = self._resource(state, owner)
         if not isinstance(resource, Resource):
             return OwnerRead(True, resolved=False, resolve_detail=resource)
+        if (owner.group, owner.kind) == SECRET_OWNER and not self.read_secrets:
+            # Its project or namespace can still prove it gone; the Secret itself is not read.
+            namespace = self._namespace(state, owner.namespace) if owner.namespace else None
+            return OwnerRead(
+                True,
+                resolved=True,
+                resolve_detail="upstream Secrets are not read (--read-upstream-secrets)",
+                namespace=namespace or Presence.PRESENT,
+                owner=Presence.NOT_ASKED,
+            )
         resolved = f"{resource.plural}.{resource.group or 'core'}/{resource.version}"
         known: Callable[..., OwnerRead] = partial(
             OwnerRead, True, resolved=True, resolve_detail=resolved

@@ -22,6 +22,8 @@ from gcjob.sweeps.companions.scan import read_companion_keys
 from gcjob.sweeps.companions.sweep import CompanionsSwept
 from gcjob.sweeps.explaining import Explaining
 from gcjob.sweeps.routes import explain as routes_explain
+from gcjob.sweeps.copies import sweep as copies
+from gcjob.sweeps.copies.scan import Discovering
 from gcjob.sweeps.routes import sweep as routes
 from gcjob.sweeps.routes.sweep import UpstreamRead
 
@@ -35,7 +37,7 @@ def execute(run: Run) -> None:
     collections are read at once too. Deciding, acting and reporting stay in this thread,
     in sweep order, whatever order the answers came in."""
     for sweep in Sweep:
-        if sweep in run.settings.sweeps:
+        if sweep in run.settings.sweeps and (sweep is not Sweep.COPIES or copies_possible(run)):
             run.sweeps[sweep] = SweepState()
     run.hub_reads = Reads(run.settings.hub_concurrency, "hub")
     run.upstream_reads = Reads(run.settings.upstream_concurrency, "upstream")
@@ -56,13 +58,23 @@ def execute(run: Run) -> None:
                 swept = companions.sweep(run)
             elif sweep is Sweep.BINDINGS:
                 bindings.sweep(run, companion_keys(run, swept), swept.bindings_reported)
-            else:
+            elif sweep is Sweep.ROUTES:
                 routes.sweep(run, upstream)
+            else:
+                copies.sweep(run)
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()
     if ExitCode.STOPPED in run.codes:
         log.warning("run stopped: %s", run.budget.stop_reason())
+
+
+def copies_possible(run: Run) -> bool:
+    """The copies sweep needs the hub's discovery, which a snapshot does not hold: run by
+    default only where the hub answers it; asked for by name, it says why it did not run."""
+    return run.settings.sweeps_explicit or (
+        isinstance(run.hub, Discovering) and not run.settings.snapshot
+    )
 
 
 def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:

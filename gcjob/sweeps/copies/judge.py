@@ -235,6 +235,10 @@ def judge_owner(owner: UpstreamOwner, facts: OwnerFacts, trace: Trace | None = N
         detail = f"{owner} not found"
         trace.passed("owner-lookup", detail)
         return GroupCall(Proof.OWNER_GONE, Reason.OWNER_GONE, detail)
+    if facts.read.owner is Presence.NOT_ASKED:
+        detail = f"{owner} is not read: {facts.read.resolve_detail}"
+        trace.hold("owner-lookup", Reason.OWNER_NOT_READ, detail)
+        return GroupCall(None, Reason.OWNER_NOT_READ, detail)
     if facts.read.owner is Presence.UNKNOWN:
         detail = f"{owner} not read: {facts.read.detail}"
         trace.unknown("owner-lookup", detail, _no_verdict())

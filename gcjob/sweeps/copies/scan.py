@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from gcjob.domain import (
     GATEWAY_GROUP,
     HTTPROUTE_KIND,
+    REPLICATED_KINDS,
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
+    kind_name,
 )
 from gcjob.enumerate.hub import scan_in_scope
 from gcjob.enumerate.parallel import SERIAL, Reads
@@ -34,24 +36,6 @@ from gcjob.sweeps.copies.judge import GATEWAY_SYNC_LABEL, Replica
 
 S = TypeVar("S", bound=Sink)
 
-# (group, kind): NSO's resource replicator's defaults (ConfigMaps and Secrets only when
-# labelled gateway-sync; anchors are ConfigMaps), and what its gateway controller writes.
-REPLICATED_KINDS: tuple[tuple[str, str], ...] = (
-    ("", "ConfigMap"),
-    ("", "Secret"),
-    ("gateway.envoyproxy.io", "Backend"),
-    ("gateway.envoyproxy.io", "BackendTrafficPolicy"),
-    ("gateway.envoyproxy.io", "SecurityPolicy"),
-    ("gateway.envoyproxy.io", "HTTPRouteFilter"),
-    (GATEWAY_GROUP, "BackendTLSPolicy"),
-    (GATEWAY_GROUP, "Gateway"),
-    ("networking.datumapis.com", "TrafficProtectionPolicy"),
-    ("networking.datumapis.com", "HTTPProxy"),
-    ("networking.datumapis.com", "NetworkContext"),
-    ("networking.datumapis.com", "Subnet"),
-    ("networking.datumapis.com", "Connector"),
-    ("discovery.k8s.io", "EndpointSlice"),
-)
 # Owned by anchors too, judged by the routes sweep.
 ROUTES_KIND = (GATEWAY_GROUP, HTTPROUTE_KIND)
 # Every copy carries the five labels; one existence test selects them on the server.
@@ -68,11 +52,7 @@ KEPT_LABELS = (
 )
 
 
-def kind_name(group: str, kind: str) -> str:
-    """How a kind is named in flags and reports: `Kind.group`, or `Kind` for the core group."""
-    return f"{kind}.{group}" if group else kind
-
-
+@runtime_checkable
 class Discovering(Protocol):
     def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None: ...
 
