@@ -25,6 +25,7 @@ from gcjob.explain import parse_target
 from gcjob.lifecycle import run_explain, run_sweep
 from gcjob.model import Sweep
 from gcjob.settings import (
+    DEFAULT_CLOCK_SKEW,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_GRACE,
     DEFAULT_LIST_TIMEOUT,
@@ -289,6 +290,13 @@ EXCLUDE_NAMESPACE = _opt(
     default=DEFAULTS.max_projects_gone,
     show_default=True,
     help="Brake: most projects found gone in one run (0: none is ever taken as gone).",
+)
+@_opt(
+    "clock-skew",
+    type=Duration(),
+    default=DEFAULT_CLOCK_SKEW,
+    show_default=True,
+    help="How far the hub's and upstreams' clocks may be apart (re-created owners).",
 )
 @_opt(
     "read-upstream-secrets",
@@ -556,6 +564,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         project_api=options["project_api"],
         max_projects_gone=options["max_projects_gone"],
         read_upstream_secrets=options["read_upstream_secrets"],
+        clock_skew=options["clock_skew"],
     )
 
 

@@ -117,3 +117,20 @@ def kind_name(group: str, kind: str) -> str:
 
 
 REPLICATED_KIND_NAMES = tuple(kind_name(group, kind) for group, kind in REPLICATED_KINDS)
+# Their resources' names, as RBAC names them (the sweep itself takes them from discovery).
+REPLICATED_PLURALS: dict[tuple[str, str], str] = {
+    ("", "ConfigMap"): "configmaps",
+    ("", "Secret"): "secrets",
+    ("gateway.envoyproxy.io", "Backend"): "backends",
+    ("gateway.envoyproxy.io", "BackendTrafficPolicy"): "backendtrafficpolicies",
+    ("gateway.envoyproxy.io", "SecurityPolicy"): "securitypolicies",
+    ("gateway.envoyproxy.io", "HTTPRouteFilter"): "httproutefilters",
+    (GATEWAY_GROUP, "BackendTLSPolicy"): "backendtlspolicies",
+    (GATEWAY_GROUP, "Gateway"): "gateways",
+    ("networking.datumapis.com", "TrafficProtectionPolicy"): "trafficprotectionpolicies",
+    ("networking.datumapis.com", "HTTPProxy"): "httpproxies",
+    ("networking.datumapis.com", "NetworkContext"): "networkcontexts",
+    ("networking.datumapis.com", "Subnet"): "subnets",
+    ("networking.datumapis.com", "Connector"): "connectors",
+    ("discovery.k8s.io", "EndpointSlice"): "endpointslices",
+}

@@ -385,7 +385,9 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         live = LiveUpstreams(resolver, make_upstream_access)
         api = settings.project_api or project_api_from_template(settings.upstream_server_template)
         if api is not None and resolver.server_template:
-            projects = make_upstream_access(resolver.project_api_client(api), "projects")
+            # Counted with the upstreams; no cluster can be named with parentheses.
+            target = "upstream/(project api)"
+            projects = make_upstream_access(resolver.project_api_client(api), target)
             is_project = resolver.is_project
     now = settings.now or datetime.now(UTC)
     return Sources(access, access, now, live, make_access, None, projects, is_project)

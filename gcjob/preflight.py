@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.resources import (
@@ -45,6 +46,15 @@ SWEEP_NEEDS: dict[Sweep, tuple[tuple[Resource, tuple[str, ...]], ...]] = {
     # them, and a hub identity not granted them yet skips that sweep, not the run (copies).
 }
 LEASE_VERBS = ("get", "create", "update")
+# The copies sweep asks for its own (gcjob/sweeps/copies/sweep.py), once it knows which kinds
+# the hub serves; what the RBAC must grant for all of them is this.
+COPIES_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = (
+    *(
+        (Resource(group, "", REPLICATED_PLURALS[(group, kind)], kind), READ_DELETE)
+        for group, kind in REPLICATED_KINDS
+    ),
+    (HTTPROUTES, ("list",)),
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,6 +140,10 @@ class OwnerLookups:
         reader = found
         state = _Cluster(True, reader=reader)
         try:
+            # A control plane that answers: a deleted project's answers 404 for every path,
+            # which would read as "nothing served" and count as an answer (check_project_api).
+            if reader.kinds("") is None:
+                return _Cluster(False, "does not serve the core API (/api/v1)", reader), None
             lists = self._lists(state, owners)
             for resource, namespace in sorted(lists, key=lambda k: (k[0].path(), k[1])):
                 asked = lists[(resource, namespace)]

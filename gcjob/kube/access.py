@@ -242,24 +242,28 @@ class KubeAccess(ListsByFolding):
         self.transport.close_idle()
 
     def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None:
-        """The kinds this API serves in a group, at its preferred version; None when the group
-        is not served (a 404 for it from a server that answers discovery). Raises when it
-        cannot tell."""
-        version = "v1"
+        """The kinds this API serves in a group, in every version it serves (the preferred
+        first: a kind served in several versions is that version's); None when the group is
+        not served (a 404 for it). Raises when it cannot tell."""
+        versions = ["v1"]
         if group:
             request = requests.group_discovery(group)
             response = self._send(request)
             if response.status == 404:
                 return None
-            found = discovery.preferred_version(_expect_ok(response, request))
-            if found is None:
+            versions = discovery.versions(_expect_ok(response, request))
+            if not versions:
                 raise ApiError(response.status, "Malformed", "no version named", request.path)
-            version = found
-        request = requests.version_discovery(group, version)
-        response = self._send(request)
-        if response.status == 404:
+        found: list[Mapping[str, tuple[Resource, ...]]] = []
+        for version in versions:
+            request = requests.version_discovery(group, version)
+            response = self._send(request)
+            if response.status == 404:
+                continue  # listed, yet not served (yet): its kinds are not
+            found.append(discovery.resources_by_kind(group, version, _expect_ok(response, request)))
+        if not found and not group:
             return None
-        return discovery.resources_by_kind(group, version, _expect_ok(response, request))
+        return discovery.merge_versions(found)
 
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""

@@ -13,18 +13,33 @@ from typing import Any
 from gcjob.kube.resources import Resource
 
 
-def preferred_version(group_body: Any) -> str | None:
-    """The version an APIGroup answer prefers (else its first), or None when it names none."""
+def versions(group_body: Any) -> list[str]:
+    """The versions an APIGroup answer names, the preferred first; [] when it names none."""
     if not isinstance(group_body, dict):
-        return None
+        return []
+    named: list[str] = []
     preferred = group_body.get("preferredVersion")
     if isinstance(preferred, dict) and isinstance(preferred.get("version"), str):
-        return str(preferred["version"]) or None
-    versions = group_body.get("versions")
-    if isinstance(versions, list) and versions and isinstance(versions[0], dict):
-        version = versions[0].get("version")
-        return version if isinstance(version, str) and version else None
-    return None
+        named.append(preferred["version"])
+    listed = group_body.get("versions")
+    for item in listed if isinstance(listed, list) else ():
+        version = item.get("version") if isinstance(item, dict) else None
+        if isinstance(version, str) and version not in named:
+            named.append(version)
+    return [v for v in named if v]
+
+
+def merge_versions(
+    per_version: list[Mapping[str, tuple[Resource, ...]]],
+) -> Mapping[str, tuple[Resource, ...]]:
+    """Kind -> resources over every version, the first version (preferred) winning for a
+    resource served in several; two resources (plurals) for one kind stay ambiguous."""
+    merged: dict[str, dict[str, Resource]] = {}
+    for served in per_version:
+        for kind, resources in served.items():
+            for resource in resources:
+                merged.setdefault(kind, {}).setdefault(resource.plural, resource)
+    return {kind: tuple(by_plural.values()) for kind, by_plural in merged.items()}
 
 
 def resources_by_kind(group: str, version: str, body: Any) -> Mapping[str, tuple[Resource, ...]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.kube.discovery import preferred_version, resolve, resources_by_kind
+from gcjob.kube.discovery import merge_versions, resolve, resources_by_kind, versions
 from gcjob.kube.resources import Resource
 
 LIST = {
@@ -44,11 +44,40 @@ def test_a_group_not_served_and_a_kind_not_served_say_so():
     assert "not served" in str(resolve({}, GROUP, "Connector", True))
 
 
-def test_the_preferred_version_or_the_first():
-    assert preferred_version({"preferredVersion": {"version": "v2"}, "versions": []}) == "v2"
-    assert preferred_version({"versions": [{"version": "v1beta1"}]}) == "v1beta1"
-    assert preferred_version({"versions": []}) is None
-    assert preferred_version([]) is None
+def test_every_version_the_preferred_first():
+    body = {
+        "preferredVersion": {"version": "v2"},
+        "versions": [{"version": "v1"}, {"version": "v2"}],
+    }
+    assert versions(body) == ["v2", "v1"]
+    assert versions({"versions": [{"version": "v1beta1"}]}) == ["v1beta1"]
+    assert versions({"versions": []}) == []
+    assert versions([]) == []
+
+
+def test_a_kind_is_found_in_any_version_and_the_preferred_wins():
+    v2 = resources_by_kind(
+        GROUP,
+        "v2",
+        {"resources": [{"name": "connectors", "kind": "Connector", "namespaced": True}]},
+    )
+    v1 = resources_by_kind(
+        GROUP,
+        "v1",
+        {
+            "resources": [
+                {"name": "connectors", "kind": "Connector", "namespaced": True},
+                {"name": "httpproxies", "kind": "HTTPProxy", "namespaced": True},
+            ]
+        },
+    )
+    merged = merge_versions([v2, v1])
+    assert resolve(merged, GROUP, "Connector", True) == Resource(
+        GROUP, "v2", "connectors", "Connector"
+    )
+    assert resolve(merged, GROUP, "HTTPProxy", True) == Resource(
+        GROUP, "v1", "httpproxies", "HTTPProxy"
+    )
 
 
 JSONISH = st.recursive(
@@ -65,4 +94,4 @@ def test_any_answer_is_read_without_an_exception(body, kind, namespaced):
     served = resources_by_kind(GROUP, "v1", body)
     result = resolve(served, GROUP, kind, namespaced)
     assert isinstance(result, (Resource, str))
-    preferred_version(body)
+    versions(body)

@@ -61,7 +61,7 @@ def delete_member(
         _keeping(rechecks, target)
         return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNER_APPEARED, why)
     if not enforced and not deleter.dry_run:
-        _keeping(rechecks, target)
+        # What enforcing would do, its anchor included: nothing is kept back for it.
         detail = f"{verdict.detail}; not deleted: this sweep is not enforced (--enforce copies)"
         return Outcome.of(SWEEP, verdict, Action.WOULD_DELETE, detail=detail)
     outcome = deleter.delete(SWEEP, verdict, CONFIGMAPS if target.is_anchor else target.resource)

@@ -54,9 +54,6 @@ COPY_LABELS = (
     UPSTREAM_NAMESPACE_LABEL,
 )
 LABEL_LIMIT = 63  # a label value's maximum length: a value this long may have been cut
-# The owner's creation must follow the anchor's by more than this before "re-created" is
-# believed: the hub's and the upstream's clocks are not the same clock.
-CLOCK_SKEW = timedelta(minutes=5)
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -275,7 +272,11 @@ class GroupJudgement:
 
 
 def stale_anchors(
-    members: Sequence[Member], call: GroupCall, facts: OwnerFacts, anchors_on_hub: frozenset[str]
+    members: Sequence[Member],
+    call: GroupCall,
+    facts: OwnerFacts,
+    anchors_on_hub: frozenset[str],
+    clock_skew: timedelta,
 ) -> tuple[frozenset[str], str]:
     """For an owner that exists under a new UID: the anchors of this group that belong to a
     previous owner of the same name, and, when there are none, why not. Both UIDs canonical,
@@ -296,7 +297,7 @@ def stale_anchors(
         if m.anchor_uid is not None
         and m.anchor_uid != current
         and m.ref.created is not None
-        and facts.read.owner_created > m.ref.created + CLOCK_SKEW
+        and facts.read.owner_created > m.ref.created + clock_skew
     )
     return stale, "" if stale else f"{call.detail}: created before no anchor of another uid"
 
@@ -308,12 +309,14 @@ def judge_group(
     anchors_on_hub: frozenset[str],
     now: datetime,
     min_age: timedelta,
+    clock_skew: timedelta,
 ) -> GroupJudgement:
     """Judge an owner's anchors and copies as one. `anchors_on_hub`: the owner UIDs of every
-    anchor of this owner the hub has (re-created owners: has NSO caught up?)."""
+    anchor of this owner the hub has (re-created owners: has NSO caught up?). `clock_skew`:
+    how far the hub's and the upstream's clocks may be apart."""
     owner_trace = Trace()
     call = judge_owner(owner, facts, owner_trace)
-    stale, not_stale = stale_anchors(members, call, facts, anchors_on_hub)
+    stale, not_stale = stale_anchors(members, call, facts, anchors_on_hub, clock_skew)
     traces: dict[str, Trace] = {}
     verdicts: dict[str, Verdict] = {}
     for member in sorted(members, key=_delete_order):

@@ -225,7 +225,9 @@ def sweep(run: Run) -> None:
         def sort_group(owner: UpstreamOwner = owner) -> None:
             group = judged.members[owner]
             anchors = frozenset(wanted.anchors[owner])
-            result = judge_group(owner, group, facts[owner], anchors, run.now, settings.min_age)
+            result = judge_group(
+                owner, group, facts[owner], anchors, run.now, settings.min_age, settings.clock_skew
+            )
             _sort_group(sort, kinds, group, result.verdicts, stays_named, run)
 
         each(run, SWEEP, [owner], lambda o: judged.members[o][0].ref, lambda _: sort_group())

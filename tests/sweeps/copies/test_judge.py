@@ -27,8 +27,8 @@ from gcjob.model import (
     Verdict,
 )
 from gcjob.reasons import Reason
+from gcjob.settings import CLOCK_SKEW
 from gcjob.sweeps.copies.judge import (
-    CLOCK_SKEW,
     GATEWAY_SYNC_LABEL,
     Member,
     Replica,
@@ -119,7 +119,9 @@ def by_name(verdicts: tuple[Verdict, ...]) -> dict[str, Verdict]:
 
 
 def judge(replicas, world: OwnerFacts, on_hub=frozenset({OLD_UID})):
-    return judge_group(OWNER, members(*replicas), world, frozenset(on_hub), NOW, MIN_AGE)
+    return judge_group(
+        OWNER, members(*replicas), world, frozenset(on_hub), NOW, MIN_AGE, CLOCK_SKEW
+    )
 
 
 # -- what is a copy, what is an anchor ------------------------------------------------
@@ -371,7 +373,7 @@ def test_generated_groups_never_delete_what_must_stay(replicas_, world, on_hub):
             understood.append(result)
     # Distinct uids, as the hub has them.
     unique = {m.ref.uid: m for m in understood if m.ref.uid}
-    judged = judge_group(OWNER, list(unique.values()), world, on_hub, NOW, MIN_AGE)
+    judged = judge_group(OWNER, list(unique.values()), world, on_hub, NOW, MIN_AGE, CLOCK_SKEW)
     verdicts = {v.ref.uid: v for v in judged.verdicts}
     proven = world.project.state is ProjectState.GONE or (
         world.project.state is not ProjectState.TERMINATING
