@@ -175,6 +175,19 @@ def copy(
     return hub.create_at(collection.format(namespace=ns), obj)
 
 
+def live_owner(upstream: TestCluster, upstream_ns: str, name: str) -> str:
+    """An upstream Connector that exists: its uid, for its anchor."""
+    made = upstream.create_at(
+        CONNECTORS.format(namespace=upstream_ns),
+        {
+            "apiVersion": f"{NET}/v1alpha1",
+            "kind": "Connector",
+            "metadata": {"name": name, "namespace": upstream_ns},
+        },
+    )
+    return str(made["metadata"]["uid"])
+
+
 def connector_group(
     hub: TestCluster, ns: str, project: str, upstream_ns: str, name: str, owner_uid: str
 ) -> tuple[dict, dict]:
@@ -447,3 +460,59 @@ def test_a_project_name_that_needs_encoding_is_never_proven_gone(
     assert present(hub, "Connector", ns, "web")
     asked = [r.path for r in milo.requests if r.path.startswith(MILO + "/org")]
     assert asked and all(path.startswith(MILO + "/org%2Fp") for path in asked), asked
+
+
+def test_a_whole_project_gone_at_once_passes_the_deletion_brake_or_nothing_goes(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """One mistaken "gone" cannot take a whole project in one run: its 30 groups (60 objects)
+    are more than --max-deletions, and the brake holds them all, whole."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    for i in range(30):
+        connector_group(hub, ns, gone, upstream_ns, f"web-{i}", str(uuid.uuid4()))
+    delete_project(upstream, milo, gone)
+    run = args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    result = run_gcjob(*run, "--max-deletions", "50")
+    assert result.exit_code == 4
+    assert not [i for i in result.items if i["action"] == "deleted"]
+    braked = [i for i in result.items if i["reason"] == "brake"]
+    assert len(braked) == 60
+    assert present(hub, "Connector", ns, "web-0")
+    # Past the brake, deliberately: all of it goes, copies before anchors.
+    result = run_gcjob(*run, "--max-deletions", "100", "--max-delete-percent", "100")
+    assert result.exit_code == 0, result.stderr
+    assert len([i for i in result.items if i["action"] == "deleted"]) == 60
+
+
+def test_more_projects_gone_than_the_projects_brake_allows_proves_none_gone(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live = project_name()
+    make_project(upstream, live)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", str(uuid.uuid4()))
+    gone = [project_name() for _ in range(3)]
+    for name in gone:
+        connector_group(hub, ns, name, upstream_ns, f"web-{name}", str(uuid.uuid4()))
+        delete_project(upstream, milo, name)
+    run = args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    result = run_gcjob(*run, "--max-projects-gone", "2")
+    assert result.exit_code == 4
+    assert "projects brake" in result.summary["sweeps"]["copies"]["detail"]
+    for name in gone:
+        assert outcome(result, "Connector", f"web-{name}") == ("skipped", "upstream-unavailable")
+        assert present(hub, "Connector", ns, f"web-{name}")
