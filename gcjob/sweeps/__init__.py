@@ -20,10 +20,10 @@ from gcjob.sweeps.companions import explain as companions_explain
 from gcjob.sweeps.companions import sweep as companions
 from gcjob.sweeps.companions.scan import read_companion_keys
 from gcjob.sweeps.companions.sweep import CompanionsSwept
-from gcjob.sweeps.explaining import Explaining
-from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.copies import sweep as copies
 from gcjob.sweeps.copies.scan import Discovering
+from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.routes import sweep as routes
 from gcjob.sweeps.routes.sweep import UpstreamRead
 
