@@ -34,6 +34,8 @@ NEVER_DELETED_SECRET_TYPES = (
     "helm.sh/release.v1",
     "bootstrap.kubernetes.io/token",
 )
+# NSO copies a ConfigMap or Secret to the hub only when it carries this label (any value).
+GATEWAY_SYNC_LABEL = "networking.datumapis.com/gateway-sync"
 # The name prefix of an anchor ConfigMap (docs/rules.md "Anchors"): `anchor-<uid>`.
 ANCHOR_PREFIX = "anchor-"
 

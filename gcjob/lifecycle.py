@@ -24,6 +24,7 @@ from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
+from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
@@ -41,7 +42,7 @@ from gcjob.publish import metrics, webhook
 from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
-from gcjob.run import NotAHub, Run, check_hub, never_a_project
+from gcjob.run import NotAHub, Run, check_hub
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
 from gcjob.times import run_clock
@@ -270,6 +271,9 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
             scope=Scope(settings.namespaces, frozenset(settings.exclude_namespaces)),
             suspect_min_routes=settings.suspect_min_routes,
             grace=settings.grace,
+            settings=settings,
+            projects=sources.projects,
+            is_project=sources.is_project,
         )
         access = sources.access
 

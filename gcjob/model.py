@@ -7,6 +7,7 @@ Secret's payload survives the read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum, StrEnum
@@ -250,6 +251,17 @@ class UpstreamView:
     gateways: frozenset[str] | None = None  # None: the lookup failed
     lookup_error: str = ""
     namespace_exists: bool | None = None  # None: not known
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """A hub object of a kind NSO copies (or an anchor), as read: metadata only."""
+
+    ref: ObjectRef
+    group: str  # its own API group, "" for the core group
+    labels: Mapping[str, str]  # the five upstream labels and gateway-sync, only
+    owners: tuple[OwnerRef, ...] = ()  # every ownerReference, controller or not
+    protect: Protect = ()
 
 
 # What the upstream clusters and Milo's Project API say of the owners of downstream copies,

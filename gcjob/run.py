@@ -12,6 +12,7 @@ from gcjob.act.brake import BrakeLimits, brake_reason
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
+from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -69,11 +70,6 @@ def configuration_problem(exc: KubeError) -> str | None:
     elif isinstance(exc, TlsFailure):
         return "cannot be verified (TLS)"
     return None
-
-
-def never_a_project(cluster: str) -> bool:
-    """Without a Project API (or a template), no upstream cluster is a Milo project."""
-    return False
 
 
 @dataclass

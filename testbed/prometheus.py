@@ -31,7 +31,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from testbed.servers import die_with_parent, free_port
 
 READY_TIMEOUT = 30.0
-INSTALL_HINT = "bash tools/install-test-packages (apt-get install prometheus prometheus-pushgateway)"
+INSTALL_HINT = (
+    "bash tools/install-test-packages (apt-get install prometheus prometheus-pushgateway)"
+)
 RULES = Path(__file__).resolve().parents[1] / "cronjobs" / "monitoring" / "gcjob-alerts.yaml"
 
 Sample = tuple[str, tuple[tuple[str, str], ...]]  # a metric name and its sorted labels

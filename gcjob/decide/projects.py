@@ -86,5 +86,10 @@ def judge_project(
     )
 
 
+def never_a_project(cluster: str) -> bool:
+    """Without a Project API (or a template), no upstream cluster is a Milo project."""
+    return False
+
+
 def count_gone(calls: Iterable[ProjectCall]) -> int:
     return sum(call.state is ProjectState.GONE for call in calls)

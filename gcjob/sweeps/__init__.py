@@ -13,6 +13,7 @@ from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError
 from gcjob.logs import log
 from gcjob.model import Binding, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.run import Run, SweepState
 from gcjob.sweeps.bindings import explain as bindings_explain
 from gcjob.sweeps.bindings import sweep as bindings
@@ -20,6 +21,7 @@ from gcjob.sweeps.companions import explain as companions_explain
 from gcjob.sweeps.companions import sweep as companions
 from gcjob.sweeps.companions.scan import read_companion_keys
 from gcjob.sweeps.companions.sweep import CompanionsSwept
+from gcjob.sweeps.copies import explain as copies_explain
 from gcjob.sweeps.copies import sweep as copies
 from gcjob.sweeps.copies.scan import Discovering
 from gcjob.sweeps.explaining import Explaining
@@ -88,6 +90,10 @@ def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
         return KeySet().freeze()  # every candidate is then confirmed by its own read
 
 
+# What the copies sweep says of an object that is none of its own.
+NOT_THE_COPIES_SWEEPS = frozenset({Reason.OUT_OF_SCOPE, Reason.NOT_A_COPY, Reason.LABELS_MISSING})
+
+
 def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
     """One object as this run's sweeps would judge it, in their order: the companions sweep
     acts on a companion's binding before the bindings sweep sees it. Each sweep's explain
@@ -97,11 +103,25 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
         def bindings_sweep(binding: Binding, subject: str, steps: Trace) -> Conclusion:
             return bindings_explain.after_companion(ctx, binding, subject, steps)
 
-        return companions_explain.explain(ctx, target, out, trace, bindings_sweep)
+        verdict = companions_explain.explain(ctx, target, out, trace, bindings_sweep)
+        if verdict is None or verdict.reason != Reason.OUT_OF_SCOPE:
+            return verdict
+        # Not a companion: a ConfigMap or Secret may be a copy NSO made, or an anchor.
+        copied = Explanation(out.target, out.source, out.decided_at, out.min_age)
+        try:
+            as_copy = copies_explain.explain(ctx, target, copied, Trace())
+        except KubeError:
+            return verdict  # what it is for the companions sweep stands; nothing more known
+        if as_copy is None or as_copy.reason in NOT_THE_COPIES_SWEEPS:
+            return verdict
+        out.steps, out.verdict, out.binding = copied.steps, copied.verdict, None
+        return as_copy
     if target.sweep is Sweep.BINDINGS:
 
         def companions_sweep(binding: Binding, steps: Trace) -> Conclusion | None:
             return companions_explain.binding_of_companion(ctx, binding, steps)
 
         return bindings_explain.explain(ctx, target, out, trace, companions_sweep)
+    if target.sweep is Sweep.COPIES:
+        return copies_explain.explain(ctx, target, out, trace)
     return routes_explain.explain(ctx, target, out, trace)

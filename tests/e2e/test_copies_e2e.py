@@ -9,6 +9,7 @@ does. The hub serves two kinds NSO replicates (Connector, HTTPProxy) beside Gate
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,7 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from gcjob.cli import cli
 from gcjob.domain import (
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
@@ -25,11 +28,12 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
 )
-from tests.e2e.cluster import ApiFailure, TestCluster
-from tests.e2e.conftest import Result, run_gcjob
-from tests.e2e.envtest import crds_dir
-from tests.e2e.faultproxy import Fault, FaultProxy
-from tests.servers import Endpoint
+from testbed import schemas
+from testbed.cluster import ApiFailure, TestCluster
+from testbed.endpoints import Endpoint
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.report import Result, run_gcjob
+from testbed.servers import crds_dir
 
 MILO = "/apis/resourcemanager.miloapis.com/v1alpha1/projects"
 NET = "networking.datumapis.com"
@@ -516,3 +520,51 @@ def test_more_projects_gone_than_the_projects_brake_allows_proves_none_gone(
     for name in gone:
         assert outcome(result, "Connector", f"web-{name}") == ("skipped", "upstream-unavailable")
         assert present(hub, "Connector", ns, f"web-{name}")
+
+
+def test_explain_reaches_the_sweeps_verdict_for_a_copy_and_its_anchor(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    made, _ = connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    young = labels(gone, NET, "HTTPProxy", upstream_ns, "fresh")
+    delete_project(upstream, milo, gone)
+    template = milo.url + MILO + "/{cluster}/control-plane"
+    common = [
+        *("--hub-kubeconfig", hub_kubeconfig, "--upstream-kubeconfig", milo_kubeconfig),
+        *("--upstream-server-template", template, "--grace", "0s", "--min-age", "0s"),
+        *("--output", "json"),
+    ]
+
+    def explained(target: str) -> dict[str, Any]:
+        result = CliRunner().invoke(cli, ["explain", target, *common], standalone_mode=False)
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        doc = json.loads(result.stdout)
+        schemas.EXPLAIN.validate(doc)
+        return doc["verdict"]
+
+    assert explained(f"connector/{ns}/web")["reason"] == "project-gone"
+    assert explained(f"connector/{ns}/web")["action"] == "would-delete"
+    anchor_name = made["metadata"]["name"]
+    assert explained(f"cm/{ns}/{anchor_name}")["action"] == "would-delete"
+    assert explained(f"connector/{ns}/other")["reason"] == "owner-exists"
+    # A young copy of the same owner keeps the anchor, in explain as in the sweep.
+    copy(hub, ns, HTTPPROXIES, f"{NET}/v1alpha", "HTTPProxy", "fresh", young, made)
+    common[common.index("--min-age") + 1] = "1h"
+    assert explained(f"cm/{ns}/{anchor_name}")["action"] == "skipped"
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies"),
+        "--min-age",
+        "1h",
+    )
+    assert outcome(result, "ConfigMap", anchor_name)[0] == "skipped"  # type: ignore[index]

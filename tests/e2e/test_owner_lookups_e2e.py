@@ -17,9 +17,9 @@ from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import UnknownCluster
 from gcjob.kube.transport import RequestStats, Transport
 from gcjob.model import Presence, ProjectAnswer, UpstreamOwner
-from tests.e2e.cluster import TestCluster
-from tests.e2e.envtest import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
-from tests.e2e.faultproxy import Fault, FaultProxy, Target
+from testbed.cluster import TestCluster
+from testbed.faultproxy import Fault, FaultProxy, Target
+from testbed.servers import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
 
 GROUP = "networking.datumapis.com"
 CONNECTORS = f"/apis/{GROUP}/v1alpha1/namespaces/{{namespace}}/connectors"

@@ -4,13 +4,22 @@ when every copy it owns went; deletes pinned to uid and resourceVersion."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gcjob.act.deleter import Deleter
+from gcjob.enumerate.keyset import KeySet
+from gcjob.enumerate.owners import read_projects
+from gcjob.enumerate.parallel import SERIAL, Reads
+from gcjob.enumerate.scope import Scope
+from gcjob.kube.reader import Reader
 from gcjob.kube.resources import CONFIGMAPS, Resource
-from gcjob.model import Action, Outcome, Sweep, UpstreamOwner, Verdict
+from gcjob.model import Action, Outcome, ProjectAnswer, Replica, Sweep, UpstreamOwner, Verdict
 from gcjob.reasons import Reason
+from gcjob.sweeps.boundary import ObjectScan
+from gcjob.sweeps.copies.judge import Member, understand
+from gcjob.sweeps.copies.scan import HubKinds, scan_kind
 
 SWEEP = Sweep.COPIES
 GONE = (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE)
@@ -73,3 +82,64 @@ def delete_member(
 def _keeping(rechecks: Rechecks, target: Target) -> None:
     if not target.is_anchor:
         rechecks.anchors_keeping.update(target.anchors)
+
+
+# -- what judging the groups rests on, read before them (the sweep and explain alike) ------
+
+
+class OwnersWanted(ObjectScan[Replica]):
+    """The first read: the owners the copies name, and the anchors the hub has of each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owners: set[UpstreamOwner] = set()
+        self.anchors: dict[UpstreamOwner, set[str]] = defaultdict(set)
+
+    def take(self, replica: Replica) -> None:
+        member = understand(replica)
+        if isinstance(member, Member):
+            self.owners.add(member.owner)
+            if member.anchor_uid is not None:
+                self.anchors[member.owner].add(member.anchor_uid)
+
+
+class AnchorsNamed(ObjectScan[Replica]):
+    """Objects of kinds read only for their anchors (dropped kinds, the routes sweep's
+    HTTPRoutes): the anchor UIDs they name stay, so no anchor goes from under them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.named = KeySet()
+
+    def take(self, replica: Replica) -> None:
+        for owner in replica.owners:
+            if owner.name.startswith("anchor-"):
+                self.named.add("anchor", "", owner.name.removeprefix("anchor-"))
+
+
+def first_read(
+    hub: Reader, kinds: HubKinds, scope: Scope, reads: Reads = SERIAL
+) -> tuple[OwnersWanted, KeySet]:
+    """Which owners to ask about, the anchors the hub has of each; and the anchors named by
+    the kinds read only for that."""
+    wanted = OwnersWanted()
+    for resource in kinds.swept:
+        for scan in scan_kind(hub, resource, scope, OwnersWanted, reads):
+            wanted.owners |= scan.owners
+            for owner, uids in scan.anchors.items():
+                wanted.anchors[owner] |= uids
+    named = KeySet()
+    for resource in kinds.owners_only:
+        for named_scan in scan_kind(hub, resource, scope, AnchorsNamed, reads):
+            named.update(named_scan.named)
+    return wanted, named.freeze()
+
+
+def read_project_answers(
+    projects: Reader | None, owners: set[UpstreamOwner], is_project: Callable[[str], bool]
+) -> dict[str, ProjectAnswer]:
+    """What the Project API says of every project some copy names (UNREAD without an API)."""
+    names = sorted({o.cluster for o in owners if is_project(o.cluster)})
+    if projects is None or not names:
+        return dict.fromkeys(names, ProjectAnswer.UNREAD)
+    return read_projects(projects, names)

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from gcjob.domain import (
     GATEWAY_GROUP,
+    GATEWAY_SYNC_LABEL,
     HTTPROUTE_KIND,
     REPLICATED_KINDS,
     UPSTREAM_CLUSTER_LABEL,
@@ -32,7 +33,7 @@ from gcjob.kube.access import Sink
 from gcjob.kube.discovery import resolve
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import Resource
-from gcjob.sweeps.copies.judge import GATEWAY_SYNC_LABEL, Replica
+from gcjob.model import Replica
 
 S = TypeVar("S", bound=Sink)
 

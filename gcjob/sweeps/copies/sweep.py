@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 
 from gcjob import preflight
 from gcjob.decide.grace import Graced, GraceSort
-from gcjob.decide.projects import check_project_api, judge_project
-from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import OwnerLookups, read_projects
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
@@ -36,8 +34,7 @@ from gcjob.model import (
     OwnerRead,
     Presence,
     ProjectAnswer,
-    ProjectCall,
-    ProjectState,
+    Replica,
     Sweep,
     UpstreamOwner,
     Verdict,
@@ -46,49 +43,25 @@ from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
-from gcjob.sweeps.copies.act import Rechecks, Target, delete_member
+from gcjob.sweeps.copies.act import (
+    Rechecks,
+    Target,
+    delete_member,
+    first_read,
+    read_project_answers,
+)
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
-    Replica,
     judge_group,
     judge_owner,
+    project_calls,
     understand,
 )
 from gcjob.sweeps.copies.scan import Discovering, HubKinds, hub_kinds, scan_kind
 
 SWEEP = Sweep.COPIES
 ANCHOR_SHAPED = frozenset({"ConfigMap"})
-
-
-class OwnersWanted(ObjectScan[Replica]):
-    """The first read: the owners the copies name, and the anchors the hub has of each."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.owners: set[UpstreamOwner] = set()
-        self.anchors: dict[UpstreamOwner, set[str]] = defaultdict(set)
-
-    def take(self, replica: Replica) -> None:
-        member = understand(replica)
-        if isinstance(member, Member):
-            self.owners.add(member.owner)
-            if member.anchor_uid is not None:
-                self.anchors[member.owner].add(member.anchor_uid)
-
-
-class AnchorsNamed(ObjectScan[Replica]):
-    """Objects of kinds read only for their anchors (dropped kinds, the routes sweep's
-    HTTPRoutes): the anchor UIDs they name stay, so no anchor goes from under them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.named = KeySet()
-
-    def take(self, replica: Replica) -> None:
-        for owner in replica.owners:
-            if owner.name.startswith("anchor-"):
-                self.named.add("anchor", "", owner.name.removeprefix("anchor-"))
 
 
 @dataclass
@@ -183,7 +156,7 @@ def sweep(run: Run) -> None:
         log.warning("copies sweep not run: %s", state.detail)
         return None
     try:
-        wanted, named_elsewhere = _first_read(run, kinds)
+        wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
     lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets)
@@ -191,7 +164,15 @@ def sweep(run: Run) -> None:
         lookups.load(wanted.owners)
     except Stopped as exc:
         return run.incomplete(SWEEP, "stopped while reading upstream owners", exc)
-    projects = _project_calls(run, wanted.owners, lookups)
+    projects, brake = project_calls(
+        wanted.owners,
+        run.is_project,
+        read_project_answers(run.projects, wanted.owners, run.is_project),
+        lookups.answered(),
+        settings.max_projects_gone,
+    )
+    if brake:
+        run.hold_brake(SWEEP, brake)
     facts = {o: OwnerFacts(projects[o.cluster], lookups.read(o)) for o in wanted.owners}
     calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
     if any(call.unknown for call in calls.values()):
@@ -269,22 +250,6 @@ def _denied(run: Run, kinds: HubKinds) -> list[str]:
         return []
 
 
-def _first_read(run: Run, kinds: HubKinds) -> tuple[OwnersWanted, KeySet]:
-    """Which owners to ask about, the anchors the hub has of each; and the anchors named by
-    the kinds read only for that."""
-    wanted = OwnersWanted()
-    for resource in kinds.swept:
-        for scan in scan_kind(run.hub, resource, run.scope, OwnersWanted, run.hub_reads):
-            wanted.owners |= scan.owners
-            for owner, uids in scan.anchors.items():
-                wanted.anchors[owner] |= uids
-    named = KeySet()
-    for resource in kinds.owners_only:
-        for named_scan in scan_kind(run.hub, resource, run.scope, AnchorsNamed, run.hub_reads):
-            named.update(named_scan.named)
-    return wanted, named.freeze()
-
-
 def _second_read(
     run: Run, kinds: HubKinds, calls: dict[UpstreamOwner, GroupCall]
 ) -> list[CopyScan]:
@@ -328,35 +293,6 @@ def _sort_group(
             sort.orphan(verdict, copy_evidence(member.owner, anchors), target)
         elif not sort.not_orphan(verdict, target):
             run.keep(SWEEP, verdict)
-
-
-def _project_calls(
-    run: Run, owners: set[UpstreamOwner], lookups: OwnerLookups
-) -> dict[str, ProjectCall]:
-    """Each cluster's project call: gone only on a trusted Project API's NotFound, and no
-    more of them than --max-projects-gone in one run."""
-    clusters = sorted({owner.cluster for owner in owners})
-    is_project = run.is_project
-    names = [c for c in clusters if is_project(c)]
-    answers: dict[str, ProjectAnswer] = dict.fromkeys(names, ProjectAnswer.UNREAD)
-    if run.projects is not None and names:
-        answers = read_projects(run.projects, names)
-    api = check_project_api(answers, [c for c in lookups.answered() if is_project(c)])
-    calls = {
-        c: judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
-        for c in clusters
-    }
-    gone = sorted(c for c, call in calls.items() if call.state is ProjectState.GONE)
-    limit = run.settings.max_projects_gone
-    if len(gone) > limit:
-        reason = (
-            f"projects brake: {len(gone)} projects found gone in one run exceed "
-            f"--max-projects-gone {limit}; none is taken as gone this run"
-        )
-        run.hold_brake(SWEEP, reason)
-        for c in gone:
-            calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)
-    return calls
 
 
 def _recheck(

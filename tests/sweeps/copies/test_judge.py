@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gcjob.domain import (
+    GATEWAY_SYNC_LABEL,
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
@@ -23,19 +24,18 @@ from gcjob.model import (
     Presence,
     ProjectCall,
     ProjectState,
+    Replica,
     UpstreamOwner,
     Verdict,
 )
 from gcjob.reasons import Reason
 from gcjob.settings import CLOCK_SKEW
 from gcjob.sweeps.copies.judge import (
-    GATEWAY_SYNC_LABEL,
     Member,
-    Replica,
     judge_group,
     understand,
 )
-from tests.builders import HUB_NS, MIN_AGE, NOW, OLD, PROTECTED, YOUNG
+from testbed.model import HUB_NS, MIN_AGE, NOW, OLD, PROTECTED, YOUNG
 
 OLD_UID = "11111111-1111-4111-8111-111111111111"
 NEW_UID = "22222222-2222-4222-8222-222222222222"
