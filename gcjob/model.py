@@ -251,6 +251,7 @@ class UpstreamView:
     gateways: frozenset[str] | None = None  # None: the lookup failed
     lookup_error: str = ""
     namespace_exists: bool | None = None  # None: not known
+    project: ProjectCall | None = None  # the project's state, where the cluster is one
 
 
 @dataclass(frozen=True, slots=True)

@@ -277,6 +277,9 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.UPSTREAM_CLUSTER_UNKNOWN,
         Reason.UPSTREAM_UNAVAILABLE,
         Reason.UPSTREAM_SUSPECT,
+        Reason.PROJECT_GONE,
+        Reason.PROJECT_TERMINATING,
+        Reason.OWNER_APPEARED,
     ),
     _COPIES: (
         Reason.OWNED,

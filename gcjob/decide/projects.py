@@ -12,7 +12,7 @@ Pure: the answers are read elsewhere (enumerate) and passed in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gcjob.domain import is_dns1123_label
@@ -93,3 +93,31 @@ def never_a_project(cluster: str) -> bool:
 
 def count_gone(calls: Iterable[ProjectCall]) -> int:
     return sum(call.state is ProjectState.GONE for call in calls)
+
+
+def project_calls(
+    clusters: Iterable[str],
+    is_project: Callable[[str], bool],
+    answers: Mapping[str, ProjectAnswer],
+    answered: Sequence[str],
+    max_gone: int,
+) -> tuple[dict[str, ProjectCall], str]:
+    """Each cluster's project call, and the projects brake's reason ("" when it holds
+    nothing): gone only on a trusted Project API's NotFound, and no more of them than
+    `max_gone` in one run (else none is taken as gone)."""
+    clusters = sorted(set(clusters))
+    api = check_project_api(answers, [c for c in answered if is_project(c)])
+    calls = {
+        c: judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
+        for c in clusters
+    }
+    gone = sorted(c for c, call in calls.items() if call.state is ProjectState.GONE)
+    if len(gone) <= max_gone:
+        return calls, ""
+    reason = (
+        f"projects brake: {len(gone)} projects found gone in one run exceed "
+        f"--max-projects-gone {max_gone}; none is taken as gone this run"
+    )
+    for c in gone:
+        calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)
+    return calls, reason

@@ -273,3 +273,13 @@ def read_projects(api: Reader, names: Iterable[str]) -> dict[str, ProjectAnswer]
         else:
             answers[name] = ProjectAnswer.FOUND
     return answers
+
+
+def read_project_answers(
+    projects: Reader | None, clusters: Iterable[str], is_project: Callable[[str], bool]
+) -> dict[str, ProjectAnswer]:
+    """What the Project API says of every project among `clusters` (UNREAD without an API)."""
+    names = sorted({c for c in clusters if is_project(c)})
+    if projects is None or not names:
+        return dict.fromkeys(names, ProjectAnswer.UNREAD)
+    return read_projects(projects, names)

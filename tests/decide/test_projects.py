@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.projects import check_project_api, judge_project
+from gcjob.decide.projects import check_project_api, judge_project, project_calls
 from gcjob.model import ProjectAnswer, ProjectState
 
 FOUND, GONE = ProjectAnswer.FOUND, ProjectAnswer.NOT_FOUND
@@ -64,3 +64,16 @@ def test_generated_answers_prove_gone_only_under_every_condition(
     if call.state is ProjectState.GONE:
         assert is_project and answer is ProjectAnswer.NOT_FOUND and answered
         assert all(answers.get(a) in (FOUND, ProjectAnswer.TERMINATING) for a in answered)
+
+
+def test_more_projects_gone_than_the_brake_allows_proves_none_gone():
+    answers = {"p1": FOUND, "a": GONE, "b": GONE, "c": GONE}
+
+    def is_project(name: str) -> bool:
+        return True
+
+    calls, brake = project_calls(answers, is_project, answers, ["p1"], max_gone=2)
+    assert "projects brake" in brake
+    assert {calls[n].state for n in "abc"} == {ProjectState.UNKNOWN}
+    calls, brake = project_calls(answers, is_project, answers, ["p1"], max_gone=3)
+    assert brake == "" and {calls[n].state for n in "abc"} == {ProjectState.GONE}

@@ -32,6 +32,7 @@ from testbed import schemas
 from testbed.cluster import ApiFailure, TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import gateway, route
 from testbed.report import Result, run_gcjob
 from testbed.servers import crds_dir
 
@@ -568,3 +569,60 @@ def test_explain_reaches_the_sweeps_verdict_for_a_copy_and_its_anchor(
         "1h",
     )
     assert outcome(result, "ConfigMap", anchor_name)[0] == "skipped"  # type: ignore[index]
+
+
+def test_a_deleted_projects_routes_go_as_project_gone_and_the_run_exits_zero(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """A route of a deleted project was kept as upstream-unavailable and failed every run;
+    the Project API proves it gone, and explain says so too."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    project_ns = upstream.namespace("project")
+    upstream.create(gateway(project_ns, "gw-live"))
+    ns = hub.namespace("ns")
+    for name, cluster in (("live-route", live), ("gone-route", gone)):
+        hub.create(
+            route(
+                ns,
+                name,
+                cluster_label=f"cluster-{cluster}",
+                upstream_namespace=project_ns,
+                parents=[{"name": "gw-live"}],
+            )
+        )
+    delete_project(upstream, milo, gone)
+    template = milo.url + MILO + "/{cluster}/control-plane"
+    upstream_args = [
+        "--upstream-kubeconfig",
+        milo_kubeconfig,
+        "--upstream-server-template",
+        template,
+    ]
+    doc = CliRunner().invoke(
+        cli,
+        [
+            "explain",
+            f"httproute/{ns}/gone-route",
+            "--hub-kubeconfig",
+            hub_kubeconfig,
+            *upstream_args,
+            *("--grace", "0s", "--min-age", "0s", "--output", "json"),
+        ],
+        standalone_mode=False,
+    )
+    verdict = json.loads(doc.stdout)["verdict"]
+    assert (verdict["action"], verdict["reason"]) == ("would-delete", "project-gone")
+    result = run_gcjob(
+        *gcjob_hub_args, *upstream_args, "--sweep", "routes", "--namespace", ns, "--delete"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("HTTPRoute", "gone-route") == ("deleted", "project-gone")
+    assert result.outcome("HTTPRoute", "live-route") is None  # healthy: counted only
+    assert hub.present("HTTPRoute", ns, "live-route")

@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 
 from gcjob.act.deleter import Deleter
 from gcjob.enumerate.keyset import KeySet
-from gcjob.enumerate.owners import read_projects
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import CONFIGMAPS, Resource
-from gcjob.model import Action, Outcome, ProjectAnswer, Replica, Sweep, UpstreamOwner, Verdict
+from gcjob.model import Action, Outcome, Replica, Sweep, UpstreamOwner, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.judge import Member, understand
@@ -133,13 +132,3 @@ def first_read(
         for named_scan in scan_kind(hub, resource, scope, AnchorsNamed, reads):
             named.update(named_scan.named)
     return wanted, named.freeze()
-
-
-def read_project_answers(
-    projects: Reader | None, owners: set[UpstreamOwner], is_project: Callable[[str], bool]
-) -> dict[str, ProjectAnswer]:
-    """What the Project API says of every project some copy names (UNREAD without an API)."""
-    names = sorted({o.cluster for o in owners if is_project(o.cluster)})
-    if projects is None or not names:
-        return dict.fromkeys(names, ProjectAnswer.UNREAD)
-    return read_projects(projects, names)

@@ -6,13 +6,14 @@ all, as the sweep's first read does, so it reaches the sweep's verdict, brake in
 from __future__ import annotations
 
 from gcjob.decide.explanation import Explanation, Target, graced
+from gcjob.decide.projects import project_calls
 from gcjob.decide.trace import Trace
-from gcjob.enumerate.owners import OwnerLookups
+from gcjob.enumerate.owners import OwnerLookups, read_project_answers
 from gcjob.marks import Rule, copy_evidence
 from gcjob.model import OwnerFacts, Verdict
 from gcjob.reasons import Reason
-from gcjob.sweeps.copies.act import first_read, read_project_answers
-from gcjob.sweeps.copies.judge import Member, judge_group, project_calls, understand
+from gcjob.sweeps.copies.act import first_read
+from gcjob.sweeps.copies.judge import Member, judge_group, understand
 from gcjob.sweeps.copies.scan import (
     COPY_SELECTOR,
     SECRET_SELECTOR,
@@ -62,10 +63,16 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
     group, named = _group(ctx, kinds, member)
     ctx.reads_for("owner-lookup")
     lookups = OwnerLookups(ctx.upstreams, read_secrets=ctx.read_upstream_secrets)
-    lookups.load(wanted.owners | {owner})
-    answers = read_project_answers(ctx.projects, wanted.owners | {owner}, ctx.is_project)
+    owners = wanted.owners | {owner}
+    lookups.load(owners)
+    clusters = {o.cluster for o in owners}
+    answers = read_project_answers(ctx.projects, clusters, ctx.is_project)
     calls, brake = project_calls(
-        wanted.owners | {owner}, ctx.is_project, answers, lookups.answered(), ctx.max_projects_gone
+        clusters,
+        ctx.is_project,
+        answers,
+        lookups.answered(),
+        ctx.max_projects_gone,
     )
     facts = OwnerFacts(calls[owner.cluster], lookups.read(owner))
     anchors = frozenset(wanted.anchors.get(owner, set()))

@@ -15,13 +15,12 @@ Each rule closes a way a live object could look orphaned (docs/rules.md, "Downst
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
 from gcjob.decide.common import check_owners, hold_back, is_anchor
-from gcjob.decide.projects import check_project_api, judge_project
 from gcjob.decide.trace import Trace
 from gcjob.domain import (
     ANCHOR_PREFIX,
@@ -40,8 +39,6 @@ from gcjob.model import (
     OwnerFacts,
     OwnerRef,
     Presence,
-    ProjectAnswer,
-    ProjectCall,
     ProjectState,
     Replica,
     UpstreamOwner,
@@ -388,31 +385,3 @@ def _judge_member(
             held_detail = f"{held_detail}; an orphan otherwise ({reason}: {detail})"
         return keep(held_reason, held_detail)
     return Verdict(ref, True, reason, detail, cluster=cluster)
-
-
-def project_calls(
-    owners: set[UpstreamOwner],
-    is_project: Callable[[str], bool],
-    answers: Mapping[str, ProjectAnswer],
-    answered: Sequence[str],
-    max_gone: int,
-) -> tuple[dict[str, ProjectCall], str]:
-    """Each cluster's project call, and the projects brake's reason ("" when it holds
-    nothing): gone only on a trusted Project API's NotFound, and no more of them than
-    `max_gone` in one run (else none is taken as gone)."""
-    clusters = sorted({owner.cluster for owner in owners})
-    api = check_project_api(answers, [c for c in answered if is_project(c)])
-    calls = {
-        c: judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
-        for c in clusters
-    }
-    gone = sorted(c for c, call in calls.items() if call.state is ProjectState.GONE)
-    if len(gone) <= max_gone:
-        return calls, ""
-    reason = (
-        f"projects brake: {len(gone)} projects found gone in one run exceed "
-        f"--max-projects-gone {max_gone}; none is taken as gone this run"
-    )
-    for c in gone:
-        calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)
-    return calls, reason

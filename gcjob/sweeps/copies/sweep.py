@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from gcjob import preflight
 from gcjob.decide.grace import Graced, GraceSort
-from gcjob.enumerate.owners import OwnerLookups, read_projects
+from gcjob.decide.projects import project_calls
+from gcjob.enumerate.owners import OwnerLookups, read_project_answers, read_projects
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
@@ -48,14 +49,12 @@ from gcjob.sweeps.copies.act import (
     Target,
     delete_member,
     first_read,
-    read_project_answers,
 )
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
     judge_group,
     judge_owner,
-    project_calls,
     understand,
 )
 from gcjob.sweeps.copies.scan import Discovering, HubKinds, hub_kinds, scan_kind
@@ -165,9 +164,9 @@ def sweep(run: Run) -> None:
     except Stopped as exc:
         return run.incomplete(SWEEP, "stopped while reading upstream owners", exc)
     projects, brake = project_calls(
-        wanted.owners,
+        {o.cluster for o in wanted.owners},
         run.is_project,
-        read_project_answers(run.projects, wanted.owners, run.is_project),
+        read_project_answers(run.projects, {o.cluster for o in wanted.owners}, run.is_project),
         lookups.answered(),
         settings.max_projects_gone,
     )
