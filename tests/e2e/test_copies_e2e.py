@@ -544,7 +544,7 @@ def test_explain_reaches_the_sweeps_verdict_for_a_copy_and_its_anchor(
     common = [
         *("--hub-kubeconfig", hub_kubeconfig, "--upstream-kubeconfig", milo_kubeconfig),
         *("--upstream-server-template", template, "--grace", "0s", "--min-age", "0s"),
-        *("--output", "json"),
+        *("--namespace", ns, "--output", "json"),  # the sweep's own scope, as below
     ]
 
     def explained(target: str) -> dict[str, Any]:
@@ -613,7 +613,7 @@ def test_a_deleted_projects_routes_go_as_project_gone_and_the_run_exits_zero(
             "--hub-kubeconfig",
             hub_kubeconfig,
             *upstream_args,
-            *("--grace", "0s", "--min-age", "0s", "--output", "json"),
+            *("--grace", "0s", "--min-age", "0s", "--namespace", ns, "--output", "json"),
         ],
         standalone_mode=False,
     )
