@@ -14,12 +14,18 @@ import click
 from click.core import ParameterSource
 
 from gcjob import __version__
-from gcjob.domain import is_dns1123_label, is_dns1123_subdomain, is_reserved_namespace
+from gcjob.domain import (
+    REPLICATED_KIND_NAMES,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_reserved_namespace,
+)
 from gcjob.exitcodes import ExitCode, table
 from gcjob.explain import parse_target
 from gcjob.lifecycle import run_explain, run_sweep
 from gcjob.model import Sweep
 from gcjob.settings import (
+    DEFAULT_CLOCK_SKEW,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_GRACE,
     DEFAULT_LIST_TIMEOUT,
@@ -32,7 +38,7 @@ from gcjob.settings import (
     parse_duration,
 )
 from gcjob.times import parse_time
-from gcjob.urls import outbound_problem
+from gcjob.urls import outbound_problem, project_api_problem
 from gcjob.visible import visible
 
 # Every flag's default is Settings' (a duration's, the constant Settings parses): one place.
@@ -257,6 +263,47 @@ EXCLUDE_NAMESPACE = _opt(
 @UPSTREAM_SERVER_TEMPLATE
 @GRACE
 @_opt(
+    "enforce",
+    type=CommaChoice([s.value for s in Sweep]),
+    multiple=True,
+    default=[s.value for s in DEFAULTS.enforce],
+    help="Sweep whose orphans --delete deletes (repeatable; default: "
+    + ", ".join(s.value for s in DEFAULTS.enforce)
+    + "); the others' it marks and reports as would-delete.",
+)
+@_opt(
+    "drop-copy-kind",
+    "drop_copy_kinds",
+    type=CommaList(),
+    multiple=True,
+    metavar="KIND",
+    help="A kind the copies sweep leaves alone (repeatable): Kind.group, e.g. "
+    "Secret, Gateway.gateway.networking.k8s.io.",
+)
+@_opt(
+    "project-api",
+    help="Milo's Project API (URL); default: derived from a Milo --upstream-server-template.",
+)
+@_opt(
+    "max-projects-gone",
+    type=click.IntRange(0),
+    default=DEFAULTS.max_projects_gone,
+    show_default=True,
+    help="Brake: most projects found gone in one run (0: none is ever taken as gone).",
+)
+@_opt(
+    "clock-skew",
+    type=Duration(),
+    default=DEFAULT_CLOCK_SKEW,
+    show_default=True,
+    help="How far the hub's and upstreams' clocks may be apart (re-created owners).",
+)
+@_opt(
+    "read-upstream-secrets",
+    is_flag=True,
+    help="Judge a replicated Secret by reading its upstream Secret (metadata only).",
+)
+@_opt(
     "max-marks",
     type=click.IntRange(0),
     default=DEFAULTS.max_marks,
@@ -438,6 +485,17 @@ def _settings(options: dict[str, Any]) -> Settings:
         problem = url and outbound_problem(url, secret_in_url=secret_in_url)
         if problem:
             raise click.BadParameter(problem, param_hint=_hint(flag))
+    unknown = [k for k in options["drop_copy_kinds"] if k not in REPLICATED_KIND_NAMES]
+    if unknown:
+        raise click.BadParameter(
+            f"{unknown[0]!r} is not a kind the copies sweep reads (one of: "
+            + ", ".join(REPLICATED_KIND_NAMES)
+            + ")",
+            param_hint=_hint("drop-copy-kind", "drop_copy_kinds"),
+        )
+    problem = options["project_api"] and project_api_problem(options["project_api"])
+    if problem:
+        raise click.BadParameter(problem, param_hint=_hint("project-api"))
     if not is_dns1123_label(options["lock_namespace"]):
         raise click.BadParameter(
             f"{options['lock_namespace']!r} is not a namespace name (DNS-1123 label)",
@@ -501,6 +559,12 @@ def _settings(options: dict[str, Any]) -> Settings:
         grace=options["grace"],
         max_marks=options["max_marks"],
         now=options["now"],
+        enforce=tuple(Sweep(s) for s in options["enforce"]),
+        drop_copy_kinds=tuple(options["drop_copy_kinds"]),
+        project_api=options["project_api"],
+        max_projects_gone=options["max_projects_gone"],
+        read_upstream_secrets=options["read_upstream_secrets"],
+        clock_skew=options["clock_skew"],
     )
 
 

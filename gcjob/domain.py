@@ -34,6 +34,8 @@ NEVER_DELETED_SECRET_TYPES = (
     "helm.sh/release.v1",
     "bootstrap.kubernetes.io/token",
 )
+# NSO copies a ConfigMap or Secret to the hub only when it carries this label (any value).
+GATEWAY_SYNC_LABEL = "networking.datumapis.com/gateway-sync"
 # The name prefix of an anchor ConfigMap (docs/rules.md "Anchors"): `anchor-<uid>`.
 ANCHOR_PREFIX = "anchor-"
 
@@ -89,3 +91,48 @@ def decode_cluster_label(value: str) -> str | None:
         return None
     name = value.removeprefix("cluster-").replace("_", "/").removeprefix("/")
     return name or None
+
+
+# (group, kind): NSO's resource replicator's defaults (ConfigMaps and Secrets only when
+# labelled gateway-sync; anchors are ConfigMaps), and what its gateway controller writes.
+REPLICATED_KINDS: tuple[tuple[str, str], ...] = (
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("gateway.envoyproxy.io", "Backend"),
+    ("gateway.envoyproxy.io", "BackendTrafficPolicy"),
+    ("gateway.envoyproxy.io", "SecurityPolicy"),
+    ("gateway.envoyproxy.io", "HTTPRouteFilter"),
+    (GATEWAY_GROUP, "BackendTLSPolicy"),
+    (GATEWAY_GROUP, "Gateway"),
+    ("networking.datumapis.com", "TrafficProtectionPolicy"),
+    ("networking.datumapis.com", "HTTPProxy"),
+    ("networking.datumapis.com", "NetworkContext"),
+    ("networking.datumapis.com", "Subnet"),
+    ("networking.datumapis.com", "Connector"),
+    ("discovery.k8s.io", "EndpointSlice"),
+)
+
+
+def kind_name(group: str, kind: str) -> str:
+    """How a kind is named in flags and reports: `Kind.group`, or `Kind` for the core group."""
+    return f"{kind}.{group}" if group else kind
+
+
+REPLICATED_KIND_NAMES = tuple(kind_name(group, kind) for group, kind in REPLICATED_KINDS)
+# Their resources' names, as RBAC names them (the sweep itself takes them from discovery).
+REPLICATED_PLURALS: dict[tuple[str, str], str] = {
+    ("", "ConfigMap"): "configmaps",
+    ("", "Secret"): "secrets",
+    ("gateway.envoyproxy.io", "Backend"): "backends",
+    ("gateway.envoyproxy.io", "BackendTrafficPolicy"): "backendtrafficpolicies",
+    ("gateway.envoyproxy.io", "SecurityPolicy"): "securitypolicies",
+    ("gateway.envoyproxy.io", "HTTPRouteFilter"): "httproutefilters",
+    (GATEWAY_GROUP, "BackendTLSPolicy"): "backendtlspolicies",
+    (GATEWAY_GROUP, "Gateway"): "gateways",
+    ("networking.datumapis.com", "TrafficProtectionPolicy"): "trafficprotectionpolicies",
+    ("networking.datumapis.com", "HTTPProxy"): "httpproxies",
+    ("networking.datumapis.com", "NetworkContext"): "networkcontexts",
+    ("networking.datumapis.com", "Subnet"): "subnets",
+    ("networking.datumapis.com", "Connector"): "connectors",
+    ("discovery.k8s.io", "EndpointSlice"): "endpointslices",
+}

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from gcjob import sweeps
 from gcjob.decide.explanation import Conclusion, Explanation, Target, conclusion
+from gcjob.decide.projects import never_a_project
 from gcjob.decide.trace import Trace
 from gcjob.domain import is_dns1123_label, is_dns1123_subdomain
 from gcjob.enumerate.recording import ReadLog, RecordingReader, RecordingUpstreams
@@ -21,7 +22,9 @@ from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamSource
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
+from gcjob.kube.resources import REPLICATED_RESOURCES
 from gcjob.reasons import Reason
+from gcjob.settings import Settings
 from gcjob.sweeps.explaining import Explaining
 
 __all__ = ["Explainer", "Explanation", "Target", "parse_target"]
@@ -37,6 +40,9 @@ KINDS: dict[str, str] = {
     "rb": "ResourceBinding",
     "httproute": "HTTPRoute",
     "httproutes": "HTTPRoute",
+    # The kinds the copies sweep reads beyond ConfigMaps and Secrets: kind, lowercase.
+    **{kind.lower(): kind for kind in REPLICATED_RESOURCES},
+    **{resource.plural: kind for kind, resource in REPLICATED_RESOURCES.items()},
 }
 
 
@@ -49,7 +55,7 @@ def parse_target(text: str) -> Target:
     if kind.lower() not in KINDS:
         raise ValueError(
             f"target kind {kind!r} is not one of configmap (cm), secret, resourcebinding (rb), "
-            "httproute"
+            "httproute, or a kind NSO copies (connector, gateway, httpproxy, ...)"
         )
     if not is_dns1123_label(namespace):
         raise ValueError(f"target namespace {namespace!r} is not a namespace name (DNS-1123 label)")
@@ -68,8 +74,15 @@ class Explainer:
         scope: Scope | None = None,
         suspect_min_routes: int = 0,
         grace: timedelta = timedelta(0),
+        *,
+        settings: Settings | None = None,
+        projects: Reader | None = None,
+        is_project: Callable[[str], bool] | None = None,
     ) -> None:
+        """`settings`, `projects`, `is_project`: what the copies sweep reads by (its flags,
+        Milo's Project API, which clusters are projects)."""
         log = ReadLog()
+        copies = settings if settings is not None else Settings()
         self.ctx = Explaining(
             log,
             RecordingReader(hub, log),
@@ -79,6 +92,12 @@ class Explainer:
             grace,
             scope if scope is not None else Scope(),
             suspect_min_routes,
+            projects=None if projects is None else RecordingReader(projects, log, "projects: "),
+            is_project=is_project or never_a_project,
+            drop_copy_kinds=copies.drop_copy_kinds,
+            read_upstream_secrets=copies.read_upstream_secrets,
+            max_projects_gone=copies.max_projects_gone,
+            clock_skew=copies.clock_skew,
         )
 
     @property

@@ -24,11 +24,12 @@ from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
+from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
 from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
-from gcjob.kube.connect import UpstreamResolver, hub_client
+from gcjob.kube.connect import UpstreamResolver, hub_client, project_api_from_template
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.reader import Reader
 from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
@@ -143,6 +144,8 @@ def _new_run(
         sources.upstreams,
         run_id,
         marker,
+        projects=sources.projects,
+        is_project=sources.is_project,
     )
 
 
@@ -268,6 +271,9 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
             scope=Scope(settings.namespaces, frozenset(settings.exclude_namespaces)),
             suspect_min_routes=settings.suspect_min_routes,
             grace=settings.grace,
+            settings=settings,
+            projects=sources.projects,
+            is_project=sources.is_project,
         )
         access = sources.access
 
@@ -315,6 +321,8 @@ class Sources:
     upstreams: SnapshotUpstreams | LiveUpstreams | None
     make_access: Callable[..., KubeAccess]
     snapshot_hub: SnapshotStore | None = None
+    projects: KubeAccess | None = None  # Milo's Project API
+    is_project: Callable[[str], bool] = never_a_project
 
 
 def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
@@ -374,10 +382,19 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
     client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
     access = make_access(client, "hub")
     live: LiveUpstreams | None = None
+    projects: KubeAccess | None = None
+    is_project: Callable[[str], bool] = never_a_project
     if settings.upstream_kubeconfig or settings.upstream_server_template:
         resolver = UpstreamResolver(settings.upstream_kubeconfig, settings.upstream_server_template)
         live = LiveUpstreams(resolver, make_upstream_access)
-    return Sources(access, access, settings.now or datetime.now(UTC), live, make_access)
+        api = settings.project_api or project_api_from_template(settings.upstream_server_template)
+        if api is not None and resolver.server_template:
+            # Counted with the upstreams; no cluster can be named with parentheses.
+            target = "upstream/(project api)"
+            projects = make_upstream_access(resolver.project_api_client(api), target)
+            is_project = resolver.is_project
+    now = settings.now or datetime.now(UTC)
+    return Sources(access, access, now, live, make_access, None, projects, is_project)
 
 
 def _check_writable(path: str) -> None:

@@ -35,8 +35,12 @@ from gcjob.domain import (
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
     REFERRERS_ANNOTATION,
+    UPSTREAM_GROUP_LABEL,
+    UPSTREAM_KIND_LABEL,
+    UPSTREAM_NAME_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
 )
-from gcjob.model import Mark, ObjectRef, ParentRef
+from gcjob.model import Mark, ObjectRef, ParentRef, UpstreamOwner
 
 Op = dict[str, Any]
 
@@ -102,6 +106,7 @@ class Rule(StrEnum):
     COMPANION_BINDING = "companion-binding"
     BINDING = "binding"
     ROUTE = "route"
+    COPY = "copy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +175,32 @@ def route_evidence(
             (pointer("spec", "parentRefs", str(i), "name"), parent.name)
             for i, parent in enumerate(parents)
         ),
+    )
+
+
+def copy_evidence(owner: UpstreamOwner, anchors: Sequence[str]) -> Evidence:
+    """A downstream copy or anchor rests on its upstream owner's identity (the five labels)
+    and the anchor UIDs it belongs to: why the owner is gone (its project, its namespace,
+    itself) may change and the clock keeps; another owner or anchor restarts it."""
+    # The cluster label is guarded by the digest alone: its older spelling (`cluster-_p`)
+    # decodes to the same cluster.
+    labels = (
+        (UPSTREAM_GROUP_LABEL, owner.group),
+        (UPSTREAM_KIND_LABEL, owner.kind),
+        (UPSTREAM_NAMESPACE_LABEL, owner.namespace),
+        (UPSTREAM_NAME_LABEL, owner.name),
+    )
+    return Evidence(
+        Rule.COPY,
+        (
+            ("cluster", owner.cluster),
+            ("group", owner.group),
+            ("kind", owner.kind),
+            ("namespace", owner.namespace),
+            ("name", owner.name),
+            ("anchors", ",".join(sorted(anchors))),
+        ),
+        tuple((pointer("metadata", "labels", key), value) for key, value in labels),
     )
 
 

@@ -7,6 +7,7 @@ Secret's payload survives the read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum, StrEnum
@@ -30,6 +31,7 @@ class Sweep(StrEnum):
     COMPANIONS = "companions"
     BINDINGS = "bindings"
     ROUTES = "routes"
+    COPIES = "copies"
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,3 +251,90 @@ class UpstreamView:
     gateways: frozenset[str] | None = None  # None: the lookup failed
     lookup_error: str = ""
     namespace_exists: bool | None = None  # None: not known
+    project: ProjectCall | None = None  # the project's state, where the cluster is one
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """A hub object of a kind NSO copies (or an anchor), as read: metadata only."""
+
+    ref: ObjectRef
+    group: str  # its own API group, "" for the core group
+    labels: Mapping[str, str]  # the five upstream labels and gateway-sync, only
+    owners: tuple[OwnerRef, ...] = ()  # every ownerReference, controller or not
+    protect: Protect = ()
+
+
+# What the upstream clusters and Milo's Project API say of the owners of downstream copies,
+# shared by the routes and downstream-copies sweeps: enumerate/owners.py reads it,
+# decide/projects.py and the sweeps' judgements judge on it.
+@dataclass(frozen=True, slots=True, order=True)
+class UpstreamOwner:
+    """The upstream object a downstream copy copies: what its five labels name."""
+
+    cluster: str
+    group: str  # "" for the core group
+    kind: str
+    namespace: str  # "" for a cluster-scoped owner
+    name: str
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{kind} {where} on upstream cluster {self.cluster}"
+
+
+class Presence(Enum):
+    PRESENT = "present"
+    TERMINATING = "being deleted"
+    GONE = "proven gone"  # a NotFound naming it
+    UNKNOWN = "not known"  # not read, or the read failed: never proof
+    NOT_ASKED = "not asked"  # not read by choice (customers' Secrets): never proof, no error
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRead:
+    """What one upstream cluster said of one owner this run."""
+
+    cluster_available: bool
+    cluster_detail: str = ""
+    resolved: bool = False  # its group and kind map to exactly one upstream resource
+    resolve_detail: str = ""
+    namespace: Presence = Presence.UNKNOWN
+    owner: Presence = Presence.UNKNOWN
+    owner_uid: str = ""  # when present
+    owner_created: datetime | None = None
+    detail: str = ""  # why a read failed
+
+
+class ProjectAnswer(Enum):
+    """What the Project API said of one project, as read."""
+
+    FOUND = "found"
+    TERMINATING = "being deleted"  # found, with a deletionTimestamp: Milo purges it
+    NOT_FOUND = "not found"  # a NotFound Status naming projects/<name> in Milo's group
+    UNREAD = "not read"  # anything else: an error, a 404 naming something else, not asked
+
+
+class ProjectState(Enum):
+    """The judgement on one project (decide/projects.py), for the sweeps resting on it."""
+
+    NOT_A_PROJECT = "not a project"  # a kubeconfig context, `single`: never a project
+    PRESENT = "present"
+    TERMINATING = "being deleted"
+    GONE = "gone"
+    UNKNOWN = "not known"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectCall:
+    state: ProjectState
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerFacts:
+    """Everything known of one owner: its project's state and its cluster's answers."""
+
+    project: ProjectCall
+    read: OwnerRead

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.resources import (
@@ -41,8 +42,19 @@ SWEEP_NEEDS: dict[Sweep, tuple[tuple[Resource, tuple[str, ...]], ...]] = {
     ),
     Sweep.BINDINGS: ((RESOURCEBINDINGS, READ_DELETE), (CONFIGMAPS, READ), (SECRETS, READ)),
     Sweep.ROUTES: ((HTTPROUTES, READ_DELETE),),
+    # The copies sweep's kinds are those the hub serves: it asks for itself once it knows
+    # them, and a hub identity not granted them yet skips that sweep, not the run (copies).
 }
 LEASE_VERBS = ("get", "create", "update")
+# The copies sweep asks for its own (gcjob/sweeps/copies/sweep.py), once it knows which kinds
+# the hub serves; what the RBAC must grant for all of them is this.
+COPIES_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = (
+    *(
+        (Resource(group, "", REPLICATED_PLURALS[(group, kind)], kind), READ_DELETE)
+        for group, kind in REPLICATED_KINDS
+    ),
+    (HTTPROUTES, ("list",)),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +74,7 @@ def needed(settings: Settings) -> list[Permission]:
     scopes: tuple[str | None, ...] = settings.namespaces or (None,)
     wanted: dict[Permission, None] = {}
     for sweep in settings.sweeps:
-        for resource, verbs in SWEEP_NEEDS[sweep]:
+        for resource, verbs in SWEEP_NEEDS.get(sweep, ()):
             for namespace in scopes:
                 for verb in verbs:
                     wanted[Permission(verb, resource, namespace)] = None
@@ -70,6 +82,19 @@ def needed(settings: Settings) -> list[Permission]:
         for verb in LEASE_VERBS:
             wanted[Permission(verb, LEASES, settings.lock_namespace)] = None
     return list(wanted)
+
+
+def needed_for(
+    resources: Iterable[tuple[Resource, tuple[str, ...]]], settings: Settings
+) -> list[Permission]:
+    """The permissions on these resources, in every namespace the run sweeps."""
+    scopes: tuple[str | None, ...] = settings.namespaces or (None,)
+    return [
+        Permission(verb, resource, namespace)
+        for resource, verbs in resources
+        for namespace in scopes
+        for verb in verbs
+    ]
 
 
 def review(permission: Permission, name: str | None = None) -> dict[str, object]:

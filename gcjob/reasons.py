@@ -14,7 +14,7 @@ from typing import Final
 
 ALL: Final = "all"  # a reason any sweep can report
 EXPLAIN: Final = "explain"  # a reason only `gcjob explain` reports, never the sweep's report
-SCOPES: Final = (ALL, "companions", "bindings", "routes", EXPLAIN)
+SCOPES: Final = (ALL, "companions", "bindings", "routes", "copies", EXPLAIN)
 
 
 class Reason(StrEnum):
@@ -77,6 +77,22 @@ class Reason(StrEnum):
     UPSTREAM_CLUSTER_UNKNOWN = "upstream-cluster-unknown"
     UPSTREAM_UNAVAILABLE = "upstream-unavailable"
     UPSTREAM_SUSPECT = "upstream-suspect"
+    # Routes and downstream copies: the project and the owner.
+    PROJECT_GONE = "project-gone"
+    PROJECT_TERMINATING = "project-terminating"
+    OWNER_GONE = "owner-gone"
+    # Downstream copies.
+    OWNER_EXISTS = "owner-exists"
+    OWNER_RECREATED = "owner-recreated"
+    OWNER_TERMINATING = "owner-terminating"
+    OWNER_UNRESOLVED = "owner-unresolved"
+    UPSTREAM_NAMESPACE_TERMINATING = "upstream-namespace-terminating"
+    NOT_A_COPY = "not-a-copy"
+    LABEL_AT_LIMIT = "label-at-limit"
+    UPSTREAM_GROUP_NOT_UNDERSTOOD = "upstream-group-not-understood"
+    ANCHOR_OWNS_KEPT_COPY = "anchor-owns-kept-copy"
+    OWNER_APPEARED = "owner-appeared"
+    OWNER_NOT_READ = "owner-not-read"
     # `gcjob explain` only.
     NOT_FOUND = "not-found"
 
@@ -164,9 +180,40 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.UPSTREAM_UNAVAILABLE: "its upstream cluster could not be read: kept, the run exits 3",
     Reason.UPSTREAM_SUSPECT: "its upstream cluster looked emptied (--suspect-min-routes): kept",
     Reason.NOT_FOUND: "`gcjob explain`: the object named does not exist",
+    Reason.PROJECT_GONE: (
+        "its upstream project is proven gone by the Project API (a NotFound naming it, while the "
+        "API found every project whose control plane answered): an orphan"
+    ),
+    Reason.PROJECT_TERMINATING: "its upstream project is being deleted (Milo finalizes it): kept",
+    Reason.OWNER_GONE: "a NotFound names its upstream owner, in a namespace that exists: an orphan",
+    Reason.OWNER_EXISTS: "its upstream owner exists, with the UID its anchor names (healthy)",
+    Reason.OWNER_RECREATED: (
+        "its upstream owner was deleted and re-created under the same name; this belonged to "
+        "the old one, and NSO has caught up with the new one: an orphan"
+    ),
+    Reason.OWNER_TERMINATING: "its upstream owner is being deleted (NSO finalizes it): kept",
+    Reason.OWNER_UNRESOLVED: (
+        "its owner's group and kind map to no single resource upstream (or the wrong scope): kept"
+    ),
+    Reason.UPSTREAM_NAMESPACE_TERMINATING: "its upstream namespace is being deleted: kept",
+    Reason.NOT_A_COPY: "its labels do not describe a copy NSO writes (name, group or kind): kept",
+    Reason.LABEL_AT_LIMIT: "an upstream label is 63 characters long and may be cut short: kept",
+    Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD: (
+        "its upstream-group label is not a group NSO writes (`core`, `v1`, malformed): kept"
+    ),
+    Reason.OWNER_NOT_READ: (
+        "its upstream owner is a Secret, not read without --read-upstream-secrets: kept unless "
+        "its project or upstream namespace is gone"
+    ),
+    Reason.OWNER_APPEARED: (
+        "on the live second look before deleting, its owner or project is no longer proven gone"
+    ),
+    Reason.ANCHOR_OWNS_KEPT_COPY: (
+        "an orphaned anchor that owns a copy which is kept: the garbage collector would take it"
+    ),
 }
 
-_COMPANIONS, _BINDINGS, _ROUTES = "companions", "bindings", "routes"
+_COMPANIONS, _BINDINGS, _ROUTES, _COPIES = "companions", "bindings", "routes", "copies"
 _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
     ALL: (
         Reason.TOO_YOUNG,
@@ -230,6 +277,32 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.UPSTREAM_CLUSTER_UNKNOWN,
         Reason.UPSTREAM_UNAVAILABLE,
         Reason.UPSTREAM_SUSPECT,
+        Reason.PROJECT_GONE,
+        Reason.PROJECT_TERMINATING,
+        Reason.OWNER_APPEARED,
+    ),
+    _COPIES: (
+        Reason.OWNED,
+        Reason.LABELS_MISSING,
+        Reason.CLUSTER_LABEL_MALFORMED,
+        Reason.UPSTREAM_NAMESPACE_MALFORMED,
+        Reason.UPSTREAM_UNAVAILABLE,
+        Reason.UPSTREAM_NAMESPACE_GONE,
+        Reason.PROJECT_GONE,
+        Reason.PROJECT_TERMINATING,
+        Reason.OWNER_GONE,
+        Reason.OWNER_EXISTS,
+        Reason.OWNER_RECREATED,
+        Reason.OWNER_TERMINATING,
+        Reason.OWNER_UNRESOLVED,
+        Reason.UPSTREAM_NAMESPACE_TERMINATING,
+        Reason.NOT_A_COPY,
+        Reason.LABEL_AT_LIMIT,
+        Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD,
+        Reason.ANCHOR_OWNS_KEPT_COPY,
+        Reason.OWNER_APPEARED,
+        Reason.OWNER_NOT_READ,
+        Reason.UPSTREAM_NOT_READ,
     ),
     EXPLAIN: (Reason.OUT_OF_SCOPE, Reason.NOT_FOUND),
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +12,7 @@ from gcjob.act.brake import BrakeLimits, brake_reason
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
+from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -102,6 +103,8 @@ class Run:
     brakes: list[str] = field(default_factory=list)  # each brake that engaged, named, once
     namespace_check: NamespaceCheck = field(default_factory=NamespaceCheck)  # --namespace found?
     upstream_index: UpstreamIndex | None = None
+    projects: Reader | None = None  # Milo's Project API, when there is one
+    is_project: Callable[[str], bool] = never_a_project  # reached through the template
     hub_reads: Reads = SERIAL  # set by sweeps.execute for the run's length
     upstream_reads: Reads = SERIAL
 
@@ -129,6 +132,10 @@ class Run:
             by_reason[outcome.reason] = by_reason.get(outcome.reason, 0) + 1
         if outcome.reason == Reason.BRAKE:
             self._brake_held(outcome.sweep, outcome.detail)
+
+    def hold_brake(self, sweep: Sweep, reason: str) -> None:
+        """A brake of the sweep's own (not one item's) held something back."""
+        self._brake_held(sweep, reason)
 
     def _brake_held(self, sweep: Sweep, reason: str) -> None:
         """A brake held something of `sweep` back: said in its state (once per brake), and

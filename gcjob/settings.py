@@ -25,6 +25,7 @@ DEFAULT_READ_TIMEOUT = "15s"
 DEFAULT_LIST_TIMEOUT = "2m"
 DEFAULT_MAX_MARKS = 500
 DEFAULT_MAX_WRITES = 1000
+DEFAULT_CLOCK_SKEW = "5m"
 # ASCII digits only: `\d` and float() would also read Arabic-Indic or full-width digits.
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 _SECONDS = re.compile(_NUMBER)
@@ -57,6 +58,7 @@ GRACE = parse_duration(DEFAULT_GRACE)
 MIN_AGE = parse_duration(DEFAULT_MIN_AGE)
 TIMEOUT = parse_duration(DEFAULT_TIMEOUT)
 UPSTREAM_MAX_TIME = parse_duration(DEFAULT_UPSTREAM_MAX_TIME)
+CLOCK_SKEW = parse_duration(DEFAULT_CLOCK_SKEW)
 
 
 def _seconds(duration: str) -> float:
@@ -105,4 +107,14 @@ class Settings:
     notify_webhook: str | None = None
     grace: timedelta = GRACE
     max_marks: int = DEFAULT_MAX_MARKS
+    # The sweeps whose orphans a --delete run deletes; the others' it marks and reports as
+    # would-delete. The downstream-copies sweep lands report-only: an operator enforces it.
+    enforce: tuple[Sweep, ...] = (Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES)
+    drop_copy_kinds: tuple[str, ...] = ()  # kinds the copies sweep leaves alone (Kind.group)
+    project_api: str | None = None  # Milo's Project API; else derived from the template
+    max_projects_gone: int = 3  # the projects brake: most projects found gone in one run
+    read_upstream_secrets: bool = False  # judge a Secret copy by reading its upstream Secret
+    # How far the hub's and the upstreams' clocks may be apart: an owner counts as re-created
+    # only when created after its old anchor by more than this.
+    clock_skew: timedelta = CLOCK_SKEW
     now: datetime | None = None  # decide as of this time (--now, for tests and replays)

@@ -17,6 +17,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def project_api_problem(url: str) -> str | None:
+    """Why the Project API may not be `url`: it receives the upstream credentials, so
+    https only (http to loopback), no userinfo, no path beyond the server's prefix query."""
+    problem = outbound_problem(url, secret_in_url=False)
+    if problem is not None:
+        return problem
+    parts = urlsplit(url)
+    if parts.scheme == "http" and not is_loopback(parts.hostname or ""):
+        return "must be https:// (http:// would send the upstream token in cleartext)"
+    if parts.query or parts.fragment:
+        return "must not have a query or fragment"
+    return None
+
+
 def outbound_problem(url: str, *, secret_in_url: bool) -> str | None:
     """Why gcjob must not send to `url`, or None. Never echoes the URL (it may hold a secret).
 

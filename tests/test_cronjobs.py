@@ -17,7 +17,14 @@ import yaml
 from gcjob.settings import parse_duration
 
 CRONJOBS = Path(__file__).parents[1] / "cronjobs"
-RENDERED = ("overlays/dry-run", "overlays/enforce", "rollout", "rbac/hub", "rbac/upstream")
+RENDERED = (
+    "overlays/dry-run",
+    "overlays/enforce",
+    "rollout",
+    "rbac/hub",
+    "rbac/upstream",
+    "rbac/projects",
+)
 READ_TIMEOUT = 15  # gcjob's --read-timeout default: the request in flight when it stops
 SCHEDULE_PERIOD = 300  # */5 * * * *
 

@@ -11,7 +11,7 @@ import yaml
 
 from gcjob.kube.resources import HTTPROUTES, LEASES, SECRETS
 from gcjob.model import Sweep
-from gcjob.preflight import Permission, needed, review
+from gcjob.preflight import COPIES_NEEDS, Permission, needed, needed_for, review
 from gcjob.settings import Settings
 
 HUB_RBAC = Path(__file__).parents[1] / "cronjobs/rbac/hub"
@@ -48,8 +48,9 @@ USED_WITHOUT_PREFLIGHT = {("", "namespaces", "get")}
 
 
 def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
-    settings = Settings(delete=True)
-    permissions = needed(settings)
+    settings = Settings(delete=True, enforce=tuple(Sweep))
+    # The copies sweep asks for its kinds' permissions itself, once discovery named them.
+    permissions = needed(settings) + needed_for(COPIES_NEEDS, settings)
 
     for permission in permissions:
         name = settings.lock_name if permission.resource is LEASES else None

@@ -20,6 +20,23 @@ SWEEP_OF = {
     "Secret": Sweep.COMPANIONS,
     "ResourceBinding": Sweep.BINDINGS,
     "HTTPRoute": Sweep.ROUTES,
+    **dict.fromkeys(
+        (
+            "Backend",
+            "BackendTrafficPolicy",
+            "SecurityPolicy",
+            "HTTPRouteFilter",
+            "BackendTLSPolicy",
+            "Gateway",
+            "TrafficProtectionPolicy",
+            "HTTPProxy",
+            "NetworkContext",
+            "Subnet",
+            "Connector",
+            "EndpointSlice",
+        ),
+        Sweep.COPIES,
+    ),
 }
 
 

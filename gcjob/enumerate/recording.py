@@ -4,7 +4,7 @@ it is evidence for."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -54,6 +54,18 @@ class RecordingReader:
 
     def close_idle(self) -> None:
         self.inner.close_idle()
+
+    def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None:
+        """Discovery of a group, where the reader read answers it (a live API)."""
+        inner = getattr(self.inner, "kinds", None)
+        if inner is None:
+            raise KubeError("this source answers no discovery (a snapshot)")
+        answer: Mapping[str, tuple[Resource, ...]] | None = self._read(
+            f"discovery {group or 'core'}",
+            lambda: inner(group),
+            lambda found: "not served" if found is None else f"{len(found)} kinds",
+        )
+        return answer
 
     def served(self, resource: Resource) -> bool:
         return self._read(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -17,7 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import jsonpointer
 
-from gcjob.kube import requests
+from gcjob.kube import discovery, requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
 from gcjob.kube.requests import Request
@@ -240,6 +240,30 @@ class KubeAccess(ListsByFolding):
 
     def close_idle(self) -> None:
         self.transport.close_idle()
+
+    def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None:
+        """The kinds this API serves in a group, in every version it serves (the preferred
+        first: a kind served in several versions is that version's); None when the group is
+        not served (a 404 for it). Raises when it cannot tell."""
+        versions = ["v1"]
+        if group:
+            request = requests.group_discovery(group)
+            response = self._send(request)
+            if response.status == 404:
+                return None
+            versions = discovery.versions(_expect_ok(response, request))
+            if not versions:
+                raise ApiError(response.status, "Malformed", "no version named", request.path)
+        found: list[Mapping[str, tuple[Resource, ...]]] = []
+        for version in versions:
+            request = requests.version_discovery(group, version)
+            response = self._send(request)
+            if response.status == 404:
+                continue  # listed, yet not served (yet): its kinds are not
+            found.append(discovery.resources_by_kind(group, version, _expect_ok(response, request)))
+        if not found and not group:
+            return None
+        return discovery.merge_versions(found)
 
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""

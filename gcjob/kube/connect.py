@@ -303,6 +303,23 @@ class UpstreamResolver:
         assert self.server_template is not None
         return self.server_template.replace("{cluster}", quote(cluster, safe=""))
 
+    def is_project(self, cluster: str) -> bool:
+        """Only a cluster reached through the template is a Milo project; a kubeconfig
+        context (and `single`) never is."""
+        return bool(self.server_template) and cluster not in self._contexts
+
+    def project_api_client(self, url: str) -> ApiClient:
+        """A client for Milo's Project API at `url`, with the template's credentials (the
+        same identity that reads the projects' control planes)."""
+        assert self.kubeconfig is not None and self.server_template is not None
+        with self._template_lock:
+            if self._template_base is None:
+                self._template_base = _from_kubeconfig(self.kubeconfig, None)
+            base = self._template_base
+        configuration = copy.copy(base)
+        configuration.host = url
+        return _client(configuration, "the Project API")
+
     def client_for(self, cluster: str) -> ApiClient:
         assert self.kubeconfig is not None
         if cluster in self._contexts:
@@ -319,6 +336,17 @@ class UpstreamResolver:
 
 
 _HOST = re.compile(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]")
+# Milo serves each project's control plane below the project itself.
+MILO_CONTROL_PLANE = "/apis/resourcemanager.miloapis.com/v1alpha1/projects/{cluster}/control-plane"
+
+
+def project_api_from_template(template: str | None) -> str | None:
+    """The Project API's URL when the template is Milo's control-plane path (the server
+    before it), else None: a template of another shape names no Project API."""
+    if template is None:
+        return None
+    base, found, rest = template.partition(MILO_CONTROL_PLANE)
+    return base if found and rest in ("", "/") and base else None
 
 
 def check_server_template(template: str) -> None:

@@ -225,9 +225,14 @@ def _shared(key: str, value: str) -> str:
     return value if key == UPSTREAM_NAME_LABEL else sys.intern(value)
 
 
-def route(obj: Obj) -> Route:
+def labels_of(obj: Obj, keys: tuple[str, ...]) -> dict[str, str]:
+    """Only these labels, where set to a string; every other label is dropped on read."""
     meta = _meta(obj)
-    labels = {k: _shared(k, v) for k in ROUTE_LABELS if (v := _label(meta, k)) is not None}
+    return {k: _shared(k, v) for k in keys if (v := _label(meta, k)) is not None}
+
+
+def route(obj: Obj) -> Route:
+    labels = labels_of(obj, ROUTE_LABELS)
     refs = _str_map(obj.get("spec")).get("parentRefs")
     parents = tuple(_parent_ref(p) for p in refs) if isinstance(refs, list) else ()
     return Route(

@@ -37,6 +37,16 @@ def discovery(resource: Resource) -> Request:
     return Request("GET", resource.group_version_path)
 
 
+def group_discovery(group: str) -> Request:
+    """An APIGroup (its versions); the core group has one version and no such document."""
+    return Request("GET", f"/apis/{group}")
+
+
+def version_discovery(group: str, version: str) -> Request:
+    """An APIResourceList: the resources of one group version."""
+    return Request("GET", f"/apis/{group}/{version}" if group else f"/api/{version}")
+
+
 def list_page(
     resource: Resource,
     *,

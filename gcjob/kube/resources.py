@@ -42,9 +42,39 @@ WORKLOADDEPLOYMENTS = Resource(
 RESOURCEBINDINGS = Resource("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding")
 HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
 GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
+# Milo's projects (cluster-scoped): a project's upstream control plane is served below its own.
+PROJECTS = Resource(
+    "resourcemanager.miloapis.com", "v1alpha1", "projects", "Project", namespaced=False
+)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 COMPANION_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
+# The kinds NSO copies beyond ConfigMaps and Secrets, at the versions NSO writes: how explain
+# names a target before reading it (the copies sweep itself takes versions from discovery).
+REPLICATED_RESOURCES = {
+    r.kind: r
+    for r in (
+        Resource("gateway.envoyproxy.io", "v1alpha1", "backends", "Backend"),
+        Resource(
+            "gateway.envoyproxy.io", "v1alpha1", "backendtrafficpolicies", "BackendTrafficPolicy"
+        ),
+        Resource("gateway.envoyproxy.io", "v1alpha1", "securitypolicies", "SecurityPolicy"),
+        Resource("gateway.envoyproxy.io", "v1alpha1", "httproutefilters", "HTTPRouteFilter"),
+        Resource("gateway.networking.k8s.io", "v1alpha3", "backendtlspolicies", "BackendTLSPolicy"),
+        GATEWAYS,
+        Resource(
+            "networking.datumapis.com",
+            "v1alpha",
+            "trafficprotectionpolicies",
+            "TrafficProtectionPolicy",
+        ),
+        Resource("networking.datumapis.com", "v1alpha", "httpproxies", "HTTPProxy"),
+        Resource("networking.datumapis.com", "v1alpha", "networkcontexts", "NetworkContext"),
+        Resource("networking.datumapis.com", "v1alpha", "subnets", "Subnet"),
+        Resource("networking.datumapis.com", "v1alpha1", "connectors", "Connector"),
+        Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
+    )
+}
 SELFSUBJECTACCESSREVIEWS = Resource(
     "authorization.k8s.io",
     "v1",

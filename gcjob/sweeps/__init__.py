@@ -13,6 +13,7 @@ from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError
 from gcjob.logs import log
 from gcjob.model import Binding, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.run import Run, SweepState
 from gcjob.sweeps.bindings import explain as bindings_explain
 from gcjob.sweeps.bindings import sweep as bindings
@@ -20,6 +21,9 @@ from gcjob.sweeps.companions import explain as companions_explain
 from gcjob.sweeps.companions import sweep as companions
 from gcjob.sweeps.companions.scan import read_companion_keys
 from gcjob.sweeps.companions.sweep import CompanionsSwept
+from gcjob.sweeps.copies import explain as copies_explain
+from gcjob.sweeps.copies import sweep as copies
+from gcjob.sweeps.copies.scan import Discovering
 from gcjob.sweeps.explaining import Explaining
 from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.routes import sweep as routes
@@ -35,7 +39,7 @@ def execute(run: Run) -> None:
     collections are read at once too. Deciding, acting and reporting stay in this thread,
     in sweep order, whatever order the answers came in."""
     for sweep in Sweep:
-        if sweep in run.settings.sweeps:
+        if sweep in run.settings.sweeps and (sweep is not Sweep.COPIES or copies_possible(run)):
             run.sweeps[sweep] = SweepState()
     run.hub_reads = Reads(run.settings.hub_concurrency, "hub")
     run.upstream_reads = Reads(run.settings.upstream_concurrency, "upstream")
@@ -56,13 +60,23 @@ def execute(run: Run) -> None:
                 swept = companions.sweep(run)
             elif sweep is Sweep.BINDINGS:
                 bindings.sweep(run, companion_keys(run, swept), swept.bindings_reported)
-            else:
+            elif sweep is Sweep.ROUTES:
                 routes.sweep(run, upstream)
+            else:
+                copies.sweep(run)
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()
     if ExitCode.STOPPED in run.codes:
         log.warning("run stopped: %s", run.budget.stop_reason())
+
+
+def copies_possible(run: Run) -> bool:
+    """The copies sweep needs the hub's discovery, which a snapshot does not hold: run by
+    default only where the hub answers it; asked for by name, it says why it did not run."""
+    return run.settings.sweeps_explicit or (
+        isinstance(run.hub, Discovering) and not run.settings.snapshot
+    )
 
 
 def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
@@ -76,6 +90,10 @@ def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
         return KeySet().freeze()  # every candidate is then confirmed by its own read
 
 
+# What the copies sweep says of an object that is none of its own.
+NOT_THE_COPIES_SWEEPS = frozenset({Reason.OUT_OF_SCOPE, Reason.NOT_A_COPY, Reason.LABELS_MISSING})
+
+
 def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
     """One object as this run's sweeps would judge it, in their order: the companions sweep
     acts on a companion's binding before the bindings sweep sees it. Each sweep's explain
@@ -85,11 +103,25 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
         def bindings_sweep(binding: Binding, subject: str, steps: Trace) -> Conclusion:
             return bindings_explain.after_companion(ctx, binding, subject, steps)
 
-        return companions_explain.explain(ctx, target, out, trace, bindings_sweep)
+        verdict = companions_explain.explain(ctx, target, out, trace, bindings_sweep)
+        if verdict is None or verdict.reason != Reason.OUT_OF_SCOPE:
+            return verdict
+        # Not a companion: a ConfigMap or Secret may be a copy NSO made, or an anchor.
+        copied = Explanation(out.target, out.source, out.decided_at, out.min_age)
+        try:
+            as_copy = copies_explain.explain(ctx, target, copied, Trace())
+        except KubeError:
+            return verdict  # what it is for the companions sweep stands; nothing more known
+        if as_copy is None or as_copy.reason in NOT_THE_COPIES_SWEEPS:
+            return verdict
+        out.steps, out.verdict, out.binding = copied.steps, copied.verdict, None
+        return as_copy
     if target.sweep is Sweep.BINDINGS:
 
         def companions_sweep(binding: Binding, steps: Trace) -> Conclusion | None:
             return companions_explain.binding_of_companion(ctx, binding, steps)
 
         return bindings_explain.explain(ctx, target, out, trace, companions_sweep)
+    if target.sweep is Sweep.COPIES:
+        return copies_explain.explain(ctx, target, out, trace)
     return routes_explain.explain(ctx, target, out, trace)

@@ -11,15 +11,23 @@ from typing import TypeVar
 
 from gcjob.decide.explanation import NOT_FOUND, Conclusion, Explanation, Target, TracedStep
 from gcjob.decide.grace import GraceCall, grace_call
+from gcjob.decide.projects import never_a_project
 from gcjob.decide.trace import Step, StepOutcome, Trace
 from gcjob.domain import is_reserved_namespace
 from gcjob.enumerate.recording import ReadLog, RecordingReader, RecordingUpstreams
 from gcjob.enumerate.scope import Scope
 from gcjob.kube.errors import KubeError
-from gcjob.kube.resources import COMPANION_RESOURCES, HTTPROUTES, RESOURCEBINDINGS
+from gcjob.kube.reader import Reader
+from gcjob.kube.resources import (
+    COMPANION_RESOURCES,
+    HTTPROUTES,
+    REPLICATED_RESOURCES,
+    RESOURCEBINDINGS,
+)
 from gcjob.marks import Evidence, Rule
 from gcjob.model import ObjectRef, Verdict
 from gcjob.reasons import Reason
+from gcjob.settings import CLOCK_SKEW
 
 T = TypeVar("T")
 
@@ -27,6 +35,7 @@ KIND_RESOURCES = {
     **COMPANION_RESOURCES,
     "ResourceBinding": RESOURCEBINDINGS,
     "HTTPRoute": HTTPROUTES,
+    **REPLICATED_RESOURCES,
 }
 
 
@@ -42,6 +51,13 @@ class Explaining:
     grace: timedelta
     scope: Scope
     suspect_min_routes: int
+    # The copies sweep's settings and its Project API (gcjob/sweeps/copies/explain.py).
+    projects: Reader | None = None
+    is_project: Callable[[str], bool] = never_a_project
+    drop_copy_kinds: tuple[str, ...] = ()
+    read_upstream_secrets: bool = False
+    max_projects_gone: int = 3
+    clock_skew: timedelta = CLOCK_SKEW
 
     def reads_for(self, rule: str) -> None:
         """File the reads that follow under `rule`."""

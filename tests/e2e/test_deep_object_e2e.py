@@ -70,4 +70,5 @@ def test_a_binding_too_deep_to_decode_is_skipped_and_the_other_sweeps_run(
         "companions": "completed",
         "bindings": "completed",
         "routes": sweeps["routes"]["status"],
+        "copies": sweeps["copies"]["status"],
     }

@@ -193,6 +193,7 @@ def test_a_full_delete_sweep_needs_nothing_but_the_rendered_rbac(
             "companions": "completed",
             "bindings": "completed",
             "routes": "completed",
+            "copies": "completed",
         }
     for kind, (ns, name, sweep) in orphans.items():
         assert hub_side.cluster.gone(kind, ns, name), (kind, name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.errors import KubeError, Stopped
@@ -14,11 +16,22 @@ SWEEP = Sweep.ROUTES
 
 
 def delete_route(
-    verdict: Verdict, target: RouteTarget, upstream: UpstreamIndex, deleter: Deleter
+    verdict: Verdict,
+    target: RouteTarget,
+    upstream: UpstreamIndex,
+    deleter: Deleter,
+    project_still_gone: Callable[[str], str | None] | None = None,
 ) -> Outcome:
+    """`project_still_gone`: the Project API asked again (None: still gone, else why not),
+    for a route of a project proven gone, whose control plane cannot be asked."""
     held = deleter.held(SWEEP, verdict)  # before the reads that serve the deletion
     if held is not None:
         return held
+    if verdict.reason == Reason.PROJECT_GONE:
+        why = project_still_gone(target.cluster) if project_still_gone else "no Project API"
+        if why is not None:
+            return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNER_APPEARED, why)
+        return deleter.delete(SWEEP, verdict, HTTPROUTES)
     for gateway in target.gateways:
         where = f"Gateway {target.namespace}/{gateway} on cluster {target.cluster}"
         try:

@@ -4,14 +4,26 @@ namespace check act.py makes right before it deletes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gcjob.decide.explanation import Explanation, Target, graced
 from gcjob.decide.grace import Next
+from gcjob.decide.projects import check_project_api, judge_project, project_calls
 from gcjob.decide.trace import Trace
+from gcjob.enumerate.owners import read_project_answers
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.kube import reduce
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.marks import describe_mark
-from gcjob.model import ClusterStatus, Route, RouteTarget, UpstreamView, Verdict
+from gcjob.model import (
+    ClusterStatus,
+    ProjectAnswer,
+    ProjectCall,
+    Route,
+    RouteTarget,
+    UpstreamView,
+    Verdict,
+)
 from gcjob.reasons import Reason
 from gcjob.sweeps.explaining import Explaining
 from gcjob.sweeps.routes.judge import (
@@ -22,7 +34,7 @@ from gcjob.sweeps.routes.judge import (
     route_left_scope,
     route_target,
 )
-from gcjob.sweeps.routes.scan import read_routes
+from gcjob.sweeps.routes.scan import project_answers, read_routes
 
 
 class UpstreamByName:
@@ -38,12 +50,39 @@ class UpstreamByName:
         self.index = UpstreamIndex(ctx.upstreams)
 
     def view(self, target: RouteTarget) -> UpstreamView:
+        project = self._project(target.cluster)
         self.ctx.reads_for("cluster-available")
         self.index.cluster(target.cluster)
         self.ctx.reads_for("gateways-gone")
         self.index.load(Wanted.of([target]), suspect_min_routes=0)
         self.index = self._as_the_sweep_loads(target)
-        return self.index.view(target)
+        return replace(self.index.view(target), project=project)
+
+    def _project(self, cluster: str) -> ProjectCall | None:
+        """The project's call as the sweep makes it: its own answer; for a NotFound, whether
+        the Project API found every project whose control plane answered, which the sweep
+        learns from every route's cluster (read here as it reads them)."""
+        ctx = self.ctx
+        if ctx.projects is None or not ctx.is_project(cluster):
+            return None
+        ctx.reads_for("project-live")
+        answer = read_project_answers(ctx.projects, [cluster], ctx.is_project)[cluster]
+        if answer is not ProjectAnswer.NOT_FOUND:
+            untrusted = check_project_api({}, [])
+            return judge_project(cluster, True, answer, untrusted)
+        assert ctx.upstreams is not None
+        targets = [
+            shaped
+            for other in read_routes(ctx.hub, ctx.scope)
+            if in_scope(other) and isinstance(shaped := route_target(other), RouteTarget)
+        ]
+        every = UpstreamIndex(ctx.upstreams)
+        every.load(Wanted.of(targets), ctx.suspect_min_routes)
+        answers, answered = project_answers(every, ctx.projects, ctx.is_project)
+        calls, _ = project_calls(
+            every.clusters, ctx.is_project, answers, answered, ctx.max_projects_gone
+        )
+        return calls.get(cluster)
 
     def _as_the_sweep_loads(self, target: RouteTarget) -> UpstreamIndex:
         ctx, index = self.ctx, self.index
@@ -97,7 +136,8 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
     world = UpstreamByName(ctx, route)
     judged = judge_route(route, world, ctx.now, ctx.min_age, ctx.grace, trace)
     verdict, call = judged.verdict, judged.call
-    if judged.target is not None and verdict.delete and (call is None or call.next is Next.DELETE):
+    deleting = verdict.delete and (call is None or call.next is Next.DELETE)
+    if judged.target is not None and deleting and verdict.reason != Reason.PROJECT_GONE:
         # As right before the sweep deletes (act.py): is the whole upstream namespace gone?
         verdict = before_delete(
             verdict, judged.target, world.namespace_exists(judged.target), trace

@@ -29,6 +29,7 @@ from gcjob.model import (
     ClusterStatus,
     ObjectRef,
     ParentRef,
+    ProjectState,
     Route,
     RouteTarget,
     UpstreamView,
@@ -173,6 +174,22 @@ def decide_route(
         return trace.unknown(rule, detail, verdict)
 
     where = f"on upstream cluster {target.cluster}"
+    project = view.project
+    if project is not None and project.state is ProjectState.GONE:
+        # Proven by the Project API: its control plane is gone with it, Gateways and all.
+        trace.passed("project-live", project.detail)
+        held = check_owners(route.owners, trace, ours=is_anchor) or hold_back(
+            ref, now, min_age, route.protect, trace
+        )
+        if held is not None:
+            return Verdict(ref, False, *held, cluster=target.cluster, gateways=names)
+        return Verdict(
+            ref, True, Reason.PROJECT_GONE, project.detail, cluster=target.cluster, gateways=names
+        )
+    if project is not None and project.state is ProjectState.TERMINATING:
+        return keep("project-live", Reason.PROJECT_TERMINATING, project.detail)
+    if project is not None and project.state is ProjectState.PRESENT:
+        trace.passed("project-live", project.detail)
     if view.cluster_status is ClusterStatus.UNKNOWN:
         return keep(
             "cluster-known",

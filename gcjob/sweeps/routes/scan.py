@@ -3,7 +3,8 @@ HTTPRoutes that left the sweep. (What it reads upstream is gcjob/enumerate/upstr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TypeVar
 
 from gcjob.domain import (
@@ -14,6 +15,7 @@ from gcjob.domain import (
     UPSTREAM_KIND_LABEL,
 )
 from gcjob.enumerate.hub import Seen, read_in_scope, scan_in_scope
+from gcjob.enumerate.owners import read_project_answers
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex
@@ -21,7 +23,15 @@ from gcjob.kube import reduce
 from gcjob.kube.access import Sink
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import HTTPROUTES
-from gcjob.model import ObjectRef, Route, RouteTarget, UpstreamView
+from gcjob.model import (
+    ClusterStatus,
+    ObjectRef,
+    ProjectAnswer,
+    ProjectCall,
+    Route,
+    RouteTarget,
+    UpstreamView,
+)
 
 S = TypeVar("S", bound=Sink)
 
@@ -85,8 +95,27 @@ class IndexedUpstream:
     """The batch sweep's world for judge.py (UpstreamWorld): the upstream index loaded for
     every route at once by the first read; a route it did not ask about has no view."""
 
-    def __init__(self, index: UpstreamIndex) -> None:
+    def __init__(
+        self, index: UpstreamIndex, projects: Mapping[str, ProjectCall] | None = None
+    ) -> None:
         self.index = index
+        self.projects = projects or {}
 
     def view(self, target: RouteTarget) -> UpstreamView | None:
-        return self.index.view(target) if self.index.covers(target) else None
+        if not self.index.covers(target):
+            return None
+        return replace(self.index.view(target), project=self.projects.get(target.cluster))
+
+
+def project_answers(
+    index: UpstreamIndex, projects: Reader | None, is_project: Callable[[str], bool]
+) -> tuple[dict[str, ProjectAnswer], list[str]]:
+    """What the Project API says of the projects the routes name, and which of their
+    control planes answered (what vouches for the API: decide/projects.py)."""
+    clusters = sorted(index.clusters)
+    answered = [
+        name
+        for name, state in index.clusters.items()
+        if state.status in (ClusterStatus.OK, ClusterStatus.SUSPECT)
+    ]
+    return read_project_answers(projects, clusters, is_project), answered

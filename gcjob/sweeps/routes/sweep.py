@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.projects import project_calls
+from gcjob.enumerate.owners import read_project_answers
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
@@ -24,7 +26,16 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
 from gcjob.logs import log
 from gcjob.marks import Rule
-from gcjob.model import ClusterStatus, ObjectRef, Outcome, Route, RouteTarget, Sweep
+from gcjob.model import (
+    ClusterStatus,
+    ObjectRef,
+    Outcome,
+    ProjectAnswer,
+    ProjectState,
+    Route,
+    RouteTarget,
+    Sweep,
+)
 from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps import grace_actions
@@ -38,7 +49,12 @@ from gcjob.sweeps.routes.judge import (
     route_left_scope,
     route_target,
 )
-from gcjob.sweeps.routes.scan import IndexedUpstream, read_marked_outside_routes, scan_routes
+from gcjob.sweeps.routes.scan import (
+    IndexedUpstream,
+    project_answers,
+    read_marked_outside_routes,
+    scan_routes,
+)
 
 SWEEP = Sweep.ROUTES
 
@@ -156,12 +172,23 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
     index = run.upstream_index = upstream.index
     if upstream.failed:  # stopped while reading upstream
         return run.incomplete(SWEEP, upstream.failed, upstream.error)
-    if any(state.status is ClusterStatus.UNAVAILABLE for state in index.clusters.values()):
-        # A cluster that failed is a failure of the run, whatever its routes' items say.
-        run.codes.add(ExitCode.ITEM_FAILED)
     settings = run.settings
+    answers, answered = project_answers(index, run.projects, run.is_project)
+    calls, brake = project_calls(
+        index.clusters, run.is_project, answers, answered, settings.max_projects_gone
+    )
+    if brake:
+        run.hold_brake(SWEEP, brake)
+    gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
+    if any(
+        state.status is ClusterStatus.UNAVAILABLE and name not in gone
+        for name, state in index.clusters.items()
+    ):
+        # A cluster that failed is a failure of the run, whatever its routes' items say; a
+        # deleted project's control plane is gone with it, and that is no failure.
+        run.codes.add(ExitCode.ITEM_FAILED)
 
-    world = IndexedUpstream(index)
+    world = IndexedUpstream(index, calls)
 
     def start() -> RouteScan:
         return RouteScan(world, run.now, settings.min_age, settings.grace, settings.report_healthy)
@@ -201,7 +228,15 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
 
     def delete(graced: Graced[RouteTarget | None]) -> list[Outcome]:
         assert graced.target is not None  # an orphan always has its Gateways
-        return [delete_route(graced.verdict, graced.target, index, run.deleter)]
+        return [delete_route(graced.verdict, graced.target, index, run.deleter, project_still_gone)]
+
+    def project_still_gone(cluster: str) -> str | None:
+        """None when the Project API still answers a NotFound for it, right before deleting."""
+        again = read_project_answers(run.projects, [cluster], run.is_project)
+        answer = again.get(cluster, ProjectAnswer.UNREAD)
+        if answer is ProjectAnswer.NOT_FOUND:
+            return None
+        return f"project {cluster} is {answer.value} on a second look"
 
     if grace_actions.act(run, SWEEP, sort, state.in_scope, lambda _: HTTPROUTES, delete):
         run.completed(SWEEP)

@@ -8,7 +8,16 @@ from hypothesis import strategies as st
 
 from gcjob.decide.trace import Trace
 from gcjob.enumerate.upstream import is_suspect, suspect_groups
-from gcjob.model import ClusterStatus, ParentRef, Route, RouteTarget, UpstreamView, Verdict
+from gcjob.model import (
+    ClusterStatus,
+    ParentRef,
+    ProjectCall,
+    ProjectState,
+    Route,
+    RouteTarget,
+    UpstreamView,
+    Verdict,
+)
 from gcjob.reasons import Reason
 from gcjob.sweeps.routes.judge import (
     before_delete,
@@ -466,3 +475,46 @@ def test_a_route_whose_whole_upstream_namespace_is_gone_says_so_right_before_its
     ]
     assert before_delete(orphan, target, True) == orphan
     assert before_delete(orphan, target, None) == orphan  # not known: the reason stays
+
+
+# -- the project (issue 22): Milo's Project API proves a whole project gone ---------------
+
+
+def _project_view(state: ProjectState, status: ClusterStatus) -> UpstreamView:
+    return UpstreamView(
+        cluster_status=status,
+        cluster_detail="HTTP 404 on every path",
+        gateways=None,
+        project=ProjectCall(state, f"project p1 {state.value}"),
+    )
+
+
+def test_a_route_of_a_project_proven_gone_is_an_orphan_even_with_its_cluster_unreachable():
+    r = route(labels=route_labels("cluster-p1"))
+    target = route_target(r)
+    assert isinstance(target, RouteTarget)
+    view = _project_view(ProjectState.GONE, ClusterStatus.UNAVAILABLE)
+    verdict = decide_route(r, target, view, NOW, MIN_AGE)
+    assert verdict.delete and verdict.reason is Reason.PROJECT_GONE
+
+
+def test_a_route_of_a_terminating_or_unknown_project_is_kept():
+    r = route(labels=route_labels("cluster-p1"))
+    target = route_target(r)
+    assert isinstance(target, RouteTarget)
+    terminating = decide_route(
+        r, target, _project_view(ProjectState.TERMINATING, ClusterStatus.OK), NOW, MIN_AGE
+    )
+    assert not terminating.delete and terminating.reason is Reason.PROJECT_TERMINATING
+    unknown = decide_route(
+        r, target, _project_view(ProjectState.UNKNOWN, ClusterStatus.UNAVAILABLE), NOW, MIN_AGE
+    )
+    assert not unknown.delete and unknown.reason is Reason.UPSTREAM_UNAVAILABLE
+
+
+def test_a_young_or_protected_route_of_a_gone_project_is_still_held_back():
+    young = route(labels=route_labels("cluster-p1"), created=YOUNG)
+    target = route_target(young)
+    assert isinstance(target, RouteTarget)
+    view = _project_view(ProjectState.GONE, ClusterStatus.UNAVAILABLE)
+    assert decide_route(young, target, view, NOW, MIN_AGE).reason is Reason.TOO_YOUNG

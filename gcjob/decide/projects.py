@@ -1,0 +1,123 @@
+"""Whether an upstream project is proven gone: Milo's Project API, judged (docs/rules.md).
+
+A deleted project's control plane answers 404 for every path, and so does a wrong URL: a
+control plane's silence proves nothing. A project is gone only when the Project API answers
+a NotFound that names `projects/<name>` in `resourcemanager.miloapis.com`, while the same API,
+with the same credentials, in the same run, found every project whose control plane
+answered. An API that cannot find a live project (another organisation's, another
+environment's, a proxy that answers 404 for everything) proves nothing for anyone.
+
+Pure: the answers are read elsewhere (enumerate) and passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gcjob.domain import is_dns1123_label
+from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
+
+PROJECT_GROUP = "resourcemanager.miloapis.com"
+PROJECT_RESOURCE = "projects"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectApiCheck:
+    """Whether this run's Project API answers can prove anything: it must have found every
+    project whose control plane answered, and at least one."""
+
+    trusted: bool
+    detail: str
+
+
+def check_project_api(
+    answers: Mapping[str, ProjectAnswer], control_planes_answered: Iterable[str]
+) -> ProjectApiCheck:
+    answered = sorted(set(control_planes_answered))
+    if not answered:
+        return ProjectApiCheck(
+            False, "no project's control plane answered this run: nothing to check the API by"
+        )
+    missed = [
+        name
+        for name in answered
+        if answers.get(name) not in (ProjectAnswer.FOUND, ProjectAnswer.TERMINATING)
+    ]
+    if missed:
+        shown = ", ".join(missed[:3]) + (f" and {len(missed) - 3} more" if len(missed) > 3 else "")
+        return ProjectApiCheck(
+            False,
+            f"the Project API did not find {shown}, whose control plane answered: "
+            "it proves nothing this run",
+        )
+    return ProjectApiCheck(
+        True, f"the Project API found all {len(answered)} projects whose control plane answered"
+    )
+
+
+def judge_project(
+    name: str, is_project: bool, answer: ProjectAnswer, api: ProjectApiCheck
+) -> ProjectCall:
+    """The state of the project behind upstream cluster `name`. `is_project`: the cluster is
+    reached through --upstream-server-template (a kubeconfig context never is)."""
+    if not is_project:
+        return ProjectCall(ProjectState.NOT_A_PROJECT, f"cluster {name} is not a Milo project")
+    if answer is ProjectAnswer.FOUND:
+        return ProjectCall(ProjectState.PRESENT, f"project {name} exists")
+    if answer is ProjectAnswer.TERMINATING:
+        return ProjectCall(
+            ProjectState.TERMINATING, f"project {name} is being deleted: Milo finalizes it"
+        )
+    if answer is ProjectAnswer.UNREAD:
+        return ProjectCall(ProjectState.UNKNOWN, f"project {name} could not be read")
+    # Only a name that is a project name can be proven gone: a cluster name with `/` or dots
+    # was never a project, and its NotFound says nothing.
+    if not is_dns1123_label(name):
+        return ProjectCall(
+            ProjectState.UNKNOWN, f"cluster {name[:80]!r} is not a project name: not proven gone"
+        )
+    if not api.trusted:
+        return ProjectCall(ProjectState.UNKNOWN, f"project {name} not found, but {api.detail}")
+    return ProjectCall(
+        ProjectState.GONE,
+        f"project {name} not found by the Project API ({PROJECT_RESOURCE}/{name}), "
+        f"which {api.detail.removeprefix('the Project API ')}",
+    )
+
+
+def never_a_project(cluster: str) -> bool:
+    """Without a Project API (or a template), no upstream cluster is a Milo project."""
+    return False
+
+
+def count_gone(calls: Iterable[ProjectCall]) -> int:
+    return sum(call.state is ProjectState.GONE for call in calls)
+
+
+def project_calls(
+    clusters: Iterable[str],
+    is_project: Callable[[str], bool],
+    answers: Mapping[str, ProjectAnswer],
+    answered: Sequence[str],
+    max_gone: int,
+) -> tuple[dict[str, ProjectCall], str]:
+    """Each cluster's project call, and the projects brake's reason ("" when it holds
+    nothing): gone only on a trusted Project API's NotFound, and no more of them than
+    `max_gone` in one run (else none is taken as gone)."""
+    clusters = sorted(set(clusters))
+    api = check_project_api(answers, [c for c in answered if is_project(c)])
+    calls = {
+        c: judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
+        for c in clusters
+    }
+    gone = sorted(c for c, call in calls.items() if call.state is ProjectState.GONE)
+    if len(gone) <= max_gone:
+        return calls, ""
+    reason = (
+        f"projects brake: {len(gone)} projects found gone in one run exceed "
+        f"--max-projects-gone {max_gone}; none is taken as gone this run"
+    )
+    for c in gone:
+        calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)
+    return calls, reason

@@ -1,0 +1,134 @@
+"""Deleting a downstream copy or an anchor: the owner (and its project) proven gone again,
+live, once per owner right before its group's first deletion; copies first, the anchor only
+when every copy it owns went; deletes pinned to uid and resourceVersion."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gcjob.act.deleter import Deleter
+from gcjob.enumerate.keyset import KeySet
+from gcjob.enumerate.parallel import SERIAL, Reads
+from gcjob.enumerate.scope import Scope
+from gcjob.kube.reader import Reader
+from gcjob.kube.resources import CONFIGMAPS, Resource
+from gcjob.model import Action, Outcome, Replica, Sweep, UpstreamOwner, Verdict
+from gcjob.reasons import Reason
+from gcjob.sweeps.boundary import ObjectScan
+from gcjob.sweeps.copies.judge import Member, understand
+from gcjob.sweeps.copies.scan import HubKinds, scan_kind
+
+SWEEP = Sweep.COPIES
+GONE = (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What deleting one member needs: its resource, its owner, the anchor UIDs it names (an
+    anchor: its own), and whether it is an anchor."""
+
+    resource: Resource
+    owner: UpstreamOwner
+    anchors: tuple[str, ...]
+    is_anchor: bool
+
+
+@dataclass
+class Rechecks:
+    """The live second look at each owner, once per owner per run, and which anchors keep a
+    copy this run did not delete (the anchor then stays: the garbage collector would take
+    the copy with it)."""
+
+    owner_still_gone: Callable[[UpstreamOwner, Reason], str | None]
+    seen: dict[UpstreamOwner, str | None] = field(default_factory=dict)
+    anchors_keeping: set[str] = field(default_factory=set)
+
+    def why_not(self, owner: UpstreamOwner, reason: Reason) -> str | None:
+        if owner not in self.seen:
+            self.seen[owner] = self.owner_still_gone(owner, reason)
+        return self.seen[owner]
+
+
+def delete_member(
+    verdict: Verdict,
+    target: Target,
+    deleter: Deleter,
+    rechecks: Rechecks,
+    enforced: bool,
+) -> Outcome:
+    held = deleter.held(SWEEP, verdict)
+    if held is not None:
+        return held
+    if target.is_anchor and set(target.anchors) & rechecks.anchors_keeping:
+        detail = "a copy it owns was not deleted this run: the anchor goes after it"
+        return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.ANCHOR_OWNS_KEPT_COPY, detail)
+    why = rechecks.why_not(target.owner, verdict.reason)
+    if why is not None:
+        _keeping(rechecks, target)
+        return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNER_APPEARED, why)
+    if not enforced and not deleter.dry_run:
+        # What enforcing would do, its anchor included: nothing is kept back for it.
+        detail = f"{verdict.detail}; not deleted: this sweep is not enforced (--enforce copies)"
+        return Outcome.of(SWEEP, verdict, Action.WOULD_DELETE, detail=detail)
+    outcome = deleter.delete(SWEEP, verdict, CONFIGMAPS if target.is_anchor else target.resource)
+    if outcome.action not in GONE or outcome.reason == Reason.BRAKE:
+        _keeping(rechecks, target)
+    return outcome
+
+
+def _keeping(rechecks: Rechecks, target: Target) -> None:
+    if not target.is_anchor:
+        rechecks.anchors_keeping.update(target.anchors)
+
+
+# -- what judging the groups rests on, read before them (the sweep and explain alike) ------
+
+
+class OwnersWanted(ObjectScan[Replica]):
+    """The first read: the owners the copies name, and the anchors the hub has of each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owners: set[UpstreamOwner] = set()
+        self.anchors: dict[UpstreamOwner, set[str]] = defaultdict(set)
+
+    def take(self, replica: Replica) -> None:
+        member = understand(replica)
+        if isinstance(member, Member):
+            self.owners.add(member.owner)
+            if member.anchor_uid is not None:
+                self.anchors[member.owner].add(member.anchor_uid)
+
+
+class AnchorsNamed(ObjectScan[Replica]):
+    """Objects of kinds read only for their anchors (dropped kinds, the routes sweep's
+    HTTPRoutes): the anchor UIDs they name stay, so no anchor goes from under them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.named = KeySet()
+
+    def take(self, replica: Replica) -> None:
+        for owner in replica.owners:
+            if owner.name.startswith("anchor-"):
+                self.named.add("anchor", "", owner.name.removeprefix("anchor-"))
+
+
+def first_read(
+    hub: Reader, kinds: HubKinds, scope: Scope, reads: Reads = SERIAL
+) -> tuple[OwnersWanted, KeySet]:
+    """Which owners to ask about, the anchors the hub has of each; and the anchors named by
+    the kinds read only for that."""
+    wanted = OwnersWanted()
+    for resource in kinds.swept:
+        for scan in scan_kind(hub, resource, scope, OwnersWanted, reads):
+            wanted.owners |= scan.owners
+            for owner, uids in scan.anchors.items():
+                wanted.anchors[owner] |= uids
+    named = KeySet()
+    for resource in kinds.owners_only:
+        for named_scan in scan_kind(hub, resource, scope, AnchorsNamed, reads):
+            named.update(named_scan.named)
+    return wanted, named.freeze()

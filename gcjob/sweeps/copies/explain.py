@@ -1,0 +1,121 @@
+"""`gcjob explain` on a downstream copy or an anchor: read by name, its owner's group read as
+the sweep reads it, and judged by judge.py. The project calls rest on what the sweep rests on
+(every project some copy names, and whether its control plane answered): explain reads them
+all, as the sweep's first read does, so it reaches the sweep's verdict, brake included."""
+
+from __future__ import annotations
+
+from gcjob.decide.explanation import Explanation, Target, graced
+from gcjob.decide.projects import project_calls
+from gcjob.decide.trace import Trace
+from gcjob.enumerate.owners import OwnerLookups, read_project_answers
+from gcjob.marks import Rule, copy_evidence
+from gcjob.model import OwnerFacts, Verdict
+from gcjob.reasons import Reason
+from gcjob.sweeps.copies.act import first_read
+from gcjob.sweeps.copies.judge import Member, judge_group, understand
+from gcjob.sweeps.copies.scan import (
+    COPY_SELECTOR,
+    SECRET_SELECTOR,
+    Discovering,
+    HubKinds,
+    hub_kinds,
+    replica,
+)
+from gcjob.sweeps.explaining import Explaining, out_of_scope
+
+
+def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+    hub = ctx.hub
+    if ctx.upstreams is None or not isinstance(hub, Discovering):
+        return out_of_scope(
+            target,
+            "the copies sweep needs the hub's discovery and an upstream (--upstream-kubeconfig)",
+            "in-scope",
+            trace,
+        )
+    ctx.reads_for("in-scope")
+    kinds = hub_kinds(hub, ctx.drop_copy_kinds)
+    resource = next((r for r in kinds.swept if r.kind == target.kind), None)
+    if resource is None:
+        return out_of_scope(
+            target,
+            f"{target.kind} is not a kind the copies sweep reads on this hub",
+            "in-scope",
+            trace,
+        )
+    found = ctx.read_target(
+        target,
+        out,
+        trace,
+        lambda: hub.get(resource, target.namespace, target.name, replica(resource)),
+    )
+    if found is None or isinstance(found, Verdict):
+        return found
+    member = understand(found, trace)
+    if isinstance(member, Verdict):
+        ctx.file(out, str(target), trace)
+        out.verdict = graced(str(target), member, ctx.grace_call(member, Rule.COPY, None, trace))
+        return member
+    owner = member.owner
+    ctx.reads_for("owner-group")
+    wanted, named_elsewhere = first_read(hub, kinds, ctx.scope)
+    group, named = _group(ctx, kinds, member)
+    ctx.reads_for("owner-lookup")
+    lookups = OwnerLookups(ctx.upstreams, read_secrets=ctx.read_upstream_secrets)
+    owners = wanted.owners | {owner}
+    lookups.load(owners)
+    clusters = {o.cluster for o in owners}
+    answers = read_project_answers(ctx.projects, clusters, ctx.is_project)
+    calls, brake = project_calls(
+        clusters,
+        ctx.is_project,
+        answers,
+        lookups.answered(),
+        ctx.max_projects_gone,
+    )
+    facts = OwnerFacts(calls[owner.cluster], lookups.read(owner))
+    anchors = frozenset(wanted.anchors.get(owner, set()))
+    judged = judge_group(owner, group, facts, anchors, ctx.now, ctx.min_age, ctx.clock_skew)
+    trace.steps.extend(judged.traces[member.ref.uid].steps)
+    verdict = next(v for v in judged.verdicts if v.ref.uid == member.ref.uid)
+    mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
+    if (
+        verdict.delete
+        and member.anchor_uid is not None
+        and (("anchor", "", member.anchor_uid) in named_elsewhere or member.anchor_uid in named)
+    ):
+        detail = "owns an object that stays: the garbage collector would take it"
+        trace.hold("owns-nothing-kept", Reason.ANCHOR_OWNS_KEPT_COPY, detail)
+        verdict = Verdict(verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail)
+    if brake:
+        trace.passed("projects-brake", brake)
+    evidence = copy_evidence(owner, mine) if verdict.delete else None
+    call = ctx.grace_call(verdict, Rule.COPY, evidence, trace)
+    ctx.file(out, str(target), trace)
+    out.verdict = graced(str(target), verdict, call)
+    return verdict
+
+
+def _group(ctx: Explaining, kinds: HubKinds, member: Member) -> tuple[list[Member], set[str]]:
+    """The target's group as the sweep gathers it (every member of its owner in its
+    namespace), and the anchors named by the namespace's other copies."""
+    group: list[Member] = []
+    named: set[str] = set()
+    for resource in kinds.swept:
+        selector = SECRET_SELECTOR if resource.sensitive else COPY_SELECTOR
+        for found in ctx.hub.list(
+            resource, replica(resource), namespace=member.ref.namespace, label_selector=selector
+        ):
+            other = understand(found)
+            if isinstance(other, Member) and other.owner == member.owner:
+                group.append(other)
+            else:
+                named.update(
+                    o.name.removeprefix("anchor-")
+                    for o in found.owners
+                    if o.name.startswith("anchor-")
+                )
+    if all(m.ref.uid != member.ref.uid for m in group):
+        group.append(member)  # read by name, yet not listed: judged with what was listed
+    return group, named

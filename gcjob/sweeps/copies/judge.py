@@ -1,0 +1,387 @@
+"""Sweep 4, downstream copies: the judgement of one upstream owner's group (its anchors and
+copies on the hub) against what the world says of that owner. Pure: no I/O, no clock.
+
+Each rule closes a way a live object could look orphaned (docs/rules.md, "Downstream copies"):
+- a copy is what NSO wrote: five labels it understands, its own name, group and kind the
+  labels'; an anchor is a ConfigMap `anchor-<canonical uuid>` with the labels and nothing else;
+- a label value at the 63-character limit may be cut short: it proves nothing;
+- the owner is proven gone by its project (the Project API), its upstream namespace, a
+  NotFound naming it, or by existing under another UID than the anchor's, once NSO has
+  caught up with the new owner;
+- the group goes whole or waits: copies first, the anchor last, and an anchor is kept while
+  any copy it owns is kept (the hub's garbage collector would take that copy with it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+
+from gcjob.decide.common import check_owners, hold_back, is_anchor
+from gcjob.decide.trace import Trace
+from gcjob.domain import (
+    ANCHOR_PREFIX,
+    GATEWAY_SYNC_LABEL,
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_GROUP_LABEL,
+    UPSTREAM_KIND_LABEL,
+    UPSTREAM_NAME_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
+    decode_cluster_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+)
+from gcjob.model import (
+    ObjectRef,
+    OwnerFacts,
+    OwnerRef,
+    Presence,
+    ProjectState,
+    Replica,
+    UpstreamOwner,
+    Verdict,
+)
+from gcjob.reasons import Reason
+
+COPY_LABELS = (
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_GROUP_LABEL,
+    UPSTREAM_KIND_LABEL,
+    UPSTREAM_NAME_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
+)
+LABEL_LIMIT = 63  # a label value's maximum length: a value this long may have been cut
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A replica understood as part of an owner's group."""
+
+    replica: Replica
+    owner: UpstreamOwner
+    anchor_uid: str | None  # an anchor's: the owner UID its name carries; None for a copy
+    anchors: tuple[str, ...] = ()  # a copy's: the anchor UIDs its ownerReferences name
+
+    @property
+    def ref(self) -> ObjectRef:
+        return self.replica.ref
+
+
+def _uid_of_anchor_name(name: str) -> str | None:
+    uid = name.removeprefix(ANCHOR_PREFIX)
+    if name.startswith(ANCHOR_PREFIX) and _CANONICAL_UUID.fullmatch(uid):
+        return uid
+    return None
+
+
+def _keep(ref: ObjectRef, reason: Reason, detail: str, trace: Trace, rule: str) -> Verdict:
+    return trace.held(rule, detail, Verdict(ref, False, reason, detail))
+
+
+def understand(replica: Replica, trace: Trace | None = None) -> Member | Verdict:
+    """The replica as a member of its owner's group, or a Verdict keeping it: it is not what
+    NSO writes, so nothing about an upstream owner can be concluded from it."""
+    trace = trace if trace is not None else Trace()
+    ref, labels = replica.ref, replica.labels
+    missing = [key for key in COPY_LABELS if key not in labels]
+    if missing:
+        return _keep(
+            ref, Reason.LABELS_MISSING, f"missing label {', '.join(missing)}", trace, "labels"
+        )
+    cut = [key for key in COPY_LABELS if len(labels[key]) >= LABEL_LIMIT]
+    if cut:
+        detail = f"label {cut[0]} is {LABEL_LIMIT} characters long: it may be cut short"
+        return _keep(ref, Reason.LABEL_AT_LIMIT, detail, trace, "labels")
+    group = labels[UPSTREAM_GROUP_LABEL]
+    # "" is the core group; NSO writes no other spelling of it, so `core` or `v1` is not NSO's.
+    if group in ("core", "v1") or (group and not is_dns1123_subdomain(group)):
+        detail = f"{UPSTREAM_GROUP_LABEL}={group[:80]!r} is not an API group NSO writes"
+        return _keep(ref, Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD, detail, trace, "labels")
+    cluster = decode_cluster_label(labels[UPSTREAM_CLUSTER_LABEL])
+    if cluster is None or not all(map(is_dns1123_subdomain, cluster.split("/"))):
+        value = labels[UPSTREAM_CLUSTER_LABEL][:80]
+        detail = f"{UPSTREAM_CLUSTER_LABEL}={value!r} is not cluster-<name>"
+        return _keep(ref, Reason.CLUSTER_LABEL_MALFORMED, detail, trace, "labels")
+    namespace, name, kind = (
+        labels[UPSTREAM_NAMESPACE_LABEL],
+        labels[UPSTREAM_NAME_LABEL],
+        labels[UPSTREAM_KIND_LABEL],
+    )
+    if namespace and not is_dns1123_label(namespace):
+        detail = f"{UPSTREAM_NAMESPACE_LABEL}={namespace[:80]!r} is not a namespace name"
+        return _keep(ref, Reason.UPSTREAM_NAMESPACE_MALFORMED, detail, trace, "labels")
+    if not name or not kind or not is_dns1123_subdomain(name):
+        detail = f"{UPSTREAM_NAME_LABEL}={name[:80]!r} / {UPSTREAM_KIND_LABEL}={kind[:80]!r}"
+        return _keep(ref, Reason.NOT_A_COPY, f"{detail}: no upstream object", trace, "labels")
+    owner = UpstreamOwner(cluster, group, kind, namespace, name)
+    trace.passed("labels", f"names upstream owner {owner}")
+    synced = GATEWAY_SYNC_LABEL in labels
+    anchor_uid = _uid_of_anchor_name(ref.name)
+    if (
+        anchor_uid is not None
+        and replica.group == ""
+        and ref.kind == "ConfigMap"
+        and not synced
+        and name != ref.name
+    ):
+        # Anchors own; nothing owns an anchor.
+        if replica.owners:
+            return _keep(
+                ref, Reason.OWNED, "an anchor with ownerReferences is not NSO's", trace, "anchor"
+            )
+        trace.passed("anchor", f"anchor of {owner}: owner uid {anchor_uid}")
+        return Member(replica, owner, anchor_uid)
+    if ref.name != name or replica.group != group or ref.kind != kind:
+        mine = f"{ref.kind}.{replica.group}" if replica.group else ref.kind
+        detail = f"{mine} {ref.name} does not copy {owner}"
+        return _keep(ref, Reason.NOT_A_COPY, detail, trace, "copy")
+    if replica.group == "" and ref.kind in ("ConfigMap", "Secret") and not synced:
+        # NSO copies only ConfigMaps and Secrets labelled gateway-sync.
+        detail = f"a {ref.kind} without {GATEWAY_SYNC_LABEL}: not one NSO copies"
+        return _keep(ref, Reason.NOT_A_COPY, detail, trace, "copy")
+    trace.passed("copy", f"same name, group and kind as {owner}")
+    held = check_owners(tuple(o for o in replica.owners if o.controller), trace, ours=is_anchor)
+    if held is not None:
+        return Verdict(ref, False, *held)
+    anchors = tuple(
+        sorted({uid for o in replica.owners if is_anchor(o) for uid in [_anchor_ref_uid(o)]})
+    )
+    return Member(replica, owner, None, anchors)
+
+
+def _anchor_ref_uid(owner: OwnerRef) -> str:
+    return owner.name.removeprefix(ANCHOR_PREFIX)
+
+
+# -- what the world says of one owner ---------------------------------------------------
+
+
+class Proof(Enum):
+    """Why an owner is gone, strongest first; the reason its group's members are marked with."""
+
+    PROJECT_GONE = Reason.PROJECT_GONE
+    NAMESPACE_GONE = Reason.UPSTREAM_NAMESPACE_GONE
+    OWNER_GONE = Reason.OWNER_GONE
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCall:
+    """The owner-level judgement: proven gone (and how), or why not."""
+
+    proof: Proof | None
+    reason: Reason
+    detail: str
+    unknown: bool = False  # a read it needed failed: the run says so (exit 1/3)
+    exists: bool = False  # the owner exists: only what a previous owner left can go
+    current_uid: str = ""  # the existing owner's UID
+
+
+def judge_owner(owner: UpstreamOwner, facts: OwnerFacts, trace: Trace | None = None) -> GroupCall:
+    """Is this owner proven gone? The project first (a gone project's control plane is
+    unreachable), then the cluster, the owner's resource, its namespace, the owner itself."""
+    trace = trace if trace is not None else Trace()
+    project = facts.project
+    if project.state is ProjectState.GONE:
+        trace.passed("owner-lookup", project.detail)
+        return GroupCall(Proof.PROJECT_GONE, Reason.PROJECT_GONE, project.detail)
+    if project.state is ProjectState.TERMINATING:
+        trace.hold("project-live", Reason.PROJECT_TERMINATING, project.detail)
+        return GroupCall(None, Reason.PROJECT_TERMINATING, project.detail)
+    trace.passed("project-live", project.detail)
+    if not facts.read.cluster_available:
+        detail = f"cluster {owner.cluster} unavailable: {facts.read.cluster_detail}"
+        trace.unknown("cluster-available", detail, _no_verdict())
+        return GroupCall(None, Reason.UPSTREAM_UNAVAILABLE, detail, unknown=True)
+    trace.passed("cluster-available", f"cluster {owner.cluster} answered")
+    if not facts.read.resolved:
+        what = f"{owner.kind}.{owner.group or 'core'}"
+        detail = f"{what} not resolved upstream: {facts.read.resolve_detail}"
+        trace.hold("owner-resolved", Reason.OWNER_UNRESOLVED, detail)
+        return GroupCall(None, Reason.OWNER_UNRESOLVED, detail)
+    trace.passed("owner-resolved", facts.read.resolve_detail)
+    if owner.namespace:
+        if facts.read.namespace is Presence.GONE:
+            detail = f"namespace {owner.namespace} is gone from upstream cluster {owner.cluster}"
+            trace.passed("owner-lookup", detail)
+            return GroupCall(Proof.NAMESPACE_GONE, Reason.UPSTREAM_NAMESPACE_GONE, detail)
+        if facts.read.namespace is Presence.TERMINATING:
+            detail = f"namespace {owner.namespace} is being deleted upstream"
+            trace.hold("namespace-live", Reason.UPSTREAM_NAMESPACE_TERMINATING, detail)
+            return GroupCall(None, Reason.UPSTREAM_NAMESPACE_TERMINATING, detail)
+        if facts.read.namespace is Presence.UNKNOWN:
+            detail = f"namespace {owner.namespace} not read: {facts.read.detail}"
+            trace.unknown("namespace-live", detail, _no_verdict())
+            return GroupCall(None, Reason.LOOKUP_FAILED, detail, unknown=True)
+        trace.passed("namespace-live", f"namespace {owner.namespace} exists upstream")
+    if facts.read.owner is Presence.GONE:
+        detail = f"{owner} not found"
+        trace.passed("owner-lookup", detail)
+        return GroupCall(Proof.OWNER_GONE, Reason.OWNER_GONE, detail)
+    if facts.read.owner is Presence.NOT_ASKED:
+        detail = f"{owner} is not read: {facts.read.resolve_detail}"
+        trace.hold("owner-lookup", Reason.OWNER_NOT_READ, detail)
+        return GroupCall(None, Reason.OWNER_NOT_READ, detail)
+    if facts.read.owner is Presence.UNKNOWN:
+        detail = f"{owner} not read: {facts.read.detail}"
+        trace.unknown("owner-lookup", detail, _no_verdict())
+        return GroupCall(None, Reason.LOOKUP_FAILED, detail, unknown=True)
+    if facts.read.owner is Presence.TERMINATING:
+        detail = f"{owner} is being deleted upstream: NSO finalizes it"
+        trace.hold("owner-lookup", Reason.OWNER_TERMINATING, detail)
+        return GroupCall(None, Reason.OWNER_TERMINATING, detail)
+    detail = f"{owner} exists, uid {facts.read.owner_uid or 'unknown'}"
+    trace.held_at("owner-lookup", detail)
+    return GroupCall(
+        None, Reason.OWNER_EXISTS, detail, exists=True, current_uid=facts.read.owner_uid
+    )
+
+
+def _no_verdict() -> Verdict:
+    # Trace.unknown wants a verdict to hand back; the group's members get their own.
+    return Verdict(ObjectRef("", "", "", "", "", "", None), False, Reason.LOOKUP_FAILED, "")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupJudgement:
+    """One owner's group, judged whole: a verdict per member, in the order they would be
+    deleted (copies first, anchors last)."""
+
+    owner: UpstreamOwner
+    call: GroupCall
+    verdicts: tuple[Verdict, ...]
+    traces: Mapping[str, Trace]  # by member uid: each member's own steps
+
+    @property
+    def orphans(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.delete)
+
+
+def stale_anchors(
+    members: Sequence[Member],
+    call: GroupCall,
+    facts: OwnerFacts,
+    anchors_on_hub: frozenset[str],
+    clock_skew: timedelta,
+) -> tuple[frozenset[str], str]:
+    """For an owner that exists under a new UID: the anchors of this group that belong to a
+    previous owner of the same name, and, when there are none, why not. Both UIDs canonical,
+    NSO caught up (`anchor-<current uid>` on the hub), and the owner created after the old
+    anchor by more than the clock skew."""
+    current = call.current_uid
+    if not call.exists:
+        return frozenset(), ""
+    if not _CANONICAL_UUID.fullmatch(current):
+        return frozenset(), f"{call.detail}: not a canonical uid to compare"
+    if current not in anchors_on_hub:
+        return frozenset(), f"{call.detail}, but anchor-{current} is not on the hub yet"
+    if facts.read.owner_created is None:
+        return frozenset(), f"{call.detail}: its creation time is unknown"
+    stale = frozenset(
+        m.anchor_uid
+        for m in members
+        if m.anchor_uid is not None
+        and m.anchor_uid != current
+        and m.ref.created is not None
+        and facts.read.owner_created > m.ref.created + clock_skew
+    )
+    return stale, "" if stale else f"{call.detail}: created before no anchor of another uid"
+
+
+def judge_group(
+    owner: UpstreamOwner,
+    members: Sequence[Member],
+    facts: OwnerFacts,
+    anchors_on_hub: frozenset[str],
+    now: datetime,
+    min_age: timedelta,
+    clock_skew: timedelta,
+) -> GroupJudgement:
+    """Judge an owner's anchors and copies as one. `anchors_on_hub`: the owner UIDs of every
+    anchor of this owner the hub has (re-created owners: has NSO caught up?). `clock_skew`:
+    how far the hub's and the upstream's clocks may be apart."""
+    owner_trace = Trace()
+    call = judge_owner(owner, facts, owner_trace)
+    stale, not_stale = stale_anchors(members, call, facts, anchors_on_hub, clock_skew)
+    traces: dict[str, Trace] = {}
+    verdicts: dict[str, Verdict] = {}
+    for member in sorted(members, key=_delete_order):
+        trace = Trace(list(owner_trace.steps))
+        traces[member.ref.uid] = trace
+        verdicts[member.ref.uid] = _judge_member(
+            member, call, stale, not_stale, now, min_age, trace
+        )
+    # An anchor goes last and only with everything it owns: a kept copy keeps its anchor.
+    for member in members:
+        if member.anchor_uid is None or not verdicts[member.ref.uid].delete:
+            continue
+        kept = [
+            m
+            for m in members
+            if m.anchor_uid is None
+            and member.anchor_uid in m.anchors
+            and not verdicts[m.ref.uid].delete
+        ]
+        if kept:
+            first = kept[0].ref
+            detail = (
+                f"owns {first.kind} {first.name}, which is kept: the garbage collector would "
+                "take it with the anchor"
+            )
+            traces[member.ref.uid].hold("owns-nothing-kept", Reason.ANCHOR_OWNS_KEPT_COPY, detail)
+            verdicts[member.ref.uid] = Verdict(
+                member.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail, cluster=owner.cluster
+            )
+        else:
+            traces[member.ref.uid].passed("owns-nothing-kept", "every copy it owns goes with it")
+    ordered = tuple(verdicts[m.ref.uid] for m in sorted(members, key=_delete_order))
+    return GroupJudgement(owner, call, ordered, traces)
+
+
+def _delete_order(member: Member) -> tuple[bool, tuple[str, str, str]]:
+    return (member.anchor_uid is not None, member.ref.order)
+
+
+def _judge_member(
+    member: Member,
+    call: GroupCall,
+    stale: frozenset[str],
+    not_stale: str,
+    now: datetime,
+    min_age: timedelta,
+    trace: Trace,
+) -> Verdict:
+    ref, owner = member.ref, member.owner
+    cluster = owner.cluster
+
+    def keep(reason: Reason, detail: str, healthy: bool = False) -> Verdict:
+        return Verdict(ref, False, reason, detail, healthy=healthy, cluster=cluster)
+
+    if call.proof is None and not call.exists:
+        return keep(call.reason, call.detail)
+    reason, detail = call.reason, call.detail
+    if call.exists:
+        # Only what belongs to a previous owner of this name goes: an anchor of an old uid,
+        # a copy none of whose anchors is the current owner's (NSO moves copies over).
+        mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
+        if not mine or call.current_uid in mine:
+            trace.held_at("same-owner", call.detail)
+            return keep(Reason.OWNER_EXISTS, call.detail, healthy=True)
+        if not stale or not set(mine) <= stale:
+            why = not_stale or f"{call.detail}: anchor {', '.join(mine)} not proven stale"
+            trace.hold("same-owner", Reason.OWNER_EXISTS, why)
+            return keep(Reason.OWNER_EXISTS, why)
+        reason = Reason.OWNER_RECREATED
+        detail = f"{owner} was re-created (uid {call.current_uid}): this belonged to uid {mine[0]}"
+        trace.passed("same-owner", detail)
+    held = hold_back(ref, now, min_age, member.replica.protect, trace)
+    if held is not None:
+        held_reason, held_detail = held
+        if held_reason in (Reason.PROTECTED, Reason.PROTECT_NOT_UNDERSTOOD):
+            # A protected orphan is counted apart (it is seen): say what it would be.
+            held_detail = f"{held_detail}; an orphan otherwise ({reason}: {detail})"
+        return keep(held_reason, held_detail)
+    return Verdict(ref, True, reason, detail, cluster=cluster)

@@ -1,0 +1,332 @@
+"""Sweep 4: downstream copies of every kind NSO copies, and their anchors, whose upstream owner
+or whole project is proven gone.
+
+The hub is read twice, kind by kind, metadata only. The first read learns which owners to ask
+about; then the upstream clusters are read (one list per owner kind and namespace) and the
+Project API once. The second read judges each object as it streams in: whatever's owner is not
+proven gone is reported or counted and dropped; only the groups of owners proven gone (or
+re-created) are kept, and judged whole (judge.py). Memory grows with the owners asked about
+and the orphans, not with the copies.
+
+It lands report-only: a --delete run marks and reports what it would delete, and deletes
+only where the operator enforces it (`--enforce copies`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gcjob import preflight
+from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.projects import project_calls
+from gcjob.enumerate.owners import OwnerLookups, read_project_answers, read_projects
+from gcjob.exitcodes import ExitCode
+from gcjob.kube.access import KubeAccess
+from gcjob.kube.errors import KubeError, Stopped
+from gcjob.kube.resources import Resource
+from gcjob.logs import log
+from gcjob.marks import Rule, copy_evidence
+from gcjob.model import (
+    ObjectRef,
+    Outcome,
+    OwnerFacts,
+    OwnerRead,
+    Presence,
+    ProjectAnswer,
+    Replica,
+    Sweep,
+    UpstreamOwner,
+    Verdict,
+)
+from gcjob.reasons import Reason
+from gcjob.run import Run
+from gcjob.sweeps import grace_actions
+from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.sweeps.copies.act import (
+    Rechecks,
+    Target,
+    delete_member,
+    first_read,
+)
+from gcjob.sweeps.copies.judge import (
+    GroupCall,
+    Member,
+    judge_group,
+    judge_owner,
+    understand,
+)
+from gcjob.sweeps.copies.scan import Discovering, HubKinds, hub_kinds, scan_kind
+
+SWEEP = Sweep.COPIES
+ANCHOR_SHAPED = frozenset({"ConfigMap"})
+
+
+@dataclass
+class Judged:
+    """The second read of one kind in one namespace: kept verdicts to report, healthy counts,
+    anchors named by what stays, and the members of owners proven gone, for their groups."""
+
+    kept: list[Verdict] = field(default_factory=list)
+    healthy: Counter[Reason] = field(default_factory=Counter)
+    named: set[str] = field(default_factory=set)
+    members: dict[UpstreamOwner, list[Member]] = field(default_factory=lambda: defaultdict(list))
+
+    def update(self, other: Judged) -> None:
+        self.kept += other.kept
+        self.healthy.update(other.healthy)
+        self.named |= other.named
+        for owner, found in other.members.items():
+            self.members[owner] += found
+
+
+class CopyScan(ObjectScan[Replica]):
+    def __init__(self, calls: dict[UpstreamOwner, GroupCall], keep_healthy: bool) -> None:
+        super().__init__()
+        self.calls = calls
+        self.keep_healthy = keep_healthy
+        self.judged = Judged()
+        self.in_scope = 0
+
+    def take(self, replica: Replica) -> None:
+        self.in_scope += 1
+        member = understand(replica)
+        if isinstance(member, Verdict):
+            self.judged.kept.append(member)
+            self._names(replica)
+            return
+        call = self.calls.get(member.owner)
+        if call is None:  # appeared between the two reads: nobody asked about its owner
+            detail = f"{member.owner} not looked up this run: it appeared while the run read"
+            self.judged.kept.append(Verdict(replica.ref, False, Reason.UPSTREAM_NOT_READ, detail))
+            self._names(replica)
+            return
+        mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
+        if call.proof is not None or (call.exists and call.current_uid not in mine and mine):
+            self.judged.members[member.owner].append(member)
+            return
+        self._names(replica)
+        verdict = Verdict(
+            replica.ref,
+            False,
+            call.reason,
+            call.detail,
+            healthy=call.exists,
+            cluster=member.owner.cluster,
+        )
+        if verdict.healthy and replica.ref.mark is None and not self.keep_healthy:
+            self.judged.healthy[verdict.reason] += 1
+        else:
+            self.judged.kept.append(verdict)
+
+    def _names(self, replica: Replica) -> None:
+        for owner in replica.owners:
+            if owner.name.startswith("anchor-"):
+                self.judged.named.add(owner.name.removeprefix("anchor-"))
+
+
+def sweep(run: Run) -> None:
+    state = run.sweeps[SWEEP]
+    settings = run.settings
+    if run.upstreams is None:
+        state.status = "not-configured"
+        state.detail = "no upstream configured (--upstream-kubeconfig)"
+        log.warning("copies sweep not configured: %s", state.detail)
+        return None
+    if not isinstance(run.hub, Discovering) or run.settings.snapshot:
+        # A dump of collections says which kinds were dumped, not which the hub serves.
+        state.status = "not-configured"
+        state.detail = "not swept from a snapshot: it needs the hub's and upstreams' discovery"
+        log.warning("copies sweep not run: %s", state.detail)
+        return None
+    try:
+        kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
+    except KubeError as exc:
+        return run.incomplete(SWEEP, "cannot tell which kinds the hub serves", exc)
+    state.detail = "; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served)
+    denied = _denied(run, kinds)
+    if denied:
+        state.status = "not-configured"
+        state.detail = (
+            f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
+            "sweep downstream copies"
+        )
+        log.warning("copies sweep not run: %s", state.detail)
+        return None
+    try:
+        wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
+    except KubeError as exc:
+        return run.incomplete(SWEEP, "cannot list the copies", exc)
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets)
+    try:
+        lookups.load(wanted.owners)
+    except Stopped as exc:
+        return run.incomplete(SWEEP, "stopped while reading upstream owners", exc)
+    projects, brake = project_calls(
+        {o.cluster for o in wanted.owners},
+        run.is_project,
+        read_project_answers(run.projects, {o.cluster for o in wanted.owners}, run.is_project),
+        lookups.answered(),
+        settings.max_projects_gone,
+    )
+    if brake:
+        run.hold_brake(SWEEP, brake)
+    facts = {o: OwnerFacts(projects[o.cluster], lookups.read(o)) for o in wanted.owners}
+    calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
+    if any(call.unknown for call in calls.values()):
+        run.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
+    try:
+        scans = _second_read(run, kinds, calls)
+    except KubeError as exc:
+        return run.incomplete(SWEEP, "cannot list the copies", exc)
+    judged = Judged()
+    for scan in scans:
+        state.scanned += scan.scanned
+        state.in_scope += scan.in_scope
+        judged.update(scan.judged)
+    report_failed(run, SWEEP, scans)
+    sort: GraceSort[Target | None] = GraceSort(Rule.COPY, run.now, settings.grace)
+
+    def keep_unless_unmarked(verdict: Verdict) -> None:
+        if not sort.not_orphan(verdict, None):
+            run.keep(SWEEP, verdict)
+
+    each(run, SWEEP, sorted(judged.kept, key=_in_order), _ref, keep_unless_unmarked)
+    for reason, count in sorted(judged.healthy.items()):
+        run.reporter.count_healthy(SWEEP, reason, count)
+
+    def stays_named(anchor: str) -> bool:
+        """An anchor named by an object that stays (or may: a shared digest keeps it)."""
+        return anchor in judged.named or ("anchor", "", anchor) in named_elsewhere
+
+    for owner in sorted(judged.members):
+
+        def sort_group(owner: UpstreamOwner = owner) -> None:
+            group = judged.members[owner]
+            anchors = frozenset(wanted.anchors[owner])
+            result = judge_group(
+                owner, group, facts[owner], anchors, run.now, settings.min_age, settings.clock_skew
+            )
+            _sort_group(sort, kinds, group, result.verdicts, stays_named, run)
+
+        each(run, SWEEP, [owner], lambda o: judged.members[o][0].ref, lambda _: sort_group())
+    enforced = SWEEP in settings.enforce
+
+    def recheck(owner: UpstreamOwner, reason: Reason) -> str | None:
+        return _recheck(run, lookups, facts[owner], owner, reason)
+
+    rechecks = Rechecks(recheck)
+
+    def delete(graced: Graced[Target | None]) -> list[Outcome]:
+        assert graced.target is not None  # an orphan always has its target
+        return [delete_member(graced.verdict, graced.target, run.deleter, rechecks, enforced)]
+
+    def resource(graced: Graced[Target | None]) -> Resource:
+        assert graced.target is not None
+        return graced.target.resource
+
+    if grace_actions.act(run, SWEEP, sort, state.in_scope, resource, delete):
+        run.completed(SWEEP)
+    return None
+
+
+def _denied(run: Run, kinds: HubKinds) -> list[str]:
+    """What the hub identity may not do of what this sweep needs, as SelfSubjectAccessReviews
+    answer; [] when the hub cannot say (each request then fails safe on its own 403)."""
+    if not isinstance(run.hub, KubeAccess):
+        return []
+    verbs: tuple[str, ...] = ("get", "list")
+    if run.settings.delete:
+        verbs += ("patch", "delete") if SWEEP in run.settings.enforce else ("patch",)
+    needs = [(r, verbs) for r in kinds.swept] + [(r, ("list",)) for r in kinds.owners_only]
+    try:
+        return preflight.missing(
+            run.hub, preflight.needed_for(needs, run.settings), run.settings.lock_name
+        )
+    except KubeError as exc:
+        log.warning("cannot check the copies sweep's permissions (%s): going on", exc)
+        return []
+
+
+def _second_read(
+    run: Run, kinds: HubKinds, calls: dict[UpstreamOwner, GroupCall]
+) -> list[CopyScan]:
+    def start() -> CopyScan:
+        return CopyScan(calls, run.settings.report_healthy)
+
+    scans: list[CopyScan] = []
+    for resource in kinds.swept:
+        scans += scan_kind(run.hub, resource, run.scope, start, run.hub_reads)
+    return scans
+
+
+def _sort_group(
+    sort: GraceSort[Target | None],
+    kinds: HubKinds,
+    group: list[Member],
+    verdicts: tuple[Verdict, ...],
+    stays_named: Callable[[str], bool],
+    run: Run,
+) -> None:
+    """One owner's group, judged: its orphans to the grace rule, in deletion order (copies
+    first, anchors last), the rest kept."""
+    resources = {(r.group, r.kind): r for r in kinds.swept}
+    by_uid = {m.ref.uid: m for m in group}
+    for verdict in verdicts:
+        member = by_uid[verdict.ref.uid]
+        anchor = member.anchor_uid
+        if verdict.delete and anchor is not None and stays_named(anchor):
+            detail = "owns an object that stays: the garbage collector would take it"
+            verdict = Verdict(
+                verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail, cluster=verdict.cluster
+            )
+        anchors = (anchor,) if anchor is not None else member.anchors
+        target = Target(
+            resources[(member.replica.group, member.ref.kind)],
+            member.owner,
+            anchors,
+            anchor is not None,
+        )
+        if verdict.delete:
+            sort.orphan(verdict, copy_evidence(member.owner, anchors), target)
+        elif not sort.not_orphan(verdict, target):
+            run.keep(SWEEP, verdict)
+
+
+def _recheck(
+    run: Run, lookups: OwnerLookups, facts: OwnerFacts, owner: UpstreamOwner, reason: Reason
+) -> str | None:
+    """None when a live second look still proves the owner gone for `reason`."""
+    if reason == Reason.PROJECT_GONE:
+        if run.projects is None:
+            return "no Project API to look again"
+        try:
+            again = read_projects(run.projects, [owner.cluster])
+        except KubeError as exc:
+            return f"the Project API could not be read again: {exc}"
+        if again.get(owner.cluster) is ProjectAnswer.NOT_FOUND:
+            return None
+        answer = again.get(owner.cluster, ProjectAnswer.UNREAD)
+        return f"project {owner.cluster} is {answer.value} on a second look"
+    read: OwnerRead = lookups.recheck(owner)
+    if reason == Reason.UPSTREAM_NAMESPACE_GONE:
+        ok = read.cluster_available and read.namespace is Presence.GONE
+    elif reason == Reason.OWNER_GONE:
+        ok = read.cluster_available and read.owner is Presence.GONE
+    elif reason == Reason.OWNER_RECREATED:
+        ok = read.owner is Presence.PRESENT and read.owner_uid == facts.read.owner_uid
+    else:
+        return f"no second look for {reason}"
+    if ok:
+        return None
+    owner_state, namespace_state = read.owner.value, read.namespace.value
+    return f"on a second look its owner is {owner_state}, its namespace {namespace_state}"
+
+
+def _in_order(verdict: Verdict) -> tuple[str, str, str]:
+    return verdict.ref.order
+
+
+def _ref(verdict: Verdict) -> ObjectRef:
+    return verdict.ref

@@ -1,0 +1,628 @@
+"""End to end, on the real server pair: the downstream-copies sweep (sweep 4).
+
+The upstream server stands for Milo: it serves Milo's Project CRD (the Project API), and a
+proxy of this module's own serves each project's control plane at its Milo path
+(`/apis/resourcemanager.miloapis.com/v1alpha1/projects/<name>/control-plane`), forwarding to
+the same server. A deleted project's control plane answers 404 for every path, as Milo's
+does. The hub serves two kinds NSO replicates (Connector, HTTPProxy) beside Gateways.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gcjob.cli import cli
+from gcjob.domain import (
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_GROUP_LABEL,
+    UPSTREAM_KIND_LABEL,
+    UPSTREAM_NAME_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
+)
+from testbed import schemas
+from testbed.cluster import ApiFailure, TestCluster
+from testbed.endpoints import Endpoint
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.objects import gateway, route
+from testbed.report import Result, run_gcjob
+from testbed.servers import crds_dir
+
+MILO = "/apis/resourcemanager.miloapis.com/v1alpha1/projects"
+NET = "networking.datumapis.com"
+CONNECTORS = f"/apis/{NET}/v1alpha1/namespaces/{{namespace}}/connectors"
+HTTPPROXIES = f"/apis/{NET}/v1alpha/namespaces/{{namespace}}/httpproxies"
+GATEWAYS = "/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/gateways"
+CONFIGMAPS = "/api/v1/namespaces/{namespace}/configmaps"
+CRD_FILES = {
+    "hub": ("minimal-networking.datumapis.com_connectors-httpproxies.yaml",),
+    "upstream": (
+        "minimal-networking.datumapis.com_connectors-httpproxies.yaml",
+        "minimal-resourcemanager.miloapis.com_projects.yaml",
+    ),
+}
+
+
+def install(cluster: TestCluster, files: tuple[str, ...]) -> None:
+    """Milo's and NSO's CRDs, from tests/crds; served once this returns."""
+    for name in files:
+        for crd in yaml.safe_load_all((crds_dir() / name).read_text()):
+            status, body = cluster._call(
+                "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+            )
+            if status not in (200, 201, 409):
+                raise ApiFailure(f"create CRD {crd['metadata']['name']}: {status} {body}")
+            group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
+            version = crd["spec"]["versions"][0]["name"]
+            for _ in range(150):
+                if cluster._call("GET", f"/apis/{group}/{version}/{plural}")[0] == 200:
+                    break
+                time.sleep(0.1)
+            else:
+                raise ApiFailure(f"CRD {plural}.{group} not served after 15s")
+
+
+@pytest.fixture
+def served(hub: TestCluster, upstream: TestCluster) -> None:
+    # Once a session in effect: a CRD that exists answers 409 and is served already.
+    install(hub, CRD_FILES["hub"])
+    install(upstream, CRD_FILES["upstream"])
+
+
+@pytest.fixture
+def milo(served: None, upstream_endpoint: Endpoint, tmp_path: Path) -> Iterator[FaultProxy]:
+    proxy = FaultProxy(
+        upstream_endpoint.proxy.target,
+        strip_prefix=r"^/apis/resourcemanager\.miloapis\.com/v1alpha1/projects/[^/]+/control-plane",
+    ).start(tmp_path)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def milo_kubeconfig(upstream_kubeconfig: str, milo: FaultProxy, tmp_path: Path) -> str:
+    """The upstream credentials, trusting the Milo proxy; no context names a project."""
+    config = yaml.safe_load(Path(upstream_kubeconfig).read_text())
+    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
+    cluster = next(c for c in config["clusters"] if c["name"] == context["context"]["cluster"])
+    cluster["cluster"] = {"server": milo.url, "certificate-authority": str(milo.ca_file)}
+    context["name"] = config["current-context"] = "milo"
+    path = tmp_path / "milo-kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def project_name() -> str:
+    return f"p-{uuid.uuid4().hex[:10]}"
+
+
+def make_project(upstream: TestCluster, name: str) -> None:
+    upstream.create_at(
+        MILO,
+        {
+            "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
+            "kind": "Project",
+            "metadata": {"name": name},
+        },
+    )
+
+
+def delete_project(upstream: TestCluster, milo: FaultProxy, name: str) -> None:
+    """Gone from the Project API, and its control plane answers 404 for every path."""
+    upstream._call("DELETE", f"{MILO}/{name}")
+    milo.add_fault(
+        Fault(
+            path=f"^{MILO}/{name}/control-plane",
+            status=404,
+            body="404 page not found\n",
+            times=None,
+        )
+    )
+
+
+def labels(project: str, group: str, kind: str, namespace: str, name: str) -> dict[str, str]:
+    return {
+        UPSTREAM_CLUSTER_LABEL: f"cluster-{project}",
+        UPSTREAM_GROUP_LABEL: group,
+        UPSTREAM_KIND_LABEL: kind,
+        UPSTREAM_NAMESPACE_LABEL: namespace,
+        UPSTREAM_NAME_LABEL: name,
+    }
+
+
+def anchor(
+    hub: TestCluster, ns: str, owner_uid: str, owner_labels: dict[str, str]
+) -> dict[str, Any]:
+    return hub.create_at(
+        CONFIGMAPS.format(namespace=ns),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"anchor-{owner_uid}", "namespace": ns, "labels": owner_labels},
+        },
+    )
+
+
+def owned_by(anchor_obj: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if anchor_obj is None:
+        return []
+    meta = anchor_obj["metadata"]
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"]}]
+
+
+def copy(
+    hub: TestCluster,
+    ns: str,
+    collection: str,
+    api_version: str,
+    kind: str,
+    name: str,
+    copy_labels: dict[str, str],
+    anchor_obj: dict[str, Any] | None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": copy_labels}
+    if anchor_obj is not None:
+        meta["ownerReferences"] = owned_by(anchor_obj)
+    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": meta}
+    if kind == "Gateway":
+        obj["spec"] = {
+            "gatewayClassName": "datum-external",
+            "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+        }
+    return hub.create_at(collection.format(namespace=ns), obj)
+
+
+def live_owner(upstream: TestCluster, upstream_ns: str, name: str) -> str:
+    """An upstream Connector that exists: its uid, for its anchor."""
+    made = upstream.create_at(
+        CONNECTORS.format(namespace=upstream_ns),
+        {
+            "apiVersion": f"{NET}/v1alpha1",
+            "kind": "Connector",
+            "metadata": {"name": name, "namespace": upstream_ns},
+        },
+    )
+    return str(made["metadata"]["uid"])
+
+
+def connector_group(
+    hub: TestCluster, ns: str, project: str, upstream_ns: str, name: str, owner_uid: str
+) -> tuple[dict, dict]:
+    """An anchor and the Connector copy it owns."""
+    found = labels(project, NET, "Connector", upstream_ns, name)
+    made = anchor(hub, ns, owner_uid, found)
+    return made, copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", name, found, made)
+
+
+def args(hub_args: list[str], kubeconfig: str, milo: FaultProxy, ns: str, *more: str) -> list[str]:
+    template = milo.url + MILO + "/{cluster}/control-plane"
+    return [
+        *hub_args,
+        *("--upstream-kubeconfig", kubeconfig, "--upstream-server-template", template),
+        *("--sweep", "copies", "--namespace", ns, "--clock-skew", "0s"),
+        *more,
+    ]
+
+
+def outcome(result: Result, kind: str, name: str) -> tuple[str, str] | None:
+    return result.outcome(kind, name)
+
+
+PATHS = {
+    "Connector": CONNECTORS,
+    "HTTPProxy": HTTPPROXIES,
+    "Gateway": GATEWAYS,
+    "ConfigMap": CONFIGMAPS,
+}
+
+
+def present(cluster: TestCluster, kind: str, ns: str, name: str) -> bool:
+    """There, and not being deleted (a bare server never finishes a finalized delete)."""
+    status, body = cluster._call("GET", PATHS[kind].format(namespace=ns) + "/" + name)
+    return status == 200 and not body["metadata"].get("deletionTimestamp")
+
+
+def test_a_deleted_projects_copies_and_anchors_go_copies_first(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    upstream_ns = upstream.namespace("app")
+    owner = upstream.create_at(
+        CONNECTORS.format(namespace=upstream_ns),
+        {
+            "apiVersion": f"{NET}/v1alpha1",
+            "kind": "Connector",
+            "metadata": {"name": "web", "namespace": upstream_ns},
+        },
+    )
+    ns = hub.namespace("ns")
+    live_anchor, _ = connector_group(hub, ns, live, upstream_ns, "web", owner["metadata"]["uid"])
+    gone_uid = str(uuid.uuid4())
+    gone_anchor, _ = connector_group(hub, ns, gone, upstream_ns, "tunnel", gone_uid)
+    gw_labels = labels(gone, "gateway.networking.k8s.io", "Gateway", upstream_ns, "edge")
+    gw_anchor = anchor(hub, ns, str(uuid.uuid4()), gw_labels)
+    copy(hub, ns, GATEWAYS, "gateway.networking.k8s.io/v1", "Gateway", "edge", gw_labels, gw_anchor)
+    delete_project(upstream, milo, gone)
+
+    # Report-only unless enforced: marked and reported, nothing deleted.
+    run = args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete")
+    result = run_gcjob(*run)
+    assert outcome(result, "Connector", "tunnel") == ("would-delete", "project-gone")
+    assert outcome(result, "Gateway", "edge") == ("would-delete", "project-gone")
+    assert present(hub, "Gateway", ns, "edge")
+    assert result.summary["sweeps"]["copies"]["status"] == "completed", result.summary
+
+    result = run_gcjob(*run, "--enforce", "copies")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    items = [(i["kind"], i["name"], i["action"], i["reason"]) for i in result.items]
+    deleted = [(k, n) for k, n, a, _ in items if a == "deleted"]
+    assert set(deleted) == {
+        ("Connector", "tunnel"),
+        ("ConfigMap", gone_anchor["metadata"]["name"]),
+        ("Gateway", "edge"),
+        ("ConfigMap", gw_anchor["metadata"]["name"]),
+    }
+    # Copies before their anchors.
+    assert deleted.index(("Connector", "tunnel")) < deleted.index(
+        ("ConfigMap", gone_anchor["metadata"]["name"])
+    )
+    assert not present(hub, "Gateway", ns, "edge")
+    # The live project's anchor and copy stay, healthy.
+    assert present(hub, "ConfigMap", ns, live_anchor["metadata"]["name"])
+    assert outcome(result, "Connector", "web") is None  # healthy: counted, not itemised
+
+
+def test_a_terminating_project_keeps_its_copies(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live, ending = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, ending)
+    upstream._call(
+        "PATCH",
+        f"{MILO}/{ending}",
+        {"metadata": {"finalizers": ["gcjob.test/hold"]}},
+        content_type="application/merge-patch+json",
+    )
+    upstream._call("DELETE", f"{MILO}/{ending}")
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(
+        hub, ns, live, upstream_ns, "other", str(uuid.uuid4())
+    )  # the API answers for it
+    connector_group(hub, ns, ending, upstream_ns, "web", str(uuid.uuid4()))
+    try:
+        result = run_gcjob(
+            *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+        )
+    finally:
+        upstream._call(
+            "PATCH",
+            f"{MILO}/{ending}",
+            {"metadata": {"finalizers": None}},
+            content_type="application/merge-patch+json",
+        )
+    assert outcome(result, "Connector", "web") == ("skipped", "project-terminating")
+    assert present(hub, "Connector", ns, "web")
+
+
+def test_a_project_api_that_answers_404_everywhere_proves_nothing(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    gone = project_name()
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    milo.add_fault(Fault(path=f"^{MILO}", status=404, body="404 page not found\n", times=None))
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    )
+    assert outcome(result, "Connector", "web") == ("skipped", "upstream-unavailable")
+    assert present(hub, "Connector", ns, "web")
+    assert result.exit_code == 1
+
+
+def test_a_forbidden_project_api_proves_nothing(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", str(uuid.uuid4()))
+    connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    delete_project(upstream, milo, gone)
+    milo.add_fault(Fault(path=f"^{MILO}(/[^/]+)?$", status=403, times=None))
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    )
+    assert outcome(result, "Connector", "web") == ("skipped", "upstream-unavailable")
+    assert present(hub, "Connector", ns, "web")
+
+
+def test_an_owner_gone_in_a_live_project_takes_its_copy_and_a_copy_without_anchor(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live = project_name()
+    make_project(upstream, live)
+    upstream_ns = upstream.namespace("app")
+    ns = hub.namespace("ns")
+    _, _ = connector_group(hub, ns, live, upstream_ns, "gone", str(uuid.uuid4()))
+    lone = labels(live, NET, "HTTPProxy", upstream_ns, "lone")
+    copy(hub, ns, HTTPPROXIES, f"{NET}/v1alpha", "HTTPProxy", "lone", lone, None)
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    )
+    assert outcome(result, "Connector", "gone") == ("deleted", "owner-gone")
+    assert outcome(result, "HTTPProxy", "lone") == ("deleted", "owner-gone")
+
+
+def test_a_recreated_owner_takes_only_the_old_anchors_copies(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live = project_name()
+    make_project(upstream, live)
+    upstream_ns = upstream.namespace("app")
+    ns = hub.namespace("ns")
+    old_uid = str(uuid.uuid4())
+    found = labels(live, NET, "Connector", upstream_ns, "web")
+    old_anchor = anchor(hub, ns, old_uid, found)
+    time.sleep(1.1)  # creation times have whole seconds: the owner comes after the anchor
+    owner = upstream.create_at(
+        CONNECTORS.format(namespace=upstream_ns),
+        {
+            "apiVersion": f"{NET}/v1alpha1",
+            "kind": "Connector",
+            "metadata": {"name": "web", "namespace": upstream_ns},
+        },
+    )
+    new_anchor = anchor(hub, ns, owner["metadata"]["uid"], found)
+    copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", "web", found, old_anchor)
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    )
+    assert outcome(result, "Connector", "web") == ("deleted", "owner-recreated")
+    assert outcome(result, "ConfigMap", old_anchor["metadata"]["name"]) == (
+        "deleted",
+        "owner-recreated",
+    )
+    assert present(hub, "ConfigMap", ns, new_anchor["metadata"]["name"])
+
+
+def test_a_kind_the_hub_does_not_serve_is_skipped_and_said_once(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    ns = hub.namespace("ns")
+    result = run_gcjob(*args(gcjob_hub_args, milo_kubeconfig, milo, ns))
+    detail = result.summary["sweeps"]["copies"]["detail"]
+    assert detail.count("Backend.gateway.envoyproxy.io skipped") == 1
+    assert result.exit_code == 0
+
+
+def test_a_project_name_that_needs_encoding_is_never_proven_gone(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live = project_name()
+    make_project(upstream, live)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", str(uuid.uuid4()))
+    # cluster-org_p: the cluster "org/p", one path part in the template's URL, never a project
+    # name; its control plane answers 404 everywhere and the Project API knows no such project.
+    odd = labels("org_p", NET, "Connector", upstream_ns, "web")
+    made = anchor(hub, ns, str(uuid.uuid4()), odd)
+    copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", "web", odd, made)
+    milo.add_fault(
+        Fault(path=f"^{MILO}/org%2Fp/", status=404, body="404 page not found\n", times=None)
+    )
+    milo.clear_requests()
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    )
+    assert outcome(result, "Connector", "web") == ("skipped", "upstream-unavailable")
+    assert present(hub, "Connector", ns, "web")
+    asked = [r.path for r in milo.requests if r.path.startswith(MILO + "/org")]
+    assert asked and all(path.startswith(MILO + "/org%2Fp") for path in asked), asked
+
+
+def test_a_whole_project_gone_at_once_passes_the_deletion_brake_or_nothing_goes(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """One mistaken "gone" cannot take a whole project in one run: its 30 groups (60 objects)
+    are more than --max-deletions, and the brake holds them all, whole."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    for i in range(30):
+        connector_group(hub, ns, gone, upstream_ns, f"web-{i}", str(uuid.uuid4()))
+    delete_project(upstream, milo, gone)
+    run = args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    result = run_gcjob(*run, "--max-deletions", "50")
+    assert result.exit_code == 4
+    assert not [i for i in result.items if i["action"] == "deleted"]
+    braked = [i for i in result.items if i["reason"] == "brake"]
+    assert len(braked) == 60
+    assert present(hub, "Connector", ns, "web-0")
+    # Past the brake, deliberately: all of it goes, copies before anchors.
+    result = run_gcjob(*run, "--max-deletions", "100", "--max-delete-percent", "100")
+    assert result.exit_code == 0, result.stderr
+    assert len([i for i in result.items if i["action"] == "deleted"]) == 60
+
+
+def test_more_projects_gone_than_the_projects_brake_allows_proves_none_gone(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live = project_name()
+    make_project(upstream, live)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", str(uuid.uuid4()))
+    gone = [project_name() for _ in range(3)]
+    for name in gone:
+        connector_group(hub, ns, name, upstream_ns, f"web-{name}", str(uuid.uuid4()))
+        delete_project(upstream, milo, name)
+    run = args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    result = run_gcjob(*run, "--max-projects-gone", "2")
+    assert result.exit_code == 4
+    assert "projects brake" in result.summary["sweeps"]["copies"]["detail"]
+    for name in gone:
+        assert outcome(result, "Connector", f"web-{name}") == ("skipped", "upstream-unavailable")
+        assert present(hub, "Connector", ns, f"web-{name}")
+
+
+def test_explain_reaches_the_sweeps_verdict_for_a_copy_and_its_anchor(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    made, _ = connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    young = labels(gone, NET, "HTTPProxy", upstream_ns, "fresh")
+    delete_project(upstream, milo, gone)
+    template = milo.url + MILO + "/{cluster}/control-plane"
+    common = [
+        *("--hub-kubeconfig", hub_kubeconfig, "--upstream-kubeconfig", milo_kubeconfig),
+        *("--upstream-server-template", template, "--grace", "0s", "--min-age", "0s"),
+        *("--namespace", ns, "--output", "json"),  # the sweep's own scope, as below
+    ]
+
+    def explained(target: str) -> dict[str, Any]:
+        result = CliRunner().invoke(cli, ["explain", target, *common], standalone_mode=False)
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        doc = json.loads(result.stdout)
+        schemas.EXPLAIN.validate(doc)
+        return doc["verdict"]
+
+    assert explained(f"connector/{ns}/web")["reason"] == "project-gone"
+    assert explained(f"connector/{ns}/web")["action"] == "would-delete"
+    anchor_name = made["metadata"]["name"]
+    assert explained(f"cm/{ns}/{anchor_name}")["action"] == "would-delete"
+    assert explained(f"connector/{ns}/other")["reason"] == "owner-exists"
+    # A young copy of the same owner keeps the anchor, in explain as in the sweep.
+    copy(hub, ns, HTTPPROXIES, f"{NET}/v1alpha", "HTTPProxy", "fresh", young, made)
+    common[common.index("--min-age") + 1] = "1h"
+    assert explained(f"cm/{ns}/{anchor_name}")["action"] == "skipped"
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies"),
+        "--min-age",
+        "1h",
+    )
+    assert outcome(result, "ConfigMap", anchor_name)[0] == "skipped"  # type: ignore[index]
+
+
+def test_a_deleted_projects_routes_go_as_project_gone_and_the_run_exits_zero(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """A route of a deleted project was kept as upstream-unavailable and failed every run;
+    the Project API proves it gone, and explain says so too."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    project_ns = upstream.namespace("project")
+    upstream.create(gateway(project_ns, "gw-live"))
+    ns = hub.namespace("ns")
+    for name, cluster in (("live-route", live), ("gone-route", gone)):
+        hub.create(
+            route(
+                ns,
+                name,
+                cluster_label=f"cluster-{cluster}",
+                upstream_namespace=project_ns,
+                parents=[{"name": "gw-live"}],
+            )
+        )
+    delete_project(upstream, milo, gone)
+    template = milo.url + MILO + "/{cluster}/control-plane"
+    upstream_args = [
+        "--upstream-kubeconfig",
+        milo_kubeconfig,
+        "--upstream-server-template",
+        template,
+    ]
+    doc = CliRunner().invoke(
+        cli,
+        [
+            "explain",
+            f"httproute/{ns}/gone-route",
+            "--hub-kubeconfig",
+            hub_kubeconfig,
+            *upstream_args,
+            *("--grace", "0s", "--min-age", "0s", "--namespace", ns, "--output", "json"),
+        ],
+        standalone_mode=False,
+    )
+    verdict = json.loads(doc.stdout)["verdict"]
+    assert (verdict["action"], verdict["reason"]) == ("would-delete", "project-gone")
+    result = run_gcjob(
+        *gcjob_hub_args, *upstream_args, "--sweep", "routes", "--namespace", ns, "--delete"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("HTTPRoute", "gone-route") == ("deleted", "project-gone")
+    assert result.outcome("HTTPRoute", "live-route") is None  # healthy: counted only
+    assert hub.present("HTTPRoute", ns, "live-route")
