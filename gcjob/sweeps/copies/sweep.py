@@ -196,9 +196,22 @@ def sweep(run: Run) -> None:
     for reason, count in sorted(judged.healthy.items()):
         run.reporter.count_healthy(SWEEP, reason, count)
 
-    def stays_named(anchor: str) -> bool:
-        """An anchor named by an object that stays (or may: a shared digest keeps it)."""
-        return anchor in judged.named or ("anchor", "", anchor) in named_elsewhere
+    # Which owners' copies name each anchor: a copy of another owner naming it is kept by its
+    # own group's judgement, whatever that is, so the anchor stays (as explain judges it).
+    namers: dict[str, set[UpstreamOwner]] = defaultdict(set)
+    for owner, members in judged.members.items():
+        for member in members:
+            for uid in member.anchors:
+                namers[uid].add(owner)
+
+    def stays_named(anchor: str, owner: UpstreamOwner) -> bool:
+        """An anchor named by an object that stays, or by another owner's copy (or may be:
+        a shared digest keeps it)."""
+        return (
+            anchor in judged.named
+            or ("anchor", "", anchor) in named_elsewhere
+            or bool(namers.get(anchor, set()) - {owner})
+        )
 
     for owner in sorted(judged.members):
 
@@ -266,7 +279,7 @@ def _sort_group(
     kinds: HubKinds,
     group: list[Member],
     verdicts: tuple[Verdict, ...],
-    stays_named: Callable[[str], bool],
+    stays_named: Callable[[str, UpstreamOwner], bool],
     run: Run,
 ) -> None:
     """One owner's group, judged: its orphans to the grace rule, in deletion order (copies
@@ -276,7 +289,7 @@ def _sort_group(
     for verdict in verdicts:
         member = by_uid[verdict.ref.uid]
         anchor = member.anchor_uid
-        if verdict.delete and anchor is not None and stays_named(anchor):
+        if verdict.delete and anchor is not None and stays_named(anchor, member.owner):
             detail = "owns an object that stays: the garbage collector would take it"
             verdict = Verdict(
                 verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail, cluster=verdict.cluster
