@@ -236,6 +236,9 @@ class RouteTarget:
     namespace: str
     gateways: tuple[str, ...]
     route_namespace: str = ""
+    # The upstream HTTPRoute the route copies; None when it is not to be looked up (a label
+    # that may have been cut short names no object to prove gone).
+    owner: UpstreamOwner | None = None
 
     def qualified(self) -> tuple[str, ...]:
         """The Gateways as namespace/name, as verdicts report them."""
@@ -252,6 +255,7 @@ class UpstreamView:
     lookup_error: str = ""
     namespace_exists: bool | None = None  # None: not known
     project: ProjectCall | None = None  # the project's state, where the cluster is one
+    owner: OwnerRead | None = None  # the upstream HTTPRoute, where it was looked up
 
 
 @dataclass(frozen=True, slots=True)

@@ -279,6 +279,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.UPSTREAM_SUSPECT,
         Reason.PROJECT_GONE,
         Reason.PROJECT_TERMINATING,
+        Reason.OWNER_GONE,
         Reason.OWNER_APPEARED,
     ),
     _COPIES: (

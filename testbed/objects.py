@@ -137,6 +137,19 @@ def gateway(namespace: str, name: str) -> Obj:
     }
 
 
+def upstream_route(namespace: str, name: str, gateways: tuple[str, ...] = ("gw-a",)) -> Obj:
+    """The upstream HTTPRoute NSO copies a downstream route from (on a project's cluster)."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": _meta(namespace, name, {}, {}),
+        "spec": {
+            "parentRefs": [{"name": gateway} for gateway in gateways],
+            "rules": [{"backendRefs": [{"name": "backend", "port": 8080}]}],
+        },
+    }
+
+
 def route(
     namespace: str,
     name: str,

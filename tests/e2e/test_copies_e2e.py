@@ -32,7 +32,7 @@ from testbed import schemas
 from testbed.cluster import ApiFailure, TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import gateway, route
+from testbed.objects import gateway, route, upstream_route
 from testbed.report import Result, run_gcjob
 from testbed.servers import crds_dir
 
@@ -586,6 +586,7 @@ def test_a_deleted_projects_routes_go_as_project_gone_and_the_run_exits_zero(
     make_project(upstream, gone)
     project_ns = upstream.namespace("project")
     upstream.create(gateway(project_ns, "gw-live"))
+    upstream.create(upstream_route(project_ns, "live-route", ("gw-live",)))
     ns = hub.namespace("ns")
     for name, cluster in (("live-route", live), ("gone-route", gone)):
         hub.create(

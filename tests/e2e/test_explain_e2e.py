@@ -17,7 +17,7 @@ from gcjob.exitcodes import ExitCode
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import SECRET_VALUE, binding, companion, route, workload
+from testbed.objects import SECRET_VALUE, binding, companion, route, upstream_route, workload
 from testbed.report import HubSweep, explain, run_gcjob
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
@@ -175,6 +175,8 @@ def test_routes_explain_matches_what_delete_did(
     }
     for name, (label, up_ns, parents) in cases.items():
         hub.create(route(ns, name, cluster_label=label, upstream_namespace=up_ns, parents=parents))
+    for name in ("healthy", "one-left"):  # NSO's upstream HTTPRoutes of the kept
+        upstream.create(upstream_route(project, name))
     up = ["--upstream-kubeconfig", upstream_kubeconfig]
 
     explained = {name: explain("HTTPRoute", ns, name, *explain_args, *up) for name in cases}

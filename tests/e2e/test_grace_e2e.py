@@ -34,7 +34,15 @@ from gcjob.times import parse_http_date, parse_time
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import SECRET_VALUE, binding, companion, gateway, route, workload
+from testbed.objects import (
+    SECRET_VALUE,
+    binding,
+    companion,
+    gateway,
+    route,
+    upstream_route,
+    workload,
+)
 from testbed.report import Result, run_gcjob
 
 GRACE = timedelta(seconds=4)
@@ -307,6 +315,7 @@ def test_routes_are_marked_unmarked_when_a_gateway_exists_and_deleted_after_grac
     hub: TestCluster, upstream: TestCluster, upstream_kubeconfig: str, graced: Any
 ) -> None:
     project = upstream.project()
+    upstream.create(upstream_route(project, "web"))  # NSO's upstream HTTPRoute
     ns = hub.namespace("grace")
     hub.create(
         route(

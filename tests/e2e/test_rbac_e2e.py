@@ -24,7 +24,7 @@ from gcjob.cli import cli
 from testbed.cluster import TestCluster, wait_for
 from testbed.endpoints import UPSTREAM_CLUSTER, started
 from testbed.faultproxy import FaultProxy
-from testbed.objects import binding, companion, route, workload
+from testbed.objects import binding, companion, route, upstream_route, workload
 from testbed.report import run_gcjob
 from testbed.servers import HUB_CRDS, UPSTREAM_CRDS, ApiServer
 
@@ -147,6 +147,7 @@ def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, s
         hub.create_with_binding(companion(kind, ns, name, referrers))
     hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
     project = upstream.project("gw-live")
+    upstream.create(upstream_route(project, "live-route", ("gw-live",)))
     label = f"cluster-{UPSTREAM_CLUSTER}"
     for name, parent in (("orphan-route", "gw-gone"), ("live-route", "gw-live")):
         hub.create(

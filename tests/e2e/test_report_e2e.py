@@ -19,7 +19,7 @@ from testbed import schemas
 from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import FaultProxy
-from testbed.objects import binding, companion, route
+from testbed.objects import binding, companion, route, upstream_route
 from testbed.report import HubSweep
 from testbed.servers import write_kubeconfig
 
@@ -73,8 +73,10 @@ def test_a_thousand_clusters_and_hostile_annotations_fit_log_lines(
         )
         for i, cluster in enumerate(clusters)
     ]
+    healthy = [upstream_route(project, f"route-{i:04d}") for i in range(CLUSTERS) if i % 100]
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(hub.create, routes))
+        list(pool.map(upstream.create, healthy))  # NSO's upstream HTTPRoutes of the healthy
     hostile = "\x1b]0;pwned\x07\x1b[32mwould-delete\x9b0m\u202eevil\u2028"
     # 100 referrers (the most a companion may list) of the longest valid form: 63 + 1 + 253.
     long_name = ".".join(["w" * 63, "x" * 63, "y" * 63, "z" * 61])

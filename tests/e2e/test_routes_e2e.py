@@ -13,7 +13,7 @@ import yaml
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import route
+from testbed.objects import route, upstream_route
 from testbed.report import HubSweep, run_gcjob, upstreams
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
@@ -30,7 +30,7 @@ def project(upstream: TestCluster) -> str:
 
 
 def test_seed_plan_orphaned_healthy_and_multi_parent_routes(
-    hub: TestCluster, project: str, routes_args: list[str]
+    hub: TestCluster, upstream: TestCluster, project: str, routes_args: list[str]
 ) -> None:
     ns = hub.namespace()
     gone_ns = f"deleted-project-{uuid.uuid4().hex[:6]}"
@@ -57,6 +57,8 @@ def test_seed_plan_orphaned_healthy_and_multi_parent_routes(
     }
     for name, (label, up_ns, parents) in cases.items():
         hub.create(route(ns, name, cluster_label=label, upstream_namespace=up_ns, parents=parents))
+    for name in ("healthy", "one-of-two-left"):  # NSO's upstream HTTPRoutes of the kept
+        upstream.create(upstream_route(project, name))
 
     result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
 
@@ -79,6 +81,48 @@ def test_seed_plan_orphaned_healthy_and_multi_parent_routes(
     assert orphan["cluster"] == UPSTREAM_CLUSTER
     assert orphan["gateways"] == [f"{project}/gw-gone"]
     assert upstreams(result)[UPSTREAM_CLUSTER]["status"] == "ok"
+
+
+def test_a_route_whose_upstream_httproute_is_gone_goes_though_its_gateway_exists(
+    hub: TestCluster,
+    upstream: TestCluster,
+    project: str,
+    routes_args: list[str],
+    upstream_faults: FaultProxy,
+) -> None:
+    """Issue 22: NSO ties a downstream route to its upstream HTTPRoute, not to the Gateway."""
+    ns = hub.namespace()
+    for name in ("owner-gone", "owner-present", "gateway-gone"):
+        hub.create(
+            route(ns, name, cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-a")])
+        )
+    hub.patch("HTTPRoute", ns, "gateway-gone", {"spec": {"parentRefs": [gw("gw-gone")]}})
+    upstream.create(upstream_route(project, "owner-present"))
+    upstream_faults.clear_requests()
+
+    result = run_gcjob(*routes_args, "--namespace", ns, "--delete", "--report-healthy")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("HTTPRoute", "owner-gone") == ("deleted", "owner-gone")
+    assert hub.gone("HTTPRoute", ns, "owner-gone")
+    gone = result.item("HTTPRoute", "owner-gone")
+    assert gone is not None
+    assert f"HTTPRoute.gateway.networking.k8s.io {project}/owner-gone" in gone["detail"]
+    assert gone["gateways"] == [f"{project}/gw-a"]
+    assert result.outcome("HTTPRoute", "owner-present") == ("skipped", "gateway-exists")
+    assert hub.present("HTTPRoute", ns, "owner-present")
+    # A route whose Gateways are all gone keeps the Gateway rule and its reason.
+    assert result.outcome("HTTPRoute", "gateway-gone") == ("deleted", "upstream-gateways-gone")
+    # The upstream HTTPRoute proven gone by a GET naming it, and read again (a GET) right
+    # before the delete; upstream only ever read.
+    asked = [(r.method, r.path, r.status) for r in upstream_faults.requests]
+    get_gone = (
+        "GET",
+        f"/apis/gateway.networking.k8s.io/v1/namespaces/{project}/httproutes/owner-gone",
+        404,
+    )
+    assert asked.count(get_gone) == 2
+    assert not [r for r in asked if r[0] != "GET"]
 
 
 def test_preserve_cases_are_kept(hub: TestCluster, project: str, routes_args: list[str]) -> None:
@@ -328,7 +372,11 @@ def test_routes_sweep_without_upstream_is_not_configured(hub: TestCluster, sweep
 
 
 def test_upstream_reads_are_batched_per_namespace(
-    hub: TestCluster, project: str, routes_args: list[str], upstream_faults: FaultProxy
+    hub: TestCluster,
+    upstream: TestCluster,
+    project: str,
+    routes_args: list[str],
+    upstream_faults: FaultProxy,
 ) -> None:
     ns = hub.namespace()
     for i, parents in enumerate([["gw-a"], ["gw-b"], ["gw-a", "gw-b"], ["gw-a"], ["gw-b"]]):
@@ -341,19 +389,28 @@ def test_upstream_reads_are_batched_per_namespace(
                 parents=[gw(p) for p in parents],
             )
         )
+        upstream.create(upstream_route(project, f"healthy-{i}", tuple(parents)))
     upstream_faults.clear_requests()
 
     result = run_gcjob(*routes_args, "--namespace", ns, "--delete")
 
     assert result.exit_code == 0
     asked = [(r.method, r.path) for r in upstream_faults.requests]
-    # One discovery check of the cluster, one metadata-only Gateway list of the namespace.
+    # One discovery check of the cluster, one metadata-only Gateway list of the namespace;
+    # then, for the routes whose Gateways exist, their upstream HTTPRoutes (the shared owner
+    # look-ups: discovery of the core API and the group, once per cluster, and one
+    # metadata-only HTTPRoute list of the namespace; every one listed, so no GET).
     assert asked == [
         ("GET", "/apis/gateway.networking.k8s.io/v1"),
         ("GET", f"/apis/gateway.networking.k8s.io/v1/namespaces/{project}/gateways"),
+        ("GET", "/api/v1"),
+        ("GET", "/apis/gateway.networking.k8s.io"),
+        ("GET", "/apis/gateway.networking.k8s.io/v1"),
+        ("GET", "/apis/gateway.networking.k8s.io/v1beta1"),
+        ("GET", f"/apis/gateway.networking.k8s.io/v1/namespaces/{project}/httproutes"),
     ]
-    assert upstreams(result)[UPSTREAM_CLUSTER]["api_requests"] == 2
-    assert result.summary["api_requests"]["by_target"]["upstream"] == 2
+    assert upstreams(result)[UPSTREAM_CLUSTER]["api_requests"] == 7
+    assert result.summary["api_requests"]["by_target"]["upstream"] == 7
 
 
 def test_a_parent_name_that_is_no_object_name_is_never_proof(
@@ -430,6 +487,7 @@ def test_a_route_that_changes_between_the_two_reads_is_not_decided(
     hub.create(
         route(ns, "steady", cluster_label=LABEL, upstream_namespace=project, parents=[gw("gw-a")])
     )
+    upstream.create(upstream_route(project, "steady"))
     lists = f"/namespaces/{ns}/httproutes$"
     faults.add_fault(Fault(method="GET", path=lists))  # the first read goes through
     gate = threading.Event()

@@ -26,7 +26,7 @@ from testbed import schemas
 from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import Fault, FaultProxy, hostile_list
-from testbed.objects import route
+from testbed.objects import route, upstream_route
 from testbed.report import run_gcjob, upstreams
 
 FAST = ("fast-a", "fast-b", "fast-c")
@@ -96,6 +96,8 @@ def test_slow_upstreams_delay_only_their_own_routes(
 ) -> None:
     project = upstream.project("gw-live")
     ns = hub.namespace()
+    for cluster in (*FAST, *SLOW):  # the upstream HTTPRoutes of the live routes
+        upstream.create(upstream_route(project, f"{cluster}-live", ("gw-live",)))
     for cluster in (*FAST, *SLOW):
         for name, parent in ((f"{cluster}-orphan", "gw-gone"), (f"{cluster}-live", "gw-live")):
             hub.create(
@@ -255,6 +257,8 @@ def test_hostile_upstreams_at_once_stay_within_memory_and_budget(
         )
     project = upstream.project("gw-live")
     ns = hub.namespace()
+    for cluster in FAST:  # the upstream HTTPRoutes of the live routes
+        upstream.create(upstream_route(project, f"{cluster}-live", ("gw-live",)))
     for cluster in hostile:
         hub.create(
             route(

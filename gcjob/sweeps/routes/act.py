@@ -8,7 +8,7 @@ from gcjob.act.deleter import Deleter, read_failure
 from gcjob.enumerate.upstream import UpstreamIndex
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES
-from gcjob.model import Action, Outcome, RouteTarget, Sweep, Verdict
+from gcjob.model import Action, Outcome, RouteTarget, Sweep, UpstreamOwner, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.routes.judge import before_delete
 
@@ -21,14 +21,28 @@ def delete_route(
     upstream: UpstreamIndex,
     deleter: Deleter,
     project_still_gone: Callable[[str], str | None] | None = None,
+    owner_still_gone: Callable[[UpstreamOwner], str | None] | None = None,
 ) -> Outcome:
     """`project_still_gone`: the Project API asked again (None: still gone, else why not),
-    for a route of a project proven gone, whose control plane cannot be asked."""
+    for a route of a project proven gone, whose control plane cannot be asked.
+    `owner_still_gone`: the upstream HTTPRoute read again, live (None: still gone, else why
+    not), for a route whose owner is proven gone while its Gateways may exist."""
     held = deleter.held(SWEEP, verdict)  # before the reads that serve the deletion
     if held is not None:
         return held
     if verdict.reason == Reason.PROJECT_GONE:
         why = project_still_gone(target.cluster) if project_still_gone else "no Project API"
+        if why is not None:
+            return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNER_APPEARED, why)
+        return deleter.delete(SWEEP, verdict, HTTPROUTES)
+    if verdict.reason == Reason.OWNER_GONE:
+        if target.owner is None or owner_still_gone is None:
+            why = "its upstream HTTPRoute cannot be read again"
+        else:
+            try:
+                why = owner_still_gone(target.owner)
+            except Stopped as exc:
+                return read_failure(SWEEP, verdict, str(target.owner), exc)
         if why is not None:
             return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNER_APPEARED, why)
         return deleter.delete(SWEEP, verdict, HTTPROUTES)

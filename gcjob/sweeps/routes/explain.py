@@ -1,6 +1,7 @@
 """`gcjob explain` on an HTTPRoute: read by name, judged by judge.py against a world that
 loads what the sweep would have asked its upstream cluster for this one route, and the
-namespace check act.py makes right before it deletes."""
+namespace check act.py makes right before it deletes (not for a route whose project or
+upstream HTTPRoute is proven gone: act.py rereads those instead)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from gcjob.decide.explanation import Explanation, Target, graced
 from gcjob.decide.grace import Next
 from gcjob.decide.projects import check_project_api, judge_project, project_calls
 from gcjob.decide.trace import Trace
-from gcjob.enumerate.owners import read_project_answers
+from gcjob.enumerate.owners import OwnerLookups, read_project_answers
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.kube import reduce
 from gcjob.kube.resources import HTTPROUTES
@@ -34,7 +35,7 @@ from gcjob.sweeps.routes.judge import (
     route_left_scope,
     route_target,
 )
-from gcjob.sweeps.routes.scan import project_answers, read_routes
+from gcjob.sweeps.routes.scan import load_owners, project_answers, read_routes
 
 
 class UpstreamByName:
@@ -56,7 +57,14 @@ class UpstreamByName:
         self.ctx.reads_for("gateways-gone")
         self.index.load(Wanted.of([target]), suspect_min_routes=0)
         self.index = self._as_the_sweep_loads(target)
-        return replace(self.index.view(target), project=project)
+        owner = None
+        if target.owner is not None:
+            assert self.ctx.upstreams is not None
+            self.ctx.reads_for("upstream-route")
+            lookups = OwnerLookups(self.ctx.upstreams)
+            load_owners(self.index, [target], lookups)
+            owner = lookups.read(target.owner)
+        return replace(self.index.view(target), project=project, owner=owner)
 
     def _project(self, cluster: str) -> ProjectCall | None:
         """The project's call as the sweep makes it: its own answer; for a NotFound, whether
@@ -137,7 +145,11 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
     judged = judge_route(route, world, ctx.now, ctx.min_age, ctx.grace, trace)
     verdict, call = judged.verdict, judged.call
     deleting = verdict.delete and (call is None or call.next is Next.DELETE)
-    if judged.target is not None and deleting and verdict.reason != Reason.PROJECT_GONE:
+    if (
+        judged.target is not None
+        and deleting
+        and verdict.reason not in (Reason.PROJECT_GONE, Reason.OWNER_GONE)
+    ):
         # As right before the sweep deletes (act.py): is the whole upstream namespace gone?
         verdict = before_delete(
             verdict, judged.target, world.namespace_exists(judged.target), trace

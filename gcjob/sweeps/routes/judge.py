@@ -3,6 +3,7 @@ upstream clusters are asked through a world (UpstreamWorld)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -28,10 +29,13 @@ from gcjob.marks import Evidence, Rule, route_evidence
 from gcjob.model import (
     ClusterStatus,
     ObjectRef,
+    OwnerRead,
     ParentRef,
+    Presence,
     ProjectState,
     Route,
     RouteTarget,
+    UpstreamOwner,
     UpstreamView,
     Verdict,
 )
@@ -39,6 +43,7 @@ from gcjob.reasons import Reason
 
 # Why a route's mark goes when it is no longer in_scope (decide/grace.py left_scope).
 LEFT_ROUTE = "no longer labelled as a route NSO copied: out of the sweep, its mark with it"
+LABEL_LIMIT = 63  # a label value's maximum length: a value this long may have been cut
 
 
 def in_scope(route: Route, trace: Trace | None = None) -> bool:
@@ -148,7 +153,39 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         )
     trace.passed("same-namespace-parents", f"every parent is in the route's own {ref.namespace}")
     gateways = tuple(sorted({p.name for p in route.parent_refs}))
-    return RouteTarget(cluster, upstream_namespace, gateways, ref.namespace)
+    return RouteTarget(
+        cluster, upstream_namespace, gateways, ref.namespace, upstream_route(cluster, labels)
+    )
+
+
+def upstream_route(cluster: str, labels: Mapping[str, str]) -> UpstreamOwner | None:
+    """The upstream HTTPRoute a route copies, to be looked up; None when its labels cannot
+    name it for sure (a value 63 characters long may have been cut short, and a NotFound for
+    a cut name would prove nothing): the Gateway rule alone decides such a route."""
+    namespace, name = labels[UPSTREAM_NAMESPACE_LABEL], labels[UPSTREAM_NAME_LABEL]
+    if len(namespace) >= LABEL_LIMIT or len(name) >= LABEL_LIMIT:
+        return None
+    if not is_dns1123_subdomain(name):
+        return None
+    return UpstreamOwner(cluster, GATEWAY_GROUP, HTTPROUTE_KIND, namespace, name)
+
+
+def owner_gone(owner: OwnerRead | None) -> bool:
+    """Proven gone: a cluster that answered every read, and a NotFound naming the owner in a
+    namespace that exists. Anything else proves nothing."""
+    return owner is not None and owner.cluster_available and owner.owner is Presence.GONE
+
+
+def describe_owner(owner: UpstreamOwner | None, read: OwnerRead | None) -> str:
+    if owner is None:
+        return "upstream HTTPRoute not looked up: its labels may be cut short"
+    if read is None:
+        return f"{owner}: not looked up this run"
+    if not read.cluster_available:
+        return f"{owner}: not known ({read.cluster_detail or read.detail})"
+    if read.owner is Presence.GONE:
+        return f"{owner}: not found"
+    return f"{owner}: {read.owner.value}"
 
 
 def decide_route(
@@ -218,7 +255,22 @@ def decide_route(
         + ("exists" if g in present else "not found")
         for g in target.gateways
     )
+    if present and view.cluster_status is ClusterStatus.OK and owner_gone(view.owner):
+        # NSO ties a route to its upstream HTTPRoute, not to the Gateway: gone, whatever the
+        # Gateways. (Looked up only for a route whose Gateway exists: without one, the
+        # Gateway rule decides, as it always has.)
+        upstream = describe_owner(target.owner, view.owner)
+        trace.passed("upstream-route", f"{upstream}, though {evidence}")
+        held = check_owners(route.owners, trace, ours=is_anchor) or hold_back(
+            ref, now, min_age, route.protect, trace
+        )
+        if held is not None:
+            return Verdict(ref, False, *held, cluster=target.cluster, gateways=names)
+        return Verdict(
+            ref, True, Reason.OWNER_GONE, upstream, cluster=target.cluster, gateways=names
+        )
     if present:
+        trace.passed("upstream-route", describe_owner(target.owner, view.owner))
         healthy = Verdict(
             ref,
             False,

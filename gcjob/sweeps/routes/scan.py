@@ -3,7 +3,7 @@ HTTPRoutes that left the sweep. (What it reads upstream is gcjob/enumerate/upstr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
@@ -15,7 +15,7 @@ from gcjob.domain import (
     UPSTREAM_KIND_LABEL,
 )
 from gcjob.enumerate.hub import Seen, read_in_scope, scan_in_scope
-from gcjob.enumerate.owners import read_project_answers
+from gcjob.enumerate.owners import OwnerLookups, read_project_answers
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex
@@ -96,15 +96,43 @@ class IndexedUpstream:
     every route at once by the first read; a route it did not ask about has no view."""
 
     def __init__(
-        self, index: UpstreamIndex, projects: Mapping[str, ProjectCall] | None = None
+        self,
+        index: UpstreamIndex,
+        projects: Mapping[str, ProjectCall] | None = None,
+        owners: OwnerLookups | None = None,
     ) -> None:
         self.index = index
         self.projects = projects or {}
+        self.owners = owners
 
     def view(self, target: RouteTarget) -> UpstreamView | None:
         if not self.index.covers(target):
             return None
-        return replace(self.index.view(target), project=self.projects.get(target.cluster))
+        owner = None
+        if self.owners is not None and target.owner is not None:
+            owner = self.owners.read(target.owner)
+        return replace(
+            self.index.view(target), project=self.projects.get(target.cluster), owner=owner
+        )
+
+
+def load_owners(
+    index: UpstreamIndex, targets: Iterable[RouteTarget], lookups: OwnerLookups
+) -> None:
+    """The upstream HTTPRoutes of the routes that have a Gateway found upstream (a route
+    without one is decided by the Gateway rule alone): one metadata-only list per (cluster,
+    namespace), a GET for each one not listed. Raises Stopped."""
+    owners = set()
+    for target in targets:
+        if target.owner is None or not index.covers(target):
+            continue
+        state = index.clusters[target.cluster]
+        if state.status is not ClusterStatus.OK:
+            continue
+        found = index.view(target).gateways
+        if found and not found.isdisjoint(target.gateways):
+            owners.add(target.owner)
+    lookups.load(owners)
 
 
 def project_answers(

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
-from gcjob.enumerate.owners import read_project_answers
+from gcjob.enumerate.owners import OwnerLookups, read_project_answers
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
@@ -35,6 +35,7 @@ from gcjob.model import (
     Route,
     RouteTarget,
     Sweep,
+    UpstreamOwner,
 )
 from gcjob.reasons import Reason
 from gcjob.run import Run
@@ -44,13 +45,16 @@ from gcjob.sweeps.routes.act import delete_route
 from gcjob.sweeps.routes.judge import (
     RouteJudgement,
     UpstreamWorld,
+    describe_owner,
     in_scope,
     judge_route,
+    owner_gone,
     route_left_scope,
     route_target,
 )
 from gcjob.sweeps.routes.scan import (
     IndexedUpstream,
+    load_owners,
     project_answers,
     read_marked_outside_routes,
     scan_routes,
@@ -66,12 +70,15 @@ class RouteTargets(ObjectScan[Route]):
     def __init__(self) -> None:
         super().__init__()
         self.wanted = Wanted()
+        self.owned: set[RouteTarget] = set()  # the targets whose upstream route is asked for
 
     def take(self, route: Route) -> None:
         if in_scope(route):
             target = route_target(route)
             if isinstance(target, RouteTarget):
                 self.wanted.add(target)
+                if target.owner is not None:
+                    self.owned.add(target)
 
 
 @dataclass
@@ -80,6 +87,7 @@ class UpstreamRead:
     changes nothing of the run, so the report keeps its order."""
 
     index: UpstreamIndex | None = None  # None: the hub's routes could not be read
+    owners: OwnerLookups | None = None  # the upstream HTTPRoutes, once the Gateways are read
     failed: str = ""  # what could not be read: the sweep is then incomplete (or stopped)
     error: KubeError | None = None
 
@@ -95,14 +103,21 @@ def read(run: Run) -> UpstreamRead:
     except KubeError as exc:
         return UpstreamRead(failed="cannot list HTTPRoutes", error=exc)
     wanted = Wanted()
+    owned: set[RouteTarget] = set()
     for scan in scans:
         wanted.update(scan.wanted)
+        owned.update(scan.owned)
     index = UpstreamIndex(run.upstreams)
     try:
         index.load(wanted, run.settings.suspect_min_routes, run.upstream_reads)
     except Stopped as exc:
-        return UpstreamRead(index, "stopped while reading upstream Gateways", exc)
-    return UpstreamRead(index)
+        return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc)
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads)
+    try:
+        load_owners(index, owned, lookups)
+    except Stopped as exc:
+        return UpstreamRead(index, None, "stopped while reading upstream HTTPRoutes", exc)
+    return UpstreamRead(index, lookups)
 
 
 class RouteScan(ObjectScan[Route]):
@@ -188,7 +203,7 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
         # deleted project's control plane is gone with it, and that is no failure.
         run.codes.add(ExitCode.ITEM_FAILED)
 
-    world = IndexedUpstream(index, calls)
+    world = IndexedUpstream(index, calls, upstream.owners)
 
     def start() -> RouteScan:
         return RouteScan(world, run.now, settings.min_age, settings.grace, settings.report_healthy)
@@ -228,7 +243,24 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
 
     def delete(graced: Graced[RouteTarget | None]) -> list[Outcome]:
         assert graced.target is not None  # an orphan always has its Gateways
-        return [delete_route(graced.verdict, graced.target, index, run.deleter, project_still_gone)]
+        return [
+            delete_route(
+                graced.verdict,
+                graced.target,
+                index,
+                run.deleter,
+                project_still_gone,
+                owner_still_gone,
+            )
+        ]
+
+    def owner_still_gone(owner: UpstreamOwner) -> str | None:
+        """None when the upstream HTTPRoute is still proven gone, right before deleting."""
+        assert upstream.owners is not None  # an owner-gone verdict rests on its read
+        again = upstream.owners.recheck(owner)
+        if owner_gone(again):
+            return None
+        return f"{describe_owner(owner, again)} on a second look"
 
     def project_still_gone(cluster: str) -> str | None:
         """None when the Project API still answers a NotFound for it, right before deleting."""

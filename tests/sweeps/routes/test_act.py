@@ -5,8 +5,10 @@ from __future__ import annotations
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.enumerate.upstream import UpstreamIndex
+from gcjob.kube.errors import Stopped
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
-from gcjob.model import Action, RouteTarget, Verdict
+from gcjob.model import Action, RouteTarget, UpstreamOwner, Verdict
+from gcjob.reasons import Reason
 from gcjob.sweeps.routes.act import delete_route
 from testbed.model import ref
 from tests.sweeps.companions.test_act import FailingReads
@@ -66,3 +68,59 @@ def test_an_unknown_cluster_is_never_read_as_gone() -> None:
         VERDICT, unknown, index(SnapshotStore("u", [], every_kind=True)), deleter()
     )
     assert (outcome.action, outcome.reason) == (Action.SKIPPED, "upstream-unavailable")
+
+
+OWNER = UpstreamOwner("single", "gateway.networking.k8s.io", "HTTPRoute", "default", "web")
+OWNER_GONE = Verdict(ref("HTTPRoute", "web"), True, Reason.OWNER_GONE, "HTTPRoute not found")
+OWNED_TARGET = RouteTarget("single", "default", ("gw-a",), owner=OWNER)
+
+
+def _gateway_a() -> SnapshotStore:
+    store = with_namespace()
+    store.add(
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": "gw-a", "namespace": "default"},
+        }
+    )
+    return store
+
+
+def test_a_route_whose_upstream_httproute_is_still_gone_goes_though_its_gateway_exists() -> None:
+    asked: list[UpstreamOwner] = []
+
+    def still_gone(owner: UpstreamOwner) -> str | None:
+        asked.append(owner)
+        return None
+
+    outcome = delete_route(
+        OWNER_GONE, OWNED_TARGET, index(_gateway_a()), deleter(), owner_still_gone=still_gone
+    )
+    assert (outcome.action, outcome.reason) == (Action.WOULD_DELETE, "owner-gone")
+    assert asked == [OWNER]
+
+
+def test_an_upstream_httproute_back_or_unreadable_on_the_second_look_keeps_the_route() -> None:
+    outcome = delete_route(
+        OWNER_GONE,
+        OWNED_TARGET,
+        index(_gateway_a()),
+        deleter(),
+        owner_still_gone=lambda owner: f"{owner}: present on a second look",
+    )
+    assert (outcome.action, outcome.reason) == (Action.SKIPPED, "owner-appeared")
+    assert "present on a second look" in outcome.detail
+    for target, check in ((OWNED_TARGET, None), (TARGET, lambda _: None)):
+        kept = delete_route(OWNER_GONE, target, index(_gateway_a()), deleter(), None, check)
+        assert (kept.action, kept.reason) == (Action.SKIPPED, "owner-appeared")
+
+
+def test_a_stop_during_the_second_look_at_the_upstream_httproute_deletes_nothing() -> None:
+    def stopped(owner: UpstreamOwner) -> str | None:
+        raise Stopped("deadline")
+
+    outcome = delete_route(
+        OWNER_GONE, OWNED_TARGET, index(_gateway_a()), deleter(), owner_still_gone=stopped
+    )
+    assert (outcome.action, outcome.reason) == (Action.SKIPPED, "stopped")

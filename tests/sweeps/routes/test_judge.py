@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,11 +12,14 @@ from gcjob.decide.trace import Trace
 from gcjob.enumerate.upstream import is_suspect, suspect_groups
 from gcjob.model import (
     ClusterStatus,
+    OwnerRead,
     ParentRef,
+    Presence,
     ProjectCall,
     ProjectState,
     Route,
     RouteTarget,
+    UpstreamOwner,
     UpstreamView,
     Verdict,
 )
@@ -121,7 +126,8 @@ def test_non_gateway_parents(p: ParentRef) -> None:
 
 def test_route_target_of_nso_route() -> None:
     r = route(labels=route_labels(cluster="cluster-org_proj", namespace="team-a"))
-    assert route_target(r) == RouteTarget("org/proj", "team-a", ("gw",), r.ref.namespace)
+    owner = UpstreamOwner("org/proj", "gateway.networking.k8s.io", "HTTPRoute", "team-a", "web")
+    assert route_target(r) == RouteTarget("org/proj", "team-a", ("gw",), r.ref.namespace, owner)
 
 
 def test_route_target_upstream_namespace_is_the_label_not_the_hub_namespace() -> None:
@@ -518,3 +524,77 @@ def test_a_young_or_protected_route_of_a_gone_project_is_still_held_back():
     assert isinstance(target, RouteTarget)
     view = _project_view(ProjectState.GONE, ClusterStatus.UNAVAILABLE)
     assert decide_route(young, target, view, NOW, MIN_AGE).reason is Reason.TOO_YOUNG
+
+
+# --- the owner-gone rule: NSO ties a route to its upstream HTTPRoute, not to the Gateway ---
+
+
+def _owner(presence: Presence, available: bool = True) -> OwnerRead:
+    if not available:
+        return OwnerRead(False, "owner lookup failed: HTTP 403")
+    namespace = Presence.GONE if presence is Presence.UNKNOWN else Presence.PRESENT
+    return OwnerRead(True, resolved=True, namespace=namespace, owner=presence)
+
+
+def test_a_route_whose_upstream_httproute_is_gone_is_an_orphan_though_its_gateway_exists() -> None:
+    r = route()
+    verdict = decide(r, replace(ok({"gw"}), owner=_owner(Presence.GONE)))
+    assert verdict.delete and verdict.reason is Reason.OWNER_GONE
+    assert "HTTPRoute.gateway.networking.k8s.io default/web" in verdict.detail
+    assert verdict.gateways == ("default/gw",) and verdict.cluster == "single"
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        pytest.param(_owner(Presence.PRESENT), id="present"),
+        pytest.param(_owner(Presence.TERMINATING), id="terminating"),
+        pytest.param(_owner(Presence.UNKNOWN), id="namespace-gone-proves-no-owner"),
+        pytest.param(_owner(Presence.GONE, available=False), id="cluster-failed-a-read"),
+        pytest.param(None, id="not-looked-up"),
+    ],
+)
+def test_an_upstream_httproute_not_proven_gone_leaves_the_gateway_rule(
+    owner: OwnerRead | None,
+) -> None:
+    r = route()
+    kept = decide(r, replace(ok({"gw"}), owner=owner))
+    assert not kept.delete and kept.reason is Reason.GATEWAY_EXISTS
+    gone = decide(r, replace(ok(set()), owner=owner))
+    assert gone.delete and gone.reason is Reason.UPSTREAM_GATEWAYS_GONE
+
+
+def test_an_upstream_httproute_gone_on_an_unavailable_or_suspect_cluster_proves_nothing() -> None:
+    r = route()
+    gone = _owner(Presence.GONE)
+    unavailable = UpstreamView(ClusterStatus.UNAVAILABLE, "HTTP 403", owner=gone)
+    assert decide(r, unavailable).reason is Reason.UPSTREAM_UNAVAILABLE
+    suspect = UpstreamView(ClusterStatus.SUSPECT, "none found", frozenset(), owner=gone)
+    verdict = decide(r, suspect)
+    assert not verdict.delete and verdict.reason is Reason.UPSTREAM_SUSPECT
+
+
+def test_a_young_protected_or_owned_route_whose_upstream_httproute_is_gone_is_held_back() -> None:
+    view = replace(ok({"gw"}), owner=_owner(Presence.GONE))
+    assert decide(route(created=YOUNG), view).reason is Reason.TOO_YOUNG
+    assert decide(route(protected=True), view).reason is Reason.PROTECTED
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name"),
+    [("default", "w" * 63), ("n" * 63, "web"), ("default", "Not_A_Name")],
+)
+def test_an_upstream_name_that_may_be_cut_short_is_not_looked_up(namespace: str, name: str) -> None:
+    r = route(labels=route_labels(namespace=namespace, name=name))
+    target = route_target(r)
+    assert isinstance(target, RouteTarget) and target.owner is None
+
+
+def test_the_trace_says_what_was_read_of_the_upstream_httproute() -> None:
+    r = route()
+    trace = Trace()
+    decide_route(
+        r, target_of(r), replace(ok({"gw"}), owner=_owner(Presence.PRESENT)), NOW, MIN_AGE, trace
+    )
+    step = next(s for s in trace.steps if s.rule == "upstream-route")
+    assert step.evidence.endswith("default/web on upstream cluster single: present")
