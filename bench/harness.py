@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import random
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -308,4 +309,94 @@ def machine() -> Obj:
         )
         if Path("/proc/cpuinfo").exists()
         else "",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the floor of an upstream phase: the same requests, replayed
+
+
+def request_log(requests: Iterable[Any]) -> list[Obj]:
+    """What a FaultProxy's request log (RecordedRequest) holds of each request, enough to send
+    it again: method, the path with its query, the Accept header. In the order received."""
+    from urllib.parse import urlencode
+
+    out = []
+    for rec in sorted(requests, key=lambda r: r.received):
+        query = urlencode([(k, v) for k, vs in rec.query.items() for v in vs])
+        out.append(
+            {
+                "method": rec.method,
+                "url": rec.path + (f"?{query}" if query else ""),
+                "accept": rec.accept or "application/json",
+            }
+        )
+    return out
+
+
+def replay(
+    url: str, ca_file: str, requests: Sequence[Obj], in_flight: int, token: str = ADMIN_TOKEN
+) -> Obj:
+    """Send `requests` (request_log) to `url` with `in_flight` threads, each with one
+    keep-alive HTTPS connection, each answer read whole and parsed as JSON: the floor of
+    what any client can do with those requests. {"requests", "seconds", "bytes", "statuses"}."""
+    from urllib.parse import urlsplit
+
+    split = urlsplit(url)
+    context = ssl.create_default_context(cafile=ca_file)
+    lock = threading.Lock()
+    source = iter(requests)
+    statuses: dict[int, int] = {}
+    received = [0]
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        connection = http.client.HTTPSConnection(split.hostname or "", split.port, context=context)
+        try:
+            while True:
+                with lock:
+                    request = next(source, None)
+                if request is None:
+                    return
+                headers = {"Authorization": f"Bearer {token}", "Accept": request["accept"]}
+                connection.request(request["method"], request["url"], None, headers)
+                response = connection.getresponse()
+                body = response.read()
+                if body[:1] == b"{":
+                    json.loads(body)
+                with lock:
+                    statuses[response.status] = statuses.get(response.status, 0) + 1
+                    received[0] += len(body)
+        except BaseException as exc:
+            with lock:
+                errors.append(exc)
+        finally:
+            connection.close()
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(in_flight)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"replay failed: {errors[0]!r}") from errors[0]
+    return {
+        "requests": sum(statuses.values()),
+        "seconds": seconds,
+        "bytes": received[0],
+        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+    }
+
+
+def median_spread(values: Sequence[float]) -> Obj:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return {
+        "median": round(median, 3),
+        "min": round(ordered[0], 3),
+        "max": round(ordered[-1], 3),
+        "n": len(ordered),
     }

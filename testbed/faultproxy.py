@@ -64,6 +64,7 @@ class RecordedRequest:
     raw_body: bytes = b""
     status: int | None = None  # status sent back; None if the connection was reset (or not yet)
     received: float = field(default_factory=time.monotonic)  # when the proxy read it
+    answered: float | None = None  # when the proxy finished sending its answer
     response_body: bytes = field(default=b"", repr=False)
 
     @property
@@ -430,6 +431,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(answer.body)
+        rec.answered = time.monotonic()
 
     def _send_streamed(self, rec: RecordedRequest, served: Served) -> None:
         rec.status = served.status

@@ -301,7 +301,12 @@ class ApiServer:
 
     def install_crds(self, paths: Iterable[Path], timeout: float = 60.0) -> None:
         """Create the CRDs and wait until each is Established and served."""
-        crds = [crd_for_old_server(yaml.safe_load(p.read_text())) for p in paths]
+        crds = [  # a file may hold several CRDs, as YAML documents
+            crd_for_old_server(doc)
+            for p in paths
+            for doc in yaml.safe_load_all(p.read_text())
+            if doc
+        ]
         base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
         for crd in crds:
             self.request("POST", base, crd)
