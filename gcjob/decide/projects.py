@@ -91,10 +91,6 @@ def never_a_project(cluster: str) -> bool:
     return False
 
 
-def count_gone(calls: Iterable[ProjectCall]) -> int:
-    return sum(call.state is ProjectState.GONE for call in calls)
-
-
 def project_calls(
     clusters: Iterable[str],
     is_project: Callable[[str], bool],

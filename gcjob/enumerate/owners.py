@@ -275,6 +275,21 @@ def read_projects(api: Reader, names: Iterable[str]) -> dict[str, ProjectAnswer]
     return answers
 
 
+def project_still_gone(
+    projects: Reader | None, cluster: str, is_project: Callable[[str], bool]
+) -> str | None:
+    """The Project API asked again, right before a delete: None while it still answers a
+    NotFound for `cluster`'s project, else why not (any other answer, or none)."""
+    if projects is None:
+        return "no Project API to look again"
+    answer = read_project_answers(projects, [cluster], is_project).get(
+        cluster, ProjectAnswer.UNREAD
+    )
+    if answer is ProjectAnswer.NOT_FOUND:
+        return None
+    return f"project {cluster} is {answer.value} on a second look"
+
+
 def read_project_answers(
     projects: Reader | None, clusters: Iterable[str], is_project: Callable[[str], bool]
 ) -> dict[str, ProjectAnswer]:

@@ -17,7 +17,7 @@ from gcjob.kube.resources import CONFIGMAPS, Resource
 from gcjob.model import Action, Outcome, Replica, Sweep, UpstreamOwner, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.boundary import ObjectScan
-from gcjob.sweeps.copies.judge import Member, understand
+from gcjob.sweeps.copies.judge import Member, anchors_named, understand
 from gcjob.sweeps.copies.scan import HubKinds, scan_kind
 
 SWEEP = Sweep.COPIES
@@ -111,9 +111,8 @@ class AnchorsNamed(ObjectScan[Replica]):
         self.named = KeySet()
 
     def take(self, replica: Replica) -> None:
-        for owner in replica.owners:
-            if owner.name.startswith("anchor-"):
-                self.named.add("anchor", "", owner.name.removeprefix("anchor-"))
+        for uid in anchors_named(replica.owners):
+            self.named.add("anchor", "", uid)
 
 
 def first_read(

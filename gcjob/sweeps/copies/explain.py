@@ -13,7 +13,7 @@ from gcjob.marks import Rule, copy_evidence
 from gcjob.model import OwnerFacts, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.copies.act import first_read
-from gcjob.sweeps.copies.judge import Member, judge_group, understand
+from gcjob.sweeps.copies.judge import Member, anchors_named, judge_group, understand
 from gcjob.sweeps.copies.scan import (
     COPY_SELECTOR,
     SECRET_SELECTOR,
@@ -111,11 +111,7 @@ def _group(ctx: Explaining, kinds: HubKinds, member: Member) -> tuple[list[Membe
             if isinstance(other, Member) and other.owner == member.owner:
                 group.append(other)
             else:
-                named.update(
-                    o.name.removeprefix("anchor-")
-                    for o in found.owners
-                    if o.name.startswith("anchor-")
-                )
+                named.update(anchors_named(found.owners))
     if all(m.ref.uid != member.ref.uid for m in group):
         group.append(member)  # read by name, yet not listed: judged with what was listed
     return group, named

@@ -153,6 +153,12 @@ def understand(replica: Replica, trace: Trace | None = None) -> Member | Verdict
     return Member(replica, owner, None, anchors)
 
 
+def anchors_named(owners: Sequence[OwnerRef]) -> list[str]:
+    """The owner UIDs in the names of an object's anchor-like ownerReferences: read loosely
+    (any `anchor-` name), for keeping anchors; a loose read keeps more, never less."""
+    return [o.name.removeprefix(ANCHOR_PREFIX) for o in owners if o.name.startswith(ANCHOR_PREFIX)]
+
+
 def _anchor_ref_uid(owner: OwnerRef) -> str:
     return owner.name.removeprefix(ANCHOR_PREFIX)
 

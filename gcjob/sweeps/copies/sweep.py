@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from gcjob import preflight
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
-from gcjob.enumerate.owners import OwnerLookups, read_project_answers, read_projects
+from gcjob.enumerate.owners import OwnerLookups, project_still_gone, read_project_answers
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
@@ -34,7 +34,6 @@ from gcjob.model import (
     OwnerFacts,
     OwnerRead,
     Presence,
-    ProjectAnswer,
     Replica,
     Sweep,
     UpstreamOwner,
@@ -53,6 +52,7 @@ from gcjob.sweeps.copies.act import (
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
+    anchors_named,
     judge_group,
     judge_owner,
     understand,
@@ -121,9 +121,7 @@ class CopyScan(ObjectScan[Replica]):
             self.judged.kept.append(verdict)
 
     def _names(self, replica: Replica) -> None:
-        for owner in replica.owners:
-            if owner.name.startswith("anchor-"):
-                self.judged.named.add(owner.name.removeprefix("anchor-"))
+        self.judged.named.update(anchors_named(replica.owners))
 
 
 def sweep(run: Run) -> None:
@@ -312,16 +310,7 @@ def _recheck(
 ) -> str | None:
     """None when a live second look still proves the owner gone for `reason`."""
     if reason == Reason.PROJECT_GONE:
-        if run.projects is None:
-            return "no Project API to look again"
-        try:
-            again = read_projects(run.projects, [owner.cluster])
-        except KubeError as exc:
-            return f"the Project API could not be read again: {exc}"
-        if again.get(owner.cluster) is ProjectAnswer.NOT_FOUND:
-            return None
-        answer = again.get(owner.cluster, ProjectAnswer.UNREAD)
-        return f"project {owner.cluster} is {answer.value} on a second look"
+        return project_still_gone(run.projects, owner.cluster, run.is_project)
     read: OwnerRead = lookups.recheck(owner)
     if reason == Reason.UPSTREAM_NAMESPACE_GONE:
         ok = read.cluster_available and read.namespace is Presence.GONE

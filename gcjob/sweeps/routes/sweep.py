@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
-from gcjob.enumerate.owners import OwnerLookups, read_project_answers
+from gcjob.enumerate.owners import OwnerLookups, project_still_gone
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
@@ -30,7 +30,6 @@ from gcjob.model import (
     ClusterStatus,
     ObjectRef,
     Outcome,
-    ProjectAnswer,
     ProjectState,
     Route,
     RouteTarget,
@@ -249,7 +248,7 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
                 graced.target,
                 index,
                 run.deleter,
-                project_still_gone,
+                still_gone,
                 owner_still_gone,
             )
         ]
@@ -262,13 +261,8 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
             return None
         return f"{describe_owner(owner, again)} on a second look"
 
-    def project_still_gone(cluster: str) -> str | None:
-        """None when the Project API still answers a NotFound for it, right before deleting."""
-        again = read_project_answers(run.projects, [cluster], run.is_project)
-        answer = again.get(cluster, ProjectAnswer.UNREAD)
-        if answer is ProjectAnswer.NOT_FOUND:
-            return None
-        return f"project {cluster} is {answer.value} on a second look"
+    def still_gone(cluster: str) -> str | None:
+        return project_still_gone(run.projects, cluster, run.is_project)
 
     if grace_actions.act(run, SWEEP, sort, state.in_scope, lambda _: HTTPROUTES, delete):
         run.completed(SWEEP)
