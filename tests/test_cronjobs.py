@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gcjob.kube.connect import check_server_template, project_api_from_template
 from gcjob.settings import parse_duration
 
 CRONJOBS = Path(__file__).parents[1] / "cronjobs"
@@ -215,3 +216,43 @@ def test_the_upstream_secret_is_optional_and_without_routes_drops_its_flag(
             "--sweep=companions",
             "--sweep=bindings",
         ]
+
+
+def test_an_own_kustomization_sets_the_image_by_its_rendered_name(tmp_path: Path) -> None:
+    """docs/install.md: over a shipped overlay, the image is named as the base renders it."""
+    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
+    (tmp_path / "mine").mkdir()
+    [shipped] = {
+        c["image"] for _, w in workloads() for c in job_spec(w)["template"]["spec"]["containers"]
+    }
+    assert shipped == "ghcr.io/datum-cloud/gcjob:0.1.0"
+    for directory in ("overlays/dry-run", "rollout"):
+        (tmp_path / "mine" / "kustomization.yaml").write_text(
+            f"resources: [../cronjobs/{directory}]\n"
+            "images:\n"
+            "  - name: ghcr.io/datum-cloud/gcjob\n"
+            "    newName: registry.example.com/gcjob\n"
+            "    newTag: 0.2.0\n"
+        )
+        [workload] = [o for o in render("mine", tmp_path) if o["kind"] in ("CronJob", "Job")]
+        [container] = job_spec(workload)["template"]["spec"]["containers"]
+        assert container["image"] == "registry.example.com/gcjob:0.2.0", directory
+
+
+def test_the_documented_server_template_patch_renders_a_template_gcjob_accepts(
+    tmp_path: Path,
+) -> None:
+    """docs/install.md's kustomization for --upstream-server-template, rendered as written."""
+    install = (CRONJOBS.parent / "docs" / "install.md").read_text(encoding="utf-8")
+    found = re.search(r"```yaml\n# my-gcjob/kustomization.yaml\n(.*?)```", install, re.S)
+    assert found
+    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
+    (tmp_path / "my-gcjob").mkdir()
+    (tmp_path / "my-gcjob" / "kustomization.yaml").write_text(found.group(1))
+
+    [cronjob] = [o for o in render("my-gcjob", tmp_path) if o["kind"] == "CronJob"]
+
+    template = flag(pod_args(cronjob), "upstream-server-template")
+    assert template is not None
+    check_server_template(template)  # raises ConfigError on a template gcjob refuses
+    assert project_api_from_template(template) == "https://milo.example"
