@@ -5,6 +5,7 @@ real server: tests/e2e/test_rbac_e2e.py.)"""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gcjob.kube.connect import check_server_template, project_api_from_template
 from gcjob.settings import parse_duration
 
 CRONJOBS = Path(__file__).parents[1] / "cronjobs"
@@ -22,18 +24,20 @@ RENDERED = (
     "overlays/enforce",
     "rollout",
     "rbac/hub",
+    "rbac/hub-serviceaccount",
     "rbac/upstream",
+    "rbac/upstream-serviceaccount",
     "rbac/projects",
 )
 READ_TIMEOUT = 15  # gcjob's --read-timeout default: the request in flight when it stops
 SCHEDULE_PERIOD = 300  # */5 * * * *
 
 
-def render(directory: str) -> list[dict[str, Any]]:
+def render(directory: str, root: Path = CRONJOBS) -> list[dict[str, Any]]:
     kubectl = shutil.which("kubectl")
     assert kubectl, "kubectl renders cronjobs/ (kubectl kustomize)"
     done = subprocess.run(
-        [kubectl, "kustomize", str(CRONJOBS / directory)],
+        [kubectl, "kustomize", str(root / directory)],
         capture_output=True,
         text=True,
         check=True,
@@ -134,3 +138,121 @@ def test_only_enforce_and_the_rollout_delete_and_only_the_rollout_raises_the_bra
         assert flag(args[directory], "max-deletions") is None  # the defaults suit 5 minutes
     assert flag(args["rollout"], "max-deletions") == "1000"
     assert flag(args["rollout"], "max-delete-percent") == "100"
+
+
+def pod_args(obj: dict[str, Any]) -> list[str]:
+    args: list[str] = job_spec(obj)["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+def test_nothing_renders_the_settings_themselves() -> None:
+    for directory in RENDERED:
+        assert not [o for o in render(directory) if o["metadata"]["name"] == "gcjob-settings"]
+
+
+def copy_with_lock_namespace(tmp_path: Path, namespace: str) -> Path:
+    """cronjobs/ copied, with the lock namespace set as docs/install.md says."""
+    root = tmp_path / "cronjobs"
+    shutil.copytree(CRONJOBS, root)
+    settings = root / "settings" / "settings.yaml"
+    text, count = re.subn(
+        r"(?m)^  lockNamespace: .*$", f"  lockNamespace: {namespace}", settings.read_text()
+    )
+    assert count == 1
+    settings.write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("namespace", ["default", "gcjob-system"])
+def test_the_lock_namespace_setting_moves_the_lease_role_and_the_argument_together(
+    tmp_path: Path, namespace: str
+) -> None:
+    root = copy_with_lock_namespace(tmp_path, namespace)
+
+    for directory in ("rbac/hub", "rbac/hub-serviceaccount"):
+        namespaced = {
+            (o["kind"], o["metadata"]["name"]): o["metadata"]["namespace"]
+            for o in render(directory, root)
+            if o["kind"] in ("Role", "RoleBinding", "ServiceAccount")
+        }
+        assert set(namespaced.values()) == {namespace}, (directory, namespaced)
+    sa = render("rbac/hub-serviceaccount", root)
+    for obj in sa:
+        if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            assert obj["subjects"] == [
+                {"kind": "ServiceAccount", "name": "gcjob", "namespace": namespace}
+            ]
+    for directory in ("overlays/dry-run", "overlays/enforce", "rollout"):
+        [workload] = [o for o in render(directory, root) if o["kind"] in ("CronJob", "Job")]
+        args = pod_args(workload)
+        assert [a for a in args if a.startswith("--lock-namespace")] == [
+            f"--lock-namespace={namespace}"
+        ], directory
+
+
+def test_the_upstream_secret_is_optional_and_without_routes_drops_its_flag(
+    tmp_path: Path,
+) -> None:
+    for _, workload in workloads():
+        volumes = {v["name"]: v for v in job_spec(workload)["template"]["spec"]["volumes"]}
+        assert volumes["upstream-kubeconfig"]["secret"]["optional"] is True
+        assert volumes["hub-kubeconfig"]["secret"].get("optional") is not True
+    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
+    for directory in ("overlays/enforce", "rollout"):
+        mine = tmp_path / "mine" / directory
+        mine.mkdir(parents=True)
+        up = "../" * (directory.count("/") + 2)
+        (mine / "kustomization.yaml").write_text(
+            f"resources: [{up}cronjobs/{directory}]\n"
+            f"components: [{up}cronjobs/components/without-routes]\n"
+        )
+        [workload] = [
+            o for o in render(directory, tmp_path / "mine") if o["kind"] in ("CronJob", "Job")
+        ]
+        args = pod_args(workload)
+        [plain] = [o for o in render(directory) if o["kind"] in ("CronJob", "Job")]
+        assert not [a for a in args if a.startswith("--upstream")]
+        assert args == [a for a in pod_args(plain) if not a.startswith("--upstream-kubeconfig")] + [
+            "--sweep=companions",
+            "--sweep=bindings",
+        ]
+
+
+def test_an_own_kustomization_sets_the_image_by_its_rendered_name(tmp_path: Path) -> None:
+    """docs/install.md: over a shipped overlay, the image is named as the base renders it."""
+    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
+    (tmp_path / "mine").mkdir()
+    [shipped] = {
+        c["image"] for _, w in workloads() for c in job_spec(w)["template"]["spec"]["containers"]
+    }
+    assert shipped == "ghcr.io/datum-cloud/gcjob:0.1.0"
+    for directory in ("overlays/dry-run", "rollout"):
+        (tmp_path / "mine" / "kustomization.yaml").write_text(
+            f"resources: [../cronjobs/{directory}]\n"
+            "images:\n"
+            "  - name: ghcr.io/datum-cloud/gcjob\n"
+            "    newName: registry.example.com/gcjob\n"
+            "    newTag: 0.2.0\n"
+        )
+        [workload] = [o for o in render("mine", tmp_path) if o["kind"] in ("CronJob", "Job")]
+        [container] = job_spec(workload)["template"]["spec"]["containers"]
+        assert container["image"] == "registry.example.com/gcjob:0.2.0", directory
+
+
+def test_the_documented_server_template_patch_renders_a_template_gcjob_accepts(
+    tmp_path: Path,
+) -> None:
+    """docs/install.md's kustomization for --upstream-server-template, rendered as written."""
+    install = (CRONJOBS.parent / "docs" / "install.md").read_text(encoding="utf-8")
+    found = re.search(r"```yaml\n# my-gcjob/kustomization.yaml\n(.*?)```", install, re.S)
+    assert found
+    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
+    (tmp_path / "my-gcjob").mkdir()
+    (tmp_path / "my-gcjob" / "kustomization.yaml").write_text(found.group(1))
+
+    [cronjob] = [o for o in render("my-gcjob", tmp_path) if o["kind"] == "CronJob"]
+
+    template = flag(pod_args(cronjob), "upstream-server-template")
+    assert template is not None
+    check_server_template(template)  # raises ConfigError on a template gcjob refuses
+    assert project_api_from_template(template) == "https://milo.example"
