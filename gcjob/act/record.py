@@ -64,6 +64,7 @@ class DeletionRecord:
         """One entry, on the disk when this returns. Raises OSError."""
         if self._fd is None:  # created at the first delete: a run that deletes nothing leaves none
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            log.info("recording deletions in %s", self.path)
         data = undo.line(entry).encode("ascii")
         written = 0
         while written < len(data):
