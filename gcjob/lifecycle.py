@@ -342,8 +342,10 @@ def run_restore(
         with open(record_file, encoding="utf-8") as lines:
             recorded = undo.read_record(lines, record_file)
         chosen = restore.select(recorded, targets)
-    except (OSError, UnicodeDecodeError) as exc:
-        return _fail(ExitCode.USAGE, f"cannot read {record_file}: {getattr(exc, 'strerror', exc)}")
+    except OSError as exc:
+        return _fail(ExitCode.USAGE, f"cannot read {record_file}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        return _fail(ExitCode.USAGE, f"cannot read {record_file}: not UTF-8 text")
     except ValueError as exc:  # RecordError included
         return _fail(ExitCode.USAGE, str(exc))
     budget = RunBudget(settings.timeout.total_seconds())

@@ -68,16 +68,17 @@ def test_targets_choose_by_name_or_uid_and_each_must_name_one() -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "cannot read"),
-        ('{"record": "summary"}\n', "not a gcjob deletion record"),
+        (None, "No such file"),
+        (b"\xff\xfe\n", "not UTF-8"),
+        (b'{"record": "summary"}\n', "not a gcjob deletion record"),
     ],
 )
 def test_a_record_that_cannot_be_read_is_exit_2_with_one_line(
-    tmp_path: Path, content: str | None, message: str
+    tmp_path: Path, content: bytes | None, message: str
 ) -> None:
     path = tmp_path / "deletions.jsonl"
     if content is not None:
-        path.write_text(content)
+        path.write_bytes(content)
     result = CliRunner().invoke(cli, ["restore", str(path)], standalone_mode=False)
     assert result.return_value == 2
     assert result.stdout == ""
