@@ -22,7 +22,7 @@ from gcjob.domain import (
 )
 from gcjob.exitcodes import ExitCode, table
 from gcjob.explain import parse_target
-from gcjob.lifecycle import run_explain, run_sweep
+from gcjob.lifecycle import run_explain, run_restore, run_sweep
 from gcjob.model import Sweep
 from gcjob.settings import (
     DEFAULT_CLOCK_SKEW,
@@ -236,6 +236,13 @@ EXCLUDE_NAMESPACE = _opt(
     "report-file",
     type=click.Path(dir_okay=False, writable=True),
     help="Also write the whole report as one JSON document.",
+)
+@_opt(
+    "record-deletions",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Record each object in a file of DIR (one per run) before deleting it, for "
+    "`gcjob restore`; an object that cannot be recorded is not deleted.",
 )
 @_opt(
     "log-format",
@@ -477,6 +484,49 @@ def explain(target: str, output: str, **options: Any) -> int:
     return run_explain(settings, parsed, output)
 
 
+@cli.command()
+@click.argument("record", type=click.Path(dir_okay=False))
+@click.argument("targets", nargs=-1)
+@HUB_KUBECONFIG
+@HUB_CONTEXT
+@click.option("--apply", is_flag=True, help="Create the objects. Without it: say what would be.")
+@click.option(
+    "--no-protect",
+    is_flag=True,
+    help="Do not annotate restored objects gcjob.datumapis.com/protect=true.",
+)
+@CONNECT_TIMEOUT
+@READ_TIMEOUT
+@_opt(
+    "timeout",
+    type=Duration(positive=True),
+    default=EXPLAIN_TIMEOUT,
+    show_default=True,
+    help="Give up after this long.",
+)
+def restore(record: str, targets: tuple[str, ...], **options: Any) -> int:
+    """Put back objects a `sweep --delete --record-deletions DIR` run deleted.
+
+    RECORD is one of that run's files in DIR; TARGETS are Kind/NAMESPACE/NAME or uids (none:
+    every object the run deleted). A dry run unless --apply. Never overwrites an object,
+    never restores a Secret (its data is never recorded); drops or re-points ownerReferences
+    to live owners; annotates each restored object protect (docs/undo.md). One JSON line per
+    object and a summary. Exit 0 all restored (or would be), 1 one was refused or failed,
+    2 bad usage or record.
+    """
+    _check_snapshot_alone({**options, "snapshot": None, "upstream_kubeconfig": None})
+    settings = Settings(
+        hub_kubeconfig=options["hub_kubeconfig"],
+        hub_context=options["hub_context"],
+        connect_timeout=options["connect_timeout"].total_seconds(),
+        read_timeout=options["read_timeout"].total_seconds(),
+        timeout=options["timeout"],
+    )
+    return run_restore(
+        settings, record, targets, apply=options["apply"], protect=not options["no_protect"]
+    )
+
+
 def _settings(options: dict[str, Any]) -> Settings:
     sweeps = tuple(options["sweeps"]) or tuple(s.value for s in Sweep)
     namespaces, exclude_namespaces = _scope(options)
@@ -530,6 +580,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         exclude_namespaces=exclude_namespaces,
         snapshot=options["snapshot"],
         report_file=options["report_file"],
+        record_deletions=options["record_deletions"],
         log_format=options["log_format"],
         report_healthy=options["report_healthy"],
         page_size=options["page_size"],
@@ -599,6 +650,7 @@ _NO_BLANK = (
     "upstream-server-template",
     "snapshot",
     "report-file",
+    "record-deletions",
 )
 
 

@@ -5,6 +5,7 @@ sweeps, release the lock, finish the report, publish (metrics, webhook), return 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -19,9 +20,10 @@ from typing import Any
 
 import click
 
-from gcjob import logs, preflight
+from gcjob import logs, preflight, restore, undo
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
+from gcjob.act.record import DeletionRecord, check_record_dir
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
@@ -76,7 +78,11 @@ def run_sweep(settings: Settings) -> int:
         return _fail(ExitCode.USAGE, str(exc))
     notable = webhook.Notable()
     run = _new_run(settings, sources, run_id, budget, stats, notable)
-    error, lock_held_for = _sweep(run, sources)
+    try:
+        error, lock_held_for = _sweep(run, sources)
+    finally:
+        if run.deleter.record is not None:
+            run.deleter.record.close()
     code, summary = _finish(run, error)
     _publish(settings, summary, notable.items, started, lock_held_for)
     return int(code)
@@ -94,6 +100,13 @@ def _open_sweep_sources(settings: Settings, budget: RunBudget, stats: RequestSta
         )
     if settings.report_file:
         _check_writable(settings.report_file)
+    if settings.record_deletions:
+        try:
+            check_record_dir(settings.record_deletions)
+        except OSError as exc:
+            raise ConfigError(
+                f"--record-deletions {settings.record_deletions}: {exc.strerror or exc}"
+            ) from exc
     return sources
 
 
@@ -122,7 +135,15 @@ def _new_run(
     )
     # One budget for every write: the marker and the deleter are paced and braked together.
     writes = Writes(budget, qps=settings.write_qps, max_writes=settings.max_writes)
-    deleter = Deleter(access, dry_run=not settings.delete, budget=budget, writes=writes)
+    # A dry run deletes nothing, so records nothing.
+    record = (
+        DeletionRecord(settings.record_deletions, run_id)
+        if settings.record_deletions and settings.delete and access is not None
+        else None
+    )
+    deleter = Deleter(
+        access, dry_run=not settings.delete, budget=budget, writes=writes, record=record
+    )
     # A snapshot's loaded objects take the very patches a live run would send; a live dry run
     # writes nothing.
     patched = sources.snapshot_hub if settings.snapshot else access if settings.delete else None
@@ -309,6 +330,39 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
         silence(sys.stdout)
         return _fail(ExitCode.STOPPED, "stdout closed before the explanation was written out")
     return int(ExitCode.OK if explanation.known else ExitCode.INCOMPLETE)
+
+
+def run_restore(
+    settings: Settings, record_file: str, targets: tuple[str, ...], *, apply: bool, protect: bool
+) -> int:
+    """One run of `gcjob restore`: the record read, the objects chosen, each put back (or,
+    without `apply`, what would be), one JSON line each and a summary line on stdout."""
+    logs.setup("text")
+    try:
+        with open(record_file, encoding="utf-8") as lines:
+            recorded = undo.read_record(lines, record_file)
+        chosen = restore.select(recorded, targets)
+    except OSError as exc:
+        return _fail(ExitCode.USAGE, f"cannot read {record_file}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        return _fail(ExitCode.USAGE, f"cannot read {record_file}: not UTF-8 text")
+    except ValueError as exc:  # RecordError included
+        return _fail(ExitCode.USAGE, str(exc))
+    budget = RunBudget(settings.timeout.total_seconds())
+    try:
+        sources = open_sources(settings, budget, RequestStats())
+    except ConfigError as exc:
+        return _fail(ExitCode.USAGE, str(exc))
+    assert sources.access is not None, "restore reads no snapshot"
+    results, code = restore.restore(sources.access, chosen, apply=apply, protect=protect)
+    for result in results:
+        click.echo(json.dumps(result.as_json(), ensure_ascii=True, sort_keys=True))
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.action] = counts.get(result.action, 0) + 1
+    summary = {"summary": {"record": record_file, "applied": apply, "counts": counts}}
+    click.echo(json.dumps(summary, ensure_ascii=True, sort_keys=True))
+    return int(code)
 
 
 @dataclass

@@ -41,6 +41,7 @@ class Reason(StrEnum):
     MARK_FAILED = "mark-failed"
     UNMARK_FAILED = "unmark-failed"
     BRAKE = "brake"
+    RECORD_FAILED = "record-failed"
     STOPPED = "stopped"
     INTERNAL_ERROR = "internal-error"
     # Companions, and the binding of a companion.
@@ -135,6 +136,10 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.DELETE_UNCERTAIN: "the delete's answer was lost: it may or may not have happened",
     Reason.MARK_FAILED: "writing the orphan mark failed",
     Reason.UNMARK_FAILED: "removing gcjob's mark failed",
+    Reason.RECORD_FAILED: (
+        "the deletion record (--record-deletions) could not be written: not deleted, and "
+        "nothing more this run; the run exits 1"
+    ),
     Reason.BRAKE: "held back by a safety brake (deletions, marks or writes): nothing written",
     Reason.STOPPED: "left undone: the run was stopped (a signal, its deadline, stdout closed)",
     Reason.INTERNAL_ERROR: (
@@ -233,6 +238,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.MARK_FAILED,
         Reason.UNMARK_FAILED,
         Reason.BRAKE,
+        Reason.RECORD_FAILED,
         Reason.STOPPED,
         Reason.INTERNAL_ERROR,
     ),

@@ -121,7 +121,11 @@ class Run:
 
     def record(self, outcome: Outcome) -> None:
         self.reporter.outcome(outcome, self.now)
-        if outcome.action is Action.FAILED or outcome.reason in ERROR_REASONS:
+        if (
+            outcome.action is Action.FAILED
+            or outcome.reason in ERROR_REASONS
+            or outcome.reason == Reason.RECORD_FAILED  # kept, but the undo it needs is broken
+        ):
             self.codes.add(ExitCode.ITEM_FAILED)
         if outcome.reason == Reason.STOPPED:
             self.codes.add(ExitCode.STOPPED)

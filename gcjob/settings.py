@@ -77,6 +77,7 @@ class Settings:
     exclude_namespaces: tuple[str, ...] = ()
     snapshot: str | None = None
     report_file: str | None = None
+    record_deletions: str | None = None  # a directory: each delete recorded there first
     log_format: str = "json"
     report_healthy: bool = False
     page_size: int = 500

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
@@ -14,6 +15,9 @@ from gcjob.kube.errors import DeleteUncertain, KubeError, Stopped
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
+
+if TYPE_CHECKING:
+    from gcjob.act.record import DeletionRecord
 
 
 class Deleter:
@@ -27,10 +31,13 @@ class Deleter:
         qps: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        record: DeletionRecord | None = None,
     ) -> None:
         """`writes`: the run's write budget, shared with the marker; without one, a budget of
-        its own paced at `qps` and never braked."""
+        its own paced at `qps` and never braked. `record`: each object is recorded before its
+        delete goes out, and not deleted when it cannot be (--record-deletions)."""
         self.access = access
+        self.record = record
         self.dry_run = dry_run
         self.budget = budget
         self.writes = writes or Writes(
@@ -71,6 +78,18 @@ class Deleter:
         braked = self.writes.take(send=True)
         if braked is not None:
             return Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, braked)
+        if self.record is None:
+            return self._send(sweep, verdict, resource)
+        held = self.record.before(self.access, sweep, verdict, resource)
+        if held is not None:
+            return held
+        outcome = self._send(sweep, verdict, resource)
+        self.record.after(outcome)
+        return outcome
+
+    def _send(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
+        """The pinned delete, its answer as an Outcome."""
+        assert self.access is not None, "deleting needs a live API"
         ref = verdict.ref
         try:
             result = self.access.delete(

@@ -1,0 +1,191 @@
+"""`gcjob restore`: put back objects a `--delete` run recorded (`--record-deletions`).
+
+A dry run unless `--apply`: each selected object is checked (its kind restorable, no object of
+its name there now, its owners looked up) and what would be created is said. With `--apply`
+it is created: never over an existing object, never a Secret (its data was never recorded),
+its ownerReferences pointed at the live owners or dropped, annotated `protect` unless told
+not to. The transforms are gcjob/undo.py's; the page is docs/undo.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gcjob import undo
+from gcjob.exitcodes import ExitCode
+from gcjob.kube import reduce
+from gcjob.kube.access import KubeAccess
+from gcjob.kube.errors import ApiError, KubeError
+from gcjob.kube.resources import (
+    CONFIGMAPS,
+    GATEWAYS,
+    HTTPROUTES,
+    REPLICATED_RESOURCES,
+    RESOURCEBINDINGS,
+    SECRETS,
+    WORKLOADDEPLOYMENTS,
+    Resource,
+)
+
+SECRET_REFUSAL = (
+    "a Secret's data is never recorded, so it cannot be put back from here: a copy NSO "
+    "replicates comes back when NSO reconciles its upstream Secret (or re-create it upstream); "
+    "a companion Secret from its source of truth (the workload's operator, your secret store)"
+)
+# The kinds whose owners restore looks up by name (metadata only): what gcjob itself reads.
+KNOWN_OWNERS: Mapping[tuple[str, str], Resource] = {
+    (r.group, r.kind): r
+    for r in (
+        CONFIGMAPS,
+        SECRETS,
+        WORKLOADDEPLOYMENTS,
+        RESOURCEBINDINGS,
+        HTTPROUTES,
+        GATEWAYS,
+        *REPLICATED_RESOURCES.values(),
+    )
+}
+
+
+@dataclass
+class Restored:
+    """What restore did (or would do) with one recorded object: one line of its output."""
+
+    object: str
+    uid: str  # the deleted object's uid, as recorded
+    action: str  # would-restore, restored, refused, failed, skipped
+    detail: str
+    owner_references: list[str] = field(default_factory=list)
+    new_uid: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        line: dict[str, Any] = {
+            "object": self.object,
+            "uid": self.uid,
+            "action": self.action,
+            "detail": self.detail,
+        }
+        if self.owner_references:
+            line["owner_references"] = self.owner_references
+        if self.new_uid is not None:
+            line["new_uid"] = self.new_uid
+        return line
+
+
+def select(recorded: Sequence[undo.Recorded], targets: Sequence[str]) -> list[undo.Recorded]:
+    """The records `targets` name (each must name one), or without targets every object the
+    run deleted. Owners first: an anchor is back before the copies it owns are re-pointed to
+    it. Raises ValueError on a target no record names."""
+    if targets:
+        chosen: list[undo.Recorded] = []
+        for target in targets:
+            found = [r for r in recorded if undo.matches(r, target)]
+            if not found:
+                raise ValueError(f"{target}: no delete of it in this record")
+            chosen.extend(r for r in found if r not in chosen)
+    else:
+        chosen = [r for r in recorded if r.deleted_by_gcjob]
+    return sorted(chosen, key=lambda r: bool(r.meta.get("ownerReferences")))
+
+
+def _resource(where: undo.Where) -> Resource:
+    return Resource(
+        where.group,
+        where.version,
+        where.plural,
+        where.kind,
+        namespaced=where.namespaced,
+        sensitive=where.kind == "Secret" and not where.group,
+    )
+
+
+def _live_owners(
+    access: KubeAccess,
+    namespace: str,
+    owners: Iterable[Mapping[str, Any]],
+    planned: Mapping[tuple[str, str, str, str], str],
+) -> dict[undo.OwnerKey, str]:
+    """The uid of each owner found now (or about to be restored, in a dry run), by key. Raises
+    KubeError when one cannot be read: never dropped on doubt."""
+    found: dict[undo.OwnerKey, str] = {}
+    for owner in owners:
+        key = undo.owner_key(owner)
+        group, kind, name = key
+        if (group, kind, namespace, name) in planned:
+            found[key] = planned[(group, kind, namespace, name)]
+            continue
+        resource = KNOWN_OWNERS.get((group, kind))
+        if resource is None or not name:
+            continue  # a kind gcjob does not read: dropped, and said so
+        uid = access.get(resource, namespace, name, reduce.uid_of)
+        if uid is not None:
+            found[key] = uid
+    return found
+
+
+def restore(
+    access: KubeAccess,
+    chosen: Sequence[undo.Recorded],
+    *,
+    apply: bool,
+    protect: bool,
+) -> tuple[list[Restored], ExitCode]:
+    """Each chosen object put back (or, not `apply`, what would be). Exit 0 when every one
+    was (or would be), 1 when one was refused or failed."""
+    results: list[Restored] = []
+    # What a dry run would have created by now: its dependents are said to be re-pointed to it.
+    planned: dict[tuple[str, str, str, str], str] = {}
+    for recorded in chosen:
+        results.append(_one(access, recorded, apply=apply, protect=protect, planned=planned))
+    failed = any(r.action in ("refused", "failed") for r in results)
+    return results, ExitCode.ITEM_FAILED if failed else ExitCode.OK
+
+
+def _one(
+    access: KubeAccess,
+    recorded: undo.Recorded,
+    *,
+    apply: bool,
+    protect: bool,
+    planned: dict[tuple[str, str, str, str], str],
+) -> Restored:
+    def said(action: str, detail: str, notes: list[str] | None = None) -> Restored:
+        return Restored(recorded.label, recorded.uid, action, detail, notes or [])
+
+    where = recorded.where
+    resource = _resource(where)
+    if resource.sensitive or not recorded.data_recorded:
+        return said("refused", SECRET_REFUSAL)
+    namespace = recorded.namespace if where.namespaced else None
+    try:
+        existing = access.get(resource, namespace, recorded.name, reduce.uid_of)
+        if existing is not None:
+            return said(
+                "refused", f"an object of that name exists (uid {existing}): not overwritten"
+            )
+        owners = _live_owners(
+            access, recorded.namespace, recorded.meta.get("ownerReferences") or [], planned
+        )
+    except KubeError as exc:
+        return said("failed", f"cannot read what restoring needs: {exc}")
+    body, notes = undo.restore_body(recorded.entry["object"], owners, protect=protect)
+    key = (where.group, where.kind, recorded.namespace, recorded.name)
+    if not apply:
+        planned[key] = "(restored)"
+        return said("would-restore", "not created: a dry run (add --apply)", notes)
+    try:
+        created = access.create(resource, namespace, body)
+    except ApiError as exc:
+        if exc.status == 409:
+            return said("refused", f"an object of that name exists now: not overwritten ({exc})")
+        return said("failed", str(exc), notes)
+    except KubeError as exc:
+        return said("failed", str(exc), notes)
+    new_uid = (
+        str((created.get("metadata") or {}).get("uid") or "") if isinstance(created, dict) else ""
+    )
+    done = said("restored", "created" + (", annotated protect" if protect else ""), notes)
+    done.new_uid = new_uid
+    return done

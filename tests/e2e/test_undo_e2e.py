@@ -1,0 +1,323 @@
+"""End to end, on the real server pair: the deletion record (`--record-deletions`) and
+`gcjob restore` (docs/undo.md). Every kind a sweep deletes is recorded before its delete and
+put back equal in spec, data and labels, without gcjob's mark; a Secret only as a reference,
+its data never read; a record that cannot be written deletes nothing."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gcjob import undo
+from gcjob.cli import cli
+from gcjob.domain import ORPHANED_LABEL, PROTECT_ANNOTATION
+from testbed.cluster import TestCluster
+from testbed.endpoints import UPSTREAM_CLUSTER
+from testbed.faultproxy import FaultProxy
+from testbed.objects import SECRET_VALUE, binding, companion, route
+from testbed.report import HubSweep, run_gcjob
+from tests.e2e.test_copies_e2e import (  # noqa: F401  (fixtures: the Milo proxy and its CRDs)
+    CONNECTORS,
+    args,
+    connector_group,
+    delete_project,
+    live_owner,
+    make_project,
+    milo,
+    milo_kubeconfig,
+    present,
+    project_name,
+    served,
+)
+
+DATA = {"app.conf": "listen 8080\nworkers 4\n", "feature.flags": '{"beta": true}'}
+
+
+def record_of(directory: Path) -> tuple[Path, list[undo.Recorded]]:
+    """The one record file a run wrote in `directory`, read."""
+    files = sorted(directory.glob("deletions-*.jsonl"))
+    assert len(files) == 1, files
+    return files[0], undo.read_record(files[0].read_text().splitlines(keepends=True))
+
+
+def restore(hub_kubeconfig: str, record: Path, *more: str) -> tuple[int, list[dict[str, Any]]]:
+    """`gcjob restore RECORD MORE`, the real CLI, in-process: its exit code and JSON lines."""
+    result = CliRunner().invoke(
+        cli,
+        ["restore", str(record), "--hub-kubeconfig", hub_kubeconfig, *more],
+        standalone_mode=False,
+    )
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return int(result.return_value), [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def by_object(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {line["object"]: line for line in lines if "object" in line}
+
+
+def let_go(hub: TestCluster, kind: str, ns: str, name: str) -> None:
+    """Karmada's binding controller, done: its finalizer removed, the deleted binding goes."""
+    hub.patch(kind, ns, name, {"metadata": {"finalizers": None}})
+
+
+def test_a_delete_run_records_each_object_first_and_restore_puts_them_back(
+    hub: TestCluster,
+    faults: FaultProxy,
+    sweep: HubSweep,
+    hub_kubeconfig: str,
+    tmp_path: Path,
+) -> None:
+    ns = hub.namespace()
+    cm_binding = hub.create_with_binding(
+        companion(
+            "ConfigMap", ns, "app-config", ["default/gone"], labels={"team": "web"}, data=DATA
+        )
+    )
+    secret_binding = hub.create_with_binding(companion("Secret", ns, "db-creds", ["default/gone"]))
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    before = hub.get("ConfigMap", ns, "app-config")
+    assert before is not None
+    records = tmp_path / "records"
+    records.mkdir()
+    # A first run marks them (a grace period to wait out): it deletes nothing, records nothing.
+    marking = sweep(ns, "--delete", "--grace", "1h", "--record-deletions", str(records))
+    assert marking.outcome("ConfigMap", "app-config") == ("marked", "orphaned"), marking.items
+    assert list(records.iterdir()) == []
+    faults.clear_requests()
+
+    result = sweep(ns, "--delete", "--record-deletions", str(records))
+
+    assert result.exit_code == 0, result.stderr
+    for kind, name in (
+        ("ConfigMap", "app-config"),
+        ("Secret", "db-creds"),
+        ("ResourceBinding", cm_binding),
+        ("ResourceBinding", secret_binding),
+        ("ResourceBinding", "gone-config-configmap"),
+    ):
+        assert result.item(kind, name)["action"] == "deleted", (kind, name, result.items)
+    # The Secret: read as metadata only, every time; its data is in no record.
+    secret_requests = [r for r in faults.requests if "/secrets" in r.path]
+    assert [r for r in secret_requests if r.method == "GET"], "the Secret was read to record it"
+    for request in secret_requests:
+        assert "as=PartialObjectMetadata" in request.accept, (request.method, request.accept)
+        assert ",application/json" not in request.accept
+    path, recorded = record_of(records)
+    assert SECRET_VALUE not in path.read_text()
+    assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+    entries = {(r.kind, r.name): r for r in recorded}
+    assert set(entries) == {
+        ("ConfigMap", "app-config"),
+        ("Secret", "db-creds"),
+        ("ResourceBinding", cm_binding),
+        ("ResourceBinding", secret_binding),
+        ("ResourceBinding", "gone-config-configmap"),
+    }
+    assert all(r.outcome == "deleted" for r in recorded), [(r.label, r.outcome) for r in recorded]
+    config = entries[("ConfigMap", "app-config")]
+    assert config.entry["object"]["data"] == DATA
+    assert config.uid == before["metadata"]["uid"]
+    assert config.meta["resourceVersion"] != before["metadata"]["resourceVersion"]  # marked since
+    assert config.meta["labels"][ORPHANED_LABEL] == "true"  # recorded as it was deleted
+    secret = entries[("Secret", "db-creds")]
+    assert not secret.data_recorded
+    assert set(secret.entry["object"]) == {"apiVersion", "kind", "metadata"}
+    assert secret.entry["object"]["kind"] == "Secret"
+    for name in (cm_binding, secret_binding, "gone-config-configmap"):
+        let_go(hub, "ResourceBinding", ns, name)
+        assert hub.get("ResourceBinding", ns, name) is None
+
+    # A dry run first: nothing is created.
+    code, lines = restore(hub_kubeconfig, path)
+    assert code == 1  # the Secret is refused
+    said = by_object(lines)
+    assert said[f"ConfigMap/{ns}/app-config"]["action"] == "would-restore"
+    assert said[f"Secret/{ns}/db-creds"]["action"] == "refused"
+    assert "NSO" in said[f"Secret/{ns}/db-creds"]["detail"]
+    assert lines[-1]["summary"]["counts"] == {"would-restore": 4, "refused": 1}
+    assert hub.get("ConfigMap", ns, "app-config") is None
+
+    code, lines = restore(hub_kubeconfig, path, "--apply")
+
+    assert code == 1, lines  # the Secret, again
+    said = by_object(lines)
+    assert said[f"ConfigMap/{ns}/app-config"]["action"] == "restored"
+    assert said[f"Secret/{ns}/db-creds"]["action"] == "refused"
+    back = hub.get("ConfigMap", ns, "app-config")
+    assert back is not None
+    assert back["data"] == DATA
+    assert back["metadata"]["uid"] == said[f"ConfigMap/{ns}/app-config"]["new_uid"]
+    assert back["metadata"]["uid"] != before["metadata"]["uid"]
+    labels = back["metadata"]["labels"]
+    assert labels == before["metadata"]["labels"]  # gcjob's mark label gone
+    annotations = back["metadata"]["annotations"]
+    assert not any(k.startswith("gcjob.datumapis.com/orphaned") for k in annotations)
+    assert annotations[PROTECT_ANNOTATION] == "true"
+    assert {k: v for k, v in annotations.items() if k != PROTECT_ANNOTATION} == before["metadata"][
+        "annotations"
+    ]
+    back_binding = hub.get("ResourceBinding", ns, "gone-config-configmap")
+    assert back_binding is not None
+    assert (
+        back_binding["spec"]
+        == entries[("ResourceBinding", "gone-config-configmap")].entry["object"]["spec"]
+    )
+    assert hub.get("Secret", ns, "db-creds") is None
+
+    # Never over an existing object.
+    code, lines = restore(hub_kubeconfig, path, "--apply", f"configmap/{ns}/app-config")
+    assert code == 1
+    assert lines[0]["action"] == "refused" and "exists" in lines[0]["detail"]
+
+    # The next run keeps what was put back: it is protected.
+    again = sweep(ns, "--delete", "--record-deletions", str(records), "--sweep", "companions")
+    assert again.outcome("ConfigMap", "app-config") == ("skipped", "protected")
+    assert hub.present("ConfigMap", ns, "app-config")
+
+
+def test_a_deleted_route_is_recorded_and_put_back(
+    hub: TestCluster,
+    upstream: TestCluster,
+    routes_args: list[str],
+    hub_kubeconfig: str,
+    tmp_path: Path,
+) -> None:
+    project = upstream.project("gw-a")
+    ns = hub.namespace()
+    made = hub.create(
+        route(
+            ns,
+            "orphaned",
+            cluster_label=f"cluster-{UPSTREAM_CLUSTER}",
+            upstream_namespace=project,
+            parents=[{"name": "gw-gone"}],
+        )
+    )
+
+    result = run_gcjob(
+        *routes_args, "--namespace", ns, "--delete", "--record-deletions", str(tmp_path)
+    )
+
+    assert result.outcome("HTTPRoute", "orphaned") == ("deleted", "upstream-gateways-gone")
+    assert hub.gone("HTTPRoute", ns, "orphaned")
+    path, recorded = record_of(tmp_path)
+    assert [(r.kind, r.name, r.outcome) for r in recorded] == [("HTTPRoute", "orphaned", "deleted")]
+
+    code, lines = restore(hub_kubeconfig, path, "--apply", f"HTTPRoute/{ns}/orphaned")
+
+    assert code == 0, lines
+    back = hub.get("HTTPRoute", ns, "orphaned")
+    assert back is not None
+    assert back["spec"] == made["spec"]
+    assert back["metadata"]["labels"] == made["metadata"]["labels"]
+
+
+def test_a_deleted_copy_comes_back_owned_by_its_restored_anchor(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+    hub_kubeconfig: str,
+    tmp_path: Path,
+) -> None:
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    upstream_ns = upstream.namespace("app")
+    ns = hub.namespace("ns")
+    # A live project whose owner exists: the Project API answers for it, nothing goes there.
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    old_anchor, old_copy = connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    anchor_name = old_anchor["metadata"]["name"]
+    delete_project(upstream, milo, gone)
+
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies"),
+        "--record-deletions",
+        str(tmp_path),
+    )
+
+    assert result.outcome("Connector", "web")[0] == "deleted", result.items
+    assert result.outcome("ConfigMap", anchor_name)[0] == "deleted", result.items
+    assert not present(hub, "Connector", ns, "web")
+    path, recorded = record_of(tmp_path)
+    assert [r.kind for r in recorded] == ["Connector", "ConfigMap"]  # copies first
+
+    code, lines = restore(hub_kubeconfig, path, "--apply")
+
+    assert code == 0, lines
+    # The anchor first, then the copy, its ownerReference pointed at the anchor's new uid:
+    # the garbage collector would delete a copy whose owner uid is gone.
+    assert [line["object"] for line in lines[:-1]] == [
+        f"ConfigMap/{ns}/{anchor_name}",
+        f"Connector/{ns}/web",
+    ]
+    anchor_status, new_anchor = hub._call(
+        "GET", f"/api/v1/namespaces/{ns}/configmaps/{anchor_name}"
+    )
+    assert anchor_status == 200
+    assert new_anchor["metadata"]["uid"] != old_anchor["metadata"]["uid"]
+    copy_status, new_copy = hub._call("GET", CONNECTORS.format(namespace=ns) + "/web")
+    assert copy_status == 200
+    owners = new_copy["metadata"]["ownerReferences"]
+    assert [(o["kind"], o["name"], o["uid"]) for o in owners] == [
+        ("ConfigMap", anchor_name, new_anchor["metadata"]["uid"])
+    ]
+    assert "re-pointed" in lines[1]["owner_references"][0]
+    assert new_copy["metadata"]["labels"] == old_copy["metadata"]["labels"]
+
+
+def test_a_record_directory_that_is_not_there_stops_the_run_before_anything(
+    hub: TestCluster, sweep: HubSweep, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+    hub.create_with_binding(companion("ConfigMap", ns, "app-config", ["default/gone"]))
+
+    result = sweep(ns, "--delete", "--record-deletions", str(tmp_path / "missing"))
+
+    assert result.exit_code == 2
+    assert "--record-deletions" in result.stderr
+    assert hub.present("ConfigMap", ns, "app-config")
+    assert (
+        hub.get("ConfigMap", ns, "app-config")["metadata"].get("labels", {}).get(ORPHANED_LABEL)
+        is None
+    )  # not even marked
+
+
+def test_a_record_that_cannot_be_written_deletes_nothing(
+    hub: TestCluster, sweep: HubSweep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = hub.namespace()
+    hub.create_with_binding(companion("ConfigMap", ns, "first", ["default/gone"]))
+    hub.create_with_binding(companion("ConfigMap", ns, "second", ["default/gone"]))
+    # The run's record file cannot be opened for writing: a directory stands at its path
+    # (as a full disk or a volume gone read-only would fail the write after the start check).
+    (tmp_path / "in-the-way").mkdir()
+    monkeypatch.setattr("gcjob.act.record.record_file_name", lambda run_id, started: "in-the-way")
+
+    result = sweep(ns, "--delete", "--record-deletions", str(tmp_path))
+
+    assert result.exit_code == 1, result.stderr
+    for name in ("first", "second"):
+        assert result.outcome("ConfigMap", name) == ("skipped", "record-failed"), result.items
+        assert hub.present("ConfigMap", ns, name)
+        assert hub.present("ResourceBinding", ns, f"{name}-configmap")
+    assert "nothing more is deleted" in result.item("ConfigMap", "second")["detail"]
+
+
+def test_a_dry_run_records_nothing(hub: TestCluster, sweep: HubSweep, tmp_path: Path) -> None:
+    ns = hub.namespace()
+    hub.create_with_binding(companion("ConfigMap", ns, "app-config", ["default/gone"]))
+
+    result = sweep(ns, "--record-deletions", str(tmp_path))
+
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("ConfigMap", "app-config") == ("would-delete", "orphaned")
+    assert list(tmp_path.iterdir()) == []

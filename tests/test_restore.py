@@ -1,0 +1,85 @@
+"""`gcjob restore`: choosing what to put back, and its usage errors (gcjob/restore.py); each
+object put back on the real server: tests/e2e/test_undo_e2e.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gcjob import undo
+from gcjob.cli import cli
+from gcjob.restore import select
+
+AT = datetime(2026, 11, 24, 3, 15, tzinfo=UTC)
+CONFIGMAP = undo.Where("", "v1", "configmaps", "ConfigMap", True)
+CONNECTOR = undo.Where("networking.datumapis.com", "v1alpha1", "connectors", "Connector", True)
+
+
+def obj(kind: str, name: str, uid: str, owners: list[dict[str, Any]] | None = None) -> dict:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns-1", "uid": uid, "resourceVersion": "1"}
+    if owners:
+        meta["ownerReferences"] = owners
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta}
+
+
+def record(*outcomes: str) -> list[undo.Recorded]:
+    """A copy (owned by its anchor), then its anchor, then a third object; their outcomes."""
+    anchor_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "anchor-1", "uid": "a"}
+    entries = [
+        undo.delete_entry(
+            "r",
+            "copies",
+            CONNECTOR,
+            obj("Connector", "web", "c", [anchor_ref]),
+            AT,
+            sensitive=False,
+        ),
+        undo.delete_entry(
+            "r", "copies", CONFIGMAP, obj("ConfigMap", "anchor-1", "a"), AT, sensitive=False
+        ),
+        undo.delete_entry(
+            "r", "companions", CONFIGMAP, obj("ConfigMap", "other", "o"), AT, sensitive=False
+        ),
+    ]
+    lines = [undo.line(e) for e in entries]
+    lines += [
+        undo.line(undo.outcome_entry("r", uid, outcome, "", AT))
+        for uid, outcome in zip("cao", outcomes, strict=False)
+    ]
+    return undo.read_record(lines)
+
+
+def test_without_targets_every_deleted_object_owners_first() -> None:
+    chosen = select(record("deleted", "deleted", "failed:delete-failed"), ())
+    assert [r.name for r in chosen] == ["anchor-1", "web"]
+
+
+def test_targets_choose_by_name_or_uid_and_each_must_name_one() -> None:
+    recorded = record("deleted", "deleted", "deleted")
+    assert [r.name for r in select(recorded, ("connector/ns-1/web", "o"))] == ["other", "web"]
+    with pytest.raises(ValueError, match="ConfigMap/ns-1/nothing: no delete of it"):
+        select(recorded, ("ConfigMap/ns-1/nothing",))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "No such file"),
+        (b"\xff\xfe\n", "not UTF-8"),
+        (b'{"record": "summary"}\n', "not a gcjob deletion record"),
+    ],
+)
+def test_a_record_that_cannot_be_read_is_exit_2_with_one_line(
+    tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "deletions.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    result = CliRunner().invoke(cli, ["restore", str(path)], standalone_mode=False)
+    assert result.return_value == 2
+    assert result.stdout == ""
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
