@@ -21,8 +21,6 @@ from gcjob.domain import (
     is_reserved_namespace,
 )
 from gcjob.exitcodes import ExitCode, table
-from gcjob.explain import parse_target
-from gcjob.lifecycle import run_explain, run_sweep
 from gcjob.model import Sweep
 from gcjob.settings import (
     DEFAULT_CLOCK_SKEW,
@@ -414,6 +412,10 @@ EXCLUDE_NAMESPACE = _opt(
 def sweep(**options: Any) -> int:
     """Find orphans on the hub and delete them (or, by default, only report them)."""
     settings = _settings(options)
+    # Imported here, not above: the run's modules bring the kubernetes client, which
+    # `--version` and `--help` do not need (tests/test_startup.py holds it).
+    from gcjob.lifecycle import run_sweep
+
     return run_sweep(settings)
 
 
@@ -450,6 +452,9 @@ def explain(target: str, output: str, **options: Any) -> int:
     internal error on this object (one line on stderr), 5 stdout closed before the explanation
     was written out.
     """
+    from gcjob.explain import parse_target  # here, not above: as in sweep()
+    from gcjob.lifecycle import run_explain
+
     try:
         parsed = parse_target(target)
     except ValueError as exc:
