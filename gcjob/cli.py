@@ -32,6 +32,8 @@ from gcjob.settings import (
     DEFAULT_TIMEOUT,
     DEFAULT_UPSTREAM_MAX_TIME,
     EXPLAIN_TIMEOUT,
+    LIST_FROM,
+    LIST_FROM_ALIASES,
     Settings,
     parse_duration,
 )
@@ -251,11 +253,13 @@ EXCLUDE_NAMESPACE = _opt(
 )
 @_opt(
     "list-from",
-    type=click.Choice(["cache", "etcd"]),
+    type=click.Choice([*LIST_FROM, *LIST_FROM_ALIASES]),
     default=DEFAULTS.list_from,
     show_default=True,
-    help="Read lists from the API server's watch cache (fast, may lag a moment: every "
-    "deletion is confirmed live) or page by page from etcd.",
+    help="How the hub's lists are read: auto (by the server's version: pages from 1.34 on), "
+    "cache (one resourceVersion=0 read per collection from the watch cache: may lag a "
+    "moment, every deletion is confirmed live) or pages (limit and continue, consistent; "
+    "etcd is its old name). docs/list-strategy.md.",
 )
 @UPSTREAM_KUBECONFIG
 @UPSTREAM_SERVER_TEMPLATE
@@ -538,7 +542,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         log_format=options["log_format"],
         report_healthy=options["report_healthy"],
         page_size=options["page_size"],
-        list_from=options["list_from"],
+        list_from=LIST_FROM_ALIASES.get(options["list_from"], options["list_from"]),
         upstream_kubeconfig=options["upstream_kubeconfig"],
         upstream_server_template=options["upstream_server_template"],
         upstream_concurrency=options["upstream_concurrency"],
