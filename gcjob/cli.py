@@ -21,8 +21,6 @@ from gcjob.domain import (
     is_reserved_namespace,
 )
 from gcjob.exitcodes import ExitCode, table
-from gcjob.explain import parse_target
-from gcjob.lifecycle import run_explain, run_restore, run_sweep
 from gcjob.model import Sweep
 from gcjob.settings import (
     DEFAULT_CLOCK_SKEW,
@@ -34,6 +32,8 @@ from gcjob.settings import (
     DEFAULT_TIMEOUT,
     DEFAULT_UPSTREAM_MAX_TIME,
     EXPLAIN_TIMEOUT,
+    LIST_FROM,
+    LIST_FROM_ALIASES,
     Settings,
     parse_duration,
 )
@@ -260,11 +260,13 @@ EXCLUDE_NAMESPACE = _opt(
 )
 @_opt(
     "list-from",
-    type=click.Choice(["cache", "etcd"]),
+    type=click.Choice([*LIST_FROM, *LIST_FROM_ALIASES]),
     default=DEFAULTS.list_from,
     show_default=True,
-    help="Read lists from the API server's watch cache (fast, may lag a moment: every "
-    "deletion is confirmed live) or page by page from etcd.",
+    help="How the hub's lists are read: auto (by the server's version: pages from 1.34 on), "
+    "cache (one resourceVersion=0 read per collection from the watch cache: may lag a "
+    "moment, every deletion is confirmed live) or pages (limit and continue, consistent; "
+    "etcd is its old name). docs/list-strategy.md.",
 )
 @UPSTREAM_KUBECONFIG
 @UPSTREAM_SERVER_TEMPLATE
@@ -421,6 +423,10 @@ EXCLUDE_NAMESPACE = _opt(
 def sweep(**options: Any) -> int:
     """Find orphans on the hub and delete them (or, by default, only report them)."""
     settings = _settings(options)
+    # Imported here, not above: the run's modules bring the kubernetes client, which
+    # `--version` and `--help` do not need (tests/test_startup.py holds it).
+    from gcjob.lifecycle import run_sweep
+
     return run_sweep(settings)
 
 
@@ -457,6 +463,9 @@ def explain(target: str, output: str, **options: Any) -> int:
     internal error on this object (one line on stderr), 5 stdout closed before the explanation
     was written out.
     """
+    from gcjob.explain import parse_target  # here, not above: as in sweep()
+    from gcjob.lifecycle import run_explain
+
     try:
         parsed = parse_target(target)
     except ValueError as exc:
@@ -514,6 +523,8 @@ def restore(record: str, targets: tuple[str, ...], **options: Any) -> int:
     object and a summary. Exit 0 all restored (or would be), 1 one was refused or failed,
     2 bad usage or record.
     """
+    from gcjob.lifecycle import run_restore  # here, not above: as in sweep()
+
     _check_snapshot_alone({**options, "snapshot": None, "upstream_kubeconfig": None})
     settings = Settings(
         hub_kubeconfig=options["hub_kubeconfig"],
@@ -584,7 +595,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         log_format=options["log_format"],
         report_healthy=options["report_healthy"],
         page_size=options["page_size"],
-        list_from=options["list_from"],
+        list_from=LIST_FROM_ALIASES.get(options["list_from"], options["list_from"]),
         upstream_kubeconfig=options["upstream_kubeconfig"],
         upstream_server_template=options["upstream_server_template"],
         upstream_concurrency=options["upstream_concurrency"],

@@ -33,6 +33,7 @@ from gcjob.explain import Explainer, Target
 from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
 from gcjob.kube.connect import UpstreamResolver, hub_client, project_api_from_template
 from gcjob.kube.errors import ConfigError, KubeError
+from gcjob.kube.liststrategy import Choice, ListStrategy, choose
 from gcjob.kube.reader import Reader
 from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
@@ -187,6 +188,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
             run.now, run.clock_problem = clock.now, clock.problem
             if clock.problem:
                 log.warning("%s: nothing is deleted or marked this run", clock.problem)
+        run.list_strategy = choose_list_strategy(settings, access)
         run.namespace_check = check_namespaces(hub, settings.namespaces)
         for warning in run.namespace_check.warnings():
             log.warning("%s", warning)
@@ -308,6 +310,7 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
                 explainer.now = clock.now
                 if clock.problem:
                     log.warning("%s: explaining by the pod's clock", clock.problem)
+            choose_list_strategy(settings, access)
             return seen
 
         explanation = explainer.explain(target, checked)
@@ -397,8 +400,9 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         transport = Transport(
             client, target, stats=stats, budget=run_budget, timeouts=timeouts, retry=retry
         )
+        # The hub's lists read from the cache until the run has chosen (choose_list_strategy).
         return KubeAccess(
-            transport, settings.page_size, list_from_cache=settings.list_from == "cache"
+            transport, settings.page_size, list_from_cache=settings.list_from != "pages"
         )
 
     limits = ReadLimits(
@@ -423,7 +427,9 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         return KubeAccess(
             transport,
             settings.page_size,
-            list_from_cache=settings.list_from == "cache",
+            # An upstream's lists are small and its version is not asked (a request more per
+            # cluster): read from the cache, one request a list, unless pages are forced.
+            list_from_cache=settings.list_from != "pages",
             budget=ReadBudget(limits, target),
             max_value_chars=limits.value,
         )
@@ -449,6 +455,18 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             is_project = resolver.is_project
     now = settings.now or datetime.now(UTC)
     return Sources(access, access, now, live, make_access, None, projects, is_project)
+
+
+def choose_list_strategy(settings: Settings, access: KubeAccess | None) -> Choice | None:
+    """How the hub's lists are read this run, chosen once, after the hub check: under
+    --list-from auto from the hub's `/version` (one GET). The report's summary names it
+    (list_strategy). None for a snapshot: no server."""
+    if access is None:
+        return None
+    answer = access.server_version() if settings.list_from == "auto" else None
+    choice = choose(settings.list_from, answer)
+    access.list_from_cache = choice.strategy is ListStrategy.CACHE
+    return choice
 
 
 def _check_writable(path: str) -> None:

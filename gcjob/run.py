@@ -18,6 +18,7 @@ from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
 from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
 from gcjob.kube.errors import ApiError, ConfigError, KubeError, Stopped, TlsFailure
+from gcjob.kube.liststrategy import Choice
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
@@ -107,6 +108,7 @@ class Run:
     is_project: Callable[[str], bool] = never_a_project  # reached through the template
     hub_reads: Reads = SERIAL  # set by sweeps.execute for the run's length
     upstream_reads: Reads = SERIAL
+    list_strategy: Choice | None = None  # how the hub's lists were read; None: not chosen
 
     @property
     def scope(self) -> Scope:
@@ -289,6 +291,7 @@ class Run:
             "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.marks.items()},
             "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
+            "list_strategy": self.list_strategy.as_dict() if self.list_strategy else None,
             "upstream_counts": dict(sorted(upstream_counts.items())),
             "api_requests": {
                 "total": self.stats.total,

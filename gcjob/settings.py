@@ -26,6 +26,10 @@ DEFAULT_LIST_TIMEOUT = "2m"
 DEFAULT_MAX_MARKS = 500
 DEFAULT_MAX_WRITES = 1000
 DEFAULT_CLOCK_SKEW = "5m"
+# --list-from (gcjob/kube/liststrategy.py): auto asks the hub; cache and pages are forced.
+# `etcd` is the old name of pages, still taken.
+LIST_FROM = ("auto", "cache", "pages")
+LIST_FROM_ALIASES = {"etcd": "pages"}
 # ASCII digits only: `\d` and float() would also read Arabic-Indic or full-width digits.
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 _SECONDS = re.compile(_NUMBER)
@@ -81,7 +85,9 @@ class Settings:
     log_format: str = "json"
     report_healthy: bool = False
     page_size: int = 500
-    list_from: str = "cache"  # "cache": first pages from the watch cache; "etcd": all from etcd
+    # How the hub's lists are read (gcjob/kube/liststrategy.py): "auto" asks the server its
+    # version; "cache" (resourceVersion=0) and "pages" (limit + continue) are forced.
+    list_from: str = "auto"
     upstream_concurrency: int = 16  # upstream clusters read at once
     # Each upstream cluster's read budget (gcjob/kube/access.py ReadLimits).
     upstream_max_pages: int = 20

@@ -627,12 +627,19 @@ def test_the_same_bad_value_from_the_flag_names_the_flag(
     assert "'--min-age': 'abc' is not a duration" in line
 
 
-def test_list_from_is_cache_or_etcd(capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_from_is_auto_cache_or_pages(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--list-from", "disk")
     assert "'--list-from'" in line
-    assert "'disk' is not one of 'cache', 'etcd'" in line
-    for value in ("cache", "etcd"):
+    assert "'disk' is not one of 'auto', 'cache', 'pages', 'etcd'" in line
+    import gcjob.lifecycle
+
+    seen: list[str] = []
+    monkeypatch.setattr(gcjob.lifecycle, "run_sweep", lambda s: seen.append(s.list_from) or 0)
+    for value in ("auto", "cache", "pages", "etcd"):
         assert invoke("--snapshot", DEMO, "--list-from", value).return_value == 0
+    assert seen == ["auto", "cache", "pages", "pages"]  # etcd: the old name of pages
 
 
 # -- nothing raw reaches a terminal (issue 12 item 3) ---------------------------------------

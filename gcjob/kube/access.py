@@ -210,8 +210,9 @@ class KubeAccess(ListsByFolding):
         budget: ReadBudget | None = None,
         max_value_chars: int = MAX_VALUE_CHARS,
     ) -> None:
-        """`list_from_cache`: lists start at the watch cache (`--list-from cache`), which can
-        lag etcd by a moment; safe because no caller deletes on a list alone (docs/operating.md).
+        """`list_from_cache`: lists start at the watch cache (`resourceVersion=0`, the cache
+        read of gcjob/kube/liststrategy.py; a run sets it once it has chosen), which can lag
+        etcd by a moment; safe because no caller deletes on a list alone (docs/operating.md).
         `budget`: what this server's answers may cost in all (an upstream cluster's); None:
         no budget (the hub's lists are as large as the hub). `max_value_chars`: the largest
         single item of a list decoded."""
@@ -264,6 +265,18 @@ class KubeAccess(ListsByFolding):
         if not found and not group:
             return None
         return discovery.merge_versions(found)
+
+    def server_version(self) -> Any:
+        """The server's `/version` answer, decoded; None when it answered anything else than
+        readable JSON (a 403, a proxy's page): the list strategy then reads the known way.
+        Raises when it cannot be asked (unreachable, stopped)."""
+        response = self._send(requests.version())
+        if not 200 <= response.status < 300:
+            return None
+        try:
+            return decode_json(response.body)
+        except ValueError:
+            return None
 
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""

@@ -37,6 +37,12 @@ def discovery(resource: Resource) -> Request:
     return Request("GET", resource.group_version_path)
 
 
+def version() -> Request:
+    """The server's release (`gitVersion`, `major`, `minor`): how lists are read
+    (gcjob/kube/liststrategy.py)."""
+    return Request("GET", "/version")
+
+
 def group_discovery(group: str) -> Request:
     """An APIGroup (its versions); the core group has one version and no such document."""
     return Request("GET", f"/apis/{group}")

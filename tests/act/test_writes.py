@@ -219,10 +219,10 @@ def test_the_exit_code_description_names_every_brake() -> None:
 def test_the_write_limit_keeps_its_old_name(
     monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str], qps: float
 ) -> None:
-    import gcjob.cli
+    import gcjob.lifecycle
 
     seen: list[Settings] = []
-    monkeypatch.setattr(gcjob.cli, "run_sweep", lambda settings: seen.append(settings) or 0)
+    monkeypatch.setattr(gcjob.lifecycle, "run_sweep", lambda settings: seen.append(settings) or 0)
     result = CliRunner().invoke(
         cli, ["sweep", "--snapshot", str(DEMO), *args], env=env, standalone_mode=False
     )

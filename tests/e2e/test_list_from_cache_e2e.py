@@ -313,3 +313,90 @@ def test_a_gateway_created_after_the_upstream_list_keeps_its_route(
 
     assert result.outcome("HTTPRoute", "web") == ("skipped", "gateway-appeared")
     assert hub.present("HTTPRoute", ns, "web")
+
+
+# -- the strategy: --list-from auto asks the server its version (docs/list-strategy.md) --------
+
+
+def version_gets(proxy: FaultProxy) -> list[RecordedRequest]:
+    return [r for r in proxy.requests if r.method == "GET" and r.path == "/version"]
+
+
+def companions_run(gcjob_hub_args: list[str], ns: str, *flags: str) -> Any:
+    result = run_gcjob(*gcjob_hub_args, "--namespace", ns, "--sweep", "companions", *flags)
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("ConfigMap", "cm-0") == ("would-delete", "orphaned")
+    return result
+
+
+def test_auto_on_the_125_server_reads_each_collection_from_the_cache_and_says_so(
+    faults: FaultProxy, gcjob_hub_args: list[str], seven: str
+) -> None:
+    result = companions_run(gcjob_hub_args, seven)  # --list-from auto: the default
+
+    [asked] = version_gets(faults)
+    said = json.loads(asked.response_body)
+    assert said["gitVersion"].startswith("v1.25.")  # the test server: v1.25.0-k3s1
+    strategy = result.summary["list_strategy"]
+    assert strategy["read"] == "cache" and strategy["requested"] == "auto"
+    assert strategy["server_version"] == said["gitVersion"]
+    assert "< 1.34" in strategy["why"]
+    sent = lists_of(faults, f"/namespaces/{seven}/configmaps")
+    assert sent and all({k: r.query[k] for k in CACHE} == CACHE for r in sent)
+
+
+def test_auto_on_a_server_that_says_it_is_1_34_reads_in_pages(
+    faults: FaultProxy, gcjob_hub_args: list[str], seven: str
+) -> None:
+    """The real server's /version answer, with a newer release in it: the lists go out in
+    pages without a resourceVersion (the 1.25 server serves them from etcd: the same objects,
+    more slowly), and the sweep decides the same."""
+    companions_run(gcjob_hub_args, seven)
+    real = json.loads(version_gets(faults)[-1].response_body)
+    newer = {**real, "gitVersion": "v1.34.1", "minor": "34"}
+    faults.clear_requests()
+    faults.add_fault(Fault(method="GET", path="^/version$", status=200, body=newer))
+
+    result = companions_run(gcjob_hub_args, seven, "--page-size", "3")
+
+    strategy = result.summary["list_strategy"]
+    assert (strategy["read"], strategy["server_version"]) == ("pages", "v1.34.1")
+    sent = lists_of(faults, f"/namespaces/{seven}/configmaps")
+    assert all("resourceVersion" not in r.query for r in sent)
+    assert any("continue" in r.query for r in sent)  # seven ConfigMaps, three a page
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_a_version_the_server_does_not_tell_is_read_the_known_way(
+    faults: FaultProxy, gcjob_hub_args: list[str], seven: str, status: int
+) -> None:
+    faults.add_fault(Fault(method="GET", path="^/version$", status=status))
+
+    result = companions_run(gcjob_hub_args, seven)
+
+    strategy = result.summary["list_strategy"]
+    assert (strategy["read"], strategy["server_version"]) == ("cache", None)
+    assert "no version" in strategy["why"]
+    assert len(version_gets(faults)) == 1
+
+
+@pytest.mark.parametrize(
+    ("flag", "read"), [("cache", "cache"), ("pages", "pages"), ("etcd", "pages")]
+)
+def test_a_forced_read_does_not_ask_the_version(
+    faults: FaultProxy, gcjob_hub_args: list[str], seven: str, flag: str, read: str
+) -> None:
+    result = companions_run(gcjob_hub_args, seven, "--list-from", flag, "--page-size", "3")
+
+    assert version_gets(faults) == []
+    assert result.summary["list_strategy"] == {
+        "read": read,
+        "requested": read,
+        "server_version": None,
+        "why": f"--list-from {read}",
+    }
+    sent = lists_of(faults, f"/namespaces/{seven}/configmaps")
+    assert sent and all(("resourceVersion" in r.query) is (read == "cache") for r in sent)
+    # Seven ConfigMaps, three a page: only pages are followed by continue tokens (the 1.25
+    # cache ignores limit and sends each list whole).
+    assert any("continue" in r.query for r in sent) is (read == "pages")
