@@ -283,6 +283,7 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.marks.items()},
+            "would_delete": self.reporter.due.as_dict([sweep.value for sweep in self.sweeps]),
             "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
             "upstream_counts": dict(sorted(upstream_counts.items())),
