@@ -81,7 +81,7 @@ def grace_rule(
             # Removing it would spend a write on nothing: forged marks must not be able to use
             # up the run's write brake before the removals of real marks.
             return GraceCall(Next.NOTHING, "a void mark: left, it counts for nothing")
-        return GraceCall(Next.UNMARK, "no longer an orphan: mark removed")
+        return GraceCall(Next.UNMARK, "no longer an orphan: its mark goes")
     reading = read_mark(mark, ref.uid, ref.created, now)
     if grace <= timedelta(0):
         return GraceCall(Next.DELETE, "no grace period", reading.since, now)
