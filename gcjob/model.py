@@ -168,6 +168,9 @@ class Outcome:
     gateways: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
     orphaned_since: datetime | None = None  # once marked: since when it has been an orphan
+    # An orphan left in place this run: when it goes if it stays orphaned (decide/grace.py
+    # deletes_at), in a dry run as in a --delete run.
+    would_delete_at: datetime | None = None
 
     @classmethod
     def of(

@@ -158,7 +158,7 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     ),
     Reason.OWNED_SECRET_TYPE: "a service account token or Helm release Secret: kept",
     Reason.COMPANION_DELETED: "its binding, deleted with its orphaned companion",
-    Reason.COMPANION_ORPHANED: "its binding, marked with its orphaned companion",
+    Reason.COMPANION_ORPHANED: "its binding, orphaned with its companion: goes with it",
     Reason.BINDING_MISMATCH: "the binding does not name the companion it was found for: kept",
     Reason.OBJECT_EXISTS: "the ConfigMap/Secret it binds exists (healthy)",
     Reason.OBJECT_APPEARED: "the ConfigMap/Secret it binds appeared right before the delete: kept",

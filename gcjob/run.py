@@ -289,6 +289,7 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.marks.items()},
+            "would_delete": self.reporter.due.as_dict([sweep.value for sweep in self.sweeps]),
             "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
             "list_strategy": self.list_strategy.as_dict() if self.list_strategy else None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -340,15 +341,80 @@ def test_demo_with_a_grace_period_marks_what_it_would_delete(
     assert report["summary"]["writes"]["counted"] == len(would_mark)
 
 
+def _says_marked(text: str) -> bool:
+    """Whether `text` says something was marked (`would-mark` and `unmarked` do not)."""
+    return re.search(r"(?<![-\w])marked\b", text) is not None
+
+
+def test_the_demo_says_when_each_orphan_would_go_and_never_that_it_marked(
+    tmp_path: Path,
+) -> None:
+    """Issue 23 item 2, as the README's demo shows it (the default --grace 10m): every orphan
+    is `would-mark` with the time an enforcing run deletes it, the summary and the text's last
+    line count them, and nothing in the dry run (items, summary, text, explain) says it
+    marked."""
+    report_file = tmp_path / "r.json"
+    text = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "--snapshot",
+            str(DEMO),
+            "--log-format",
+            "text",
+            "--report-file",
+            str(report_file),
+        ],
+        standalone_mode=False,
+        catch_exceptions=False,
+    )
+    assert text.return_value == 0, text.output
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+
+    orphans = [i for i in report["items"] if i["action"] == "would-mark"]
+    assert len(orphans) == 15
+    for item in orphans:
+        assert item["would_delete_at"] == "2026-11-20T12:10:00Z"  # decided_at + --grace
+        assert "due for deletion at 2026-11-20T12:10:00Z if still orphaned" in item["detail"]
+    assert all("would_delete_at" not in i for i in report["items"] if i["action"] == "skipped")
+    assert {
+        s: (v["this_run"], v["later"]) for s, v in report["summary"]["would_delete"].items()
+    } == {
+        "companions": (0, 9),
+        "bindings": (0, 2),
+        "routes": (0, 4),
+    }
+    last = text.stdout.splitlines()[-1]
+    assert last.startswith(
+        "would delete: 0 this run, 15 later (2026-11-20T12:10:00Z to 2026-11-20T12:10:00Z); "
+    )
+    assert not [i["detail"] for i in report["items"] if _says_marked(i["detail"])]
+    assert not [line for line in text.stdout.splitlines() if _says_marked(line)]
+    assert report["summary"]["totals"]["marked"] == 0
+    explained = CliRunner().invoke(
+        cli,
+        ["explain", f"cm/{SHOP}/orphan-app-config", "--snapshot", str(DEMO)],
+        standalone_mode=False,
+        catch_exceptions=False,
+    )
+    assert "due for deletion at 2026-11-20T12:10:00Z" in explained.stdout
+    assert not _says_marked(explained.stdout.replace("since it was marked", "")), explained.stdout
+
+
 def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: Path) -> None:
     """A dump taken 10 minutes after a run marked two orphans: the one whose evidence is
-    unchanged is due; the other's referrers changed since, so its grace period restarts."""
+    unchanged is due; the other's referrers changed since, so its grace period restarts. A
+    third, marked 5 minutes ago, waits. Each says when it goes (issue 23 item 2)."""
     raw, changed = '["default/web-gone"]', '["default/api-gone"]'
     hub = tmp_path / "snap" / "hub"
     hub.mkdir(parents=True)
     (tmp_path / "snap" / "snapshot.yaml").write_text('capturedAt: "2026-11-20T12:00:00Z"\n')
     items = []
-    for name, now_raw in (("due", raw), ("changed", changed)):
+    for name, now_raw, since in (
+        ("due", raw, "2026-11-20T11:50:00Z"),
+        ("changed", changed, "2026-11-20T11:50:00Z"),
+        ("waiting", raw, "2026-11-20T11:55:00Z"),
+    ):
         items.append(
             {
                 "apiVersion": "v1",
@@ -362,7 +428,7 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
                     "labels": {COMPANION_LABEL: "true", ORPHANED_LABEL: "true"},
                     "annotations": {
                         REFERRERS_ANNOTATION: now_raw,
-                        ORPHANED_SINCE_ANNOTATION: "2026-11-20T11:50:00Z",
+                        ORPHANED_SINCE_ANNOTATION: since,
                         ORPHANED_REASON_ANNOTATION: "orphaned",
                         ORPHANED_EVIDENCE_ANNOTATION: marks.companion_evidence(raw)
                         .on(f"uid-{name}")
@@ -391,6 +457,21 @@ def test_a_snapshot_of_marks_older_than_the_grace_period_would_delete(tmp_path: 
         "would-mark",
         "2026-11-20T12:00:00Z",
     )
+    when = {name: (i["action"], i["reason"], i["would_delete_at"]) for name, i in by_name.items()}
+    assert when == {
+        "due": ("would-delete", "orphaned", "2026-11-20T12:00:00Z"),  # this run
+        "changed": ("would-mark", "orphaned", "2026-11-20T12:10:00Z"),  # now + grace
+        "waiting": ("skipped", "grace-period", "2026-11-20T12:05:00Z"),  # its mark + grace
+    }
+    assert "due for deletion at 2026-11-20T12:05:00Z if still" in by_name["waiting"]["detail"]
+    assert report["summary"]["would_delete"] == {
+        "companions": {
+            "this_run": 1,
+            "later": 2,
+            "earliest": "2026-11-20T12:05:00Z",
+            "latest": "2026-11-20T12:10:00Z",
+        }
+    }
 
 
 def test_the_report_page_shows_one_valid_record_of_each_kind(tmp_path: Path) -> None:

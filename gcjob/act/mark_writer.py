@@ -140,7 +140,9 @@ class Marker:
 
     def _unmark(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
         done = Action.WOULD_UNMARK if self.dry_run else Action.UNMARKED
-        detail = f"mark removed: {verdict.detail}" if verdict.detail else "mark removed"
+        # A dry run removes nothing, and says so.
+        removed = "mark would be removed" if self.dry_run else "mark removed"
+        detail = f"{removed}: {verdict.detail}" if verdict.detail else removed
         stopped = self._stopped(sweep, verdict)
         if stopped is not None:
             return stopped

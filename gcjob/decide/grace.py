@@ -81,44 +81,50 @@ def grace_rule(
             # Removing it would spend a write on nothing: forged marks must not be able to use
             # up the run's write brake before the removals of real marks.
             return GraceCall(Next.NOTHING, "a void mark: left, it counts for nothing")
-        return GraceCall(Next.UNMARK, "no longer an orphan: mark removed")
+        return GraceCall(Next.UNMARK, "no longer an orphan: its mark goes")
     reading = read_mark(mark, ref.uid, ref.created, now)
     if grace <= timedelta(0):
         return GraceCall(Next.DELETE, "no grace period", reading.since, now)
     upgrade = False
+    # Each `why` says what the rule found, never that a mark was written: the action does
+    # (`marked`, or `would-mark` in a dry run, which writes nothing).
     if reading.state is MarkState.ABSENT:
-        why = "found orphaned: marked"
+        why = "found orphaned"
     elif reading.state is MarkState.VOID:
-        why = f"{reading.why}: marked afresh"
+        why = f"{reading.why}: grace starts over"
     elif reading.evidence != evidence.facts_digest:
-        why = "evidence changed since it was marked: grace restarts"
+        why = "evidence changed since it was marked: grace starts over"
     elif reading.state is MarkState.LEGACY:
         # A mark of an older gcjob names no object: a copied one would look the same, so its
         # time is not trusted; the grace period starts again, once, from now.
-        why = "mark of an older gcjob, not bound to this object: marked again, grace restarts"
+        why = "mark of an older gcjob, not bound to this object: grace starts over"
         upgrade = True
     else:
         why = ""
     if why:
         due = later(now, grace)
-        return GraceCall(
-            Next.MARK,
-            f"{why}; deleted from {since_value(due)} if still orphaned",
-            now,
-            due,
-            upgrade,
-        )
+        return GraceCall(Next.MARK, f"{why}; {due_by(due)}", now, due, upgrade)
     since = reading.since
     assert since is not None  # a bound mark has its time
     due = later(since, grace)
     if now >= due:
         return GraceCall(Next.DELETE, f"orphaned since {since_value(since)}", since, due)
-    return GraceCall(
-        Next.WAIT,
-        f"orphaned since {since_value(since)}; deleted from {since_value(due)} if still orphaned",
-        since,
-        due,
-    )
+    return GraceCall(Next.WAIT, f"orphaned since {since_value(since)}; {due_by(due)}", since, due)
+
+
+def due_by(due: datetime) -> str:
+    """When an orphan is deleted if it stays orphaned, as every detail and trace says it:
+    the same words in a dry run, a --delete run and explain, none of which it claims."""
+    return f"due for deletion at {since_value(due)} if still orphaned"
+
+
+def deletes_at(call: GraceCall, now: datetime) -> datetime | None:
+    """When an orphan the grace rule called goes if it stays orphaned (a report's
+    `would_delete_at`): its grace period's end, or `now` once that passed; None for an
+    object the rule does not see on its way out (unmark, nothing)."""
+    if call.next not in (Next.DELETE, Next.MARK, Next.WAIT) or call.due is None:
+        return None
+    return max(call.due, now)
 
 
 def grace_call(

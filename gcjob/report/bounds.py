@@ -27,7 +27,8 @@ ELLIPSIS = "…"
 # Never cut: what routes and joins a record, and values the schema fixes (enums, times).
 UNCUT = frozenset(
     {"record", "run_id", "time", "version", "sweep", "action", "reason", "status"}
-    | {"started", "finished", "decided_at", "orphaned_since"}
+    | {"started", "finished", "decided_at", "orphaned_since", "would_delete_at"}
+    | {"earliest", "latest"}
 )
 
 

@@ -22,7 +22,7 @@ from gcjob.model import Action, Outcome, Sweep
 from gcjob.reasons import Reason
 from gcjob.redact import error_line
 from gcjob.report.bounds import capped, json_line
-from gcjob.report.records import Tally, envelope, item_record
+from gcjob.report.records import DueTally, Tally, envelope, item_record
 from gcjob.visible import visible
 
 
@@ -53,6 +53,7 @@ class Reporter:
         self.stream = stream or sys.stdout
         self.progress_stream = progress
         self.tally = Tally()
+        self.due = DueTally()  # the orphans left in place, by when they go (would_delete_at)
         self.observer = observer  # sees every item record reported (the webhook's first few)
         self.clock = clock
         self.on_stdout_closed = on_stdout_closed
@@ -61,6 +62,7 @@ class Reporter:
 
     def outcome(self, outcome: Outcome, now: datetime) -> None:
         self.tally.add(outcome)
+        self.due.add(outcome, now)
         if outcome.healthy and not self.report_healthy:
             return  # healthy objects are counts only: a big hub must not flood the pipeline
         try:
@@ -170,6 +172,21 @@ def _text_line(record: dict[str, Any]) -> str:
     )
 
 
+def _would_delete(summary: dict[str, Any]) -> str:
+    """All sweeps' `would_delete` together, at the head of the last line: what a dry run
+    would delete this run, and what it would delete later, from when to when."""
+    sweeps = list(summary.get("would_delete", {}).values())
+    if not sweeps:
+        return ""
+    this_run = sum(s["this_run"] for s in sweeps)
+    later = sum(s["later"] for s in sweeps)
+    # RFC 3339 times, all UTC and written alike: they sort as text.
+    earliest = min((s["earliest"] for s in sweeps if s["earliest"]), default=None)
+    latest = max((s["latest"] for s in sweeps if s["latest"]), default=None)
+    when = f" ({earliest} to {latest})" if earliest and latest else ""
+    return f"would delete: {this_run} this run, {later} later{when}; "
+
+
 def _cut(record: dict[str, Any]) -> str:
     truncated = record.get("truncated")
     return f" (truncated: {', '.join(sorted(truncated))})" if truncated else ""
@@ -201,7 +218,7 @@ def _text_summary(upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> s
             f"{info['detail']}{_cut(info)}"
         )
     lines.append(
-        f"API requests: {summary['api_requests']['total']}; "
+        f"{_would_delete(summary)}API requests: {summary['api_requests']['total']}; "
         f"exit {summary['exit_code']}: {summary['exit_reason']}{_cut(summary)}"
     )
     # Names, details and server messages come from clusters: nothing raw reaches a terminal.

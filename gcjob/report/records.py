@@ -57,6 +57,8 @@ def item_record(
         record["gateways"] = list(outcome.gateways)
     if outcome.orphaned_since is not None:
         record["orphaned_since"] = rfc3339(outcome.orphaned_since)
+    if outcome.would_delete_at is not None:
+        record["would_delete_at"] = rfc3339(outcome.would_delete_at)
     return record
 
 
@@ -106,3 +108,36 @@ class Tally:
 
     def totals(self) -> dict[str, int]:
         return {action.value: self.total(action) for action in Action}
+
+
+class DueTally:
+    """The orphans a run left in place on their way out, per sweep, by when each goes if it
+    stays orphaned (`would_delete_at`): due this run (a dry run's or a sweep not enforced's
+    would-delete), or later (marked, or waiting out its grace period), the earliest and the
+    latest of those. What enforcing would do, in a dry run; what is coming, in a --delete run."""
+
+    def __init__(self) -> None:
+        self.this_run: dict[str, int] = defaultdict(int)
+        self.later: dict[str, list[datetime]] = defaultdict(list)
+
+    def add(self, outcome: Outcome, now: datetime) -> None:
+        at = outcome.would_delete_at
+        if at is None:
+            return
+        if at <= now:
+            self.this_run[outcome.sweep.value] += 1
+        else:
+            self.later[outcome.sweep.value].append(at)
+
+    def of(self, sweep: str) -> dict[str, Any]:
+        later = self.later.get(sweep, [])
+        return {
+            "this_run": self.this_run.get(sweep, 0),
+            "later": len(later),
+            "earliest": rfc3339(min(later)) if later else None,
+            "latest": rfc3339(max(later)) if later else None,
+        }
+
+    def as_dict(self, sweeps: list[str]) -> dict[str, dict[str, Any]]:
+        """Every sweep that ran, zeros included: a dry run that finds nothing says so."""
+        return {sweep: self.of(sweep) for sweep in sweeps}

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from typing import TypeVar
 
 from gcjob.act.mark_writer import waiting
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.grace import Graced, GraceSort, deletes_at
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, ObjectRef, Outcome, Sweep
 from gcjob.reasons import Reason
@@ -52,24 +53,28 @@ def act(
     def unmark_one(graced: Graced[T]) -> list[Outcome]:
         return [run.marker.unmark(sweep, graced.verdict, resource(graced))]
 
+    def when(graced: Graced[T], outcomes: list[Outcome]) -> list[Outcome]:
+        return on_its_way(outcomes, deletes_at(graced.call, run.now))
+
     def unmark_and_record(graced: Graced[T]) -> None:
         for outcome in (unmark or unmark_one)(graced):
             run.record(outcome)
 
     def wait_and_record(graced: Graced[T]) -> None:
         default = [waiting(sweep, graced.verdict, graced.call.detail, graced.call.since)]
-        for outcome in wait(graced) if wait else default:
+        for outcome in when(graced, wait(graced) if wait else default):
             run.record(outcome)
 
     def delete_and_record(graced: Graced[T]) -> None:
         since = graced.call.since
-        run.count_deletion([replace(o, orphaned_since=since) for o in delete(graced)])
+        outcomes = [replace(o, orphaned_since=since) for o in delete(graced)]
+        run.count_deletion(when(graced, outcomes))
 
     def mark_and_record(graced: Graced[T]) -> None:
-        run.count_mark((mark or mark_one)(graced))
+        run.count_mark(when(graced, (mark or mark_one)(graced)))
 
     def upgrade_and_record(graced: Graced[T]) -> None:
-        for outcome in (mark or mark_one)(graced):
+        for outcome in when(graced, (mark or mark_one)(graced)):
             run.record(outcome)
 
     each(run, sweep, sort.to_unmark, _ref, unmark_and_record)  # always safe: first
@@ -98,6 +103,23 @@ def act(
         return False
     each(run, sweep, sort.new_marks, _ref, mark_and_record)
     return clear
+
+
+def on_its_way(outcomes: list[Outcome], at: datetime | None) -> list[Outcome]:
+    """`outcomes` with `would_delete_at` on each orphan left in place on its way out (marked,
+    waiting, or would-delete: a dry run, a sweep not enforced): when it goes if it stays
+    orphaned. Not on one a brake held back, nor one that failed, was kept on a second look,
+    or is gone: for those the time would be a promise the run did not make."""
+    if at is None:
+        return outcomes
+    return [replace(o, would_delete_at=at) if _left_on_its_way(o) else o for o in outcomes]
+
+
+def _left_on_its_way(outcome: Outcome) -> bool:
+    if outcome.reason == Reason.BRAKE:
+        return False
+    pending = (Action.WOULD_DELETE, Action.MARKED, Action.WOULD_MARK)
+    return outcome.action in pending or outcome.reason == Reason.GRACE_PERIOD
 
 
 def _ref(graced: Graced[T]) -> ObjectRef:

@@ -11,6 +11,8 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from gcjob import marks
 from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
@@ -62,11 +64,28 @@ def stored(store: SnapshotStore) -> dict[str, Any]:
 
 def test_a_live_dry_run_writes_nothing_and_says_would_mark() -> None:
     outcome = Marker(None, dry_run=True, budget=RunBudget(None)).mark(
-        SWEEP, verdict_of(configmap()), CONFIGMAPS, EVIDENCE, NOW, "found orphaned: marked"
+        SWEEP, verdict_of(configmap()), CONFIGMAPS, EVIDENCE, NOW, "found orphaned"
     )
     assert (outcome.action, outcome.reason) == (Action.WOULD_MARK, "orphaned")
     assert outcome.orphaned_since == NOW
-    assert outcome.detail == "found orphaned: marked: the detail"
+    assert outcome.detail == "found orphaned: the detail"
+
+
+@pytest.mark.parametrize("snapshot", [False, True])
+def test_a_dry_runs_unmark_says_the_mark_would_be_removed(snapshot: bool) -> None:
+    """Issue 23 item 2: nothing in a dry run says it wrote; the action and detail agree."""
+    marked = configmap(**{ORPHANED_LABEL: "true"})
+    verdict = Verdict(verdict_of(marked, False).ref, False, "referrer-live", "WD web", True)
+    target = store_with(marked) if snapshot else None
+
+    outcome = Marker(target, dry_run=True, budget=RunBudget(None)).unmark(
+        SWEEP, verdict, CONFIGMAPS
+    )
+
+    assert (outcome.action, outcome.detail) == (
+        Action.WOULD_UNMARK,
+        "mark would be removed: WD web",
+    )
 
 
 def test_a_snapshot_dry_run_applies_the_very_patch_to_the_loaded_object() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gcjob import marks
-from gcjob.decide.grace import GraceSort, Next, grace_call, grace_rule
+from gcjob.decide.grace import GraceSort, Next, deletes_at, due_by, grace_call, grace_rule
 from gcjob.decide.trace import StepOutcome, Trace
 from gcjob.domain import ORPHANED_LABEL, REFERRERS_ANNOTATION
 from gcjob.marks import Rule
@@ -51,7 +51,7 @@ def test_inside_the_grace_period_it_waits() -> None:
     call = rule(mark_at(NOW - GRACE + timedelta(seconds=1)))
     assert call.next is Next.WAIT
     assert call.since == NOW - GRACE + timedelta(seconds=1)
-    assert "deleted from 2026-11-23T10:00:01Z" in call.detail
+    assert "due for deletion at 2026-11-23T10:00:01Z if still orphaned" in call.detail
 
 
 def test_at_the_end_of_the_grace_period_it_is_deleted() -> None:
@@ -327,6 +327,54 @@ def test_a_huge_grace_does_not_overflow() -> None:
     assert rule(mark_at(NOW), grace=timedelta(days=999_999_999)).next is Next.WAIT
 
 
+# -- when it goes, said the same in every mode (issue 23 item 2) -----------------------------
+
+OTHER_EVIDENCE = marks.companion_evidence('["default/web","default/api"]')
+
+
+@pytest.mark.parametrize(
+    "mark,start",
+    [
+        (None, "found orphaned"),
+        (Mark("true", "2099-01-01T00:00:00Z", "orphaned", EVIDENCE.on(UID).digest), "void mark"),
+        (mark_at(NOW - 10 * GRACE, OTHER_EVIDENCE), "evidence changed since it was marked"),
+        (
+            Mark("true", marks.since_value(NOW - GRACE), "orphaned", EVIDENCE.facts_digest),
+            "mark of an older gcjob",
+        ),
+    ],
+)
+def test_a_new_mark_says_when_it_goes_and_never_that_it_was_marked(
+    mark: Mark | None, start: str
+) -> None:
+    """The call's detail leads a `would-mark` item in a dry run, a `marked` one in a
+    --delete run, and explain's grace step: it says when, and leaves the write to the action."""
+    call = rule(mark)
+    assert call.next is Next.MARK and call.detail.startswith(start)
+    assert call.detail.endswith("; due for deletion at 2026-11-23T10:10:00Z if still orphaned")
+    assert deletes_at(call, NOW) == NOW + GRACE
+    said = call.detail.replace("since it was marked", "")
+    assert "marked" not in said and "mark removed" not in said
+
+
+def test_a_waiting_orphan_goes_at_its_marks_time_plus_grace_and_a_due_one_now() -> None:
+    marked = NOW - timedelta(minutes=4)
+    waits = rule(mark_at(marked))
+    assert (waits.next, deletes_at(waits, NOW)) == (Next.WAIT, marked + GRACE)
+    assert waits.detail == (
+        "orphaned since 2026-11-23T09:56:00Z; "
+        "due for deletion at 2026-11-23T10:06:00Z if still orphaned"
+    )
+    long_ago = rule(mark_at(NOW - 10 * GRACE))
+    assert long_ago.next is Next.DELETE
+    assert long_ago.due == NOW - 9 * GRACE and deletes_at(long_ago, NOW) == NOW  # now, not past
+    assert deletes_at(rule(None, grace=timedelta(0)), NOW) == NOW
+    unmark = grace_rule(
+        Rule.COMPANION, None, replace(ref_of(configmap()), mark=mark_at(NOW)), NOW, GRACE
+    )
+    assert unmark.next is Next.UNMARK and deletes_at(unmark, NOW) is None
+
+
 # -- property: any mark, any object, any clock --------------------------------------------------
 
 MOMENTS = st.datetimes(
@@ -402,6 +450,15 @@ def test_the_grace_rule_never_raises_and_deletes_only_on_gcjobs_own_mark_due(
         assert call.since == since
     if call.next is Next.MARK:
         assert call.since == now and call.due is not None and call.due >= now
+    # When it goes if it stays orphaned: the rule's own due time, never before now.
+    goes = deletes_at(call, now)
+    if call.next in (Next.MARK, Next.WAIT):
+        assert goes == call.due and goes is not None and goes > now - timedelta(microseconds=1)
+        assert due_by(goes) in call.detail
+    elif call.next is Next.DELETE:
+        assert goes == now
+    else:
+        assert goes is None
     for moment in (call.since, call.due):
         if moment is not None:
             marks.since_value(moment)  # reportable

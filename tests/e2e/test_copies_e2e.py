@@ -265,6 +265,10 @@ def test_a_deleted_projects_copies_and_anchors_go_copies_first(
     assert outcome(result, "Gateway", "edge") == ("would-delete", "project-gone")
     assert present(hub, "Gateway", ns, "edge")
     assert result.summary["sweeps"]["copies"]["status"] == "completed", result.summary
+    # It says when enforcing would delete them, as a dry run does (issue 23 item 2): now.
+    due = [i for i in result.items if i["action"] == "would-delete"]
+    assert due and {i.get("would_delete_at") for i in due} == {result.summary["decided_at"]}
+    assert result.summary["would_delete"]["copies"]["this_run"] == len(due)
 
     result = run_gcjob(*run, "--enforce", "copies")
     assert result.exit_code == 0, (result.stdout, result.stderr)

@@ -274,6 +274,72 @@ def test_a_dry_run_writes_nothing_and_says_what_it_would_mark(
     assert mark_of(hub.get("ConfigMap", ns, "app-config")) is None
 
 
+def test_a_dry_run_says_when_each_orphan_would_go_marked_or_not_and_writes_nothing(
+    hub: TestCluster, faults: FaultProxy, graced: Any, gcjob_hub_args: list[str]
+) -> None:
+    """Issue 23 item 2: an orphan an enforcing run marked long enough ago would go this run,
+    one it marked lately when its mark's grace period ends, an unmarked one a grace period
+    from the dry run's time; each says so in its item (`would_delete_at`, the detail), the
+    summary counts them, and the dry run sends no PATCH or DELETE."""
+    dry_grace = timedelta(seconds=9)
+    due_ns, waiting_ns, new_ns = (hub.namespace("dry") for _ in range(3))
+    due_rb = hub.create_with_binding(companion("ConfigMap", due_ns, "due-config", ["default/a"]))
+    t0 = decided_at(graced("--namespace", due_ns))  # marked: its grace period starts
+    time.sleep(12)  # > dry_grace: the first mark is due for the dry run
+    rb = hub.create_with_binding(companion("ConfigMap", waiting_ns, "waiting-config", ["x/b"]))
+    t1 = decided_at(graced("--namespace", waiting_ns))
+    new_rb = hub.create_with_binding(companion("ConfigMap", new_ns, "new-config", ["default/c"]))
+    marks_before = {
+        name: mark_of(hub.get("ConfigMap", ns, name))
+        for ns, name in ((due_ns, "due-config"), (waiting_ns, "waiting-config"))
+    }
+    faults.clear_requests()  # only the dry run's requests from here
+
+    scope = ("--namespace", due_ns, "--namespace", waiting_ns, "--namespace", new_ns)
+    dry = run_gcjob(*gcjob_hub_args, "--grace", f"{dry_grace.seconds}s", *scope)
+
+    assert dry.exit_code == 0, dry.stderr
+    now = parse_time(decided_at(dry))
+    at_t0, at_t1 = parse_time(t0), parse_time(t1)
+    assert now is not None and at_t0 is not None and at_t1 is not None
+    assert now - at_t1 < dry_grace, "the machine was too slow for this test's timing"
+    fresh, waits = marks.since_value(now + dry_grace), marks.since_value(at_t1 + dry_grace)
+    expected = {
+        ("ConfigMap", "due-config"): ("would-delete", "orphaned", decided_at(dry)),
+        ("ResourceBinding", due_rb): ("would-delete", "companion-deleted", decided_at(dry)),
+        ("ConfigMap", "waiting-config"): ("skipped", "grace-period", waits),
+        ("ResourceBinding", rb): ("skipped", "grace-period", waits),
+        ("ConfigMap", "new-config"): ("would-mark", "orphaned", fresh),
+        ("ResourceBinding", new_rb): ("would-mark", "companion-orphaned", fresh),
+    }
+    for (kind, name), (action, reason, when) in expected.items():
+        item = dry.item(kind, name)
+        assert item is not None and item["dry_run"] is True
+        assert (item["action"], item["reason"], item.get("would_delete_at")) == (
+            action,
+            reason,
+            when,
+        ), item
+    for name in ("waiting-config", "new-config"):
+        detail = dry.item("ConfigMap", name)["detail"]  # type: ignore[index]
+        assert f"due for deletion at {expected[('ConfigMap', name)][2]} if still" in detail
+    # Nothing says it marked: it marked nothing.
+    assert not [i["detail"] for i in dry.items if " marked" in f" {i['detail']}"]
+    assert dry.summary["would_delete"]["companions"] == {
+        "this_run": 2,
+        "later": 4,
+        "earliest": waits,
+        "latest": fresh,
+    }
+    assert dry.summary["totals"]["marked"] == 0 and dry.summary["totals"]["deleted"] == 0
+    # It wrote nothing: only reads went to the hub, and every object and mark is as it was.
+    assert {r.method for r in faults.requests} == {"GET"}
+    assert mark_of(hub.get("ConfigMap", new_ns, "new-config")) is None
+    for ns, name in ((due_ns, "due-config"), (waiting_ns, "waiting-config")):
+        assert mark_of(hub.get("ConfigMap", ns, name)) == marks_before[name]
+    assert hub.present("ResourceBinding", due_ns, due_rb)
+
+
 def test_the_marks_brake_holds_a_mass_of_new_orphans(hub: TestCluster, graced: Any) -> None:
     ns = hub.namespace("grace")
     for i in range(3):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,7 @@ def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
         "min_age_seconds": 300,
         "grace_seconds": 600,
         "marks": {},
+        "would_delete": reporter.due.as_dict(["companions", "bindings", "routes"]),
         "writes": {"counted": 0, "max": 1000},
         "sweeps": {
             "companions": {"status": "completed", "detail": "", "scanned": 2, "in_scope": 2},
@@ -408,3 +411,39 @@ def test_a_closed_stdout_is_reported_once_and_never_written_again(tmp_path: Path
     assert stream.attempts == 1
     document = json.loads(path.read_text(encoding="utf-8"))
     assert [i["name"] for i in document["items"]] == ["orphan-app-config", "orphan-route"]
+
+
+def test_the_text_reports_last_line_says_what_would_go_this_run_and_later() -> None:
+    """Issue 23 item 2: the last line counts the orphans left in place, by when they go."""
+    stream = io.StringIO()
+    rep = reporter(stream, log_format="text")
+    due = replace(orphan(), would_delete_at=NOW)
+    marked = replace(
+        gone_route(), action=Action.WOULD_MARK, would_delete_at=NOW + timedelta(minutes=10)
+    )
+    waiting = replace(
+        orphan(),
+        ref=ref("ConfigMap", "waiting", uid="uid-9"),
+        action=Action.SKIPPED,
+        reason="grace-period",
+        would_delete_at=NOW + timedelta(minutes=3),
+    )
+    for item in (due, marked, waiting, healthy()):
+        rep.outcome(item, NOW)
+    rep.finish(upstreams(), summary(rep))
+
+    last = stream.getvalue().splitlines()[-1]
+    assert last.startswith(
+        "would delete: 1 this run, 2 later (2026-07-01T12:03:00Z to 2026-07-01T12:10:00Z); "
+        "API requests: 7; exit 0"
+    ), last
+    items = [line for line in stream.getvalue().splitlines() if line.startswith("would-")]
+    assert len(items) == 2
+
+
+def test_a_run_with_no_orphans_says_none_would_go() -> None:
+    stream = io.StringIO()
+    rep = reporter(stream, log_format="text")
+    rep.outcome(healthy(), NOW)
+    rep.finish(upstreams(), summary(rep))
+    assert stream.getvalue().splitlines()[-1].startswith("would delete: 0 this run, 0 later; ")

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from gcjob import __version__
 from gcjob.model import Action, Outcome, Sweep
-from gcjob.report.records import Tally, item_record, rfc3339
+from gcjob.report.records import DueTally, Tally, item_record, rfc3339
 from testbed.model import HUB_NS, NOW, OLD, ref
 
 RUN_ID = "5f0c6c1e-6a1b-4f1e-9d7e-3c2b1a0f9e8d"
@@ -245,3 +245,73 @@ def test_empty_tally() -> None:
     assert all(n == 0 for n in tally.totals().values())
     # asking does not create entries
     assert tally.as_dict() == {}
+
+
+# -- when each orphan goes (issue 23 item 2) ---------------------------------------------
+
+
+def test_an_orphan_left_in_place_says_when_it_goes(validator: Draft202012Validator) -> None:
+    due = NOW + timedelta(minutes=10, microseconds=250000)
+    record = item_record(
+        outcome(action=Action.WOULD_MARK, orphaned_since=NOW, would_delete_at=due),
+        RUN_ID,
+        NOW,
+        True,
+        EMITTED,
+    )
+    validator.validate(record)
+    assert record["would_delete_at"] == "2026-07-01T12:10:00Z"  # RFC 3339, UTC, seconds
+    assert "would_delete_at" not in item_record(outcome(), RUN_ID, NOW, True, EMITTED)
+
+
+def test_the_schema_refuses_a_would_delete_at_that_is_no_time(
+    validator: Draft202012Validator,
+) -> None:
+    record = item_record(outcome(), RUN_ID, NOW, True, EMITTED)
+    record["would_delete_at"] = "in ten minutes"
+    assert not validator.is_valid(record)
+
+
+def test_due_tally_counts_this_run_and_later_per_sweep_with_the_earliest_and_latest() -> None:
+    tally = DueTally()
+    for sweep, at in (
+        (Sweep.COMPANIONS, NOW),  # due now: this run
+        (Sweep.COMPANIONS, NOW + timedelta(minutes=10)),
+        (Sweep.COMPANIONS, NOW + timedelta(minutes=2)),
+        (Sweep.ROUTES, NOW + timedelta(minutes=7)),
+    ):
+        tally.add(outcome(sweep, would_delete_at=at), NOW)
+    tally.add(outcome(Sweep.BINDINGS, Action.DELETED), NOW)  # no time: gone, not counted
+    tally.add(outcome(Sweep.BINDINGS, Action.WOULD_DELETE, "brake"), NOW)  # held back
+    assert tally.as_dict(["companions", "bindings", "routes"]) == {
+        "companions": {
+            "this_run": 1,
+            "later": 2,
+            "earliest": "2026-07-01T12:02:00Z",
+            "latest": "2026-07-01T12:10:00Z",
+        },
+        "bindings": {"this_run": 0, "later": 0, "earliest": None, "latest": None},
+        "routes": {
+            "this_run": 0,
+            "later": 1,
+            "earliest": "2026-07-01T12:07:00Z",
+            "latest": "2026-07-01T12:07:00Z",
+        },
+    }
+
+
+def test_the_summary_schema_holds_would_delete(validator: Draft202012Validator) -> None:
+    """The summary's `would_delete` as the schema has it: this property alone, checked
+    against its own definition (the rest of the summary is tested with the emitter)."""
+    schema = validator.schema["$defs"]["summary"]
+    assert "would_delete" in schema["required"]
+    tally = DueTally()
+    tally.add(outcome(would_delete_at=NOW + timedelta(minutes=1)), NOW)
+    sub = Draft202012Validator(
+        {"$defs": validator.schema["$defs"], **schema["properties"]["would_delete"]}
+    )
+    sub.validate(tally.as_dict(["companions", "bindings"]))
+    assert not sub.is_valid({"companions": {"this_run": 0, "later": 0}})
+    assert not sub.is_valid(
+        {"companions": {"this_run": -1, "later": 0, "earliest": None, "latest": None}}
+    )

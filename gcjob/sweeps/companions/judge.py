@@ -17,7 +17,7 @@ from gcjob.decide.common import (
     resource_mismatch,
     spec_resource_names,
 )
-from gcjob.decide.grace import GraceCall, Graced, Next, grace_call, left_scope
+from gcjob.decide.grace import GraceCall, Graced, Next, due_by, grace_call, left_scope
 from gcjob.decide.trace import Trace
 from gcjob.domain import (
     COMPANION_LABEL,
@@ -337,11 +337,11 @@ def companion_binding(
         return BindingCall(Next.NOTHING, followed)  # it would not go with it either
     if call.next is Next.DELETE:
         return BindingCall(Next.DELETE, followed)
-    assert call.since is not None  # a mark's time, or the one it waits on
+    assert call.since is not None and call.due is not None  # a mark's time, or its wait's
     marked = replace(
         followed,
         reason=Reason.COMPANION_ORPHANED,
-        detail=f"binds {companion.kind} {companion.name}, marked with it",
+        detail=f"binds {companion.kind} {companion.name}, orphaned with it; {due_by(call.due)}",
     )
     evidence = companion_binding_evidence(companion).on(binding.ref.uid)
     if mark == new_mark(evidence, Reason.COMPANION_ORPHANED, call.since):

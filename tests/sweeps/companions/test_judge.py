@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gcjob.decide.grace import GraceCall, Next
-from gcjob.marks import binding_evidence, companion_binding_evidence, new_mark
+from gcjob.marks import binding_evidence, companion_binding_evidence, new_mark, since_value
 from gcjob.model import Binding, BoundResource, Mark, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.companions.judge import (
@@ -352,7 +352,8 @@ def test_the_binding_of_a_deleted_companion_goes_only_if_it_is_its_own() -> None
 
 
 def _called(next_: str, since: datetime | None = OLD) -> GraceCall:
-    return GraceCall(Next(next_), "", since)
+    due = since + timedelta(minutes=10) if since is not None else None
+    return GraceCall(Next(next_), "", since, due)
 
 
 def _orphan() -> Verdict:
@@ -381,7 +382,11 @@ def test_a_marked_companion_marks_its_binding_with_the_same_time_once() -> None:
     follows = companion_binding(_its_binding(), judged.ref, judged, _called("mark"))
     assert follows is not None and follows.next is Next.MARK and follows.evidence is not None
     assert follows.verdict.reason == "companion-orphaned"
-    assert follows.verdict.detail == "binds ConfigMap app-config, marked with it"
+    # When it goes, with its companion; never that it was marked (a dry run marks nothing).
+    assert follows.verdict.detail == (
+        f"binds ConfigMap app-config, orphaned with it; due for deletion at "
+        f"{since_value(OLD + timedelta(minutes=10))} if still orphaned"
+    )
     # Carrying that very mark already, it waits with its companion: no second write.
     mark = new_mark(follows.evidence, Reason.COMPANION_ORPHANED, OLD)
     waits = companion_binding(_its_binding(mark), judged.ref, judged, _called("wait"))
