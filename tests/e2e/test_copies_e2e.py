@@ -373,6 +373,8 @@ def test_more_projects_gone_than_the_projects_brake_allows_proves_none_gone(
     result = run_gcjob(*run, "--max-projects-gone", "2")
     assert result.exit_code == 4
     assert "projects brake" in result.summary["sweeps"]["copies"]["detail"]
+    assert result.summary["projects"]["brake-held"] == 3
+    assert result.summary["projects"]["gone"] == 0
     for name in gone:
         assert outcome(result, "Connector", f"web-{name}") == ("skipped", "upstream-unavailable")
         assert present(hub, "Connector", ns, f"web-{name}")

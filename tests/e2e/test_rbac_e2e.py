@@ -472,6 +472,8 @@ def test_a_deleted_projects_copies_go_with_nothing_but_the_rendered_rbac(
         assert not present(hub_side.cluster, "ConfigMap", projects.ns, anchor_name)
     assert result.outcome("HTTPRoute", "gone-project-route") == ("deleted", "project-gone")
     assert hub_side.cluster.gone("HTTPRoute", projects.ns, "gone-project-route")
+    found = {state: n for state, n in result.summary["projects"].items() if n}
+    assert found == {"gone": 1, "present": 1}  # asked by both sweeps, counted once each
     assert hub_side.cluster.present("HTTPRoute", projects.ns, "live-project-route")
     # The live project's copy and anchor stay, healthy; the other sweeps' orphans went too.
     live_kind, live_name = projects.live_copy

@@ -177,6 +177,7 @@ def sweep(run: Run) -> None:
         lookups.answered(),
         settings.max_projects_gone,
     )
+    run.count_projects(projects, brake)
     if brake:
         run.hold_brake(SWEEP, brake)
     facts = {o: OwnerFacts(projects[o.cluster], lookups.read(o)) for o in wanted.owners}
