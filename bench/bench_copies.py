@@ -62,16 +62,12 @@ from gcjob.domain import (
     UPSTREAM_NAMESPACE_LABEL,
 )
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest, Target
+from testbed.milo import CONTROL_PLANE, HUB_COPY_CRDS, MILO, MILO_CRDS, NET
 from testbed.objects import gateway, namespace
 from testbed.servers import ADMIN_TOKEN, HUB_CRDS, UPSTREAM_CRDS, running, write_kubeconfig
 
 LATENCY_S = 0.05
 IN_FLIGHT = 16
-MILO = "/apis/resourcemanager.miloapis.com/v1alpha1/projects"
-STRIP = r"^/apis/resourcemanager\.miloapis\.com/v1alpha1/projects/[^/]+/control-plane"
-NET = "networking.datumapis.com"
-NET_CRDS = "minimal-networking.datumapis.com_connectors-httpproxies.yaml"
-PROJECT_CRD = "minimal-resourcemanager.miloapis.com_projects.yaml"
 OWNER_GONE_EVERY = 50  # every 50th project lost its Connector upstream
 DELETED = (7, 131)  # projects deleted (indices below the smallest size); the brake allows 3
 
@@ -442,12 +438,12 @@ def main() -> None:
     uids: dict[tuple[int, str], str] = {}
     with (
         tempfile.TemporaryDirectory(prefix="gcjob-copies-") as tmp,
-        running("copies-hub", (*HUB_CRDS, NET_CRDS)) as hub,
-        running("copies-upstream", (*UPSTREAM_CRDS, NET_CRDS, PROJECT_CRD)) as up,
+        running("copies-hub", (*HUB_CRDS, *HUB_COPY_CRDS)) as hub,
+        running("copies-upstream", (*UPSTREAM_CRDS, *MILO_CRDS)) as up,
     ):
         work = Path(tmp)
         doc["server_version"] = hub.request("GET", "/version").get("gitVersion")
-        proxy = FaultProxy(Target(up.url, up.ssl_context()), strip_prefix=STRIP).start(work)
+        proxy = FaultProxy(Target(up.url, up.ssl_context()), strip_prefix=CONTROL_PLANE).start(work)
         for p in DELETED:  # Milo's answer for a deleted project's control plane, 50 ms away too
             proxy.add_fault(
                 Fault(
