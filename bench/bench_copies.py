@@ -21,6 +21,8 @@ adding 50 ms to every request. At each size, interleaved, ``--repeats`` times:
 
     python bench/bench_copies.py                      # 200 then 1,000 projects, 3 repeats
     python bench/bench_copies.py --sizes 50 --repeats 1
+    python bench/bench_copies.py --sizes 200 --copies-per-owner 1,10 --no-floor \
+        --out bench/results-copies-memory.json         # memory: 1x then 10x the copies
 """
 
 from __future__ import annotations
@@ -60,16 +62,12 @@ from gcjob.domain import (
     UPSTREAM_NAMESPACE_LABEL,
 )
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest, Target
+from testbed.milo import CONTROL_PLANE, HUB_COPY_CRDS, MILO, MILO_CRDS, NET
 from testbed.objects import gateway, namespace
 from testbed.servers import ADMIN_TOKEN, HUB_CRDS, UPSTREAM_CRDS, running, write_kubeconfig
 
 LATENCY_S = 0.05
 IN_FLIGHT = 16
-MILO = "/apis/resourcemanager.miloapis.com/v1alpha1/projects"
-STRIP = r"^/apis/resourcemanager\.miloapis\.com/v1alpha1/projects/[^/]+/control-plane"
-NET = "networking.datumapis.com"
-NET_CRDS = "minimal-networking.datumapis.com_connectors-httpproxies.yaml"
-PROJECT_CRD = "minimal-resourcemanager.miloapis.com_projects.yaml"
 OWNER_GONE_EVERY = 50  # every 50th project lost its Connector upstream
 DELETED = (7, 131)  # projects deleted (indices below the smallest size); the brake allows 3
 
@@ -100,8 +98,11 @@ def upstream_ns(p: int) -> str:
     return f"app-{p:04d}"
 
 
-def hub_ns(p: int) -> str:
-    return f"ns-{uuid.uuid5(uuid.NAMESPACE_URL, f'copies/{p}')}"
+def hub_ns(p: int, replica: int = 0) -> str:
+    """Project p's hub namespace; with --copies-per-owner K, replicas 1..K-1 are K-1 more
+    namespaces, each holding every owner's anchor and copy again."""
+    key = f"copies/{p}" if replica == 0 else f"copies/{p}/{replica}"
+    return f"ns-{uuid.uuid5(uuid.NAMESPACE_URL, key)}"
 
 
 def owner_name(kind: str, p: int) -> str:
@@ -180,14 +181,15 @@ def copy_labels(p: int, kind: str) -> dict[str, str]:
 
 
 def hub_world(
-    start: int, stop: int, uids: dict[tuple[int, str], str]
+    places: list[tuple[int, int]], uids: dict[tuple[int, str], str]
 ) -> tuple[list[Task], Iterator[Task]]:
-    """Per project a namespace (first), then per owner its anchor and its copy, owned by it."""
-    first = [post_task("/api/v1/namespaces", namespace(hub_ns(p))) for p in range(start, stop)]
+    """Per (project, replica) a namespace (first), then per owner its anchor and its copy,
+    owned by it."""
+    first = [post_task("/api/v1/namespaces", namespace(hub_ns(p, r))) for p, r in places]
 
-    def group_task(p: int, kind: str) -> Task:
+    def group_task(p: int, replica: int, kind: str) -> Task:
         def task(post: Post) -> None:
-            ns, labels = hub_ns(p), copy_labels(p, kind)
+            ns, labels = hub_ns(p, replica), copy_labels(p, kind)
             owner_uid = uids.get((p, kind)) or str(uuid.uuid4())  # a gone owner's uid: any
             anchor = {
                 "apiVersion": "v1",
@@ -209,9 +211,9 @@ def hub_world(
         return task
 
     def rest() -> Iterator[Task]:
-        for p in range(start, stop):
+        for p, replica in places:
             for kind in KINDS:
-                yield group_task(p, kind)
+                yield group_task(p, replica, kind)
 
     return first, rest()
 
@@ -343,6 +345,57 @@ def by_kind(log: list[Obj]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+def measure(bench: Bench, size: Obj, repeats: int, *, floor: bool) -> None:
+    """`repeats` sweeps (each beside its floor, unless not `floor`), into `size`."""
+    sweeps: list[Obj] = []
+    floors: list[Obj] = []
+    for i in range(repeats):
+        result, log = bench.sweep()
+        sweeps.append(result)
+        if i == 0:
+            size["upstream_requests_by_shape"] = by_kind(log)
+        if not floor:
+            print(
+                f"  #{i}: sweep exit {result['exit_code']} {result['wall_s']}s "
+                f"({result['upstream_requests']} upstream req) {result['peak_rss_mib']} MiB "
+                f"load {result['loadavg_before']}",
+                flush=True,
+            )
+            continue
+        floor_result = bench.floor(log)
+        floors.append(floor_result)
+        ratio = (
+            result["upstream_s"] / floor_result["upstream_s"]
+            if result["upstream_s"] and floor_result["upstream_s"]
+            else None
+        )
+        print(
+            f"  #{i}: sweep exit {result['exit_code']} {result['wall_s']}s "
+            f"(upstream {result['upstream_s']}s, {result['upstream_requests']} req) "
+            f"{result['peak_rss_mib']} MiB | floor {floor_result['upstream_s']}s "
+            f"({floor_result['upstream_requests']} req, client {floor_result['client_s']}s) "
+            f"| ratio {ratio and round(ratio, 3)}",
+            flush=True,
+        )
+    size["sweeps"] = sweeps
+    size["floors"] = floors
+    ratios = [
+        s["upstream_s"] / f["upstream_s"]
+        for s, f in zip(sweeps, floors, strict=False)  # no floors: none
+        if s["upstream_s"] and f["upstream_s"]
+    ]
+    size["summary"] = {
+        "sweep_wall_s": median_spread([s["wall_s"] for s in sweeps]),
+        "sweep_upstream_s": median_spread([s["upstream_s"] or 0.0 for s in sweeps]),
+        "floor_upstream_s": median_spread([f["upstream_s"] or 0.0 for f in floors])
+        if floors
+        else None,
+        "ratio": median_spread(ratios) if ratios else None,
+        "sweep_peak_rss_mib": median_spread([s["peak_rss_mib"] for s in sweeps]),
+    }
+    print(f"  {json.dumps(size['summary'])}", flush=True)
+
+
 def replay_main(path: str, url: str, ca_file: str) -> None:
     log = json.loads(Path(path).read_text())
     print(json.dumps(replay(url, ca_file, log, IN_FLIGHT)))
@@ -352,6 +405,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="200,1000", help="projects, ascending")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--copies-per-owner",
+        default="1",
+        help="ascending, e.g. 1,10: each owner's anchor and copy in this many hub namespaces "
+        "(the owners and the upstream reads stay the same); each is measured in turn",
+    )
+    parser.add_argument(
+        "--no-floor", action="store_true", help="only the sweeps (memory), no replayed floor"
+    )
     parser.add_argument("--threads", type=int, default=8, help="connections filling a server")
     parser.add_argument("--out", default=str(ROOT / "bench/results-copies.json"))
     parser.add_argument("--replay", nargs=3, metavar=("LOG", "URL", "CA"), help=argparse.SUPPRESS)
@@ -360,6 +422,7 @@ def main() -> None:
         replay_main(*args.replay)
         return
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    per_owner = [int(k) for k in args.copies_per_owner.split(",") if k]
     started = time.perf_counter()
     doc: Obj = {
         "machine": machine(),
@@ -369,17 +432,18 @@ def main() -> None:
         "deleted_projects": [project(p) for p in DELETED],
         "owner_gone_every": OWNER_GONE_EVERY,
         "repeats": args.repeats,
+        "copies_per_owner": per_owner,
         "sizes": [],
     }
     uids: dict[tuple[int, str], str] = {}
     with (
         tempfile.TemporaryDirectory(prefix="gcjob-copies-") as tmp,
-        running("copies-hub", (*HUB_CRDS, NET_CRDS)) as hub,
-        running("copies-upstream", (*UPSTREAM_CRDS, NET_CRDS, PROJECT_CRD)) as up,
+        running("copies-hub", (*HUB_CRDS, *HUB_COPY_CRDS)) as hub,
+        running("copies-upstream", (*UPSTREAM_CRDS, *MILO_CRDS)) as up,
     ):
         work = Path(tmp)
         doc["server_version"] = hub.request("GET", "/version").get("gitVersion")
-        proxy = FaultProxy(Target(up.url, up.ssl_context()), strip_prefix=STRIP).start(work)
+        proxy = FaultProxy(Target(up.url, up.ssl_context()), strip_prefix=CONTROL_PLANE).start(work)
         for p in DELETED:  # Milo's answer for a deleted project's control plane, 50 ms away too
             proxy.add_fault(
                 Fault(
@@ -402,53 +466,22 @@ def main() -> None:
         )
         bench = Bench(str(hub.write_kubeconfig(work / "hub.yaml")), up_kubeconfig, proxy, work)
         filled = 0
+        placed: set[tuple[int, int]] = set()
         for n in sizes:
-            size: Obj = {"projects": n}
-            doc["sizes"].append(size)
-            print(f"N={n}: filling projects {filled}..{n} ...", flush=True)
-            size["fill_upstream"] = fill(up, *upstream_world(filled, n, uids), args.threads)
-            size["fill_hub"] = fill(hub, *hub_world(filled, n, uids), args.threads)
-            print(f"  upstream {size['fill_upstream']}\n  hub {size['fill_hub']}", flush=True)
+            print(f"N={n}: filling projects {filled}..{n} upstream ...", flush=True)
+            fill_upstream = fill(up, *upstream_world(filled, n, uids), args.threads)
             filled = n
-            sweeps: list[Obj] = []
-            floors: list[Obj] = []
-            for i in range(args.repeats):
-                result, log = bench.sweep()
-                sweeps.append(result)
-                floor = bench.floor(log)
-                floors.append(floor)
-                if i == 0:
-                    size["upstream_requests_by_shape"] = by_kind(log)
-                ratio = (
-                    result["upstream_s"] / floor["upstream_s"]
-                    if result["upstream_s"] and floor["upstream_s"]
-                    else None
-                )
-                print(
-                    f"  #{i}: sweep exit {result['exit_code']} {result['wall_s']}s "
-                    f"(upstream {result['upstream_s']}s, {result['upstream_requests']} req) "
-                    f"{result['peak_rss_mib']} MiB | floor {floor['upstream_s']}s "
-                    f"({floor['upstream_requests']} req, client {floor['client_s']}s) "
-                    f"| ratio {ratio and round(ratio, 3)}",
-                    flush=True,
-                )
-            size["sweeps"] = sweeps
-            size["floors"] = floors
-            ratios = [
-                s["upstream_s"] / f["upstream_s"]
-                for s, f in zip(sweeps, floors, strict=True)
-                if s["upstream_s"] and f["upstream_s"]
-            ]
-            size["summary"] = {
-                "sweep_wall_s": median_spread([s["wall_s"] for s in sweeps]),
-                "sweep_upstream_s": median_spread([s["upstream_s"] or 0.0 for s in sweeps]),
-                "floor_upstream_s": median_spread([f["upstream_s"] or 0.0 for f in floors]),
-                "ratio": median_spread(ratios) if ratios else None,
-                "sweep_peak_rss_mib": median_spread([s["peak_rss_mib"] for s in sweeps]),
-            }
-            print(f"  {json.dumps(size['summary'])}", flush=True)
-            doc["total_s"] = round(time.perf_counter() - started, 1)
-            Path(args.out).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+            for k in per_owner:
+                places = [(p, r) for p in range(n) for r in range(k) if (p, r) not in placed]
+                placed.update(places)
+                size: Obj = {"projects": n, "copies_per_owner": k, "fill_upstream": fill_upstream}
+                doc["sizes"].append(size)
+                size["fill_hub"] = fill(hub, *hub_world(places, uids), args.threads)
+                size["hub_objects"] = len(placed) * len(KINDS) * 2
+                print(f"  {k} per owner: hub {size['fill_hub']}", flush=True)
+                measure(bench, size, args.repeats, floor=not args.no_floor)
+                doc["total_s"] = round(time.perf_counter() - started, 1)
+                Path(args.out).write_text(json.dumps(doc, indent=2, default=str) + "\n")
         proxy.stop()
     print(f"\nwrote {args.out} ({doc['total_s']}s)")
 

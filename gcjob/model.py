@@ -339,6 +339,20 @@ class ProjectCall:
     detail: str
 
 
+# How a run counts Milo projects (the summary's `projects`, the gcjob_run_projects gauge), the
+# most cautious first: a project two sweeps judged differently counts as the more cautious.
+# `brake-held`: found gone, but more projects were than --max-projects-gone allows;
+# `not-answered`: neither found nor proven gone (an error, an untrusted Project API).
+PROJECT_BRAKE_HELD = "brake-held"
+PROJECT_COUNTED_AS = {
+    ProjectState.UNKNOWN: "not-answered",
+    ProjectState.TERMINATING: "terminating",
+    ProjectState.PRESENT: "present",
+    ProjectState.GONE: "gone",
+}
+PROJECT_COUNT_STATES = (PROJECT_BRAKE_HELD, *PROJECT_COUNTED_AS.values())
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerFacts:
     """Everything known of one owner: its project's state and its cluster's answers."""

@@ -18,6 +18,7 @@ from gcjob.kube.resources import (
     CONFIGMAPS,
     HTTPROUTES,
     LEASES,
+    PROJECTS,
     RESOURCEBINDINGS,
     SECRETS,
     SELFSUBJECTACCESSREVIEWS,
@@ -55,6 +56,9 @@ COPIES_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = (
     ),
     (HTTPROUTES, ("list",)),
 )
+# What Milo's Project API identity reads (cluster-scoped): one list of projects a run and a GET
+# of each project the list does not show (gcjob/enumerate/owners.py); cronjobs/rbac/projects.
+PROJECT_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = ((PROJECTS, READ),)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +23,17 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
-from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.model import (
+    PROJECT_BRAKE_HELD,
+    PROJECT_COUNT_STATES,
+    PROJECT_COUNTED_AS,
+    Action,
+    Outcome,
+    ProjectCall,
+    ProjectState,
+    Sweep,
+    Verdict,
+)
 from gcjob.reasons import ERROR_REASONS, Reason
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
@@ -109,6 +119,7 @@ class Run:
     hub_reads: Reads = SERIAL  # set by sweeps.execute for the run's length
     upstream_reads: Reads = SERIAL
     list_strategy: Choice | None = None  # how the hub's lists were read; None: not chosen
+    project_counts: dict[str, str] = field(default_factory=dict)  # project -> counted state
 
     @property
     def scope(self) -> Scope:
@@ -247,6 +258,22 @@ class Run:
         for outcome in outcomes:
             self.record(outcome)
 
+    def count_projects(self, calls: Mapping[str, ProjectCall], brake: str) -> None:
+        """What a sweep found of each Milo project among `calls` (`brake`: the projects brake's
+        reason, "" when it held nothing), for the summary's `projects`."""
+        for name, call in calls.items():
+            if call.state is ProjectState.NOT_A_PROJECT:
+                continue
+            if brake and call.detail == brake:
+                state = PROJECT_BRAKE_HELD
+            else:
+                state = PROJECT_COUNTED_AS[call.state]
+            before = self.project_counts.get(name)
+            if before is None or PROJECT_COUNT_STATES.index(state) < PROJECT_COUNT_STATES.index(
+                before
+            ):
+                self.project_counts[name] = state
+
     # -- summary -----------------------------------------------------------------------
 
     def exit_code(self) -> ExitCode:
@@ -294,6 +321,10 @@ class Run:
             "totals": self.reporter.tally.totals(),
             "list_strategy": self.list_strategy.as_dict() if self.list_strategy else None,
             "upstream_counts": dict(sorted(upstream_counts.items())),
+            "projects": {
+                state: sum(1 for s in self.project_counts.values() if s == state)
+                for state in PROJECT_COUNT_STATES
+            },
             "api_requests": {
                 "total": self.stats.total,
                 "by_target": _by_target_kind(self.stats.by_target),

@@ -15,6 +15,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gcjob import preflight
+from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.kube.connect import check_server_template, project_api_from_template
 from gcjob.settings import parse_duration
 
@@ -256,3 +258,49 @@ def test_the_documented_server_template_patch_renders_a_template_gcjob_accepts(
     assert template is not None
     check_server_template(template)  # raises ConfigError on a template gcjob refuses
     assert project_api_from_template(template) == "https://milo.example"
+
+
+def granted_verbs(directory: str) -> dict[tuple[str, str], set[str]]:
+    """(group, plural) -> the verbs the rendered ClusterRoles and Roles grant on it."""
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for doc in render(directory):
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        for rule in doc["rules"]:
+            for group in rule["apiGroups"]:
+                for plural in rule["resources"]:
+                    verbs.setdefault((group, plural), set()).update(rule["verbs"])
+    return verbs
+
+
+@pytest.mark.parametrize("directory", ["rbac/hub", "rbac/upstream", "rbac/projects"])
+def test_no_rendered_rule_is_a_wildcard(directory: str) -> None:
+    for (group, plural), verbs in granted_verbs(directory).items():
+        assert "*" not in (group, plural, *verbs), (directory, group, plural, verbs)
+
+
+def test_the_copies_sweep_is_granted_exactly_the_verbs_it_sends() -> None:
+    """On the hub: read, mark and delete each kind NSO copies (what the sweep asks for itself,
+    preflight.COPIES_NEEDS); upstream: only reads, never a Secret (not without
+    --read-upstream-secrets); Milo: reading projects (preflight.PROJECT_NEEDS), nothing else."""
+    hub = granted_verbs("rbac/hub")
+    for resource, verbs in preflight.COPIES_NEEDS:
+        granted = hub[(resource.group, resource.plural)]
+        assert set(verbs) <= granted, (resource.plural, granted)
+        if (resource.group, resource.kind) in REPLICATED_KINDS:
+            # Read, mark, delete: no create, update or anything broader.
+            assert granted == set(preflight.READ_DELETE), (resource.plural, granted)
+
+    upstream = granted_verbs("rbac/upstream")
+    for group, kind in REPLICATED_KINDS:
+        plural = REPLICATED_PLURALS[(group, kind)]
+        if kind == "Secret":
+            assert (group, plural) not in upstream  # customers' Secrets: only on opt-in
+        else:
+            assert upstream[(group, plural)] == {"get", "list"}, plural
+    assert {v for verbs in upstream.values() for v in verbs} <= {"get", "list"}  # no writes
+
+    projects = granted_verbs("rbac/projects")
+    assert projects == {
+        (resource.group, resource.plural): set(verbs) for resource, verbs in preflight.PROJECT_NEEDS
+    }

@@ -20,7 +20,7 @@ from gcjob.budget import RunBudget
 from gcjob.domain import is_reserved_namespace
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats
-from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.model import Action, ObjectRef, Outcome, ProjectCall, ProjectState, Sweep, Verdict
 from gcjob.report.emitter import Reporter
 from gcjob.run import Run, SweepState
 from gcjob.settings import Settings
@@ -332,6 +332,42 @@ def test_per_cluster_state_leaves_the_summary_for_upstream_records() -> None:
     (record,) = run.upstream_records()
     assert (record["record"], record["cluster"], record["status"]) == ("upstream", "single", "ok")
     assert (record["routes"], record["api_requests"], record["run_id"]) == (1, 2, "r")
+
+
+def test_projects_are_counted_once_each_by_the_more_cautious_sweeps_call() -> None:
+    """issue 22 item 5: the summary's projects, by state, for the gcjob_run_projects gauge."""
+    run, _ = run_world([], [])
+    assert run.summary(run.exit_code())["projects"] == dict.fromkeys(
+        ("brake-held", "not-answered", "terminating", "present", "gone"), 0
+    )
+    brake = "projects brake: 2 projects found gone in one run exceed --max-projects-gone 1"
+    run.count_projects(
+        {
+            "gone-to-both": ProjectCall(ProjectState.GONE, "not found"),
+            "gone-to-routes": ProjectCall(ProjectState.GONE, "not found"),
+            "live": ProjectCall(ProjectState.PRESENT, "exists"),
+            "ending": ProjectCall(ProjectState.TERMINATING, "being deleted"),
+            "a-context": ProjectCall(ProjectState.NOT_A_PROJECT, "not a project"),
+        },
+        "",
+    )
+    run.count_projects(
+        {
+            "gone-to-both": ProjectCall(ProjectState.GONE, "not found"),
+            "gone-to-routes": ProjectCall(ProjectState.UNKNOWN, brake),  # the copies sweep's
+            "live": ProjectCall(ProjectState.PRESENT, "exists"),
+            "unread": ProjectCall(ProjectState.UNKNOWN, "could not be read"),
+        },
+        brake,
+    )
+
+    assert run.summary(run.exit_code())["projects"] == {
+        "brake-held": 1,
+        "not-answered": 1,
+        "terminating": 1,
+        "present": 1,
+        "gone": 1,
+    }
 
 
 def test_a_sweep_with_candidates_left_undone_by_a_stop_is_stopped_not_completed() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd_to_gateway
 
 from gcjob.logs import log
-from gcjob.model import ClusterStatus
+from gcjob.model import PROJECT_COUNT_STATES, ClusterStatus
 from gcjob.reasons import BRAKE_REASONS
 from gcjob.redact import redact
 
@@ -69,6 +69,20 @@ def registry_of(
     counts = summary.get("upstream_counts") or {}
     for status in UPSTREAM_STATUSES:
         clusters.labels(status).set(counts.get(status, 0))
+    projects = Gauge(
+        "gcjob_run_projects",
+        "Milo projects the Project API was asked about in the last run, by what it found.",
+        ["state"],
+        registry=registry,
+    )
+    # Every state, 0 included, as for clusters: an alert must see brake-held go back to 0.
+    found = summary.get("projects") or {}
+    for state in PROJECT_COUNT_STATES:
+        projects.labels(state).set(found.get(state, 0))
+    # A sweep's own brake (the projects brake) holds objects back as kept, not as `brake`
+    # items: its status says so.
+    if any(state.get("status") == "braked" for state in summary["sweeps"].values()):
+        brake = 1
     requests = Gauge(
         "gcjob_run_api_requests",
         "API requests sent in the last run, by target.",

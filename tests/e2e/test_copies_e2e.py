@@ -1,10 +1,10 @@
 """End to end, on the real server pair: the downstream-copies sweep (sweep 4).
 
-The upstream server stands for Milo: it serves Milo's Project CRD (the Project API), and a
-proxy of this module's own serves each project's control plane at its Milo path
-(`/apis/resourcemanager.miloapis.com/v1alpha1/projects/<name>/control-plane`), forwarding to
-the same server. A deleted project's control plane answers 404 for every path, as Milo's
-does. The hub serves two kinds NSO replicates (Connector, HTTPProxy) beside Gateways.
+The upstream server stands for Milo (testbed/milo.py): it serves Milo's Project CRD (the
+Project API), and a proxy of this module's own serves each project's control plane at its Milo
+path, forwarding to the same server. A deleted project's control plane answers 404 for every
+path, as Milo's does. The hub serves two kinds NSO replicates (Connector, HTTPProxy) beside
+Gateways.
 """
 
 from __future__ import annotations
@@ -17,196 +17,65 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from gcjob.cli import cli
-from gcjob.domain import (
-    UPSTREAM_CLUSTER_LABEL,
-    UPSTREAM_GROUP_LABEL,
-    UPSTREAM_KIND_LABEL,
-    UPSTREAM_NAME_LABEL,
-    UPSTREAM_NAMESPACE_LABEL,
-)
 from testbed import schemas
-from testbed.cluster import ApiFailure, TestCluster
+from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import Fault, FaultProxy
+from testbed.milo import (
+    CONNECTORS,
+    GATEWAYS,
+    HTTPPROXIES,
+    HUB_COPY_CRDS,
+    MILO,
+    MILO_CRDS,
+    NET,
+    anchor,
+    connector_group,
+    copy,
+    delete_project,
+    install,
+    labels,
+    live_owner,
+    make_project,
+    milo_proxy,
+    owned_by,
+    present,
+    project_name,
+    template,
+)
+from testbed.milo import milo_kubeconfig as make_milo_kubeconfig
 from testbed.objects import gateway, route, upstream_route
 from testbed.report import Result, run_gcjob
-from testbed.servers import crds_dir
-
-MILO = "/apis/resourcemanager.miloapis.com/v1alpha1/projects"
-NET = "networking.datumapis.com"
-CONNECTORS = f"/apis/{NET}/v1alpha1/namespaces/{{namespace}}/connectors"
-HTTPPROXIES = f"/apis/{NET}/v1alpha/namespaces/{{namespace}}/httpproxies"
-GATEWAYS = "/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/gateways"
-CONFIGMAPS = "/api/v1/namespaces/{namespace}/configmaps"
-CRD_FILES = {
-    "hub": ("minimal-networking.datumapis.com_connectors-httpproxies.yaml",),
-    "upstream": (
-        "minimal-networking.datumapis.com_connectors-httpproxies.yaml",
-        "minimal-resourcemanager.miloapis.com_projects.yaml",
-    ),
-}
-
-
-def install(cluster: TestCluster, files: tuple[str, ...]) -> None:
-    """Milo's and NSO's CRDs, from tests/crds; served once this returns."""
-    for name in files:
-        for crd in yaml.safe_load_all((crds_dir() / name).read_text()):
-            status, body = cluster._call(
-                "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
-            )
-            if status not in (200, 201, 409):
-                raise ApiFailure(f"create CRD {crd['metadata']['name']}: {status} {body}")
-            group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
-            version = crd["spec"]["versions"][0]["name"]
-            for _ in range(150):
-                if cluster._call("GET", f"/apis/{group}/{version}/{plural}")[0] == 200:
-                    break
-                time.sleep(0.1)
-            else:
-                raise ApiFailure(f"CRD {plural}.{group} not served after 15s")
 
 
 @pytest.fixture
 def served(hub: TestCluster, upstream: TestCluster) -> None:
     # Once a session in effect: a CRD that exists answers 409 and is served already.
-    install(hub, CRD_FILES["hub"])
-    install(upstream, CRD_FILES["upstream"])
+    install(hub, HUB_COPY_CRDS)
+    install(upstream, MILO_CRDS)
 
 
 @pytest.fixture
 def milo(served: None, upstream_endpoint: Endpoint, tmp_path: Path) -> Iterator[FaultProxy]:
-    proxy = FaultProxy(
-        upstream_endpoint.proxy.target,
-        strip_prefix=r"^/apis/resourcemanager\.miloapis\.com/v1alpha1/projects/[^/]+/control-plane",
-    ).start(tmp_path)
+    proxy = milo_proxy(upstream_endpoint.proxy.target, tmp_path)
     yield proxy
     proxy.stop()
 
 
 @pytest.fixture
 def milo_kubeconfig(upstream_kubeconfig: str, milo: FaultProxy, tmp_path: Path) -> str:
-    """The upstream credentials, trusting the Milo proxy; no context names a project."""
-    config = yaml.safe_load(Path(upstream_kubeconfig).read_text())
-    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
-    cluster = next(c for c in config["clusters"] if c["name"] == context["context"]["cluster"])
-    cluster["cluster"] = {"server": milo.url, "certificate-authority": str(milo.ca_file)}
-    context["name"] = config["current-context"] = "milo"
-    path = tmp_path / "milo-kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return str(path)
-
-
-def project_name() -> str:
-    return f"p-{uuid.uuid4().hex[:10]}"
-
-
-def make_project(upstream: TestCluster, name: str) -> None:
-    upstream.create_at(
-        MILO,
-        {
-            "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
-            "kind": "Project",
-            "metadata": {"name": name},
-        },
-    )
-
-
-def delete_project(upstream: TestCluster, milo: FaultProxy, name: str) -> None:
-    """Gone from the Project API, and its control plane answers 404 for every path."""
-    upstream._call("DELETE", f"{MILO}/{name}")
-    milo.add_fault(
-        Fault(
-            path=f"^{MILO}/{name}/control-plane",
-            status=404,
-            body="404 page not found\n",
-            times=None,
-        )
-    )
-
-
-def labels(project: str, group: str, kind: str, namespace: str, name: str) -> dict[str, str]:
-    return {
-        UPSTREAM_CLUSTER_LABEL: f"cluster-{project}",
-        UPSTREAM_GROUP_LABEL: group,
-        UPSTREAM_KIND_LABEL: kind,
-        UPSTREAM_NAMESPACE_LABEL: namespace,
-        UPSTREAM_NAME_LABEL: name,
-    }
-
-
-def anchor(
-    hub: TestCluster, ns: str, owner_uid: str, owner_labels: dict[str, str]
-) -> dict[str, Any]:
-    return hub.create_at(
-        CONFIGMAPS.format(namespace=ns),
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": f"anchor-{owner_uid}", "namespace": ns, "labels": owner_labels},
-        },
-    )
-
-
-def owned_by(anchor_obj: dict[str, Any] | None) -> list[dict[str, Any]]:
-    if anchor_obj is None:
-        return []
-    meta = anchor_obj["metadata"]
-    return [{"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"]}]
-
-
-def copy(
-    hub: TestCluster,
-    ns: str,
-    collection: str,
-    api_version: str,
-    kind: str,
-    name: str,
-    copy_labels: dict[str, str],
-    anchor_obj: dict[str, Any] | None,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": copy_labels}
-    if anchor_obj is not None:
-        meta["ownerReferences"] = owned_by(anchor_obj)
-    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": meta}
-    if kind == "Gateway":
-        obj["spec"] = {
-            "gatewayClassName": "datum-external",
-            "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
-        }
-    return hub.create_at(collection.format(namespace=ns), obj)
-
-
-def live_owner(upstream: TestCluster, upstream_ns: str, name: str) -> str:
-    """An upstream Connector that exists: its uid, for its anchor."""
-    made = upstream.create_at(
-        CONNECTORS.format(namespace=upstream_ns),
-        {
-            "apiVersion": f"{NET}/v1alpha1",
-            "kind": "Connector",
-            "metadata": {"name": name, "namespace": upstream_ns},
-        },
-    )
-    return str(made["metadata"]["uid"])
-
-
-def connector_group(
-    hub: TestCluster, ns: str, project: str, upstream_ns: str, name: str, owner_uid: str
-) -> tuple[dict, dict]:
-    """An anchor and the Connector copy it owns."""
-    found = labels(project, NET, "Connector", upstream_ns, name)
-    made = anchor(hub, ns, owner_uid, found)
-    return made, copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", name, found, made)
+    """The upstream credentials, trusting the Milo proxy; the current context names no
+    project."""
+    return make_milo_kubeconfig(upstream_kubeconfig, milo, tmp_path / "milo-kubeconfig")
 
 
 def args(hub_args: list[str], kubeconfig: str, milo: FaultProxy, ns: str, *more: str) -> list[str]:
-    template = milo.url + MILO + "/{cluster}/control-plane"
     return [
         *hub_args,
-        *("--upstream-kubeconfig", kubeconfig, "--upstream-server-template", template),
+        *("--upstream-kubeconfig", kubeconfig, "--upstream-server-template", template(milo)),
         *("--sweep", "copies", "--namespace", ns, "--clock-skew", "0s"),
         *more,
     ]
@@ -214,20 +83,6 @@ def args(hub_args: list[str], kubeconfig: str, milo: FaultProxy, ns: str, *more:
 
 def outcome(result: Result, kind: str, name: str) -> tuple[str, str] | None:
     return result.outcome(kind, name)
-
-
-PATHS = {
-    "Connector": CONNECTORS,
-    "HTTPProxy": HTTPPROXIES,
-    "Gateway": GATEWAYS,
-    "ConfigMap": CONFIGMAPS,
-}
-
-
-def present(cluster: TestCluster, kind: str, ns: str, name: str) -> bool:
-    """There, and not being deleted (a bare server never finishes a finalized delete)."""
-    status, body = cluster._call("GET", PATHS[kind].format(namespace=ns) + "/" + name)
-    return status == 200 and not body["metadata"].get("deletionTimestamp")
 
 
 def test_a_deleted_projects_copies_and_anchors_go_copies_first(
@@ -522,6 +377,8 @@ def test_more_projects_gone_than_the_projects_brake_allows_proves_none_gone(
     result = run_gcjob(*run, "--max-projects-gone", "2")
     assert result.exit_code == 4
     assert "projects brake" in result.summary["sweeps"]["copies"]["detail"]
+    assert result.summary["projects"]["brake-held"] == 3
+    assert result.summary["projects"]["gone"] == 0
     for name in gone:
         assert outcome(result, "Connector", f"web-{name}") == ("skipped", "upstream-unavailable")
         assert present(hub, "Connector", ns, f"web-{name}")
@@ -544,10 +401,9 @@ def test_explain_reaches_the_sweeps_verdict_for_a_copy_and_its_anchor(
     made, _ = connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
     young = labels(gone, NET, "HTTPProxy", upstream_ns, "fresh")
     delete_project(upstream, milo, gone)
-    template = milo.url + MILO + "/{cluster}/control-plane"
     common = [
         *("--hub-kubeconfig", hub_kubeconfig, "--upstream-kubeconfig", milo_kubeconfig),
-        *("--upstream-server-template", template, "--grace", "0s", "--min-age", "0s"),
+        *("--upstream-server-template", template(milo), "--grace", "0s", "--min-age", "0s"),
         *("--namespace", ns, "--output", "json"),  # the sweep's own scope, as below
     ]
 
@@ -603,12 +459,11 @@ def test_a_deleted_projects_routes_go_as_project_gone_and_the_run_exits_zero(
             )
         )
     delete_project(upstream, milo, gone)
-    template = milo.url + MILO + "/{cluster}/control-plane"
     upstream_args = [
         "--upstream-kubeconfig",
         milo_kubeconfig,
         "--upstream-server-template",
-        template,
+        template(milo),
     ]
     doc = CliRunner().invoke(
         cli,

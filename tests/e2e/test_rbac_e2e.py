@@ -1,9 +1,12 @@
-"""The deployment in cronjobs/ on real API servers: the rendered hub and upstream RBAC is
-exactly enough for a full `--delete` sweep, one verb less is refused up front, and every
-rendered object passes a server-side dry-run apply and the schemas of a current release.
+"""The deployment in cronjobs/ on real API servers: the rendered hub, upstream and projects
+RBAC is exactly enough for a full `--delete` sweep (a deleted project's copies included), one
+verb less is refused up front, and every rendered object passes a server-side dry-run apply
+and the schemas of a current release.
 
 This module starts its own hub and upstream (once), because it needs a token-file user that
-only the rendered RBAC binds: `gcjob`, the subject cronjobs/rbac binds.
+only the rendered RBAC binds: `gcjob`, the subject cronjobs/rbac binds. The upstream stands for
+Milo too (testbed/milo.py): it serves the Project API, and a proxy serves each project's
+control plane at its Milo path.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import contextlib
 import json
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +25,32 @@ import yaml
 from click.testing import CliRunner
 
 from gcjob.cli import cli
+from gcjob.domain import GATEWAY_SYNC_LABEL
 from testbed.cluster import TestCluster, wait_for
 from testbed.endpoints import UPSTREAM_CLUSTER, started
 from testbed.faultproxy import FaultProxy
-from testbed.objects import binding, companion, route, upstream_route, workload
+from testbed.milo import (
+    CONNECTORS,
+    GATEWAYS,
+    HTTPPROXIES,
+    HUB_COPY_CRDS,
+    MILO_CRDS,
+    NET,
+    SECRETS,
+    anchor,
+    copy,
+    delete_project,
+    install,
+    labels,
+    live_owner,
+    make_project,
+    milo_kubeconfig,
+    milo_proxy,
+    present,
+    project_name,
+    template,
+)
+from testbed.objects import binding, companion, gateway, route, upstream_route, workload
 from testbed.report import run_gcjob
 from testbed.servers import HUB_CRDS, UPSTREAM_CRDS, ApiServer
 
@@ -109,12 +135,47 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
         started_side("hub", HUB_CRDS, "rbac-hub", work) as hub,
         started_side("upstream", UPSTREAM_CRDS, UPSTREAM_CLUSTER, work) as upstream,
     ):
-        for side, rbac in ((hub, "rbac/hub"), (upstream, "rbac/upstream")):
+        install(hub.cluster, HUB_COPY_CRDS)
+        install(upstream.cluster, MILO_CRDS)
+        for side, rbac in (
+            (hub, "rbac/hub"),
+            (upstream, "rbac/upstream"),
+            (upstream, "rbac/projects"),
+        ):
             done = side.apply(render(rbac), "--server-side")
             assert done.returncode == 0, done.stderr
         wait_for(lambda: hub.allowed("delete", "secrets", "any"))
         wait_for(lambda: upstream.allowed("list", "gateways.gateway.networking.k8s.io", "any"))
+        wait_for(lambda: upstream.allowed("get", "projects.resourcemanager.miloapis.com"))
         yield hub, upstream
+
+
+@dataclass
+class Milo:
+    """The upstream server as Milo: the proxy serving projects' control planes, and the
+    `gcjob` user's kubeconfig through it (its old contexts kept: routes name one)."""
+
+    proxy: FaultProxy
+    gcjob: Path
+
+
+@pytest.fixture(scope="module")
+def milo_module(
+    sides: tuple[Side, Side], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Milo]:
+    work = tmp_path_factory.mktemp("milo")
+    proxy = milo_proxy(sides[1].proxy.target, work)
+    try:
+        yield Milo(proxy, Path(milo_kubeconfig(str(sides[1].gcjob), proxy, work / "gcjob")))
+    finally:
+        proxy.stop()
+
+
+@pytest.fixture
+def milo(milo_module: Milo) -> Iterator[Milo]:
+    milo_module.proxy.clear_requests()
+    yield milo_module
+    milo_module.proxy.clear_faults()
 
 
 @pytest.fixture
@@ -314,3 +375,182 @@ def test_every_rendered_object_passes_a_server_side_dry_run(hub_side: Side, dire
         hub_side.admin, "get", "cronjobs,jobs", "--namespace", "default", "-o", "name"
     )
     assert created.returncode == 0 and not created.stdout.strip()  # a dry run created nothing
+
+
+@dataclass
+class Projects:
+    """A deleted project's objects on the hub (copies and anchors by owner) and a live one's."""
+
+    ns: str
+    gone: str
+    copies: list[tuple[str, str]]  # (kind, name), the deleted project's copies
+    anchors: dict[tuple[str, str], str]  # each copy -> the name of the anchor that owns it
+    live_copy: tuple[str, str]
+    live_anchor: str
+
+
+def seed_projects(hub: TestCluster, upstream: TestCluster, milo: FaultProxy) -> Projects:
+    """A deleted project (four owners of four kinds, a Secret among them, each with its anchor
+    and copy, and a route) and a live project (an owner that exists, its anchor and copy)."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    upstream_ns = upstream.namespace("app")
+    ns = hub.namespace("copies")
+    owned: dict[tuple[str, str], str] = {}
+    for group, kind, collection, api_version, name in (
+        (NET, "Connector", CONNECTORS, f"{NET}/v1alpha1", "tunnel"),
+        (NET, "HTTPProxy", HTTPPROXIES, f"{NET}/v1alpha", "proxy"),
+        ("gateway.networking.k8s.io", "Gateway", GATEWAYS, "gateway.networking.k8s.io/v1", "edge"),
+        ("", "Secret", SECRETS, "v1", "tls"),
+    ):
+        found = labels(gone, group, kind, upstream_ns, name)
+        made = anchor(hub, ns, str(uuid.uuid4()), found)
+        synced = {GATEWAY_SYNC_LABEL: "true"} if kind == "Secret" else {}  # NSO copies only these
+        copy(hub, ns, collection, api_version, kind, name, found | synced, made)
+        owned[(kind, name)] = made["metadata"]["name"]
+    upstream.create(gateway(upstream_ns, "edge"))
+    upstream.create(upstream_route(upstream_ns, "live-project-route", ("edge",)))
+    kept = labels(live, NET, "Connector", upstream_ns, "web")
+    live_anchor = anchor(hub, ns, live_owner(upstream, upstream_ns, "web"), kept)
+    copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", "web", kept, live_anchor)
+    # A project is proven gone only while the same API answers for another: the live one's
+    # route (its Gateway exists) is read in the same run.
+    for name, project in (("gone-project-route", gone), ("live-project-route", live)):
+        hub.create(
+            route(
+                ns,
+                name,
+                cluster_label=f"cluster-{project}",
+                upstream_namespace=upstream_ns,
+                parents=[{"name": "edge"}],
+            )
+        )
+    delete_project(upstream, milo, gone)
+    return Projects(
+        ns, gone, list(owned), owned, ("Connector", "web"), live_anchor["metadata"]["name"]
+    )
+
+
+ALL_SWEEPS = ("companions", "bindings", "routes", "copies")
+
+
+def enforced(hub: Side, milo: Milo) -> list[str]:
+    """A --delete run through Milo, every sweep enforced (the defaults and copies)."""
+    args = [
+        *("--hub-kubeconfig", str(hub.gcjob), "--upstream-kubeconfig", str(milo.gcjob)),
+        *("--upstream-server-template", template(milo.proxy)),
+        *("--min-age", "0s", "--grace", "0s", "--clock-skew", "0s", "--delete"),
+    ]
+    for sweep in ALL_SWEEPS:
+        args += ["--enforce", sweep]
+    return args
+
+
+def test_a_deleted_projects_copies_go_with_nothing_but_the_rendered_rbac(
+    hub_side: Side, upstream_side: Side, milo: Milo
+) -> None:
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+    projects = seed_projects(hub_side.cluster, upstream_side.cluster, milo.proxy)
+
+    result = run_gcjob(*enforced(hub_side, milo))
+
+    assert result.exit_code == 0, (
+        [(i["kind"], i["name"], i["action"], i["reason"], i.get("detail")) for i in result.items],
+        result.summary,
+    )
+    assert {s: v["status"] for s, v in result.summary["sweeps"].items()} == dict.fromkeys(
+        ALL_SWEEPS, "completed"
+    )
+    deleted = [(i["kind"], i["name"]) for i in result.items if i["action"] == "deleted"]
+    for kind, name in projects.copies:
+        anchor_name = projects.anchors[(kind, name)]
+        assert result.outcome(kind, name) == ("deleted", "project-gone"), (kind, name)
+        assert result.outcome("ConfigMap", anchor_name) == ("deleted", "project-gone")
+        assert deleted.index((kind, name)) < deleted.index(("ConfigMap", anchor_name))
+        assert not present(hub_side.cluster, kind, projects.ns, name), (kind, name)
+        assert not present(hub_side.cluster, "ConfigMap", projects.ns, anchor_name)
+    assert result.outcome("HTTPRoute", "gone-project-route") == ("deleted", "project-gone")
+    assert hub_side.cluster.gone("HTTPRoute", projects.ns, "gone-project-route")
+    found = {state: n for state, n in result.summary["projects"].items() if n}
+    assert found == {"gone": 1, "present": 1}  # asked by both sweeps, counted once each
+    assert hub_side.cluster.present("HTTPRoute", projects.ns, "live-project-route")
+    # The live project's copy and anchor stay, healthy; the other sweeps' orphans went too.
+    live_kind, live_name = projects.live_copy
+    assert present(hub_side.cluster, live_kind, projects.ns, live_name)
+    assert present(hub_side.cluster, "ConfigMap", projects.ns, projects.live_anchor)
+    assert result.outcome(*projects.live_copy) is None
+    for kind, (ns, name, _) in orphans.items():
+        assert hub_side.cluster.gone(kind, ns, name), (kind, name)
+    logs = [*hub_side.proxy.requests, *upstream_side.proxy.requests, *milo.proxy.requests]
+    assert not [(r.method, r.path, r.status) for r in logs if r.status in (401, 403)]
+    # The Project API was asked (a list, and the gone project by name), and nothing upstream
+    # was written.
+    asked = [r.path for r in milo.proxy.requests if "/control-plane" not in r.path]
+    assert any(p.endswith("/projects") or "/projects?" in p for p in asked), asked
+    assert any(p.endswith(f"/projects/{projects.gone}") for p in asked), asked
+    upstream_writes = [*upstream_side.proxy.requests, *milo.proxy.requests]
+    assert not [
+        (r.method, r.path)
+        for r in upstream_writes
+        if r.method != "GET" and "selfsubjectaccessreviews" not in r.path
+    ]
+
+
+@pytest.mark.parametrize(
+    ("side", "rbac", "resource", "verb", "namespace"),
+    [
+        ("hub", "rbac/hub", "connectors.networking.datumapis.com", "delete", "any"),
+        ("milo", "rbac/projects", "projects.resourcemanager.miloapis.com", "get", ""),
+    ],
+)
+def test_one_verb_less_for_the_copies_sweep_leaves_it_not_configured_and_deletes_none_of_it(
+    hub_side: Side,
+    upstream_side: Side,
+    milo: Milo,
+    side: str,
+    rbac: str,
+    resource: str,
+    verb: str,
+    namespace: str,
+) -> None:
+    projects = seed_projects(hub_side.cluster, upstream_side.cluster, milo.proxy)
+    where = hub_side if side == "hub" else upstream_side
+    rendered = render(rbac)
+    plural = resource.partition(".")[0]
+    done = where.apply(without_verb(rendered, plural, verb), "--server-side")
+    assert done.returncode == 0, done.stderr
+    try:
+        wait_for(lambda: not where.allowed(verb, resource, namespace))
+        hub_side.proxy.clear_requests()
+
+        result = run_gcjob(*enforced(hub_side, milo))
+    finally:
+        restored = where.apply(rendered, "--server-side")
+        assert restored.returncode == 0, restored.stderr
+        wait_for(lambda: where.allowed(verb, resource, namespace))
+
+    copies = result.summary["sweeps"]["copies"]
+    assert copies["status"] == "not-configured", copies
+    assert f"'{verb}' on {resource}" in copies["detail"]
+    assert rbac in copies["detail"]  # what to grant
+    assert not [i for i in result.items if i["sweep"] == "copies"]
+    for kind, name in projects.copies:
+        assert present(hub_side.cluster, kind, projects.ns, name), (kind, name)
+        assert present(hub_side.cluster, "ConfigMap", projects.ns, projects.anchors[(kind, name)])
+    kinds = {"/connectors/", "/httpproxies/", "/gateways/", "/secrets/", "/configmaps/"}
+    assert not [
+        (r.method, r.path)
+        for r in hub_side.proxy.requests
+        if r.method in ("DELETE", "PATCH")
+        and any(k in r.path for k in kinds)
+        and f"/namespaces/{projects.ns}/" in r.path
+    ]
+    # The other sweeps ran as ever: the deleted project's route is the routes sweep's, proven
+    # gone only where the Project API may be read.
+    route_outcome = result.outcome("HTTPRoute", "gone-project-route")
+    if side == "hub":
+        assert route_outcome == ("deleted", "project-gone")
+    else:
+        assert route_outcome == ("skipped", "upstream-unavailable")
+        assert hub_side.cluster.present("HTTPRoute", projects.ns, "gone-project-route")

@@ -189,6 +189,41 @@ def test_upstream_clusters_are_counted_by_status_every_status_shown(
     assert got[("gcjob_run_upstream_clusters", (("status", "unknown"),))] == 0
 
 
+def test_projects_are_counted_by_state_every_state_shown(pushgateway: Pushgateway) -> None:
+    """issue 22 item 5: what the Project API said of the run's projects, for alerts on deleted
+    projects; a run without a Project API shows every state at 0."""
+    found = {**summary(), "projects": {"gone": 2, "present": 5, "terminating": 1}}
+
+    assert push(pushgateway.url, found, duration=1.0, finished=1_700_000_000.0)
+
+    got = held(pushgateway)
+    assert {
+        labels[0][1]: value for (name, labels), value in got.items() if name == "gcjob_run_projects"
+    } == {"gone": 2, "present": 5, "terminating": 1, "not-answered": 0, "brake-held": 0}
+    assert got[("gcjob_run_brake_engaged", ())] == 0
+
+    assert push(pushgateway.url, summary(), duration=1.0, finished=1_700_000_001.0)
+    got = held(pushgateway)
+    assert {v for (name, _), v in got.items() if name == "gcjob_run_projects"} == {0}
+
+
+def test_the_projects_brake_is_a_brake_engaged(pushgateway: Pushgateway) -> None:
+    """The projects brake holds a gone project's objects back as kept (upstream-unavailable),
+    not as `brake` items: the sweep's braked status still says the brake engaged."""
+    braked = {
+        **summary(4, {"copies": {"skipped": {"upstream-unavailable": 40}}}),
+        "sweeps": {"copies": {"status": "braked", "scanned": 40}},
+        "projects": {"brake-held": 3, "present": 1},
+    }
+
+    assert push(pushgateway.url, braked, duration=1.0, finished=1_700_000_000.0)
+
+    got = held(pushgateway)
+    assert got[("gcjob_run_brake_engaged", ())] == 1
+    assert got[("gcjob_run_projects", (("state", "brake-held"),))] == 3
+    assert got[("gcjob_run_exit_code", ())] == 4
+
+
 def test_a_push_the_pushgateway_refuses_is_a_warning(
     pushgateway: Pushgateway, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -213,6 +248,7 @@ def test_the_cli_pushes_at_the_end_of_a_run(pushgateway: Pushgateway) -> None:
     assert would == 15  # the demo's would-delete total, as its report says
     assert got[("gcjob_run_exit_code", ())] == 0
     assert got[("gcjob_run_dry_run", ())] == 1
+    assert got[("gcjob_run_projects", (("state", "gone"),))] == 0  # a snapshot: no Project API
 
 
 def test_a_cli_run_that_fails_pushes_its_exit_code_and_keeps_the_last_success(

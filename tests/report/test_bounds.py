@@ -9,7 +9,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from gcjob.model import Action, Outcome, Sweep
+from gcjob.model import PROJECT_COUNT_STATES, Action, Outcome, Sweep
 from gcjob.report.bounds import (
     ELLIPSIS,
     LIST_ITEMS,
@@ -190,6 +190,7 @@ def test_summary_caps_namespaces_and_messages(validator: Draft202012Validator) -
         "writes": {"counted": 0, "max": 1000},
         "totals": {"deleted": 0},
         "upstream_counts": {"ok": 1000},
+        "projects": dict.fromkeys(PROJECT_COUNT_STATES, 0),
         "api_requests": {"total": 2001, "by_target": {"hub": 1, "upstream": 2000}},
         "exit_code": 3,
         "exit_reason": "x" * 50_000,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from gcjob.model import Action, Outcome, Sweep
+from gcjob.model import PROJECT_COUNT_STATES, Action, Outcome, Sweep
 from gcjob.report.bounds import MAX_RECORD_BYTES
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import upstream_record
@@ -86,6 +86,7 @@ def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
         "counts": reporter.tally.as_dict(),
         "totals": reporter.tally.totals(),
         "upstream_counts": {"ok": 1},
+        "projects": dict.fromkeys(PROJECT_COUNT_STATES, 0),
         "api_requests": {"total": 7, "by_target": {"hub": 6, "upstream": 1}},
         "exit_code": exit_code,
         "exit_reason": "completed",

@@ -152,6 +152,15 @@ def sweep(run: Run) -> None:
         )
         log.warning("copies sweep not run: %s", state.detail)
         return None
+    denied = _projects_denied(run)
+    if denied:
+        state.status = "not-configured"
+        state.detail = (
+            f"the Project API identity may not {'; '.join(denied)}: grant it "
+            "(cronjobs/rbac/projects) to sweep downstream copies"
+        )
+        log.warning("copies sweep not run: %s", state.detail)
+        return None
     try:
         wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
     except KubeError as exc:
@@ -168,6 +177,7 @@ def sweep(run: Run) -> None:
         lookups.answered(),
         settings.max_projects_gone,
     )
+    run.count_projects(projects, brake)
     if brake:
         run.hold_brake(SWEEP, brake)
     facts = {o: OwnerFacts(projects[o.cluster], lookups.read(o)) for o in wanted.owners}
@@ -257,6 +267,25 @@ def _denied(run: Run, kinds: HubKinds) -> list[str]:
         )
     except KubeError as exc:
         log.warning("cannot check the copies sweep's permissions (%s): going on", exc)
+        return []
+
+
+def _projects_denied(run: Run) -> list[str]:
+    """What the Project API's identity may not do of reading projects, as its
+    SelfSubjectAccessReviews answer: without `get` or `list` no project is ever proven gone, so
+    the sweep says so up front rather than keeping every copy of a deleted project as
+    unavailable. [] when there is no Project API or it cannot say."""
+    if not isinstance(run.projects, KubeAccess):
+        return []
+    needs = [
+        preflight.Permission(verb, resource, None)
+        for resource, verbs in preflight.PROJECT_NEEDS
+        for verb in verbs
+    ]
+    try:
+        return preflight.missing(run.projects, needs, run.settings.lock_name)
+    except KubeError as exc:
+        log.warning("cannot check the Project API identity's permissions (%s): going on", exc)
         return []
 
 

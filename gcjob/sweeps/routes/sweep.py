@@ -191,6 +191,7 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
     calls, brake = project_calls(
         index.clusters, run.is_project, answers, answered, settings.max_projects_gone
     )
+    run.count_projects(calls, brake)
     if brake:
         run.hold_brake(SWEEP, brake)
     gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
