@@ -49,6 +49,7 @@ from harness import (
     replay,
     request_log,
     run_measured,
+    span,
 )
 
 from gcjob.domain import (
@@ -59,7 +60,7 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
 )
-from testbed.faultproxy import Fault, FaultProxy, RecordedRequest, Target
+from testbed.faultproxy import Fault, FaultProxy, Target
 from testbed.objects import gateway, namespace
 from testbed.servers import ADMIN_TOKEN, HUB_CRDS, UPSTREAM_CRDS, running, write_kubeconfig
 
@@ -218,14 +219,6 @@ def hub_world(
 
 # ---------------------------------------------------------------------------------------------
 # runs
-
-
-def span(requests: list[RecordedRequest]) -> float | None:
-    """From the first request the proxy received to the last answer it sent."""
-    answered = [r.answered for r in requests if r.answered is not None]
-    if not requests or not answered:
-        return None
-    return max(answered) - min(r.received for r in requests)
 
 
 def summarise(stdout: str) -> Obj:

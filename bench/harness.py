@@ -334,6 +334,15 @@ def request_log(requests: Iterable[Any]) -> list[Obj]:
     return out
 
 
+def span(requests: Sequence[Any]) -> float | None:
+    """From the first request a FaultProxy received to the last answer it sent (its
+    RecordedRequest log): the upstream phase of a run, start-up and hub reads left out."""
+    answered = [r.answered for r in requests if r.answered is not None]
+    if not requests or not answered:
+        return None
+    return float(max(answered) - min(r.received for r in requests))
+
+
 def replay(
     url: str, ca_file: str, requests: Sequence[Obj], in_flight: int, token: str = ADMIN_TOKEN
 ) -> Obj:
