@@ -40,6 +40,7 @@ from harness import (
     Post,
     Task,
     clean_env,
+    compile_gcjob,
     fill,
     gcjob_bin,
     loadavg,
@@ -352,6 +353,7 @@ def main() -> None:
     if args.replay:
         replay_main(*args.replay)
         return
+    compile_gcjob()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     started = time.perf_counter()
     doc: Obj = {

@@ -48,6 +48,7 @@ from harness import (
     blob,
     clean_env,
     companion,
+    compile_gcjob,
     etcd_db_mib,
     fill,
     gcjob_bin,
@@ -689,6 +690,7 @@ def main() -> None:
     if args.replay:
         replay_main(*args.replay)
         return
+    compile_gcjob()
     sizes = [10000, 50000, 100000] if args.big else [int(s) for s in args.sizes.split(",") if s]
     extra_at, extra_count = (int(x) for x in args.unlabelled.split(":"))
     started = time.perf_counter()
