@@ -449,6 +449,8 @@ class Bench:
             result["requests"] = last.get("requests")
             result["items"] = last.get("items")
             result["client_mib"] = round(last.get("bytes", 0) / 2**20, 1)
+            if "statuses" in last:  # the routes floor's replay: what the answers were
+                result["statuses"] = last["statuses"]
         elif last.get("record") == "summary":
             result["requests"] = last["api_requests"]["total"]
             by_target = last["api_requests"].get("by_target", {})
