@@ -42,6 +42,7 @@ from harness import (
     Post,
     Task,
     clean_env,
+    compile_gcjob,
     fill,
     gcjob_bin,
     loadavg,
@@ -51,6 +52,7 @@ from harness import (
     replay,
     request_log,
     run_measured,
+    span,
 )
 
 from gcjob.domain import (
@@ -61,7 +63,7 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
 )
-from testbed.faultproxy import Fault, FaultProxy, RecordedRequest, Target
+from testbed.faultproxy import Fault, FaultProxy, Target
 from testbed.milo import CONTROL_PLANE, HUB_COPY_CRDS, MILO, MILO_CRDS, NET
 from testbed.objects import gateway, namespace
 from testbed.servers import ADMIN_TOKEN, HUB_CRDS, UPSTREAM_CRDS, running, write_kubeconfig
@@ -220,14 +222,6 @@ def hub_world(
 
 # ---------------------------------------------------------------------------------------------
 # runs
-
-
-def span(requests: list[RecordedRequest]) -> float | None:
-    """From the first request the proxy received to the last answer it sent."""
-    answered = [r.answered for r in requests if r.answered is not None]
-    if not requests or not answered:
-        return None
-    return max(answered) - min(r.received for r in requests)
 
 
 def summarise(stdout: str) -> Obj:
@@ -421,6 +415,7 @@ def main() -> None:
     if args.replay:
         replay_main(*args.replay)
         return
+    compile_gcjob()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     per_owner = [int(k) for k in args.copies_per_owner.split(",") if k]
     started = time.perf_counter()

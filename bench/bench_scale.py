@@ -48,14 +48,19 @@ from harness import (
     blob,
     clean_env,
     companion,
+    compile_gcjob,
     etcd_db_mib,
     fill,
     gcjob_bin,
     loadavg,
     machine,
+    median_spread,
     post_task,
     read_lists,
+    replay,
+    request_log,
     run_measured,
+    span,
 )
 
 from gcjob.domain import COMPANION_LABEL
@@ -67,6 +72,7 @@ from testbed.servers import (
     HUB_CRDS,
     UPSTREAM_CRDS,
     ApiServer,
+    assets_dir,
     running,
     write_kubeconfig,
 )
@@ -76,8 +82,10 @@ WORKLOADS_PER_BLOCK = 18
 ROUTES_PER_BLOCK = 5
 BLOCKS_PER_NAMESPACE = 3  # 60 companions in each hub namespace
 ORPHAN_EVERY = 100  # 1% of companions name a workload that does not exist; 1% of routes a Gateway
+OWNER_GONE_AT = 61  # and 1% of routes (r % ORPHAN_EVERY == 61) have no upstream HTTPRoute
 GATEWAYS_PER_PROJECT = 5
 LATENCY_S = 0.05
+IN_FLIGHT = 16  # gcjob's default --upstream-concurrency, and the routes floor's connections
 TEMPLATE_PREFIX = r"^/projects/[^/]+/control-plane"
 HUB_LISTS = (  # what gcjob's companions and bindings sweeps list on the hub, with its selectors
     ("/api/v1/configmaps", COMPANION_SELECTOR),
@@ -293,13 +301,30 @@ def unlabelled(count: int, namespaces: list[str]) -> Iterator[Obj]:
         yield obj
 
 
-def upstream_world(projects: int) -> tuple[list[Task], Iterator[Task]]:
-    def gateways() -> Iterator[Task]:
+def upstream_world(projects: int, routes: int) -> tuple[list[Task], Iterator[Task]]:
+    """Per project a namespace and its Gateways; and the upstream HTTPRoute each of the hub's
+    first `routes` routes is a copy of (the routes sweep's owner-gone rule reads them), but
+    1% (r % ORPHAN_EVERY == OWNER_GONE_AT): those routes are `owner-gone`."""
+
+    def objects() -> Iterator[Task]:
         for p in range(projects):
             for g in range(GATEWAYS_PER_PROJECT):
                 yield post_task(GW_PATH.format(ns=project(p)), gateway(project(p), f"gw-{g}"))
+        for r in range(routes):
+            if r % ORPHAN_EVERY == OWNER_GONE_AT:
+                continue
+            ns = project(r % projects)
+            owner = route(
+                ns,
+                f"route-{r}",
+                cluster_label="",
+                upstream_namespace=ns,
+                parents=[{"name": "gw-0"}],
+            )
+            owner["metadata"]["labels"] = {}
+            yield post_task(ROUTE_PATH.format(ns=ns), owner)
 
-    return [namespace_task(project(p)) for p in range(projects)], gateways()
+    return [namespace_task(project(p)) for p in range(projects)], objects()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,6 +406,7 @@ class Bench:
             [gcjob_bin(), "sweep", "--help"], capture_output=True, text=True, check=False
         ).stdout
         self.list_from = "--list-from" in help_text
+        self.last_upstream: list[Obj] = []  # the proxy's log of the latest run (request_log)
         self.upstream_concurrency = "--upstream-concurrency" in help_text
 
     def measure(self, mode: str, cmd: list[str]) -> Obj:
@@ -391,6 +417,8 @@ class Bench:
         load_after = loadavg()
         hub = metrics_delta(before, response_metrics(self.hub))
         upstream = self.proxy.requests
+        self.last_upstream = request_log(upstream)
+        up_span = span(upstream)
         up_bytes = sum(len(r.response_body) for r in upstream)
         result: Obj = {
             "mode": mode,
@@ -400,6 +428,7 @@ class Bench:
             "hub_responses": hub["responses"],
             "hub_mib": round(hub["bytes"] / 2**20, 1),
             "upstream_requests": len(upstream),
+            "upstream_s": None if up_span is None else round(up_span, 3),
             "upstream_mib": round(up_bytes / 2**20, 2),
             "received_mib": round((hub["bytes"] + up_bytes) / 2**20, 1),
             "secret_gets": sum(
@@ -420,6 +449,8 @@ class Bench:
             result["requests"] = last.get("requests")
             result["items"] = last.get("items")
             result["client_mib"] = round(last.get("bytes", 0) / 2**20, 1)
+            if "statuses" in last:  # the routes floor's replay: what the answers were
+                result["statuses"] = last["statuses"]
         elif last.get("record") == "summary":
             result["requests"] = last["api_requests"]["total"]
             by_target = last["api_requests"].get("by_target", {})
@@ -437,6 +468,15 @@ class Bench:
     def floor(self, mode: str) -> Obj:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--floor", mode, self.hub_kubeconfig]
         return self.measure(f"floor-{mode}", cmd)
+
+    def routes_floor(self, log: list[Obj]) -> Obj:
+        """The routes sweep's floor: the upstream requests it made (`log`), replayed at
+        IN_FLIGHT through the same proxy by a bare client (harness.replay)."""
+        path = self.workdir / "routes-requests.json"
+        path.write_text(json.dumps(log))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--replay", str(path)]
+        cmd += [self.proxy.url, str(self.proxy.ca_file)]
+        return self.measure("floor-routes (replay)", cmd)
 
     def sweep(self, mode: str, *extra: str) -> Obj:
         cmd = [
@@ -479,6 +519,65 @@ class Bench:
         result = self.measure("companions + bindings under cProfile", cmd)
         result["top"] = top_costs(out)
         return result
+
+
+def ratio_rounds(bench: Bench, repeats: int, with_etcd: bool) -> Obj:
+    """The first table's two ratios, `repeats` interleaved rounds of: the hub floors (the
+    watch cache; paginated from etcd unless `with_etcd` is false), the hub dry run with
+    gcjob's defaults, the routes sweep, and its floor (the routes sweep's own upstream
+    requests replayed at IN_FLIGHT). Hub: gcjob's wall time over the fastest floor's of the
+    round. Routes: the sweep's upstream span over the replay's (the proxy's first request
+    to its last answer), and wall over wall."""
+    rounds = []
+    for repeat in range(repeats):
+        print(f"  round {repeat + 1} of {repeats}", flush=True)
+        runs = {"floor-cache": bench.floor("cache")}
+        if with_etcd:
+            runs["floor-etcd"] = bench.floor("etcd")
+        runs["hub"] = bench.sweep("hub dry run (defaults)", *HUB_SWEEPS)
+        runs["routes"] = bench.sweep("routes sweep (defaults)", "--sweep", "routes")
+        runs["floor-routes"] = bench.routes_floor(bench.last_upstream)
+        fastest = min(runs[k]["wall_s"] for k in ("floor-cache", "floor-etcd") if k in runs)
+        row: Obj = {"runs": runs, "fastest_floor_s": fastest}
+        row["hub_ratio"] = round(runs["hub"]["wall_s"] / fastest, 3)
+        up, floor_up = runs["routes"]["upstream_s"], runs["floor-routes"]["upstream_s"]
+        row["routes_ratio"] = round(up / floor_up, 3) if up and floor_up else None
+        row["routes_wall_ratio"] = round(
+            runs["routes"]["wall_s"] / runs["floor-routes"]["wall_s"], 3
+        )
+        print(
+            f"    hub {row['hub_ratio']}x the fastest floor; routes {row['routes_ratio']}x "
+            f"(wall {row['routes_wall_ratio']}x)",
+            flush=True,
+        )
+        rounds.append(row)
+
+    def spread(values: list[float | None]) -> Obj | None:
+        present = [v for v in values if v is not None]
+        return median_spread(present) if present else None
+
+    walls = {
+        name: spread([r["runs"][name]["wall_s"] for r in rounds if name in r["runs"]])
+        for name in rounds[0]["runs"]
+    }
+    return {
+        "rounds": rounds,
+        "wall_s": walls,
+        "hub_peak_rss_mib": spread([r["runs"]["hub"]["peak_rss_mib"] for r in rounds]),
+        "routes_upstream_s": spread([r["runs"]["routes"]["upstream_s"] for r in rounds]),
+        "floor_routes_upstream_s": spread(
+            [r["runs"]["floor-routes"]["upstream_s"] for r in rounds]
+        ),
+        "hub_ratio": spread([r["hub_ratio"] for r in rounds]),
+        "routes_ratio": spread([r["routes_ratio"] for r in rounds]),
+        "routes_wall_ratio": spread([r["routes_wall_ratio"] for r in rounds]),
+    }
+
+
+def replay_main(path: str, url: str, ca_file: str) -> None:
+    """Child: the routes floor (Bench.routes_floor)."""
+    log = json.loads(Path(path).read_text())
+    print(json.dumps(replay(url, ca_file, log, IN_FLIGHT)))
 
 
 def hold(bench: Bench) -> None:
@@ -576,11 +675,24 @@ def main() -> None:
         help="fill every size, measure nothing, print the sweep command and keep the servers "
         "up until SIGINT or SIGTERM: for profiling by hand",
     )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="interleaved rounds of the ratio runs (default 3)"
+    )
+    parser.add_argument(
+        "--ratios-only",
+        action="store_true",
+        help="run only the ratio rounds (the first table of bench/README.md)",
+    )
     parser.add_argument("--floor", nargs=2, metavar=("MODE", "KUBECONFIG"), help=argparse.SUPPRESS)
+    parser.add_argument("--replay", nargs=3, metavar=("LOG", "URL", "CA"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
         floor_main(args.floor[1], args.floor[0])
         return
+    if args.replay:
+        replay_main(*args.replay)
+        return
+    compile_gcjob()
     sizes = [10000, 50000, 100000] if args.big else [int(s) for s in args.sizes.split(",") if s]
     extra_at, extra_count = (int(x) for x in args.unlabelled.split(":"))
     started = time.perf_counter()
@@ -599,10 +711,18 @@ def main() -> None:
     ):
         work = Path(tmp)
         doc["server_version"] = hub.request("GET", "/version").get("gitVersion")
+        doc["upstream_server_version"] = up.request("GET", "/version").get("gitVersion")
+        doc["assets"] = str(assets_dir())  # $KUBEBUILDER_ASSETS, when set: testbed/servers.py
+        doc["etcd_version"] = subprocess.run(
+            [str(assets_dir() / "etcd"), "--version"], capture_output=True, text=True, check=False
+        ).stdout.split("\n")[0]
         print(
-            f"upstream: {args.projects} projects x {GATEWAYS_PER_PROJECT} Gateways ...", flush=True
+            f"upstream: {args.projects} projects x {GATEWAYS_PER_PROJECT} Gateways, "
+            f"{sizes[-1] // BLOCK * ROUTES_PER_BLOCK} HTTPRoutes ...",
+            flush=True,
         )
-        doc["upstream_fill"] = fill(up, *upstream_world(args.projects), args.threads)
+        routes = sizes[-1] // BLOCK * ROUTES_PER_BLOCK  # the hub's routes at the largest size
+        doc["upstream_fill"] = fill(up, *upstream_world(args.projects, routes), args.threads)
         print(f"  {doc['upstream_fill']}", flush=True)
         proxy = FaultProxy(Target(up.url, up.ssl_context()), strip_prefix=TEMPLATE_PREFIX).start(
             work
@@ -652,6 +772,14 @@ def main() -> None:
             if args.hold:
                 continue
             skip_etcd = int(args.etcd_max is not None and n > args.etcd_max)
+            print(f"N={n}: the ratios, {args.repeats} rounds", flush=True)
+            size["ratios"] = ratio_rounds(bench, args.repeats, with_etcd=not skip_etcd)
+            doc["total_s"] = round(time.perf_counter() - started, 1)
+            Path(args.out).write_text(
+                json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8"
+            )
+            if args.ratios_only:
+                continue
             steps: list[tuple[str, Callable[[], Obj]]] = [
                 ("floor-etcd", lambda: bench.floor("etcd")),
                 ("floor-cache", lambda: bench.floor("cache")),

@@ -38,6 +38,7 @@ from harness import (
     Task,
     clean_env,
     companion,
+    compile_gcjob,
     etcd_db_mib,
     fill,
     gcjob_bin,
@@ -391,6 +392,7 @@ def main() -> None:
     if args.decide:
         decide_main(args.decide)
         return
+    compile_gcjob()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results: list[Obj] = []
     started = time.perf_counter()

@@ -182,7 +182,8 @@ class Transport:
     def close_idle(self) -> None:
         """Close the kept-alive connections. A TLS connection costs about 50 KiB: a run that
         keeps one open to each of 1,000 upstream clusters holds 50 MiB for nothing. Requests
-        in flight keep theirs (urllib3 closes it when it comes back to a cleared pool)."""
+        in flight keep theirs (urllib3 closes it when it comes back to a cleared pool). The
+        templated clusters' shared pool keeps its own (connect.SharedPoolManager)."""
         self.api_client.rest_client.pool_manager.clear()
 
     def send(

@@ -15,7 +15,12 @@ import yaml
 from kubernetes.config import incluster_config
 
 from gcjob import logs
-from gcjob.kube.connect import UpstreamResolver, hub_client
+from gcjob.kube.connect import (
+    SHARED_POOL_CONNECTIONS,
+    SharedPoolManager,
+    UpstreamResolver,
+    hub_client,
+)
 from gcjob.kube.errors import ConfigError, UnknownCluster
 
 TEMPLATE = "https://api.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/{cluster}/control-plane"
@@ -260,6 +265,44 @@ def test_template_clients_are_independent(upstreams: Path) -> None:
     second = resolver.client_for("proj-b")
     assert "projects/proj-a/" in first.configuration.host
     assert "projects/proj-b/" in second.configuration.host
+
+
+def test_template_clients_share_one_connection_pool(upstreams: Path) -> None:
+    """One TLS connection serves cluster after cluster (they differ only in the path): a
+    transport done with its cluster (`clear`) leaves the pool to the others."""
+    resolver = UpstreamResolver(str(upstreams), TEMPLATE)
+    first, second = resolver.client_for("proj-a"), resolver.client_for("proj-b")
+    project_api = resolver.project_api_client("https://api.example")
+    shared = first.rest_client.pool_manager
+    assert isinstance(shared, SharedPoolManager)
+    assert second.rest_client.pool_manager is shared
+    assert project_api.rest_client.pool_manager is shared
+    assert shared.connection_pool_kw["maxsize"] == SHARED_POOL_CONNECTIONS
+    assert shared.connection_pool_kw["retries"].total is False  # gcjob's transport retries
+    pool = shared.connection_from_url("https://api.example/")
+    second.rest_client.pool_manager.clear()
+    assert shared.connection_from_url("https://api.example/") is pool
+
+
+def test_a_context_named_cluster_keeps_its_own_pool(upstreams: Path) -> None:
+    resolver = UpstreamResolver(str(upstreams), TEMPLATE)
+    own = resolver.client_for("single").rest_client.pool_manager
+    assert not isinstance(own, SharedPoolManager)
+    assert own is not resolver.client_for("proj-a").rest_client.pool_manager
+    own.connection_from_url("http://127.0.0.2:1/")
+    own.clear()  # closes its idle connections, as before
+    assert len(own.pools) == 0
+
+
+def test_template_clients_through_a_proxy_keep_their_own_proxy_managers(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "proxied.yaml", {"milo": "https://api.example"})
+    config = yaml.safe_load(path.read_text())
+    config["clusters"][0]["cluster"]["proxy-url"] = "http://127.0.0.5:3128"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    resolver = UpstreamResolver(str(path), TEMPLATE)
+    first, second = resolver.client_for("proj-a"), resolver.client_for("proj-b")
+    assert isinstance(first.rest_client.pool_manager, urllib3.ProxyManager)
+    assert first.rest_client.pool_manager is not second.rest_client.pool_manager
 
 
 @pytest.mark.parametrize(
