@@ -41,6 +41,7 @@ class Reason(StrEnum):
     MARK_FAILED = "mark-failed"
     UNMARK_FAILED = "unmark-failed"
     BRAKE = "brake"
+    BACKLOG = "backlog"
     STOPPED = "stopped"
     INTERNAL_ERROR = "internal-error"
     # Companions, and the binding of a companion.
@@ -136,6 +137,10 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.MARK_FAILED: "writing the orphan mark failed",
     Reason.UNMARK_FAILED: "removing gcjob's mark failed",
     Reason.BRAKE: "held back by a safety brake (deletions, marks or writes): nothing written",
+    Reason.BACKLOG: (
+        "due, but past this run's drain cap (--max-deletions): left for a later run, oldest "
+        "marks first; no brake"
+    ),
     Reason.STOPPED: "left undone: the run was stopped (a signal, its deadline, stdout closed)",
     Reason.INTERNAL_ERROR: (
         "an unexpected error while deciding, acting on or reporting this object: kept, the "
@@ -233,6 +238,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.MARK_FAILED,
         Reason.UNMARK_FAILED,
         Reason.BRAKE,
+        Reason.BACKLOG,
         Reason.STOPPED,
         Reason.INTERNAL_ERROR,
     ),
