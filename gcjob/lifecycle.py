@@ -239,6 +239,9 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         if not run.backlog and run.next_due is None:
             finished = "clear"
             break
+        if run.backlog and not run.deleted:  # --max-deletions 0: another round cannot help
+            finished = "backlog left: this round deleted nothing (--max-deletions)"
+            break
         wake = run.now if run.backlog else run.next_due
         assert wake is not None
         elapsed = time.monotonic() - round_started

@@ -161,6 +161,7 @@ NOT_REASONS = {
     ("gcjob/run.py", "stopped"): 2,  # a sweep's status
     ("gcjob/sweeps/__init__.py", "stopped"): 1,  # a sweep's status
     ("gcjob/decide/explanation.py", "not-found"): 1,  # explain's action
+    ("gcjob/lifecycle.py", "backlog"): 1,  # the drain summary's count of it
 }
 
 

@@ -48,7 +48,8 @@ def percent_brake(candidates: int, in_scope: int, limits: BrakeLimits) -> str | 
 class DrainCut(Generic[T]):
     """One sweep's due deletions, cut at the drain cap: `now` within it (whole groups, the
     oldest marks first, each group in the order it was given), `later` the backlog, and
-    `oversized` the groups larger than the whole cap (no run could take them whole)."""
+    `oversized` the groups larger than the whole cap (no run could take them whole; with a
+    cap of 0 nothing is taken and nothing is oversized: all of it is the backlog)."""
 
     now: list[T] = field(default_factory=list)
     later: list[T] = field(default_factory=list)
@@ -76,7 +77,7 @@ def drain_cut(
     cut: DrainCut[T] = DrainCut()
     full = False
     for _, members in sorted(enumerate(groups.values()), key=oldest):
-        if len(members) > cap:
+        if 0 < cap < len(members):
             cut.oversized.append(members)
         elif not full and len(members) <= room:
             cut.now.extend(members)

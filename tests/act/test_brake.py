@@ -126,3 +126,9 @@ def test_an_unmarked_due_orphan_goes_first() -> None:
         lambda item: item[1],
     )
     assert [item[0] for item in result.now] == ["unmarked"]
+
+
+def test_a_cap_of_zero_takes_nothing_and_leaves_it_all_to_the_backlog() -> None:
+    result = cut([("a", "g", 1), ("b", "g", 1)], room=0, cap=0)
+    assert result.now == [] and result.oversized == []
+    assert names(result.later) == ["a", "b"]

@@ -8,11 +8,17 @@ from __future__ import annotations
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from gcjob.budget import RunBudget
 from gcjob.domain import ORPHANED_LABEL
+from gcjob.kube.access import KubeAccess
+from gcjob.kube.connect import hub_client
+from gcjob.kube.transport import RequestStats, Transport
+from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld
 from testbed.cluster import TestCluster, wait_for
 from testbed.objects import binding, companion, workload
 from testbed.report import records_of, run_gcjob, start_gcjob
@@ -166,3 +172,34 @@ def test_after_a_backlog_the_cap_takes_the_oldest_marks_and_new_orphans_trip_the
     assert not any(marked(hub.get("ConfigMap", ns, n)) for n in sudden)
     # The backlog went on draining: the breaker holds the new orphans only.
     assert all(hub.gone("ConfigMap", ns, n) for n in younger)
+
+
+def test_a_drain_renews_its_lease_and_stops_when_it_is_no_longer_its_own(
+    hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    ns = hub.namespace("lease")
+    transport = Transport(
+        hub_client(hub_kubeconfig, None), "hub", stats=RequestStats(), budget=RunBudget(None)
+    )
+    mine = f"{DRAIN_HOLDER}pod-a/run-1"
+    lock = LeaseLock(KubeAccess(transport), ns, "gcjob", mine, timedelta(minutes=5))
+    lock.acquire(datetime.now(UTC))
+    first = hub.get("Lease", ns, "gcjob")
+    assert first is not None
+    time.sleep(1.1)
+
+    lock.renew(datetime.now(UTC))
+
+    renewed = hub.get("Lease", ns, "gcjob")
+    assert renewed is not None
+    assert renewed["spec"]["holderIdentity"] == mine
+    assert renewed["spec"]["renewTime"] > first["spec"]["renewTime"]
+    # Another run finds it held by a drain: it is told so, and by whom.
+    other = LeaseLock(KubeAccess(transport), ns, "gcjob", "pod-b/run-2", timedelta(minutes=5))
+    with pytest.raises(LockHeld) as held:
+        other.acquire(datetime.now(UTC))
+    assert held.value.by_drain and held.value.holder == mine
+    # Taken from under it (an operator deleted the Lease): the drain's next renewal stops it.
+    hub.delete("Lease", ns, "gcjob")
+    with pytest.raises(LockHeld):
+        lock.renew(datetime.now(UTC))
