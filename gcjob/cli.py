@@ -317,7 +317,8 @@ EXCLUDE_NAMESPACE = _opt(
     type=click.IntRange(0),
     default=DEFAULTS.max_marks,
     show_default=True,
-    help="Brake: most marks written per run (a companion's binding counts too).",
+    help="Breaker: most new marks per run, the new orphans (a companion's binding counts "
+    "too); a sweep that would mark more marks none (exit 4).",
 )
 @NOW
 @_opt(
@@ -360,14 +361,16 @@ EXCLUDE_NAMESPACE = _opt(
     type=click.IntRange(0),
     default=DEFAULTS.max_deletions,
     show_default=True,
-    help="Brake: most deletions per run.",
+    help="Drain cap: most deletions per run (per round with --drain), oldest marks first; "
+    "the rest is left as a backlog for the next run (no brake, exit 0).",
 )
 @_opt(
     "max-delete-percent",
     type=FiniteFloatRange(0, 100),
     default=DEFAULTS.max_delete_percent,
     show_default=True,
-    help="Brake: most % of a sweep's scope.",
+    help="Breaker: a sweep whose deletions this run would exceed this % of its scope "
+    "deletes none (exit 4).",
 )
 @_opt(
     "brake-min-objects",
@@ -383,6 +386,12 @@ EXCLUDE_NAMESPACE = _opt(
     default=DEFAULT_TIMEOUT,
     show_default=True,
     help="Stop deleting after this long and exit 5.",
+)
+@_opt(
+    "drain",
+    is_flag=True,
+    help="Rollout: sweep in rounds until no orphan waits or --timeout comes: after each "
+    "round, sleep until the next mark is due, then sweep again (needs --delete).",
 )
 @click.option(
     "--write-qps",
@@ -579,6 +588,10 @@ def _settings(options: dict[str, Any]) -> Settings:
         raise click.UsageError(
             "--now cannot be combined with --delete: a run that deletes uses the hub's clock"
         )
+    if options["drain"] and not options["delete"]:
+        raise click.UsageError(
+            "--drain needs --delete: a dry run writes no marks, so no grace period can pass"
+        )
     _check_snapshot_alone(options)
     return Settings(
         delete=options["delete"],
@@ -620,6 +633,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         notify_webhook=options["notify_webhook"],
         grace=options["grace"],
         max_marks=options["max_marks"],
+        drain=options["drain"],
         now=options["now"],
         enforce=tuple(Sweep(s) for s in options["enforce"]),
         drop_copy_kinds=tuple(options["drop_copy_kinds"]),

@@ -47,13 +47,26 @@ RECORD_FIELDS = (
 HOLDER_SHOWN = 200  # characters of a holder's identity said in a message
 
 
+# A --drain run's (the rollout Job's) identity starts with this: the CronJob's runs that find
+# it holding the lease step aside (exit 0, skipped) instead of failing (exit 6).
+DRAIN_HOLDER = "drain/"
+
+
 class LockHeld(Exception):
     """Another live run holds the lease; `held_for`: for how long, as far as the lease shows
-    (zero when it does not: just taken, or first seen now)."""
+    (zero when it does not: just taken, or first seen now); `holder`: who, when known."""
 
-    def __init__(self, message: str, held_for: timedelta = timedelta(0)) -> None:
+    def __init__(
+        self, message: str, held_for: timedelta = timedelta(0), holder: str | None = None
+    ) -> None:
         super().__init__(message)
         self.held_for = held_for
+        self.holder = holder
+
+    @property
+    def by_drain(self) -> bool:
+        """Held by a --drain run (the rollout Job), as its identity says."""
+        return self.holder is not None and self.holder.startswith(DRAIN_HOLDER)
 
 
 def _micro_time(moment: datetime) -> str:
@@ -215,6 +228,7 @@ class LeaseLock:
                     raise LockHeld(
                         f"{where} is held by {state.holder} ({state.why})",
                         held_for=max(stamp - since, timedelta(0)),
+                        holder=state.holder,
                     )
                 spec = current.get("spec")
                 spec = spec if isinstance(spec, dict) else {}
@@ -246,6 +260,28 @@ class LeaseLock:
             self.access.replace(LEASES, self.namespace, self.name, current)
         except KubeError as exc:  # the next run observes again: the lock stays held meanwhile
             log.warning("could not note the lease observation: %s", exc)
+
+    def renew(self, now: datetime) -> None:
+        """Renews the lease this run holds (a --drain run outlasts one sweep), on the
+        server's clock. Raises LockHeld when it is no longer this run's, KubeError when it
+        cannot tell: either way the run stops writing."""
+        where = f"lease {self.namespace}/{self.name}"
+        try:
+            current, server_now = self.access.read_dated(LEASES, self.namespace, self.name)
+            spec = (current or {}).get("spec")
+            if (
+                current is None
+                or not isinstance(spec, dict)
+                or spec.get("holderIdentity") != self.identity
+            ):
+                self.held = False
+                raise LockHeld(f"{where} is no longer held by this run")
+            spec["renewTime"] = _micro_time(server_now or now)
+            self.access.replace(LEASES, self.namespace, self.name, current)
+        except ApiError as exc:
+            if exc.status == 409:
+                raise LockHeld(f"{where} changed under this run while renewing it") from exc
+            raise
 
     def release(self) -> None:
         if not self.held:

@@ -38,7 +38,7 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
 from gcjob.kube.upstreams import LiveUpstreams
-from gcjob.lease import LeaseLock, LockHeld
+from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
 from gcjob.publish import metrics, webhook
@@ -52,6 +52,7 @@ from gcjob.times import run_clock
 from gcjob.visible import visible
 
 LEASE_MARGIN = timedelta(minutes=1)
+DRAIN_MARGIN = 1.0  # seconds: a --drain run looks again this long after a mark is due
 HUB_RETRY = RetryPolicy()
 # An upstream that fails only keeps its routes until the next run: a few blackholed
 # clusters must not use up the run's --timeout before the healthy ones are swept.
@@ -182,12 +183,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
     try:
         check_hub(hub, settings.sweeps)
         if access is not None:  # a live hub: its clock, from the Date of its last answer
-            clock = run_clock(
-                settings.now, access.transport.last_date, datetime.now(UTC), live=True
-            )
-            run.now, run.clock_problem = clock.now, clock.problem
-            if clock.problem:
-                log.warning("%s: nothing is deleted or marked this run", clock.problem)
+            run.now = _hub_clock(run, access)
         run.list_strategy = choose_list_strategy(settings, access)
         run.namespace_check = check_namespaces(hub, settings.namespaces)
         for warning in run.namespace_check.warnings():
@@ -201,18 +197,27 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
                 lock_access,
                 settings.lock_namespace,
                 settings.lock_name,
-                f"{socket.gethostname()}/{run.run_id}",
+                # A drain says so: the CronJob's runs step aside for it (exit 0, skipped).
+                f"{DRAIN_HOLDER if settings.drain else ''}{socket.gethostname()}/{run.run_id}",
                 settings.timeout + LEASE_MARGIN,
             )
             lock.acquire(datetime.now(UTC))
         execute(run)
+        if settings.drain:
+            assert access is not None  # --drain needs --delete: never a snapshot
+            _drain(run, access, lock)
     except NotAHub as exc:
         run.codes.add(ExitCode.USAGE)
         error = str(exc)
     except LockHeld as exc:
-        run.codes.add(ExitCode.LOCKED)
-        error = str(exc)
         lock_held_for = exc.held_for
+        if exc.by_drain and not settings.drain:
+            # The rollout Job is draining the backlog: this run's work is being done.
+            run.skipped = f"rollout holds the lock ({exc})"
+            log.info("%s: skipped", run.skipped)
+        else:
+            run.codes.add(ExitCode.LOCKED)
+            error = str(exc)
     except ConfigError as exc:
         run.codes.add(ExitCode.USAGE)
         error = str(exc)
@@ -231,6 +236,82 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
             except KubeError as exc:
                 log.warning("could not release lease: %s (it expires by itself)", exc)
     return error, lock_held_for
+
+
+def _hub_clock(run: Run, access: KubeAccess) -> datetime:
+    """The hub's time, from the Date of its last answer (a problem with it is noted on the
+    run: then nothing is deleted or marked)."""
+    clock = run_clock(run.settings.now, access.transport.last_date, datetime.now(UTC), live=True)
+    run.clock_problem = clock.problem
+    if clock.problem:
+        log.warning("%s: nothing is deleted or marked this run", clock.problem)
+    return clock.now
+
+
+def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
+    """--drain (the rollout Job): after the first round, sleep until the next mark is due
+    (at once while a backlog is left past the drain cap), renew the lease, and sweep again,
+    a full sweep on the same rules, until no orphan waits, a round does not end cleanly, or
+    --timeout would pass first (exit 5, what is left reported)."""
+    budget, rounds, slept = run.budget, 1, 0.0
+    round_started = time.monotonic()
+    while True:
+        if run.exit_code() is not ExitCode.OK:
+            finished = f"round {rounds} did not end cleanly: {run.exit_code().name.lower()}"
+            break
+        if not run.backlog and run.next_due is None:
+            finished = "clear"
+            break
+        if run.backlog and not run.deleted:  # --max-deletions 0: another round cannot help
+            finished = "backlog left: this round deleted nothing (--max-deletions)"
+            break
+        wake = run.now if run.backlog else run.next_due
+        assert wake is not None
+        elapsed = time.monotonic() - round_started
+        # The Date header counts whole seconds: a second more, so the mark is surely due.
+        pause = max((wake - run.now).total_seconds() - elapsed, 0.0) + (
+            0.0 if run.backlog else DRAIN_MARGIN
+        )
+        left = budget.remaining()
+        if left is not None and pause + DRAIN_MARGIN >= left:
+            finished = "deadline"
+            run.codes.add(ExitCode.STOPPED)
+            log.warning(
+                "drain: %d orphans waiting and %d past the cap when --timeout comes: left to "
+                "the CronJob's runs",
+                run.waiting,
+                run.backlog,
+            )
+            break
+        log.info(
+            "drain round %d: %d waiting, %d past the drain cap; sleeping %.1fs",
+            rounds,
+            run.waiting,
+            run.backlog,
+            pause,
+        )
+        budget.sleep(pause)
+        slept += pause
+        stop = budget.stop_reason()
+        if stop is not None:
+            finished = f"stopped: {stop}"
+            run.codes.add(ExitCode.STOPPED)
+            break
+        round_started = time.monotonic()
+        check_hub(run.hub, run.settings.sweeps)  # a fresh answer: its Date is the round's time
+        if lock is not None:
+            lock.renew(datetime.now(UTC))
+        run.next_round(_hub_clock(run, access))
+        execute(run)
+        rounds += 1
+    run.drain = {
+        "rounds": rounds,
+        "slept_seconds": round(slept, 3),
+        "waiting": run.waiting,
+        "backlog": run.backlog,
+        "finished": finished,
+    }
+    log.info("drain: %s after %d rounds", finished, rounds)
 
 
 def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:

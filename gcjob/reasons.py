@@ -42,6 +42,7 @@ class Reason(StrEnum):
     UNMARK_FAILED = "unmark-failed"
     BRAKE = "brake"
     RECORD_FAILED = "record-failed"
+    BACKLOG = "backlog"
     STOPPED = "stopped"
     INTERNAL_ERROR = "internal-error"
     # Companions, and the binding of a companion.
@@ -141,6 +142,10 @@ MEANINGS: Final[Mapping[Reason, str]] = {
         "nothing more this run; the run exits 1"
     ),
     Reason.BRAKE: "held back by a safety brake (deletions, marks or writes): nothing written",
+    Reason.BACKLOG: (
+        "due, but past this run's drain cap (--max-deletions): left for a later run, oldest "
+        "marks first; no brake"
+    ),
     Reason.STOPPED: "left undone: the run was stopped (a signal, its deadline, stdout closed)",
     Reason.INTERNAL_ERROR: (
         "an unexpected error while deciding, acting on or reporting this object: kept, the "
@@ -239,6 +244,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.UNMARK_FAILED,
         Reason.BRAKE,
         Reason.RECORD_FAILED,
+        Reason.BACKLOG,
         Reason.STOPPED,
         Reason.INTERNAL_ERROR,
     ),

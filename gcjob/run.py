@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcjob import __version__
-from gcjob.act.brake import BrakeLimits, brake_reason
+from gcjob.act.brake import BrakeLimits, percent_brake
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
@@ -108,6 +108,11 @@ class Run:
     codes: set[ExitCode] = field(default_factory=set)
     sweeps: dict[Sweep, SweepState] = field(default_factory=dict)
     deleted: int = 0  # deletions this run, for --max-deletions (a companion + binding: one)
+    backlog: int = 0  # due orphans left past the drain cap this run
+    next_due: datetime | None = None  # when the first orphan still waiting becomes due
+    waiting: int = 0  # orphans marked, not yet due
+    skipped: str = ""  # why this run swept nothing and exits 0 (a drain holds the lock)
+    drain: dict[str, Any] | None = None  # a --drain run's rounds, for the summary
     # Marks written (a dry run: that it would write), sweep -> reason -> count: every one,
     # a companion's binding too; a mark held back by a brake is no mark.
     marks: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -218,15 +223,49 @@ class Run:
 
     # -- acting ------------------------------------------------------------------------
 
-    def braked(self, sweep: Sweep, candidates: list[Verdict], in_scope: int) -> bool:
-        """The deletion brake: a sweep that would delete too much deletes nothing."""
-        reason = brake_reason(len(candidates), in_scope, self.deleted, self.limits)
-        if reason is None:
-            return False
-        reason = f"deletion brake: {reason}"
+    def percent_braked(self, candidates: int, in_scope: int) -> str | None:
+        """The percent breaker: why a sweep whose deletions this run (within the drain cap)
+        would be too large a share of its collection must delete none of them, or None."""
+        reason = percent_brake(candidates, in_scope, self.limits)
+        return None if reason is None else f"deletion brake: {reason}"
+
+    def note_due(self, dues: Iterable[datetime | None]) -> None:
+        """When orphans still waiting become due: the earliest is when a drain looks again."""
+        for due in dues:
+            if due is None:
+                continue
+            self.waiting += 1
+            if self.next_due is None or due < self.next_due:
+                self.next_due = due
+
+    def next_round(self, now: datetime) -> None:
+        """A --drain run's next round: a full sweep again, with its own drain cap, as of the
+        hub's `now`; what was reported stays reported."""
+        self.now = now
+        self.deleted = 0
+        self.backlog = 0
+        self.next_due = None
+        self.waiting = 0
+
+    def hold_back(self, sweep: Sweep, candidates: list[Verdict], reason: str) -> None:
+        """A deletion brake holds these back: each reported, the brake engaged."""
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason))
-        return True
+
+    def drain_backlog(self, sweep: Sweep, backlog: list[tuple[Verdict, datetime | None]]) -> None:
+        """Due orphans past the drain cap: reported, left for the next run; no brake."""
+        cap = self.settings.max_deletions
+        for verdict, since in backlog:
+            detail = (
+                f"due, past the drain cap (--max-deletions {cap} this run): a later run deletes "
+                f"it, oldest marks first: {verdict.detail}"
+            )
+            self.record(
+                Outcome.of(
+                    sweep, verdict, Action.SKIPPED, Reason.BACKLOG, detail, orphaned_since=since
+                )
+            )
+        self.backlog += len(backlog)
 
     def marks_braked(self, sweep: Sweep, candidates: list[Verdict]) -> bool:
         """The marks brake: a mass of new orphans is the early warning to send, so a sweep
@@ -236,7 +275,8 @@ class Run:
             return False
         reason = (
             f"marks brake: {len(candidates)} new marks (+{written} earlier this run) exceed "
-            f"--max-marks {self.settings.max_marks}"
+            f"--max-marks {self.settings.max_marks}: if these new orphans are right (a dry run "
+            "lists them), raise --max-marks for one run"
         )
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, reason))
@@ -320,6 +360,7 @@ class Run:
             "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
             "list_strategy": self.list_strategy.as_dict() if self.list_strategy else None,
+            "deletion_backlog": self.backlog,
             "upstream_counts": dict(sorted(upstream_counts.items())),
             "projects": {
                 state: sum(1 for s in self.project_counts.values() if s == state)
@@ -332,12 +373,18 @@ class Run:
             "exit_code": int(exit_code),
             "exit_reason": redact(error or self._exit_reason(exit_code)),
         }
+        if self.skipped:
+            summary["skipped"] = redact(self.skipped)
+        if self.drain is not None:
+            summary["drain"] = self.drain
         return summary
 
     def _exit_reason(self, exit_code: ExitCode) -> str:
         """The exit code's description; for a brake, which brakes engaged, by name."""
         if exit_code is ExitCode.BRAKE and self.brakes:
             return "safety brake engaged: " + "; ".join(self.brakes)
+        if exit_code is ExitCode.OK and self.skipped:
+            return f"skipped: {self.skipped}"
         return DESCRIPTIONS[exit_code]
 
     def upstream_records(self) -> list[dict[str, Any]]:

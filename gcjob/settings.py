@@ -114,6 +114,9 @@ class Settings:
     notify_webhook: str | None = None
     grace: timedelta = GRACE
     max_marks: int = DEFAULT_MAX_MARKS
+    # Rounds until no orphan waits (the rollout Job): sleep until the next mark is due, sweep
+    # again, within --timeout.
+    drain: bool = False
     # The sweeps whose orphans a --delete run deletes; the others' it marks and reports as
     # would-delete. The downstream-copies sweep lands report-only: an operator enforces it.
     enforce: tuple[Sweep, ...] = (Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES)

@@ -262,6 +262,11 @@ def test_reserved_namespace_from_env(
     assert "kube-system" in line
 
 
+def test_drain_needs_delete(capsys: pytest.CaptureFixture[str]) -> None:
+    line = usage_error(capsys, "sweep", "--hub-kubeconfig", "hub.yaml", "--drain")
+    assert "--drain needs --delete" in line
+
+
 def test_snapshot_with_delete(capsys: pytest.CaptureFixture[str]) -> None:
     line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--delete")
     assert "--delete" in line

@@ -127,7 +127,7 @@ def test_the_deadline_leaves_room_for_timeout_and_the_request_in_flight(
         assert cron["failedJobsHistoryLimit"] >= 1
 
 
-def test_only_enforce_and_the_rollout_delete_and_only_the_rollout_raises_the_brake() -> None:
+def test_only_enforce_and_the_rollout_delete_and_only_the_rollout_drains_with_brakes_on() -> None:
     args = {
         d: obj_args
         for d, w in workloads()
@@ -138,8 +138,12 @@ def test_only_enforce_and_the_rollout_delete_and_only_the_rollout_raises_the_bra
     assert "--delete" in args["rollout"]
     for directory in ("overlays/dry-run", "overlays/enforce"):
         assert flag(args[directory], "max-deletions") is None  # the defaults suit 5 minutes
-    assert flag(args["rollout"], "max-deletions") == "1000"
-    assert flag(args["rollout"], "max-delete-percent") == "100"
+    assert "--drain" in args["rollout"] and "--drain" not in args["overlays/enforce"]
+    # Sized for a backlog and named, never switched off.
+    assert flag(args["rollout"], "max-deletions") == "500"
+    assert flag(args["rollout"], "max-delete-percent") == "50"
+    assert flag(args["rollout"], "max-marks") == "5000"
+    assert flag(args["rollout"], "max-writes") == "20000"
 
 
 def pod_args(obj: dict[str, Any]) -> list[str]:

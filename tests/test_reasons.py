@@ -162,6 +162,7 @@ NOT_REASONS = {
     ("gcjob/sweeps/__init__.py", "stopped"): 1,  # a sweep's status
     ("gcjob/decide/explanation.py", "not-found"): 1,  # explain's action
     ("gcjob/model.py", "terminating"): 1,  # a project's state in the summary's projects
+    ("gcjob/lifecycle.py", "backlog"): 1,  # the drain summary's count of it
 }
 
 

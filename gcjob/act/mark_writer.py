@@ -68,7 +68,10 @@ class Marker:
         """Why no further mark may be written this run, or None. `upgrade`: the rewrite of an
         older gcjob's mark, no new orphan: outside the marks brake, inside the write brake."""
         if not upgrade and self.marks >= self.max_marks:
-            return f"marks brake: --max-marks {self.max_marks} reached this run"
+            return (
+                f"marks brake: --max-marks {self.max_marks} reached this run (if the new "
+                "orphans are right, raise --max-marks for one run)"
+            )
         return self.writes.braked()
 
     def _take(self, *, brakable: bool = True) -> str | None:

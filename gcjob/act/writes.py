@@ -42,7 +42,10 @@ class Writes:
     def braked(self) -> str | None:
         """Why no further write may go out this run, or None."""
         if self.counted >= self.max_writes:
-            return f"write brake: --max-writes {self.max_writes} reached this run"
+            return (
+                f"write brake: --max-writes {self.max_writes} reached this run (the next run "
+                "goes on; to do more at once, raise --max-writes for one run)"
+            )
         return None
 
     def take(self, *, send: bool, brakable: bool = True) -> str | None:

@@ -112,7 +112,8 @@ def project_calls(
         return calls, ""
     reason = (
         f"projects brake: {len(gone)} projects found gone in one run exceed "
-        f"--max-projects-gone {max_gone}; none is taken as gone this run"
+        f"--max-projects-gone {max_gone}; none is taken as gone this run (check Milo's "
+        "Project API for them, then raise --max-projects-gone for one run)"
     )
     for c in gone:
         calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)

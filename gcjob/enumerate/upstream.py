@@ -209,7 +209,7 @@ class UpstreamIndex:
             state.detail = (
                 f"{held} routes in {len(suspect)} hub namespaces hang on Gateways here and "
                 f"none of theirs was found; suspected wrong endpoint or emptied cluster "
-                f"(--suspect-min-routes)"
+                f"(--suspect-min-routes): check its endpoint and credentials"
             )
 
     def _found(self, cluster: str, namespace: str, name: str) -> bool:

@@ -1,13 +1,15 @@
 """Acting on one sweep's verdicts through the grace rule: remove marks, report waits, delete
-what is due (behind the deletion brake), mark new orphans (behind the marks brake)."""
+what is due (the oldest marks first, up to the drain cap, behind the percent breaker), mark new
+orphans (behind the marks brake)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
+from gcjob.act.brake import PAST_GROUP, drain_cut
 from gcjob.act.mark_writer import waiting
 from gcjob.decide.grace import Graced, GraceSort, deletes_at
 from gcjob.kube.resources import Resource
@@ -31,9 +33,12 @@ def act(
     mark: Act[T] | None = None,
     unmark: Act[T] | None = None,
     wait: Act[T] | None = None,
+    group: Callable[[Graced[T]], Hashable] | None = None,
 ) -> bool:
     """Acts on what `sort` holds; False when a brake held something back. `mark`, `unmark`
-    and `wait` default to acting on the object alone (a companion's take its binding along)."""
+    and `wait` default to acting on the object alone (a companion's take its binding along).
+    `group`: what must be deleted together or not at all this run (the copies sweep's
+    owner); by default each object (a companion with its binding) is its own group."""
 
     def mark_one(graced: Graced[T]) -> list[Outcome]:
         assert graced.evidence is not None
@@ -93,10 +98,29 @@ def act(
         run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
         return False
     clear = True
-    if run.braked(sweep, [g.verdict for g in sort.due], in_scope):
+    cut = drain_cut(
+        sort.due,
+        max(run.settings.max_deletions - run.deleted, 0),
+        run.settings.max_deletions,
+        lambda graced: graced.call.since,
+        group or id,
+    )
+    for members in cut.oversized:
         clear = False
+        run.hold_back(
+            sweep,
+            [g.verdict for g in members],
+            f"deletion brake: a group of {len(members)} that goes whole or not at all exceeds "
+            f"--max-deletions {run.settings.max_deletions}: {PAST_GROUP}",
+        )
+    breaker = run.percent_braked(len(cut.now), in_scope)
+    if breaker is not None:
+        clear = False
+        run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker)
     else:
-        each(run, sweep, sort.due, _ref, delete_and_record)
+        each(run, sweep, cut.now, _ref, delete_and_record)
+        run.drain_backlog(sweep, [(g.verdict, g.call.since) for g in cut.later])
+    run.note_due(g.call.due for g in [*sort.waiting, *sort.to_mark])
     # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
     each(run, sweep, sort.upgrades, _ref, upgrade_and_record)
     if run.marks_braked(sweep, [g.verdict for g in sort.new_marks]):

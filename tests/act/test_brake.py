@@ -1,67 +1,134 @@
-"""gcjob.act.brake: a sweep that would delete too much deletes nothing."""
+"""gcjob.act.brake: the drain cap takes whole groups, oldest marks first; the percent breaker
+holds a sweep's deletions back when they are too large a share of its collection."""
 
 from __future__ import annotations
 
-from gcjob.act.brake import BrakeLimits, brake_reason
+from datetime import UTC, datetime, timedelta
+
+from gcjob.act.brake import BrakeLimits, DrainCut, drain_cut, percent_brake
 
 LIMITS = BrakeLimits(max_deletions=50, max_percent=50.0, min_objects=50)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+# -- the percent breaker -----------------------------------------------------------------
 
 
 def test_nothing_to_delete_never_brakes() -> None:
-    assert brake_reason(0, 0, 0, LIMITS) is None
-    assert brake_reason(0, 1000, 500, LIMITS) is None
+    assert percent_brake(0, 0, LIMITS) is None
+    assert percent_brake(0, 1000, LIMITS) is None
 
 
 def test_small_share_passes() -> None:
-    assert brake_reason(10, 1000, 0, LIMITS) is None
+    assert percent_brake(10, 1000, LIMITS) is None
 
 
-def test_at_max_deletions_passes() -> None:
-    assert brake_reason(50, 1000, 0, LIMITS) is None
-
-
-def test_over_max_deletions_brakes() -> None:
-    reason = brake_reason(51, 1000, 0, LIMITS)
-    assert reason is not None
-    assert "--max-deletions 50" in reason
-
-
-def test_max_deletions_counts_earlier_sweeps_of_the_run() -> None:
-    assert brake_reason(30, 1000, 20, LIMITS) is None
-    reason = brake_reason(30, 1000, 21, LIMITS)
-    assert reason is not None
-    assert "--max-deletions" in reason
-    assert "+21" in reason
-
-
-def test_zero_max_deletions_brakes_any_deletion() -> None:
-    reason = brake_reason(1, 1000, 0, BrakeLimits(0, 50.0, 50))
-    assert reason is not None
-    assert "--max-deletions 0" in reason
-
-
-def test_over_percent_brakes() -> None:
-    reason = brake_reason(30, 50, 0, LIMITS)  # 60% of 50
+def test_over_percent_brakes_and_says_how_to_get_past() -> None:
+    reason = percent_brake(30, 50, LIMITS)  # 60% of 50
     assert reason is not None
     assert "--max-delete-percent 50" in reason
     assert "60%" in reason
+    assert "raise --max-delete-percent for one run" in reason
 
 
 def test_at_percent_passes() -> None:
-    assert brake_reason(25, 50, 0, LIMITS) is None  # exactly 50%
+    assert percent_brake(25, 50, LIMITS) is None  # exactly 50%
 
 
 def test_percent_ignored_below_min_objects() -> None:
-    assert brake_reason(30, 40, 0, LIMITS) is None  # 75%, but only 40 objects in scope
+    assert percent_brake(30, 40, LIMITS) is None  # 75%, but only 40 objects in scope
 
 
 def test_percent_with_min_objects_zero() -> None:
-    reason = brake_reason(3, 4, 0, BrakeLimits(50, 50.0, 0))
+    reason = percent_brake(3, 4, BrakeLimits(50, 50.0, 0))
     assert reason is not None
     assert "--max-delete-percent" in reason
 
 
 def test_all_of_scope_brakes() -> None:
-    reason = brake_reason(45, 45, 0, BrakeLimits(100, 50.0, 10))
+    reason = percent_brake(45, 45, BrakeLimits(100, 50.0, 10))
     assert reason is not None
     assert "100%" in reason
+
+
+# -- the drain cap -----------------------------------------------------------------------
+
+
+def cut(
+    items: list[tuple[str, str, int]], room: int, cap: int | None = None
+) -> DrainCut[tuple[str, str, int]]:
+    """Items as (name, group, minutes since T0 they were marked)."""
+    return drain_cut(
+        items,
+        room,
+        room if cap is None else cap,
+        lambda item: T0 + timedelta(minutes=item[2]),
+        lambda item: item[1],
+    )
+
+
+def names(items: list[tuple[str, str, int]]) -> list[str]:
+    return [item[0] for item in items]
+
+
+def test_within_the_cap_everything_goes_in_the_order_given() -> None:
+    result = cut([("a", "a", 2), ("b", "b", 1)], room=5)
+    assert names(result.now) == ["b", "a"]  # oldest mark first
+    assert result.later == []
+
+
+def test_over_the_cap_the_oldest_marks_go_and_the_rest_is_the_backlog() -> None:
+    items = [(f"o{i}", f"o{i}", 10 - i) for i in range(10)]
+    result = cut(items, room=3)
+    assert names(result.now) == ["o9", "o8", "o7"]
+    assert sorted(names(result.later)) == sorted(f"o{i}" for i in range(7))
+
+
+def test_a_group_goes_whole_or_waits_whole_and_keeps_its_order() -> None:
+    items = [("copy-1", "g", 5), ("copy-2", "g", 5), ("anchor", "g", 5), ("solo", "s", 1)]
+    result = cut(items, room=3)
+    assert names(result.now) == ["solo"]  # the group of 3 no longer fits: it waits, whole
+    assert names(result.later) == ["copy-1", "copy-2", "anchor"]
+    result = cut(items, room=4)
+    assert names(result.now) == ["solo", "copy-1", "copy-2", "anchor"]
+
+
+def test_a_younger_mark_never_passes_an_older_one_that_waits() -> None:
+    items = [("old-group-1", "g", 1), ("old-group-2", "g", 1), ("young", "y", 9)]
+    result = cut(items, room=3, cap=10)
+    assert names(result.now) == ["old-group-1", "old-group-2", "young"]
+    result = cut(items, room=1, cap=10)
+    assert result.now == []
+    assert names(result.later) == ["old-group-1", "old-group-2", "young"]
+
+
+def test_a_group_larger_than_the_whole_cap_is_set_apart() -> None:
+    items = [("a", "big", 1), ("b", "big", 1), ("c", "big", 1), ("solo", "s", 2)]
+    result = cut(items, room=2, cap=2)
+    assert [names(group) for group in result.oversized] == [["a", "b", "c"]]
+    assert names(result.now) == ["solo"]
+
+
+def test_no_room_left_this_run_leaves_all_of_it_for_the_next() -> None:
+    result = cut([("a", "a", 1)], room=0, cap=50)
+    assert result.now == []
+    assert names(result.later) == ["a"]
+
+
+def test_an_unmarked_due_orphan_goes_first() -> None:
+    # --grace 0: no mark, no time; it is not held behind marked ones
+    items: list[tuple[str, str, int | None]] = [("marked", "m", 1), ("unmarked", "u", None)]
+    result = drain_cut(
+        items,
+        1,
+        1,
+        lambda item: None if item[2] is None else T0 + timedelta(minutes=item[2]),
+        lambda item: item[1],
+    )
+    assert [item[0] for item in result.now] == ["unmarked"]
+
+
+def test_a_cap_of_zero_takes_nothing_and_leaves_it_all_to_the_backlog() -> None:
+    result = cut([("a", "g", 1), ("b", "g", 1)], room=0, cap=0)
+    assert result.now == [] and result.oversized == []
+    assert names(result.later) == ["a", "b"]

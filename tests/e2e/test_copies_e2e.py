@@ -357,6 +357,42 @@ def test_a_whole_project_gone_at_once_passes_the_deletion_brake_or_nothing_goes(
     assert len([i for i in result.items if i["action"] == "deleted"]) == 60
 
 
+def test_the_drain_cap_passes_or_holds_each_owners_group_whole(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """Three groups (an anchor and its copy each) under a cap of 3: one group goes, the next
+    does not fit whole, so it and the third wait whole as the backlog; exit 0."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    for i in range(3):
+        connector_group(hub, ns, gone, upstream_ns, f"web-{i}", str(uuid.uuid4()))
+    delete_project(upstream, milo, gone)
+    run = args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+
+    result = run_gcjob(*run, "--max-deletions", "3")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.summary["deletion_backlog"] == 4
+    copies = {outcome(result, "Connector", f"web-{i}") for i in range(3)}
+    assert copies == {("deleted", "project-gone"), ("skipped", "backlog")}
+    by_action = {
+        action: [i for i in result.items if i["action"] == action]
+        for action in ("deleted", "skipped")
+    }
+    assert len(by_action["deleted"]) == 2  # one copy and its anchor
+    assert {i["kind"] for i in by_action["deleted"]} == {"Connector", "ConfigMap"}
+    assert len([i for i in by_action["skipped"] if i["reason"] == "backlog"]) == 4
+    assert present(hub, "Connector", ns, "other")
+
+
 def test_more_projects_gone_than_the_projects_brake_allows_proves_none_gone(
     hub: TestCluster,
     upstream: TestCluster,

@@ -36,28 +36,34 @@ def live(hub: TestCluster, ns: str, count: int) -> None:
 # -- brake -------------------------------------------------------------------------------
 
 
-def test_max_deletions_brakes_the_sweep(hub: TestCluster, sweep: HubSweep) -> None:
+def test_max_deletions_is_a_drain_cap_not_a_brake(hub: TestCluster, sweep: HubSweep) -> None:
     ns = hub.namespace()
     names = orphans(hub, ns, 4)
 
     result = sweep(ns, "--delete", "--max-deletions", "3")
 
-    assert result.exit_code == 4
-    assert result.summary["sweeps"]["companions"]["status"] == "braked"
-    for name in names:
-        assert result.outcome("ConfigMap", name) == ("would-delete", "brake")
-        assert hub.present("ConfigMap", ns, name)
-    assert "--max-deletions 3" in result.item("ConfigMap", names[0])["detail"]
+    assert result.exit_code == 0, result.stderr
+    assert result.summary["sweeps"]["companions"]["status"] == "completed"
+    assert result.summary["deletion_backlog"] == 1
+    outcomes = [result.outcome("ConfigMap", name) for name in names]
+    assert outcomes.count(("deleted", "orphaned")) == 3
+    assert outcomes.count(("skipped", "backlog")) == 1
+    left = [n for n in names if hub.present("ConfigMap", ns, n)]
+    assert len(left) == 1
+    assert "--max-deletions 3" in result.item("ConfigMap", left[0])["detail"]
 
 
-def test_a_dry_run_reports_the_brake_and_exits_as_usual(hub: TestCluster, sweep: HubSweep) -> None:
+def test_a_dry_run_reports_the_drain_cap_as_a_real_run_would(
+    hub: TestCluster, sweep: HubSweep
+) -> None:
     ns = hub.namespace()
     orphans(hub, ns, 4)
 
     result = sweep(ns, "--max-deletions", "3")
 
     assert result.exit_code == 0
-    assert result.summary["counts"]["companions"]["would-delete"] == {"brake": 4}
+    assert result.summary["counts"]["companions"]["would-delete"] == {"orphaned": 3}
+    assert result.summary["counts"]["companions"]["skipped"]["backlog"] == 1
 
 
 def test_a_companion_and_its_binding_count_as_one_deletion(
@@ -103,14 +109,19 @@ def test_percent_brake_applies_only_above_its_minimum(
     assert all(hub.gone("ConfigMap", ns, n) for n in names)
 
 
-def test_a_braked_sweep_does_not_stop_the_others(hub: TestCluster, sweep: HubSweep) -> None:
+def test_a_braked_sweep_does_not_stop_the_others(
+    hub: TestCluster, gcjob_hub_args: list[str]
+) -> None:
     ns = hub.namespace()
     orphans(hub, ns, 3)
     hub.create(binding(ns, "gone-configmap", kind="ConfigMap", target="gone"))
+    args = [*gcjob_hub_args, "--namespace", ns, "--delete", "--brake-min-objects", "3"]
 
-    result = sweep(ns, "--delete", "--max-deletions", "2")
+    result = run_gcjob(*args)
 
     assert result.exit_code == 4
+    assert result.summary["sweeps"]["companions"]["status"] == "braked"
+    assert "--max-delete-percent" in result.summary["sweeps"]["companions"]["detail"]
     assert result.summary["sweeps"]["bindings"]["status"] == "completed"
     assert result.outcome("ResourceBinding", "gone-configmap") == ("deleted", "orphaned")
 

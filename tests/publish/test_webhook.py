@@ -134,7 +134,8 @@ def test_a_timeout_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
 @pytest.mark.parametrize("answer", [500, requests.exceptions.ConnectTimeout("timed out")])
 @responses.activate
 def test_the_cli_posts_on_the_brake_and_a_failed_post_keeps_the_exit_code(answer: Any) -> None:
-    args = ["sweep", "--snapshot", DEMO, "--max-deletions", "1", "--grace", "0"]
+    args = ["sweep", "--snapshot", DEMO, "--max-delete-percent", "1", "--brake-min-objects", "1"]
+    args += ["--grace", "0"]
     plain = CliRunner().invoke(cli, args, standalone_mode=False)
     if isinstance(answer, int):
         responses.post(URL, status=answer)

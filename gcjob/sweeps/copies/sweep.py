@@ -247,7 +247,12 @@ def sweep(run: Run) -> None:
         assert graced.target is not None
         return graced.target.resource
 
-    if grace_actions.act(run, SWEEP, sort, state.in_scope, resource, delete):
+    def owner_of(graced: Graced[Target | None]) -> UpstreamOwner:
+        assert graced.target is not None
+        return graced.target.owner
+
+    # An owner's anchors and copies pass the drain cap together or wait together.
+    if grace_actions.act(run, SWEEP, sort, state.in_scope, resource, delete, group=owner_of):
         run.completed(SWEEP)
     return None
 
