@@ -9,6 +9,8 @@ not to. The transforms are gcjob/undo.py's; the page is docs/undo.md.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,15 +92,30 @@ def select(recorded: Sequence[undo.Recorded], targets: Sequence[str]) -> list[un
     return sorted(chosen, key=lambda r: bool(r.meta.get("ownerReferences")))
 
 
-def _resource(where: undo.Where) -> Resource:
-    return Resource(
-        where.group,
-        where.version,
-        where.plural,
-        where.kind,
-        namespaced=where.namespaced,
-        sensitive=where.kind == "Secret" and not where.group,
-    )
+# What gcjob deletes, so what a record of its deletes can name: companions, bindings, routes
+# and NSO's copies, all namespaced. Anything else in a record was not written by gcjob (a
+# hand-edited file): restore never creates it (a ClusterRoleBinding, a Pod, ...).
+RESTORABLE: Mapping[tuple[str, str], Resource] = {
+    (r.group, r.kind): r
+    for r in (CONFIGMAPS, SECRETS, RESOURCEBINDINGS, HTTPROUTES, *REPLICATED_RESOURCES.values())
+}
+# A version as the API names one (v1, v1alpha2, v1beta1): the copies sweep takes each kind's
+# from the hub's discovery, so the record's own is used.
+_VERSION = re.compile(r"v[0-9]{1,4}(?:(?:alpha|beta)[0-9]{0,4})?")
+
+
+def _resource(where: undo.Where) -> Resource | None:
+    """gcjob's own resource for a recorded one, at the recorded version; None for anything
+    gcjob never deletes."""
+    known = RESTORABLE.get((where.group, where.kind))
+    if (
+        known is None
+        or where.plural != known.plural
+        or where.namespaced is not known.namespaced
+        or not _VERSION.fullmatch(where.version)
+    ):
+        return None
+    return dataclasses.replace(known, version=where.version)
 
 
 def _live_owners(
@@ -156,6 +173,12 @@ def _one(
 
     where = recorded.where
     resource = _resource(where)
+    if resource is None:
+        return said(
+            "refused",
+            f"gcjob never deletes a {where.kind} ({where.plural}.{where.group or 'core'} "
+            f"{where.version}): not gcjob's record of it, not created",
+        )
     if resource.sensitive or not recorded.data_recorded:
         return said("refused", SECRET_REFUSAL)
     namespace = recorded.namespace if where.namespaced else None
@@ -171,6 +194,8 @@ def _one(
     except KubeError as exc:
         return said("failed", f"cannot read what restoring needs: {exc}")
     body, notes = undo.restore_body(recorded.entry["object"], owners, protect=protect)
+    # Created as what the record says it deleted, whatever the object's own fields say.
+    body["apiVersion"], body["kind"] = resource.api_version, resource.kind
     key = (where.group, where.kind, recorded.namespace, recorded.name)
     if not apply:
         planned[key] = "(restored)"

@@ -281,3 +281,37 @@ def test_restore_of_a_record_keeps_content_and_never_carries_identity_or_marks(
     assert len(owners) + sum("dropped" in note for note in notes) == len(
         obj["metadata"]["ownerReferences"]
     )
+
+
+# -- generated: any hand-edited line is read or refused in one line, never a traceback ------
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["name", "namespace", "uid", "labels", "annotations", "ownerReferences"]),
+        JSON_VALUES,
+    ),
+    st.booleans(),
+)
+def test_any_hand_edited_metadata_is_restorable_or_one_record_error(
+    meta: dict[str, Any], namespaced: bool
+) -> None:
+    where = undo.Where("", "v1", "configmaps", "ConfigMap", namespaced)
+    entry = undo.delete_entry("r", "companions", where, {"metadata": meta}, AT, sensitive=False)
+    try:
+        (read,) = undo.read_record([undo.line(entry)])
+    except undo.RecordError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("record:1: ")
+        return
+    # Read: everything restore then does with it works, whatever the values were.
+    body, _ = undo.restore_body(read.entry["object"], {}, protect=True)
+    assert body["metadata"]["name"] == meta["name"]
+    assert read.label and undo.matches(read, read.uid) in (True, False)
+    if namespaced:
+        assert read.namespace == meta["namespace"] != ""
+
+
+def test_a_line_nested_deeper_than_json_reads_is_refused_not_a_traceback() -> None:
+    deep = "[" * 100_000 + "]" * 100_000 + "\n"
+    with pytest.raises(undo.RecordError, match="record:1: not JSON"):
+        undo.read_record([deep, "\n"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +322,74 @@ def test_a_dry_run_records_nothing(hub: TestCluster, sweep: HubSweep, tmp_path: 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ConfigMap", "app-config") == ("would-delete", "orphaned")
     assert list(tmp_path.iterdir()) == []
+
+
+def hand_written(run_id: str, where: undo.Where, obj: dict[str, Any], **more: Any) -> str:
+    """A delete entry as gcjob writes one, then edited by `more` (a forged record's line)."""
+    entry = undo.delete_entry(run_id, "companions", where, obj, datetime.now(UTC), sensitive=False)
+    return undo.line({**entry, **more})
+
+
+def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+    smuggled = f"ns-{uuid.uuid4().hex[:8]}"
+    lines = [
+        # Kinds gcjob never deletes: a Lease, and a (cluster-scoped) Namespace.
+        hand_written(
+            "r",
+            undo.Where("coordination.k8s.io", "v1", "leases", "Lease", True),
+            {"metadata": {"name": "forged-lease", "namespace": ns}, "spec": {}},
+        ),
+        hand_written(
+            "r",
+            undo.Where("", "v1", "namespaces", "Namespace", False),
+            {"metadata": {"name": smuggled}},
+        ),
+        # A Secret with data smuggled in, and data_recorded set to true.
+        hand_written(
+            "r",
+            undo.Where("", "v1", "secrets", "Secret", True),
+            {"metadata": {"name": "forged-secret", "namespace": ns}, "data": {"k": "dg=="}},
+            data_recorded=True,
+        ),
+        # A ConfigMap under the Secrets' resource name.
+        hand_written(
+            "r",
+            undo.Where("", "v1", "secrets", "ConfigMap", True),
+            {"metadata": {"name": "forged-plural", "namespace": ns}, "data": {"k": "v"}},
+        ),
+        # A ConfigMap entry whose object calls itself a Secret: created as a ConfigMap.
+        hand_written(
+            "r",
+            undo.Where("", "v1", "configmaps", "ConfigMap", True),
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "forged-kind", "namespace": ns},
+                "data": {"k": "v"},
+            },
+        ),
+    ]
+    record = tmp_path / "deletions-forged.jsonl"
+    record.write_text("".join(lines))
+
+    code, out = restore(hub_kubeconfig, record, "--apply")
+
+    assert code == 1
+    actions = {line["object"]: line["action"] for line in out if "object" in line}
+    assert actions == {
+        f"Lease/{ns}/forged-lease": "refused",
+        f"Namespace/{smuggled}": "refused",
+        f"Secret/{ns}/forged-secret": "refused",
+        f"ConfigMap/{ns}/forged-plural": "refused",
+        f"ConfigMap/{ns}/forged-kind": "restored",
+    }
+    assert hub.get("Lease", ns, "forged-lease") is None
+    assert hub.get("Namespace", None, smuggled) is None
+    assert hub.get("Secret", ns, "forged-secret") is None
+    assert hub.get("Secret", ns, "forged-plural") is None
+    assert hub.get("Secret", ns, "forged-kind") is None
+    made = hub.get("ConfigMap", ns, "forged-kind")
+    assert made is not None and made["data"] == {"k": "v"}
