@@ -11,6 +11,7 @@ object is deleted unrecorded. The entries' format: gcjob/undo.py, docs/undo.md.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,13 +34,14 @@ def check_record_dir(path: str) -> None:
     directory = Path(path)
     if not directory.is_dir():
         raise NotADirectoryError(f"{path}: not a directory")
-    probe = directory / PROBE
-    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # A fresh name, created exclusively and not through a symlink (mkstemp): a file or a link
+    # someone left in the directory is never opened, let alone truncated.
+    fd, probe = tempfile.mkstemp(prefix=PROBE, dir=directory)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-        probe.unlink(missing_ok=True)
+        os.unlink(probe)
 
 
 def record_file_name(run_id: str, started: datetime) -> str:
@@ -63,7 +65,10 @@ class DeletionRecord:
     def _write(self, entry: dict[str, Any]) -> None:
         """One entry, on the disk when this returns. Raises OSError."""
         if self._fd is None:  # created at the first delete: a run that deletes nothing leaves none
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            # This run's own new file: one already there (a file, a symlink planted under the
+            # run's name) is not written through; the record is broken, nothing is deleted.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
+            self._fd = os.open(self.path, flags, 0o600)
             log.info("recording deletions in %s", self.path)
         data = undo.line(entry).encode("ascii")
         written = 0
