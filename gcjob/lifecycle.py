@@ -349,7 +349,13 @@ def _record_lines(file: TextIO, source: str) -> Iterator[str]:
 
 
 def run_restore(
-    settings: Settings, record_file: str, targets: tuple[str, ...], *, apply: bool, protect: bool
+    settings: Settings,
+    record_file: str,
+    targets: tuple[str, ...],
+    *,
+    apply: bool,
+    protect: bool,
+    other_hub: bool = False,
 ) -> int:
     """One run of `gcjob restore`: the record read, the objects chosen, each put back (or,
     without `apply`, what would be), one JSON line each and a summary line on stdout."""
@@ -370,7 +376,9 @@ def run_restore(
     except ConfigError as exc:
         return _fail(ExitCode.USAGE, str(exc))
     assert sources.access is not None, "restore reads no snapshot"
-    results, code = restore.restore(sources.access, chosen, apply=apply, protect=protect)
+    results, code = restore.restore(
+        sources.access, chosen, apply=apply, protect=protect, other_hub=other_hub
+    )
     for result in results:
         click.echo(json.dumps(result.as_json(), ensure_ascii=True, sort_keys=True))
     counts: dict[str, int] = {}

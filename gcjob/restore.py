@@ -24,6 +24,7 @@ from gcjob.kube.resources import (
     CONFIGMAPS,
     GATEWAYS,
     HTTPROUTES,
+    NAMESPACES,
     REPLICATED_RESOURCES,
     RESOURCEBINDINGS,
     SECRETS,
@@ -148,16 +149,35 @@ def restore(
     *,
     apply: bool,
     protect: bool,
+    other_hub: bool = False,
 ) -> tuple[list[Restored], ExitCode]:
     """Each chosen object put back (or, not `apply`, what would be). Exit 0 when every one
-    was (or would be), 1 when one was refused or failed."""
+    was (or would be), 1 when one was refused or failed. An object recorded on another hub
+    (or a record that does not say which) is refused unless `other_hub`."""
+    try:
+        hub = access.get(NAMESPACES, None, undo.HUB_IDENTITY, reduce.uid_of)
+    except KubeError as exc:
+        why = f"cannot read this hub's identity (namespace {undo.HUB_IDENTITY}): {exc}"
+        return [Restored(r.label, r.uid, "failed", why) for r in chosen], ExitCode.ITEM_FAILED
     results: list[Restored] = []
     # What a dry run would have created by now: its dependents are said to be re-pointed to it.
     planned: dict[tuple[str, str, str, str], str] = {}
     for recorded in chosen:
+        if not other_hub and (recorded.hub is None or recorded.hub != hub):
+            results.append(Restored(recorded.label, recorded.uid, "refused", _elsewhere(recorded)))
+            continue
         results.append(_one(access, recorded, apply=apply, protect=protect, planned=planned))
     failed = any(r.action in ("refused", "failed") for r in results)
     return results, ExitCode.ITEM_FAILED if failed else ExitCode.OK
+
+
+def _elsewhere(recorded: undo.Recorded) -> str:
+    where = (
+        f"deleted from another hub (namespace {undo.HUB_IDENTITY} uid {recorded.hub})"
+        if recorded.hub
+        else "the record does not say which hub it was deleted from"
+    )
+    return f"{where}: not restored here (--other-hub to restore it on this hub anyway)"
 
 
 def _one(

@@ -53,6 +53,10 @@ SERVER_METADATA = (
     "managedFields",
     "selfLink",
 )
+# A hub's identity: the uid of its `kube-system` namespace, made once by the API server with
+# its storage and the same under any address the hub is reached at (a kubeconfig's server is
+# not: in-cluster and external URLs differ).
+HUB_IDENTITY = "kube-system"
 SECRET_NOTE = "data not recorded: gcjob never reads a Secret's data"
 # The longest line gcjob writes: one object (the API server takes at most 3 MiB in a request),
 # every character escaped (`\uXXXX`, six for one), and the entry around it. A longer line is
@@ -79,10 +83,12 @@ def delete_entry(
     at: datetime,
     *,
     sensitive: bool,
+    hub: str,
 ) -> dict[str, Any]:
     """The write-ahead entry for one delete. `obj`: the object as read live (for a Secret,
     its metadata only: the entry keeps name, namespace, uid, resourceVersion, labels,
-    annotations and ownerReferences, and says its data was not recorded)."""
+    annotations and ownerReferences, and says its data was not recorded). `hub`: the hub's
+    identity (HUB_IDENTITY's uid), which restore checks it is putting the object back on."""
     kept = dict(obj)
     meta = dict(kept.get("metadata") or {})
     meta.pop("managedFields", None)  # the server's bookkeeping, often larger than the object
@@ -111,6 +117,7 @@ def delete_entry(
         "run_id": run_id,
         "at": at.isoformat(),
         "sweep": sweep,
+        "hub": hub,
         "resource": {
             "group": where.group,
             "version": where.version,
@@ -182,6 +189,12 @@ class Recorded:
     def where(self) -> Where:
         r = self.entry["resource"]
         return Where(r["group"], r["version"], r["plural"], r["kind"], r["namespaced"])
+
+    @property
+    def hub(self) -> str | None:
+        """The identity of the hub it was deleted from (None: the record does not say)."""
+        hub = self.entry.get("hub")
+        return hub if isinstance(hub, str) and hub else None
 
     @property
     def data_recorded(self) -> bool:

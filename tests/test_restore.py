@@ -37,12 +37,25 @@ def record(*outcomes: str) -> list[undo.Recorded]:
             obj("Connector", "web", "c", [anchor_ref]),
             AT,
             sensitive=False,
+            hub="hub-uid",
         ),
         undo.delete_entry(
-            "r", "copies", CONFIGMAP, obj("ConfigMap", "anchor-1", "a"), AT, sensitive=False
+            "r",
+            "copies",
+            CONFIGMAP,
+            obj("ConfigMap", "anchor-1", "a"),
+            AT,
+            sensitive=False,
+            hub="hub-uid",
         ),
         undo.delete_entry(
-            "r", "companions", CONFIGMAP, obj("ConfigMap", "other", "o"), AT, sensitive=False
+            "r",
+            "companions",
+            CONFIGMAP,
+            obj("ConfigMap", "other", "o"),
+            AT,
+            sensitive=False,
+            hub="hub-uid",
         ),
     ]
     lines = [undo.line(e) for e in entries]

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from gcjob import undo
+from gcjob.kube import reduce
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
-from gcjob.kube.resources import Resource
+from gcjob.kube.resources import NAMESPACES, Resource
 from gcjob.logs import log
 from gcjob.model import Action, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
@@ -61,6 +62,7 @@ class DeletionRecord:
         self.clock = clock
         self.broken: str | None = None  # why nothing more can be recorded this run
         self._fd: int | None = None
+        self._hub: str | None = None  # the hub's identity, read at the first delete
 
     def _write(self, entry: dict[str, Any]) -> None:
         """One entry, on the disk when this returns. Raises OSError."""
@@ -93,6 +95,8 @@ class DeletionRecord:
             return self._refused(sweep, verdict, self.broken)
         ref = verdict.ref
         try:
+            if self._hub is None:  # once a run: restore checks each entry is put back here
+                self._hub = access.get(NAMESPACES, None, undo.HUB_IDENTITY, reduce.uid_of) or ""
             # A Secret is read as metadata only (its data never leaves the server).
             found = access.get(
                 resource,
@@ -118,7 +122,13 @@ class DeletionRecord:
             resource.group, resource.version, resource.plural, resource.kind, resource.namespaced
         )
         entry = undo.delete_entry(
-            self.run_id, sweep.value, where, found, self.clock(), sensitive=resource.sensitive
+            self.run_id,
+            sweep.value,
+            where,
+            found,
+            self.clock(),
+            sensitive=resource.sensitive,
+            hub=self._hub,
         )
         try:
             self._write(entry)
