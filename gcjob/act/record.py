@@ -78,6 +78,19 @@ class DeletionRecord:
             written += os.write(self._fd, data[written:])
         os.fsync(self._fd)
 
+    def _written(self, entry: dict[str, Any]) -> bool:
+        """`_write`, and False once it failed: the record is broken for the rest of the run."""
+        try:
+            self._write(entry)
+        except OSError as exc:
+            self.broken = (
+                f"--record-deletions: cannot write {self.path}: {exc.strerror or exc}; "
+                "nothing more is deleted this run"
+            )
+            log.error("%s", self.broken)
+            return False
+        return True
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
@@ -130,15 +143,8 @@ class DeletionRecord:
             sensitive=resource.sensitive,
             hub=self._hub,
         )
-        try:
-            self._write(entry)
-        except OSError as exc:
-            self.broken = (
-                f"--record-deletions: cannot write {self.path}: {exc.strerror or exc}; "
-                "nothing more is deleted this run"
-            )
-            log.error("%s", self.broken)
-            return self._refused(sweep, verdict, self.broken)
+        if not self._written(entry):
+            return self._refused(sweep, verdict, str(self.broken))
         return None
 
     def after(self, outcome: Outcome) -> None:
@@ -150,11 +156,4 @@ class DeletionRecord:
             "deleted" if outcome.action is Action.DELETED else f"{outcome.action}:{outcome.reason}"
         )
         entry = undo.outcome_entry(self.run_id, outcome.ref.uid, done, outcome.detail, self.clock())
-        try:
-            self._write(entry)
-        except OSError as exc:
-            self.broken = (
-                f"--record-deletions: cannot write {self.path}: {exc.strerror or exc}; "
-                "nothing more is deleted this run"
-            )
-            log.error("%s", self.broken)
+        self._written(entry)
