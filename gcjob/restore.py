@@ -22,7 +22,6 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, KubeError
 from gcjob.kube.resources import (
     CONFIGMAPS,
-    GATEWAYS,
     HTTPROUTES,
     NAMESPACES,
     REPLICATED_RESOURCES,
@@ -37,19 +36,6 @@ SECRET_REFUSAL = (
     "replicates comes back when NSO reconciles its upstream Secret (or re-create it upstream); "
     "a companion Secret from its source of truth (the workload's operator, your secret store)"
 )
-# The kinds whose owners restore looks up by name (metadata only): what gcjob itself reads.
-KNOWN_OWNERS: Mapping[tuple[str, str], Resource] = {
-    (r.group, r.kind): r
-    for r in (
-        CONFIGMAPS,
-        SECRETS,
-        WORKLOADDEPLOYMENTS,
-        RESOURCEBINDINGS,
-        HTTPROUTES,
-        GATEWAYS,
-        *REPLICATED_RESOURCES.values(),
-    )
-}
 
 
 @dataclass
@@ -99,6 +85,11 @@ def select(recorded: Sequence[undo.Recorded], targets: Sequence[str]) -> list[un
 RESTORABLE: Mapping[tuple[str, str], Resource] = {
     (r.group, r.kind): r
     for r in (CONFIGMAPS, SECRETS, RESOURCEBINDINGS, HTTPROUTES, *REPLICATED_RESOURCES.values())
+}
+# The kinds whose owners restore looks up by name (metadata only): what gcjob itself reads.
+KNOWN_OWNERS: Mapping[tuple[str, str], Resource] = {
+    **RESTORABLE,
+    (WORKLOADDEPLOYMENTS.group, WORKLOADDEPLOYMENTS.kind): WORKLOADDEPLOYMENTS,
 }
 # A version as the API names one (v1, v1alpha2, v1beta1): the copies sweep takes each kind's
 # from the hub's discovery, so the record's own is used.
