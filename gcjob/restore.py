@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcjob import undo
+from gcjob.domain import is_reserved_namespace
 from gcjob.exitcodes import ExitCode
 from gcjob.kube import reduce
 from gcjob.kube.access import KubeAccess
@@ -189,6 +190,12 @@ def _one(
             "refused",
             f"gcjob never deletes a {where.kind} ({where.plural}.{where.group or 'core'} "
             f"{where.version}): not gcjob's record of it, not created",
+        )
+    if is_reserved_namespace(recorded.namespace):
+        return said(
+            "refused",
+            f"gcjob never sweeps namespace {recorded.namespace}: not gcjob's record of it, "
+            "not created",
         )
     if resource.sensitive or not recorded.data_recorded:
         return said("refused", SECRET_REFUSAL)

@@ -347,6 +347,7 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
     ns = hub.namespace()
     smuggled = f"ns-{uuid.uuid4().hex[:8]}"
     identity = hub_identity(hub)
+    forged_system = f"forged-{uuid.uuid4().hex[:8]}"
     lines = [
         # Kinds gcjob never deletes: a Lease, and a (cluster-scoped) Namespace.
         hand_written(
@@ -372,6 +373,12 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
             undo.Where("", "v1", "secrets", "ConfigMap", True),
             {"metadata": {"name": "forged-plural", "namespace": ns}, "data": {"k": "v"}},
         ),
+        # A ConfigMap in a namespace gcjob never sweeps.
+        hand_written(
+            identity,
+            undo.Where("", "v1", "configmaps", "ConfigMap", True),
+            {"metadata": {"name": forged_system, "namespace": "kube-system"}, "data": {}},
+        ),
         # A ConfigMap entry whose object calls itself a Secret: created as a ConfigMap.
         hand_written(
             identity,
@@ -396,6 +403,7 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
         f"Namespace/{smuggled}": "refused",
         f"Secret/{ns}/forged-secret": "refused",
         f"ConfigMap/{ns}/forged-plural": "refused",
+        f"ConfigMap/kube-system/{forged_system}": "refused",
         f"ConfigMap/{ns}/forged-kind": "restored",
     }
     assert hub.get("Lease", ns, "forged-lease") is None
@@ -403,6 +411,7 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
     assert hub.get("Secret", ns, "forged-secret") is None
     assert hub.get("Secret", ns, "forged-plural") is None
     assert hub.get("Secret", ns, "forged-kind") is None
+    assert hub.get("ConfigMap", "kube-system", forged_system) is None
     made = hub.get("ConfigMap", ns, "forged-kind")
     assert made is not None and made["data"] == {"k": "v"}
 
