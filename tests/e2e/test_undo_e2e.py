@@ -348,6 +348,7 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
     smuggled = f"ns-{uuid.uuid4().hex[:8]}"
     identity = hub_identity(hub)
     forged_system = f"forged-{uuid.uuid4().hex[:8]}"
+    absent = f"absent-{uuid.uuid4().hex[:8]}"
     lines = [
         # Kinds gcjob never deletes: a Lease, and a (cluster-scoped) Namespace.
         hand_written(
@@ -379,6 +380,12 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
             undo.Where("", "v1", "configmaps", "ConfigMap", True),
             {"metadata": {"name": forged_system, "namespace": "kube-system"}, "data": {}},
         ),
+        # A ConfigMap in a namespace the hub does not have: the create fails, in one line.
+        hand_written(
+            identity,
+            undo.Where("", "v1", "configmaps", "ConfigMap", True),
+            {"metadata": {"name": "nowhere", "namespace": absent}, "data": {}},
+        ),
         # A ConfigMap entry whose object calls itself a Secret: created as a ConfigMap.
         hand_written(
             identity,
@@ -404,6 +411,7 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
         f"Secret/{ns}/forged-secret": "refused",
         f"ConfigMap/{ns}/forged-plural": "refused",
         f"ConfigMap/kube-system/{forged_system}": "refused",
+        f"ConfigMap/{absent}/nowhere": "failed",
         f"ConfigMap/{ns}/forged-kind": "restored",
     }
     assert hub.get("Lease", ns, "forged-lease") is None
@@ -412,6 +420,9 @@ def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
     assert hub.get("Secret", ns, "forged-plural") is None
     assert hub.get("Secret", ns, "forged-kind") is None
     assert hub.get("ConfigMap", "kube-system", forged_system) is None
+    assert hub.get("Namespace", None, absent) is None
+    [nowhere] = [line for line in out if line.get("object") == f"ConfigMap/{absent}/nowhere"]
+    assert "not found" in nowhere["detail"] and "\n" not in nowhere["detail"]
     made = hub.get("ConfigMap", ns, "forged-kind")
     assert made is not None and made["data"] == {"k": "v"}
 
