@@ -513,6 +513,12 @@ def explain(target: str, output: str, **options: Any) -> int:
     is_flag=True,
     help="Do not annotate restored objects gcjob.datumapis.com/protect=true.",
 )
+@click.option(
+    "--other-hub",
+    is_flag=True,
+    help="Restore objects the record says were deleted from another hub (or does not say "
+    "which) on this one.",
+)
 @CONNECT_TIMEOUT
 @READ_TIMEOUT
 @_opt(
@@ -527,7 +533,8 @@ def restore(record: str, targets: tuple[str, ...], **options: Any) -> int:
 
     RECORD is one of that run's files in DIR; TARGETS are Kind/NAMESPACE/NAME or uids (none:
     every object the run deleted). A dry run unless --apply. Never overwrites an object,
-    never restores a Secret (its data is never recorded); drops or re-points ownerReferences
+    never restores a Secret (its data is never recorded) or a kind gcjob does not delete, nor
+    an object the record says was deleted from another hub; drops or re-points ownerReferences
     to live owners; annotates each restored object protect (docs/undo.md). One JSON line per
     object and a summary. Exit 0 all restored (or would be), 1 one was refused or failed,
     2 bad usage or record.
@@ -543,7 +550,12 @@ def restore(record: str, targets: tuple[str, ...], **options: Any) -> int:
         timeout=options["timeout"],
     )
     return run_restore(
-        settings, record, targets, apply=options["apply"], protect=not options["no_protect"]
+        settings,
+        record,
+        targets,
+        apply=options["apply"],
+        protect=not options["no_protect"],
+        other_hub=options["other_hub"],
     )
 
 

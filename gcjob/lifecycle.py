@@ -5,6 +5,7 @@ sweeps, release the lock, finish the report, publish (metrics, webhook), return 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -13,10 +14,10 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -416,15 +417,33 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
     return int(ExitCode.OK if explanation.known else ExitCode.INCOMPLETE)
 
 
+def _record_lines(file: TextIO, source: str) -> Iterator[str]:
+    """The lines of an open record, each read at most undo.MAX_LINE characters at a time: raises
+    undo.RecordError on a longer one."""
+    for number in itertools.count(1):
+        text = file.readline(undo.MAX_LINE + 1)
+        if not text:
+            return
+        if len(text) > undo.MAX_LINE:
+            raise undo.RecordError(f"{source}:{number}: a line longer than gcjob ever writes")
+        yield text
+
+
 def run_restore(
-    settings: Settings, record_file: str, targets: tuple[str, ...], *, apply: bool, protect: bool
+    settings: Settings,
+    record_file: str,
+    targets: tuple[str, ...],
+    *,
+    apply: bool,
+    protect: bool,
+    other_hub: bool = False,
 ) -> int:
     """One run of `gcjob restore`: the record read, the objects chosen, each put back (or,
     without `apply`, what would be), one JSON line each and a summary line on stdout."""
     logs.setup("text")
     try:
         with open(record_file, encoding="utf-8") as lines:
-            recorded = undo.read_record(lines, record_file)
+            recorded = undo.read_record(_record_lines(lines, record_file), record_file)
         chosen = restore.select(recorded, targets)
     except OSError as exc:
         return _fail(ExitCode.USAGE, f"cannot read {record_file}: {exc.strerror or exc}")
@@ -438,7 +457,9 @@ def run_restore(
     except ConfigError as exc:
         return _fail(ExitCode.USAGE, str(exc))
     assert sources.access is not None, "restore reads no snapshot"
-    results, code = restore.restore(sources.access, chosen, apply=apply, protect=protect)
+    results, code = restore.restore(
+        sources.access, chosen, apply=apply, protect=protect, other_hub=other_hub
+    )
     for result in results:
         click.echo(json.dumps(result.as_json(), ensure_ascii=True, sort_keys=True))
     counts: dict[str, int] = {}

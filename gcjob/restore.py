@@ -9,19 +9,22 @@ not to. The transforms are gcjob/undo.py's; the page is docs/undo.md.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gcjob import undo
+from gcjob.domain import is_reserved_namespace
 from gcjob.exitcodes import ExitCode
 from gcjob.kube import reduce
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, KubeError
 from gcjob.kube.resources import (
     CONFIGMAPS,
-    GATEWAYS,
     HTTPROUTES,
+    NAMESPACES,
     REPLICATED_RESOURCES,
     RESOURCEBINDINGS,
     SECRETS,
@@ -34,19 +37,6 @@ SECRET_REFUSAL = (
     "replicates comes back when NSO reconciles its upstream Secret (or re-create it upstream); "
     "a companion Secret from its source of truth (the workload's operator, your secret store)"
 )
-# The kinds whose owners restore looks up by name (metadata only): what gcjob itself reads.
-KNOWN_OWNERS: Mapping[tuple[str, str], Resource] = {
-    (r.group, r.kind): r
-    for r in (
-        CONFIGMAPS,
-        SECRETS,
-        WORKLOADDEPLOYMENTS,
-        RESOURCEBINDINGS,
-        HTTPROUTES,
-        GATEWAYS,
-        *REPLICATED_RESOURCES.values(),
-    )
-}
 
 
 @dataclass
@@ -90,15 +80,35 @@ def select(recorded: Sequence[undo.Recorded], targets: Sequence[str]) -> list[un
     return sorted(chosen, key=lambda r: bool(r.meta.get("ownerReferences")))
 
 
-def _resource(where: undo.Where) -> Resource:
-    return Resource(
-        where.group,
-        where.version,
-        where.plural,
-        where.kind,
-        namespaced=where.namespaced,
-        sensitive=where.kind == "Secret" and not where.group,
-    )
+# What gcjob deletes, so what a record of its deletes can name: companions, bindings, routes
+# and NSO's copies, all namespaced. Anything else in a record was not written by gcjob (a
+# hand-edited file): restore never creates it (a ClusterRoleBinding, a Pod, ...).
+RESTORABLE: Mapping[tuple[str, str], Resource] = {
+    (r.group, r.kind): r
+    for r in (CONFIGMAPS, SECRETS, RESOURCEBINDINGS, HTTPROUTES, *REPLICATED_RESOURCES.values())
+}
+# The kinds whose owners restore looks up by name (metadata only): what gcjob itself reads.
+KNOWN_OWNERS: Mapping[tuple[str, str], Resource] = {
+    **RESTORABLE,
+    (WORKLOADDEPLOYMENTS.group, WORKLOADDEPLOYMENTS.kind): WORKLOADDEPLOYMENTS,
+}
+# A version as the API names one (v1, v1alpha2, v1beta1): the copies sweep takes each kind's
+# from the hub's discovery, so the record's own is used.
+_VERSION = re.compile(r"v[0-9]{1,4}(?:(?:alpha|beta)[0-9]{0,4})?")
+
+
+def _resource(where: undo.Where) -> Resource | None:
+    """gcjob's own resource for a recorded one, at the recorded version; None for anything
+    gcjob never deletes."""
+    known = RESTORABLE.get((where.group, where.kind))
+    if (
+        known is None
+        or where.plural != known.plural
+        or where.namespaced is not known.namespaced
+        or not _VERSION.fullmatch(where.version)
+    ):
+        return None
+    return dataclasses.replace(known, version=where.version)
 
 
 def _live_owners(
@@ -131,16 +141,35 @@ def restore(
     *,
     apply: bool,
     protect: bool,
+    other_hub: bool = False,
 ) -> tuple[list[Restored], ExitCode]:
     """Each chosen object put back (or, not `apply`, what would be). Exit 0 when every one
-    was (or would be), 1 when one was refused or failed."""
+    was (or would be), 1 when one was refused or failed. An object recorded on another hub
+    (or a record that does not say which) is refused unless `other_hub`."""
+    try:
+        hub = access.get(NAMESPACES, None, undo.HUB_IDENTITY, reduce.uid_of)
+    except KubeError as exc:
+        why = f"cannot read this hub's identity (namespace {undo.HUB_IDENTITY}): {exc}"
+        return [Restored(r.label, r.uid, "failed", why) for r in chosen], ExitCode.ITEM_FAILED
     results: list[Restored] = []
     # What a dry run would have created by now: its dependents are said to be re-pointed to it.
     planned: dict[tuple[str, str, str, str], str] = {}
     for recorded in chosen:
+        if not other_hub and (recorded.hub is None or recorded.hub != hub):
+            results.append(Restored(recorded.label, recorded.uid, "refused", _elsewhere(recorded)))
+            continue
         results.append(_one(access, recorded, apply=apply, protect=protect, planned=planned))
     failed = any(r.action in ("refused", "failed") for r in results)
     return results, ExitCode.ITEM_FAILED if failed else ExitCode.OK
+
+
+def _elsewhere(recorded: undo.Recorded) -> str:
+    where = (
+        f"deleted from another hub (namespace {undo.HUB_IDENTITY} uid {recorded.hub})"
+        if recorded.hub
+        else "the record does not say which hub it was deleted from"
+    )
+    return f"{where}: not restored here (--other-hub to restore it on this hub anyway)"
 
 
 def _one(
@@ -156,6 +185,18 @@ def _one(
 
     where = recorded.where
     resource = _resource(where)
+    if resource is None:
+        return said(
+            "refused",
+            f"gcjob never deletes a {where.kind} ({where.plural}.{where.group or 'core'} "
+            f"{where.version}): not gcjob's record of it, not created",
+        )
+    if is_reserved_namespace(recorded.namespace):
+        return said(
+            "refused",
+            f"gcjob never sweeps namespace {recorded.namespace}: not gcjob's record of it, "
+            "not created",
+        )
     if resource.sensitive or not recorded.data_recorded:
         return said("refused", SECRET_REFUSAL)
     namespace = recorded.namespace if where.namespaced else None
@@ -171,6 +212,8 @@ def _one(
     except KubeError as exc:
         return said("failed", f"cannot read what restoring needs: {exc}")
     body, notes = undo.restore_body(recorded.entry["object"], owners, protect=protect)
+    # Created as what the record says it deleted, whatever the object's own fields say.
+    body["apiVersion"], body["kind"] = resource.api_version, resource.kind
     key = (where.group, where.kind, recorded.namespace, recorded.name)
     if not apply:
         planned[key] = "(restored)"

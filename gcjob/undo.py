@@ -53,7 +53,15 @@ SERVER_METADATA = (
     "managedFields",
     "selfLink",
 )
+# A hub's identity: the uid of its `kube-system` namespace, made once by the API server with
+# its storage and the same under any address the hub is reached at (a kubeconfig's server is
+# not: in-cluster and external URLs differ).
+HUB_IDENTITY = "kube-system"
 SECRET_NOTE = "data not recorded: gcjob never reads a Secret's data"
+# The longest line gcjob writes: one object (the API server takes at most 3 MiB in a request),
+# every character escaped (`\uXXXX`, six for one), and the entry around it. A longer line is
+# not gcjob's, and is never read whole (`gcjob restore /dev/zero` must not fill the memory).
+MAX_LINE = 24 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +83,12 @@ def delete_entry(
     at: datetime,
     *,
     sensitive: bool,
+    hub: str,
 ) -> dict[str, Any]:
     """The write-ahead entry for one delete. `obj`: the object as read live (for a Secret,
     its metadata only: the entry keeps name, namespace, uid, resourceVersion, labels,
-    annotations and ownerReferences, and says its data was not recorded)."""
+    annotations and ownerReferences, and says its data was not recorded). `hub`: the hub's
+    identity (HUB_IDENTITY's uid), which restore checks it is putting the object back on."""
     kept = dict(obj)
     meta = dict(kept.get("metadata") or {})
     meta.pop("managedFields", None)  # the server's bookkeeping, often larger than the object
@@ -107,6 +117,7 @@ def delete_entry(
         "run_id": run_id,
         "at": at.isoformat(),
         "sweep": sweep,
+        "hub": hub,
         "resource": {
             "group": where.group,
             "version": where.version,
@@ -180,6 +191,12 @@ class Recorded:
         return Where(r["group"], r["version"], r["plural"], r["kind"], r["namespaced"])
 
     @property
+    def hub(self) -> str | None:
+        """The identity of the hub it was deleted from (None: the record does not say)."""
+        hub = self.entry.get("hub")
+        return hub if isinstance(hub, str) and hub else None
+
+    @property
     def data_recorded(self) -> bool:
         return bool(self.entry.get("data_recorded"))
 
@@ -199,6 +216,33 @@ class Recorded:
         return self.outcome is None or self.outcome in DELETED_OUTCOMES
 
 
+def _string_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
+def _metadata_problem(meta: Mapping[str, Any], namespaced: bool) -> str | None:
+    """What in a delete entry's metadata restore could not use as Kubernetes metadata (a
+    hand-edited record): None when every field restore reads has its Kubernetes type."""
+    namespace = meta.get("namespace")
+    if namespaced and (not isinstance(namespace, str) or not namespace):
+        return "a namespaced object without its namespace"
+    if namespace is not None and not isinstance(namespace, str):
+        return "metadata.namespace is not a string"
+    if meta.get("uid") is not None and not isinstance(meta.get("uid"), str):
+        return "metadata.uid is not a string"
+    for part in ("labels", "annotations"):
+        if meta.get(part) is not None and not _string_map(meta.get(part)):
+            return f"metadata.{part} is not a map of strings"
+    owners = meta.get("ownerReferences")
+    if owners is not None and (
+        not isinstance(owners, list) or not all(isinstance(o, dict) for o in owners)
+    ):
+        return "metadata.ownerReferences is not a list of references"
+    return None
+
+
 def _checked(entry: Any, where: str) -> dict[str, Any]:
     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
         raise RecordError(f"{where}: not a gcjob deletion record entry ({FORMAT})")
@@ -216,6 +260,9 @@ def _checked(entry: Any, where: str) -> dict[str, Any]:
             or not meta.get("name")
         ):
             raise RecordError(f"{where}: a delete entry without its resource or object name")
+        problem = _metadata_problem(meta, resource["namespaced"])
+        if problem is not None:
+            raise RecordError(f"{where}: {problem}")
     elif entry.get("event") == OUTCOME:
         if not isinstance(entry.get("uid"), str) or not isinstance(entry.get("outcome"), str):
             raise RecordError(f"{where}: an outcome entry without uid or outcome")
@@ -236,7 +283,7 @@ def read_record(lines: Iterable[str], source: str = "record") -> list[Recorded]:
             continue
         try:
             raw = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
             if number == len(numbered) and not text.endswith("\n"):
                 break  # a write cut short: its delete was never sent
             raise RecordError(f"{source}:{number}: not JSON") from None

@@ -37,12 +37,25 @@ def record(*outcomes: str) -> list[undo.Recorded]:
             obj("Connector", "web", "c", [anchor_ref]),
             AT,
             sensitive=False,
+            hub="hub-uid",
         ),
         undo.delete_entry(
-            "r", "copies", CONFIGMAP, obj("ConfigMap", "anchor-1", "a"), AT, sensitive=False
+            "r",
+            "copies",
+            CONFIGMAP,
+            obj("ConfigMap", "anchor-1", "a"),
+            AT,
+            sensitive=False,
+            hub="hub-uid",
         ),
         undo.delete_entry(
-            "r", "companions", CONFIGMAP, obj("ConfigMap", "other", "o"), AT, sensitive=False
+            "r",
+            "companions",
+            CONFIGMAP,
+            obj("ConfigMap", "other", "o"),
+            AT,
+            sensitive=False,
+            hub="hub-uid",
         ),
     ]
     lines = [undo.line(e) for e in entries]
@@ -83,3 +96,14 @@ def test_a_record_that_cannot_be_read_is_exit_2_with_one_line(
     assert result.return_value == 2
     assert result.stdout == ""
     assert message in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_a_line_longer_than_gcjob_writes_is_never_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(undo, "MAX_LINE", 1000)  # the real cap is 24 MiB: a smaller one, same code
+    path = tmp_path / "deletions.jsonl"
+    path.write_text("x" * 5000)  # no newline: /dev/zero would be the same, unbounded
+    result = CliRunner().invoke(cli, ["restore", str(path)], standalone_mode=False)
+    assert result.return_value == 2
+    assert result.stderr.strip() == f"gcjob: error: {path}:1: a line longer than gcjob ever writes"

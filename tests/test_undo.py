@@ -20,6 +20,7 @@ from gcjob.domain import (
 )
 
 AT = datetime(2026, 11, 24, 3, 15, tzinfo=UTC)
+HUB = "hub-uid"
 CONFIGMAP = undo.Where("", "v1", "configmaps", "ConfigMap", True)
 SECRET = undo.Where("", "v1", "secrets", "Secret", True)
 CONNECTOR = undo.Where("networking.datumapis.com", "v1alpha1", "connectors", "Connector", True)
@@ -57,7 +58,9 @@ def recorded(entry: dict[str, Any], outcome: dict[str, Any] | None = None) -> li
 
 
 def test_a_delete_entry_keeps_the_object_without_managed_fields() -> None:
-    entry = undo.delete_entry("run-1", "companions", CONFIGMAP, configmap(), AT, sensitive=False)
+    entry = undo.delete_entry(
+        "run-1", "companions", CONFIGMAP, configmap(), AT, sensitive=False, hub=HUB
+    )
 
     assert entry["event"] == "delete" and entry["format"] == undo.FORMAT
     assert entry["object"]["data"] == {"app.conf": "listen 8080"}
@@ -91,7 +94,7 @@ def test_a_secret_entry_is_a_reference_whatever_it_is_given() -> None:
         "stringData": {"password": "secret"},
     }
 
-    entry = undo.delete_entry("run-1", "companions", SECRET, secret, AT, sensitive=True)
+    entry = undo.delete_entry("run-1", "companions", SECRET, secret, AT, sensitive=True, hub=HUB)
 
     assert entry["object"] == {
         "apiVersion": "v1",
@@ -158,9 +161,11 @@ def test_owner_references_are_repointed_to_a_live_owner_or_dropped() -> None:
 
 
 def test_a_record_pairs_each_delete_with_its_last_outcome() -> None:
-    first = undo.delete_entry("r", "companions", CONFIGMAP, configmap(), AT, sensitive=False)
+    first = undo.delete_entry(
+        "r", "companions", CONFIGMAP, configmap(), AT, sensitive=False, hub=HUB
+    )
     second = undo.delete_entry(
-        "r", "copies", CONNECTOR, configmap(name="web", uid="uid-9"), AT, sensitive=False
+        "r", "copies", CONNECTOR, configmap(name="web", uid="uid-9"), AT, sensitive=False, hub=HUB
     )
     lines = [
         undo.line(first),
@@ -182,13 +187,15 @@ def test_a_record_pairs_each_delete_with_its_last_outcome() -> None:
 
 
 def test_a_delete_without_an_outcome_counts_as_maybe_deleted() -> None:
-    entry = undo.delete_entry("r", "companions", CONFIGMAP, configmap(), AT, sensitive=False)
+    entry = undo.delete_entry(
+        "r", "companions", CONFIGMAP, configmap(), AT, sensitive=False, hub=HUB
+    )
     assert recorded(entry)[0].deleted_by_gcjob
 
 
 def test_a_last_line_cut_short_is_left_out_and_any_other_bad_line_is_refused() -> None:
     entry = undo.line(
-        undo.delete_entry("r", "companions", CONFIGMAP, configmap(), AT, sensitive=False)
+        undo.delete_entry("r", "companions", CONFIGMAP, configmap(), AT, sensitive=False, hub=HUB)
     )
     assert len(undo.read_record([entry, entry[: len(entry) // 2]])) == 1
     with pytest.raises(undo.RecordError, match="record:1: not JSON"):
@@ -254,7 +261,7 @@ MARKS = {ORPHANED_LABEL, *MARK_ANNOTATIONS}
 def test_restore_of_a_record_keeps_content_and_never_carries_identity_or_marks(
     obj: dict[str, Any], live: dict[undo.OwnerKey, str], protect: bool
 ) -> None:
-    entry = undo.delete_entry("r", "companions", CONFIGMAP, obj, AT, sensitive=False)
+    entry = undo.delete_entry("r", "companions", CONFIGMAP, obj, AT, sensitive=False, hub=HUB)
     (read,) = undo.read_record([undo.line(entry)])  # through the file's own encoding
 
     body, notes = undo.restore_body(read.entry["object"], live, protect=protect)
@@ -281,3 +288,39 @@ def test_restore_of_a_record_keeps_content_and_never_carries_identity_or_marks(
     assert len(owners) + sum("dropped" in note for note in notes) == len(
         obj["metadata"]["ownerReferences"]
     )
+
+
+# -- generated: any hand-edited line is read or refused in one line, never a traceback ------
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["name", "namespace", "uid", "labels", "annotations", "ownerReferences"]),
+        JSON_VALUES,
+    ),
+    st.booleans(),
+)
+def test_any_hand_edited_metadata_is_restorable_or_one_record_error(
+    meta: dict[str, Any], namespaced: bool
+) -> None:
+    where = undo.Where("", "v1", "configmaps", "ConfigMap", namespaced)
+    entry = undo.delete_entry(
+        "r", "companions", where, {"metadata": meta}, AT, sensitive=False, hub=HUB
+    )
+    try:
+        (read,) = undo.read_record([undo.line(entry)])
+    except undo.RecordError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("record:1: ")
+        return
+    # Read: everything restore then does with it works, whatever the values were.
+    body, _ = undo.restore_body(read.entry["object"], {}, protect=True)
+    assert body["metadata"]["name"] == meta["name"]
+    assert read.label and undo.matches(read, read.uid) in (True, False)
+    if namespaced:
+        assert read.namespace == meta["namespace"] != ""
+
+
+def test_a_line_nested_deeper_than_json_reads_is_refused_not_a_traceback() -> None:
+    deep = "[" * 100_000 + "]" * 100_000 + "\n"
+    with pytest.raises(undo.RecordError, match="record:1: not JSON"):
+        undo.read_record([deep, "\n"])

@@ -11,15 +11,17 @@ object is deleted unrecorded. The entries' format: gcjob/undo.py, docs/undo.md.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gcjob import undo
+from gcjob.kube import reduce
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
-from gcjob.kube.resources import Resource
+from gcjob.kube.resources import NAMESPACES, Resource
 from gcjob.logs import log
 from gcjob.model import Action, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
@@ -33,13 +35,14 @@ def check_record_dir(path: str) -> None:
     directory = Path(path)
     if not directory.is_dir():
         raise NotADirectoryError(f"{path}: not a directory")
-    probe = directory / PROBE
-    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # A fresh name, created exclusively and not through a symlink (mkstemp): a file or a link
+    # someone left in the directory is never opened, let alone truncated.
+    fd, probe = tempfile.mkstemp(prefix=PROBE, dir=directory)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-        probe.unlink(missing_ok=True)
+        os.unlink(probe)
 
 
 def record_file_name(run_id: str, started: datetime) -> str:
@@ -59,17 +62,34 @@ class DeletionRecord:
         self.clock = clock
         self.broken: str | None = None  # why nothing more can be recorded this run
         self._fd: int | None = None
+        self._hub: str | None = None  # the hub's identity, read at the first delete
 
     def _write(self, entry: dict[str, Any]) -> None:
         """One entry, on the disk when this returns. Raises OSError."""
         if self._fd is None:  # created at the first delete: a run that deletes nothing leaves none
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            # This run's own new file: one already there (a file, a symlink planted under the
+            # run's name) is not written through; the record is broken, nothing is deleted.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
+            self._fd = os.open(self.path, flags, 0o600)
             log.info("recording deletions in %s", self.path)
         data = undo.line(entry).encode("ascii")
         written = 0
         while written < len(data):
             written += os.write(self._fd, data[written:])
         os.fsync(self._fd)
+
+    def _written(self, entry: dict[str, Any]) -> bool:
+        """`_write`, and False once it failed: the record is broken for the rest of the run."""
+        try:
+            self._write(entry)
+        except OSError as exc:
+            self.broken = (
+                f"--record-deletions: cannot write {self.path}: {exc.strerror or exc}; "
+                "nothing more is deleted this run"
+            )
+            log.error("%s", self.broken)
+            return False
+        return True
 
     def close(self) -> None:
         if self._fd is not None:
@@ -88,6 +108,8 @@ class DeletionRecord:
             return self._refused(sweep, verdict, self.broken)
         ref = verdict.ref
         try:
+            if self._hub is None:  # once a run: restore checks each entry is put back here
+                self._hub = access.get(NAMESPACES, None, undo.HUB_IDENTITY, reduce.uid_of) or ""
             # A Secret is read as metadata only (its data never leaves the server).
             found = access.get(
                 resource,
@@ -113,17 +135,16 @@ class DeletionRecord:
             resource.group, resource.version, resource.plural, resource.kind, resource.namespaced
         )
         entry = undo.delete_entry(
-            self.run_id, sweep.value, where, found, self.clock(), sensitive=resource.sensitive
+            self.run_id,
+            sweep.value,
+            where,
+            found,
+            self.clock(),
+            sensitive=resource.sensitive,
+            hub=self._hub,
         )
-        try:
-            self._write(entry)
-        except OSError as exc:
-            self.broken = (
-                f"--record-deletions: cannot write {self.path}: {exc.strerror or exc}; "
-                "nothing more is deleted this run"
-            )
-            log.error("%s", self.broken)
-            return self._refused(sweep, verdict, self.broken)
+        if not self._written(entry):
+            return self._refused(sweep, verdict, str(self.broken))
         return None
 
     def after(self, outcome: Outcome) -> None:
@@ -135,11 +156,4 @@ class DeletionRecord:
             "deleted" if outcome.action is Action.DELETED else f"{outcome.action}:{outcome.reason}"
         )
         entry = undo.outcome_entry(self.run_id, outcome.ref.uid, done, outcome.detail, self.clock())
-        try:
-            self._write(entry)
-        except OSError as exc:
-            self.broken = (
-                f"--record-deletions: cannot write {self.path}: {exc.strerror or exc}; "
-                "nothing more is deleted this run"
-            )
-            log.error("%s", self.broken)
+        self._written(entry)

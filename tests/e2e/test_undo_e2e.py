@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,12 @@ def restore(hub_kubeconfig: str, record: Path, *more: str) -> tuple[int, list[di
 
 def by_object(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {line["object"]: line for line in lines if "object" in line}
+
+
+def hub_identity(hub: TestCluster) -> str:
+    kube_system = hub.get("Namespace", None, undo.HUB_IDENTITY)
+    assert kube_system is not None
+    return str(kube_system["metadata"]["uid"])
 
 
 def let_go(hub: TestCluster, kind: str, ns: str, name: str) -> None:
@@ -208,6 +215,7 @@ def test_a_deleted_route_is_recorded_and_put_back(
     assert hub.gone("HTTPRoute", ns, "orphaned")
     path, recorded = record_of(tmp_path)
     assert [(r.kind, r.name, r.outcome) for r in recorded] == [("HTTPRoute", "orphaned", "deleted")]
+    assert recorded[0].hub == hub_identity(hub)  # the hub it was deleted from
 
     code, lines = restore(hub_kubeconfig, path, "--apply", f"HTTPRoute/{ns}/orphaned")
 
@@ -321,3 +329,124 @@ def test_a_dry_run_records_nothing(hub: TestCluster, sweep: HubSweep, tmp_path: 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ConfigMap", "app-config") == ("would-delete", "orphaned")
     assert list(tmp_path.iterdir()) == []
+
+
+def hand_written(hub: str, where: undo.Where, obj: dict[str, Any], **more: Any) -> str:
+    """A delete entry as gcjob writes one on `hub` (its identity), then edited by `more` (a
+    forged record's line)."""
+    run_id = "r"
+    entry = undo.delete_entry(
+        run_id, "companions", where, obj, datetime.now(UTC), sensitive=False, hub=hub
+    )
+    return undo.line({**entry, **more})
+
+
+def test_a_hand_edited_record_restores_nothing_gcjob_never_deletes(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+    smuggled = f"ns-{uuid.uuid4().hex[:8]}"
+    identity = hub_identity(hub)
+    forged_system = f"forged-{uuid.uuid4().hex[:8]}"
+    absent = f"absent-{uuid.uuid4().hex[:8]}"
+    lines = [
+        # Kinds gcjob never deletes: a Lease, and a (cluster-scoped) Namespace.
+        hand_written(
+            identity,
+            undo.Where("coordination.k8s.io", "v1", "leases", "Lease", True),
+            {"metadata": {"name": "forged-lease", "namespace": ns}, "spec": {}},
+        ),
+        hand_written(
+            identity,
+            undo.Where("", "v1", "namespaces", "Namespace", False),
+            {"metadata": {"name": smuggled}},
+        ),
+        # A Secret with data smuggled in, and data_recorded set to true.
+        hand_written(
+            identity,
+            undo.Where("", "v1", "secrets", "Secret", True),
+            {"metadata": {"name": "forged-secret", "namespace": ns}, "data": {"k": "dg=="}},
+            data_recorded=True,
+        ),
+        # A ConfigMap under the Secrets' resource name.
+        hand_written(
+            identity,
+            undo.Where("", "v1", "secrets", "ConfigMap", True),
+            {"metadata": {"name": "forged-plural", "namespace": ns}, "data": {"k": "v"}},
+        ),
+        # A ConfigMap in a namespace gcjob never sweeps.
+        hand_written(
+            identity,
+            undo.Where("", "v1", "configmaps", "ConfigMap", True),
+            {"metadata": {"name": forged_system, "namespace": "kube-system"}, "data": {}},
+        ),
+        # A ConfigMap in a namespace the hub does not have: the create fails, in one line.
+        hand_written(
+            identity,
+            undo.Where("", "v1", "configmaps", "ConfigMap", True),
+            {"metadata": {"name": "nowhere", "namespace": absent}, "data": {}},
+        ),
+        # A ConfigMap entry whose object calls itself a Secret: created as a ConfigMap.
+        hand_written(
+            identity,
+            undo.Where("", "v1", "configmaps", "ConfigMap", True),
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "forged-kind", "namespace": ns},
+                "data": {"k": "v"},
+            },
+        ),
+    ]
+    record = tmp_path / "deletions-forged.jsonl"
+    record.write_text("".join(lines))
+
+    code, out = restore(hub_kubeconfig, record, "--apply")
+
+    assert code == 1
+    actions = {line["object"]: line["action"] for line in out if "object" in line}
+    assert actions == {
+        f"Lease/{ns}/forged-lease": "refused",
+        f"Namespace/{smuggled}": "refused",
+        f"Secret/{ns}/forged-secret": "refused",
+        f"ConfigMap/{ns}/forged-plural": "refused",
+        f"ConfigMap/kube-system/{forged_system}": "refused",
+        f"ConfigMap/{absent}/nowhere": "failed",
+        f"ConfigMap/{ns}/forged-kind": "restored",
+    }
+    assert hub.get("Lease", ns, "forged-lease") is None
+    assert hub.get("Namespace", None, smuggled) is None
+    assert hub.get("Secret", ns, "forged-secret") is None
+    assert hub.get("Secret", ns, "forged-plural") is None
+    assert hub.get("Secret", ns, "forged-kind") is None
+    assert hub.get("ConfigMap", "kube-system", forged_system) is None
+    assert hub.get("Namespace", None, absent) is None
+    [nowhere] = [line for line in out if line.get("object") == f"ConfigMap/{absent}/nowhere"]
+    assert "not found" in nowhere["detail"] and "\n" not in nowhere["detail"]
+    made = hub.get("ConfigMap", ns, "forged-kind")
+    assert made is not None and made["data"] == {"k": "v"}
+
+
+def test_a_record_from_another_hub_is_refused_unless_told(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = hub.namespace()
+    where = undo.Where("", "v1", "configmaps", "ConfigMap", True)
+    record = tmp_path / "deletions-elsewhere.jsonl"
+    record.write_text(
+        hand_written("uid-of-another-hub", where, {"metadata": {"name": "a", "namespace": ns}})
+        + hand_written("", where, {"metadata": {"name": "b", "namespace": ns}})  # says none
+    )
+
+    code, out = restore(hub_kubeconfig, record, "--apply")
+
+    assert code == 1
+    details = {line["object"]: line["detail"] for line in out if "object" in line}
+    assert "deleted from another hub" in details[f"ConfigMap/{ns}/a"]
+    assert "does not say which hub" in details[f"ConfigMap/{ns}/b"]
+    assert hub.get("ConfigMap", ns, "a") is None and hub.get("ConfigMap", ns, "b") is None
+
+    code, out = restore(hub_kubeconfig, record, "--apply", "--other-hub")
+
+    assert code == 0, out
+    assert hub.present("ConfigMap", ns, "a") and hub.present("ConfigMap", ns, "b")
