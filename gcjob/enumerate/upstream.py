@@ -71,7 +71,7 @@ class ClusterState:
     vouched: frozenset[str] = frozenset()  # hub namespaces whose routes found a Gateway here
 
 
-@dataclass
+@dataclass(slots=True)  # one per (cluster, hub namespace): about one per route
 class Group:
     """The routes of one hub namespace that hang on one cluster."""
 

@@ -30,6 +30,7 @@ from gcjob.model import (
     ProjectCall,
     Route,
     RouteTarget,
+    UpstreamOwner,
     UpstreamView,
 )
 
@@ -122,6 +123,12 @@ def load_owners(
     """The upstream HTTPRoutes of the routes that have a Gateway found upstream (a route
     without one is decided by the Gateway rule alone): one metadata-only list per (cluster,
     namespace), a GET for each one not listed. Raises Stopped."""
+    lookups.load(owners_to_read(index, targets))
+
+
+def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> set[UpstreamOwner]:
+    """The upstream HTTPRoutes `load_owners` reads: those of the routes that have a Gateway
+    found upstream."""
     owners = set()
     for target in targets:
         if target.owner is None or not index.covers(target):
@@ -132,7 +139,7 @@ def load_owners(
         found = index.view(target).gateways
         if found and not found.isdisjoint(target.gateways):
             owners.add(target.owner)
-    lookups.load(owners)
+    return owners
 
 
 def project_answers(
