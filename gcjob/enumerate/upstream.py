@@ -68,7 +68,8 @@ class ClusterState:
     reader: Reader | None = None
     routes: int = 0
     gateways_found: int = 0  # of those some route asked for
-    vouched: frozenset[str] = frozenset()  # hub namespaces whose routes found a Gateway here
+    # When suspect: the hub namespaces whose routes found a Gateway here.
+    vouched: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)  # one per (cluster, hub namespace): about one per route
@@ -199,11 +200,12 @@ class UpstreamIndex:
             )
         asked = {pair for group in groups.values() for pair in group.asked}
         state.gateways_found = sum(1 for pair in asked if self._found(cluster, *pair))
-        state.vouched = frozenset(ns for ns, count in found.items() if count)
         suspect = suspect_groups(
             {ns: (group.routes, found[ns]) for ns, group in groups.items()}, min_routes
         )
         if suspect:
+            # Read only of a suspect cluster (view): not kept for the others, one set each.
+            state.vouched = frozenset(ns for ns, count in found.items() if count)
             state.status = ClusterStatus.SUSPECT
             held = sum(groups[ns].routes for ns in suspect)
             state.detail = (

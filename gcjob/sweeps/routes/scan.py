@@ -3,7 +3,7 @@ HTTPRoutes that left the sweep. (What it reads upstream is gcjob/enumerate/upstr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
@@ -126,10 +126,10 @@ def load_owners(
     lookups.load(owners_to_read(index, targets))
 
 
-def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> set[UpstreamOwner]:
+def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> Iterator[UpstreamOwner]:
     """The upstream HTTPRoutes `load_owners` reads: those of the routes that have a Gateway
-    found upstream."""
-    owners = set()
+    found upstream, each as often as its routes name it. A generator: once OwnerLookups.load
+    has gathered them, it lets go of `targets` (sweep.read holds no other reference)."""
     for target in targets:
         if target.owner is None or not index.covers(target):
             continue
@@ -138,8 +138,7 @@ def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> set[
             continue
         found = index.view(target).gateways
         if found and not found.isdisjoint(target.gateways):
-            owners.add(target.owner)
-    return owners
+            yield target.owner
 
 
 def project_answers(
