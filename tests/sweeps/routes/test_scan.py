@@ -66,4 +66,4 @@ def test_the_first_reads_scans_merge_into_one_and_are_dropped() -> None:
     assert wanted.routes == expected.routes == {"proj-1": 3, "proj-2": 1}
     assert wanted.gateways == expected.gateways
     assert wanted.groups == expected.groups
-    assert wanted.groups["proj-1"]["ns-a"] == Group(1, {("p1", "gw-a")})
+    assert wanted.groups["proj-1"]["ns-a"] == Group(1, (("p1", "gw-a"),))
