@@ -117,11 +117,12 @@ def namespace_task(name: str) -> Task:
 
 
 def hub_increment(
-    start: int, stop: int, projects: int, blobs: Blobs
+    start: int, stop: int, projects: int, blobs: Blobs, routes_only: bool = False
 ) -> tuple[list[str], Iterator[Obj]]:
     """Companions [start, stop) with their bindings, workloads and routes: the new namespaces
     and the objects, lazily. `start` and `stop` are multiples of BLOCK. Each companion carries
-    the uid it is stored with, which its binding names."""
+    the uid it is stored with, which its binding names. `routes_only`: the same routes and
+    namespaces, nothing else (the routes sweep reads only these)."""
     blocks = range(start // BLOCK, stop // BLOCK)
     namespaces = sorted(
         {hub_namespace(b) for b in blocks} - {hub_namespace(b) for b in range(start // BLOCK)}
@@ -130,7 +131,7 @@ def hub_increment(
     def objects() -> Iterator[Obj]:
         for block in blocks:
             ns = hub_namespace(block)
-            for i in range(BLOCK):
+            for i in range(ROUTES_PER_BLOCK if routes_only else BLOCK):
                 j = block * BLOCK + i
                 w = block * WORKLOADS_PER_BLOCK + i % WORKLOADS_PER_BLOCK
                 wd = f"gone-{j}-dfw" if j % ORPHAN_EVERY == ORPHAN_EVERY // 2 else f"web-{w}-dfw"
@@ -147,9 +148,10 @@ def hub_increment(
                 binding = binding_for(obj)
                 del binding["spec"]["resource"]["resourceVersion"]  # not known before storing
                 del obj["metadata"]["resourceVersion"]
-                yield obj
-                yield binding
-                if i < WORKLOADS_PER_BLOCK:
+                if not routes_only:
+                    yield obj
+                    yield binding
+                if i < WORKLOADS_PER_BLOCK and not routes_only:
                     name = f"web-{w}-dfw"
                     labels = {"compute.datumapis.com/workload-name": f"web-{w}"}
                     yield workload(ns, name, labels=labels)
@@ -683,6 +685,12 @@ def main() -> None:
         action="store_true",
         help="run only the ratio rounds (the first table of bench/README.md)",
     )
+    parser.add_argument(
+        "--routes-only",
+        action="store_true",
+        help="fill the hub with the routes (and their namespaces) only: the routes sweep's "
+        "world, in a fraction of the time",
+    )
     parser.add_argument("--floor", nargs=2, metavar=("MODE", "KUBECONFIG"), help=argparse.SUPPRESS)
     parser.add_argument("--replay", nargs=3, metavar=("LOG", "URL", "CA"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -750,7 +758,9 @@ def main() -> None:
             size: Obj = {"companions": n, "runs": []}
             doc["sizes"].append(size)
             print(f"N={n}: filling companions {filled}..{n} ...", flush=True)
-            namespaces, hub_objects = hub_increment(filled, n, args.projects, blobs)
+            namespaces, hub_objects = hub_increment(
+                filled, n, args.projects, blobs, routes_only=args.routes_only
+            )
             size["fill_namespaces"] = fill(
                 hub, [namespace_task(ns) for ns in namespaces], iter([]), args.threads
             )

@@ -16,6 +16,7 @@ is the only "not found"). Judging the answers is decide/projects.py's.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -211,7 +212,8 @@ class OwnerLookups:
                 namespace=namespace or Presence.PRESENT,
                 owner=Presence.NOT_ASKED,
             )
-        resolved = f"{resource.plural}.{resource.group or 'core'}/{resource.version}"
+        # One string for every owner of a resource, not one each (25,000 at 100k routes).
+        resolved = sys.intern(f"{resource.plural}.{resource.group or 'core'}/{resource.version}")
         known: Callable[..., OwnerRead] = partial(
             OwnerRead, True, resolved=True, resolve_detail=resolved
         )

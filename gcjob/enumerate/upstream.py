@@ -68,15 +68,33 @@ class ClusterState:
     reader: Reader | None = None
     routes: int = 0
     gateways_found: int = 0  # of those some route asked for
-    vouched: frozenset[str] = frozenset()  # hub namespaces whose routes found a Gateway here
+    # When suspect: the hub namespaces whose routes found a Gateway here.
+    vouched: frozenset[str] = frozenset()
 
 
-@dataclass
+# A set costs 216 bytes even for one pair, and there is about one group per route (25,000
+# at 100k): a group asks in a tuple while it asks for this few, in a set past it.
+FEW_ASKED = 8
+
+
+@dataclass(slots=True)  # one per (cluster, hub namespace): about one per route
 class Group:
     """The routes of one hub namespace that hang on one cluster."""
 
     routes: int = 0
-    asked: set[tuple[str, str]] = field(default_factory=set)  # (upstream namespace, Gateway)
+    # (upstream namespace, Gateway), each once: a tuple while few (FEW_ASKED), else a set.
+    asked: tuple[tuple[str, str], ...] | set[tuple[str, str]] = ()
+
+    def ask(self, pairs: Iterable[tuple[str, str]]) -> None:
+        for pair in pairs:
+            if isinstance(self.asked, set):
+                self.asked.add(pair)
+            elif pair in self.asked:
+                continue
+            elif len(self.asked) < FEW_ASKED:
+                self.asked += (pair,)
+            else:
+                self.asked = {*self.asked, pair}
 
 
 @dataclass
@@ -100,7 +118,7 @@ class Wanted:
         self.gateways[target.cluster][target.namespace].update(target.gateways)
         group = self.groups[target.cluster][target.route_namespace]
         group.routes += 1
-        group.asked.update((target.namespace, name) for name in target.gateways)
+        group.ask((target.namespace, name) for name in target.gateways)
 
     def update(self, other: Wanted) -> None:
         self.routes.update(other.routes)
@@ -111,7 +129,7 @@ class Wanted:
             for route_namespace, group in groups.items():
                 mine = self.groups[cluster][route_namespace]
                 mine.routes += group.routes
-                mine.asked.update(group.asked)
+                mine.ask(group.asked)
 
     @classmethod
     def of(cls, targets: Iterable[RouteTarget]) -> Wanted:
@@ -199,11 +217,12 @@ class UpstreamIndex:
             )
         asked = {pair for group in groups.values() for pair in group.asked}
         state.gateways_found = sum(1 for pair in asked if self._found(cluster, *pair))
-        state.vouched = frozenset(ns for ns, count in found.items() if count)
         suspect = suspect_groups(
             {ns: (group.routes, found[ns]) for ns, group in groups.items()}, min_routes
         )
         if suspect:
+            # Read only of a suspect cluster (view): not kept for the others, one set each.
+            state.vouched = frozenset(ns for ns, count in found.items() if count)
             state.status = ClusterStatus.SUSPECT
             held = sum(groups[ns].routes for ns in suspect)
             state.detail = (

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gcjob.enumerate.parallel import Reads
-from gcjob.enumerate.upstream import UpstreamIndex, Wanted
+from gcjob.enumerate.upstream import FEW_ASKED, Group, UpstreamIndex, Wanted
 from gcjob.kube.errors import ApiError, Stopped, Unavailable
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 from gcjob.model import ClusterStatus, RouteTarget
@@ -278,3 +278,13 @@ def test_a_failed_lookup_makes_the_whole_cluster_unavailable() -> None:
     assert store.calls == ["discovery", "get gateways p0/gw", "list gateways p1", "close"]
     for target in targets:
         assert index.view(target).cluster_status is ClusterStatus.UNAVAILABLE
+
+
+def test_a_group_asks_for_each_pair_once_in_a_tuple_while_few_then_in_a_set() -> None:
+    group = Group()
+    group.ask([("p", "gw-a"), ("p", "gw-a"), ("q", "gw-a")])
+    assert group.asked == (("p", "gw-a"), ("q", "gw-a"))
+    pairs = [("p", f"gw-{i}") for i in range(FEW_ASKED + 3)]
+    group.ask(pairs + pairs)
+    assert isinstance(group.asked, set)
+    assert group.asked == {("p", "gw-a"), ("q", "gw-a"), *pairs}

@@ -3,7 +3,7 @@ HTTPRoutes that left the sweep. (What it reads upstream is gcjob/enumerate/upstr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
@@ -30,6 +30,7 @@ from gcjob.model import (
     ProjectCall,
     Route,
     RouteTarget,
+    UpstreamOwner,
     UpstreamView,
 )
 
@@ -122,7 +123,13 @@ def load_owners(
     """The upstream HTTPRoutes of the routes that have a Gateway found upstream (a route
     without one is decided by the Gateway rule alone): one metadata-only list per (cluster,
     namespace), a GET for each one not listed. Raises Stopped."""
-    owners = set()
+    lookups.load(owners_to_read(index, targets))
+
+
+def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> Iterator[UpstreamOwner]:
+    """The upstream HTTPRoutes `load_owners` reads: those of the routes that have a Gateway
+    found upstream, each as often as its routes name it. A generator: once OwnerLookups.load
+    has gathered them, it lets go of `targets` (sweep.read holds no other reference)."""
     for target in targets:
         if target.owner is None or not index.covers(target):
             continue
@@ -131,8 +138,7 @@ def load_owners(
             continue
         found = index.view(target).gateways
         if found and not found.isdisjoint(target.gateways):
-            owners.add(target.owner)
-    lookups.load(owners)
+            yield target.owner
 
 
 def project_answers(
