@@ -113,6 +113,9 @@ class Run:
     waiting: int = 0  # orphans marked, not yet due
     skipped: str = ""  # why this run swept nothing and exits 0 (a drain holds the lock)
     drain: dict[str, Any] | None = None  # a --drain run's rounds, for the summary
+    # Each sweep's collection as its first round found it: a drain's later rounds weigh their
+    # deletions against it, not against what earlier rounds left (which shrinks as it drains).
+    first_scope: dict[Sweep, int] = field(default_factory=dict)
     # Marks written (a dry run: that it would write), sweep -> reason -> count: every one,
     # a companion's binding too; a mark held back by a brake is no mark.
     marks: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -223,10 +226,14 @@ class Run:
 
     # -- acting ------------------------------------------------------------------------
 
-    def percent_braked(self, candidates: int, in_scope: int) -> str | None:
+    def percent_braked(self, sweep: Sweep, candidates: int, in_scope: int) -> str | None:
         """The percent breaker: why a sweep whose deletions this run (within the drain cap)
-        would be too large a share of its collection must delete none of them, or None."""
-        reason = percent_brake(candidates, in_scope, self.limits)
+        would be too large a share of its collection must delete none of them, or None. In a
+        --drain run the collection is the larger of this round's and the first round's: each
+        round is held to its cap's share of the hub the drain began on, so the breaker trips
+        on a mass of orphans, not on a backlog being cleared (the marks brake held round 1)."""
+        collection = max(in_scope, self.first_scope.setdefault(sweep, in_scope))
+        reason = percent_brake(candidates, collection, self.limits)
         return None if reason is None else f"deletion brake: {reason}"
 
     def note_due(self, dues: Iterable[datetime | None]) -> None:

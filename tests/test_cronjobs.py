@@ -140,7 +140,7 @@ def test_only_enforce_and_the_rollout_delete_and_only_the_rollout_drains_with_br
         assert flag(args[directory], "max-deletions") is None  # the defaults suit 5 minutes
     assert "--drain" in args["rollout"] and "--drain" not in args["overlays/enforce"]
     # Sized for a backlog and named, never switched off.
-    assert flag(args["rollout"], "max-deletions") == "500"
+    assert flag(args["rollout"], "max-deletions") == "200"
     assert flag(args["rollout"], "max-delete-percent") == "50"
     assert flag(args["rollout"], "max-marks") == "5000"
     assert flag(args["rollout"], "max-writes") == "20000"

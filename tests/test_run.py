@@ -387,3 +387,21 @@ def test_a_sweep_with_candidates_left_undone_by_a_stop_is_stopped_not_completed(
     assert companions["detail"] == "2 objects left undone: run stopped (SIGTERM)"
     assert run.sweeps[Sweep.BINDINGS].status == "completed"
     assert run.exit_code() == 5
+
+
+def test_a_drains_later_rounds_weigh_their_deletions_against_the_collection_it_began_on() -> None:
+    """The percent breaker in a --drain run: round 1 found 660 companions (460 of them the
+    backlog); each later round's deletions, within the drain cap, are a share of those 660, not
+    of what earlier rounds left, so a backlog being cleared does not trip it as it shrinks. A
+    round that would take more than that share still does."""
+    run, _ = run_world([], [])
+    run.settings = Settings(max_deletions=200, max_delete_percent=50, brake_min_objects=0)
+    run.first_scope.clear()
+    assert run.percent_braked(Sweep.COMPANIONS, 0, 660) is None  # round 1: all marked, none due
+    assert run.percent_braked(Sweep.COMPANIONS, 200, 660) is None  # 30%
+    assert run.percent_braked(Sweep.COMPANIONS, 200, 460) is None  # 30% of 660, not 43% of 460
+    assert run.percent_braked(Sweep.COMPANIONS, 60, 260) is None  # 9% of 660, not 23% of 260
+    braked = run.percent_braked(Sweep.COMPANIONS, 340, 260)
+    assert braked is not None and "340 of 660 objects (52%)" in braked
+    # Another sweep has its own first collection; a single run is its own first round.
+    assert run.percent_braked(Sweep.BINDINGS, 60, 100) is not None

@@ -113,7 +113,7 @@ def act(
             f"deletion brake: a group of {len(members)} that goes whole or not at all exceeds "
             f"--max-deletions {run.settings.max_deletions}: {PAST_GROUP}",
         )
-    breaker = run.percent_braked(len(cut.now), in_scope)
+    breaker = run.percent_braked(sweep, len(cut.now), in_scope)
     if breaker is not None:
         clear = False
         run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker)
