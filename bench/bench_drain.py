@@ -1,0 +1,137 @@
+"""A documented run: the rollout Job, with its shipped arguments and the real grace period
+(`--grace` 10m, the default), clearing a backlog of 510 orphans among live objects on a real
+kube-apiserver + etcd (issue 23 item 1). The e2e test (tests/e2e/test_drain_e2e.py) runs the
+same with a 3-second grace; this is the run an operator waits for.
+
+It asserts nothing: it prints what the Job did (its drain record, how long it took, what is
+left on the hub) and writes JSON.
+
+    python bench/bench_drain.py [--out bench/results-drain.json]
+
+About 11 minutes: the grace period is the wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+from harness import ROOT, clean_env, compile_gcjob, gcjob_bin, loadavg, machine
+
+from gcjob.domain import ORPHANED_LABEL
+from testbed.cluster import TestCluster
+from testbed.objects import binding, companion, workload
+from testbed.servers import HUB_CRDS, running
+
+COMPANION_ORPHANS = 460  # each with its binding
+BINDING_ORPHANS = 50  # bindings whose ConfigMap is gone
+LIVE = 200  # live companions with their bindings, interleaved
+
+
+def rollout_args() -> list[str]:
+    """The shipped rollout Job's arguments, as kustomize renders them."""
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(ROOT / "cronjobs" / "rollout")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    [job] = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "Job"]
+    args: list[str] = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+def seed(hub: TestCluster, ns: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    hub.create(workload(ns, "web"))
+
+    def make(i: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        dead: list[tuple[str, str]] = []
+        kept: list[tuple[str, str]] = []
+        if i < COMPANION_ORPHANS:
+            name = f"orphan-{i}"
+            rb = hub.create_with_binding(companion("ConfigMap", ns, name, [f"default/gone-{i}"]))
+            dead += [("ConfigMap", name), ("ResourceBinding", rb)]
+        if i < LIVE:
+            name = f"live-{i}"
+            rb = hub.create_with_binding(companion("ConfigMap", ns, name, ["default/web"]))
+            kept += [("ConfigMap", name), ("ResourceBinding", rb)]
+        if i < BINDING_ORPHANS:
+            name = f"gone-{i}-configmap"
+            hub.create(binding(ns, name, kind="ConfigMap", target=f"gone-{i}"))
+            dead.append(("ResourceBinding", name))
+        return dead, kept
+
+    orphans: list[tuple[str, str]] = []
+    live: list[tuple[str, str]] = []
+    with ThreadPoolExecutor(4) as pool:
+        for dead, kept in pool.map(make, range(max(COMPANION_ORPHANS, LIVE, BINDING_ORPHANS))):
+            orphans += dead
+            live += kept
+    return orphans, live
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results-drain.json"))
+    out = Path(parser.parse_args().out)
+    compile_gcjob()
+    shipped = rollout_args()
+    with tempfile.TemporaryDirectory() as work, running("drain-hub", HUB_CRDS) as server:
+        kubeconfig = str(server.write_kubeconfig(Path(work) / "hub"))
+        hub = TestCluster(kubeconfig, None)
+        ns = hub.namespace("drain")
+        orphans, live = seed(hub, ns)
+        # The Job's arguments, pointed at this hub and kept to this namespace (the lock too).
+        # --min-age 0s: these orphans were made a moment ago; a rollout's backlog is older.
+        args = [
+            *(a for a in shipped if not a.startswith(("--hub-kubeconfig", "--upstream-"))),
+            *("--hub-kubeconfig", kubeconfig, "--namespace", ns, "--lock-namespace", ns),
+            *("--min-age", "0s", "--sweep", "companions", "--sweep", "bindings"),
+        ]
+        load_before = loadavg()
+        started = time.monotonic()
+        done = subprocess.run(
+            [gcjob_bin(), *args], capture_output=True, text=True, env=clean_env(), check=False
+        )
+        took = time.monotonic() - started
+        records = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+        summary: dict[str, Any] = records[-1] if records else {}
+        left = [o for o in orphans if hub.get(o[0], ns, o[1]) is not None]
+        now_live = [hub.get(kind, ns, name) for kind, name in live]
+        live_gone = [o for o in now_live if o is None]
+        live_marked = [
+            o for o in now_live if o and ORPHANED_LABEL in (o["metadata"].get("labels") or {})
+        ]
+        result = {
+            "machine": machine(),
+            "server": server.request("GET", "/version"),
+            "args": args,
+            "exit_code": done.returncode,
+            "wall_seconds": round(took, 1),
+            "load_before": load_before,
+            "load_after": loadavg(),
+            "orphans": len(orphans),
+            "live": len(live),
+            "orphans_left": len(left),
+            "live_deleted": len(live_gone),
+            "live_marked": len(live_marked),
+            "drain": summary.get("drain"),
+            "totals": summary.get("totals"),
+            "exit_reason": summary.get("exit_reason"),
+            "stderr_tail": done.stderr.splitlines()[-5:],
+        }
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("machine", "args")}, indent=2))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
