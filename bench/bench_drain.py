@@ -104,9 +104,11 @@ def main() -> None:
         took = time.monotonic() - started
         records = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
         summary: dict[str, Any] = records[-1] if records else {}
-        left = [o for o in orphans if hub.get(o[0], ns, o[1]) is not None]
+        # Gone: deleted, or terminating (a bare API server never finishes a finalized delete:
+        # Karmada's bindings carry a finalizer).
+        left = [o for o in orphans if not hub.gone(o[0], ns, o[1])]
+        live_gone = [o for o in live if not hub.present(o[0], ns, o[1])]
         now_live = [hub.get(kind, ns, name) for kind, name in live]
-        live_gone = [o for o in now_live if o is None]
         live_marked = [
             o for o in now_live if o and ORPHANED_LABEL in (o["metadata"].get("labels") or {})
         ]

@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:  # the test bed lives beside gcjob, not in its whe
     sys.path.insert(0, str(ROOT))
 
 from testbed import objects  # noqa: E402
+from testbed.measure import MEASURE_HELPER  # noqa: E402
 from testbed.servers import ADMIN_TOKEN, ApiServer  # noqa: E402
 
 Obj = dict[str, Any]
@@ -185,21 +186,6 @@ def loadavg() -> str:
         return Path("/proc/loadavg").read_text().strip()
     except OSError:
         return ""
-
-
-# Run by a small fresh interpreter between this (large) process and the measured child. Linux
-# keeps the peak RSS of a process image across exec, so a child spawned straight from this
-# process would report this process's peak; spawned from the helper it starts from the
-# helper's ~10 MiB. RUSAGE_CHILDREN of the helper is then the measured child's own peak.
-MEASURE_HELPER = """
-import json, resource, subprocess, sys, time
-start = time.perf_counter()
-rc = subprocess.call(sys.argv[2:])
-wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-with open(sys.argv[1], "w") as f:
-    json.dump({"rc": rc, "wall": wall, "maxrss_kib": peak}, f)
-"""
 
 
 def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float, str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from testbed import schemas
 from testbed.cluster import TestCluster
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import Fault, FaultProxy, hostile_list
+from testbed.measure import MEASURE_HELPER
 from testbed.objects import route, upstream_route
 from testbed.report import run_gcjob, upstreams
 
@@ -214,19 +214,23 @@ HOSTILE_MODES = {
 
 
 def run_measured(args: list[str], tmp_path: Path) -> tuple[int, list[dict[str, Any]], str, int]:
-    """The CLI in a subprocess of its own: exit code, stdout records, stderr, and its peak
-    resident memory in bytes (os.wait4: that one child's rusage, no other's)."""
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    """The CLI in a subprocess of its own: exit code, stdout records, stderr, and its own peak
+    resident memory in bytes, through testbed.measure's helper (a child spawned straight from
+    this worker would report the worker's peak: Linux keeps it across exec)."""
+    out, err, meta = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "measured.json"
+    helper = [sys.executable, "-I", "-S", "-c", MEASURE_HELPER, str(meta)]
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "gcjob", "sweep", *args], stdout=stdout, stderr=stderr
+        subprocess.run(
+            [*helper, sys.executable, "-m", "gcjob", "sweep", *args],
+            stdout=stdout,
+            stderr=stderr,
+            check=False,
         )
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+    measured = json.loads(meta.read_text())
     records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     for record in records:
         schemas.REPORT.validate(record)
-    return child.returncode, records, err.read_text(), usage.ru_maxrss * 1024  # KiB on Linux
+    return int(measured["rc"]), records, err.read_text(), int(measured["maxrss_kib"]) * 1024
 
 
 def test_hostile_upstreams_at_once_stay_within_memory_and_budget(
