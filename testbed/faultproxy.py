@@ -298,6 +298,10 @@ class _Answer:
 class _Handler(BaseHTTPRequestHandler):
     owner: FaultProxy
     protocol_version = "HTTP/1.1"  # keep-alive, as a real API server
+    # An answer goes out as two writes (headers, then body). With Nagle's algorithm the second
+    # waited for the client's delayed ACK of the first: 40 ms a request, which a real API
+    # server (Go sets TCP_NODELAY) never adds.
+    disable_nagle_algorithm = True
 
     def setup(self) -> None:
         self.upstream: http.client.HTTPSConnection | None = None  # one per client connection
@@ -386,13 +390,14 @@ class _Handler(BaseHTTPRequestHandler):
         if raw:
             headers["Content-Length"] = str(len(raw))
         for attempt in (1, 2):  # once more on a fresh connection if the kept one went stale
-            connection = self._connection(fresh=attempt == 2)
             try:
+                connection = self._connection(fresh=attempt == 2)
                 connection.request(rec.method, path, body=raw or None, headers=headers)
                 response = connection.getresponse()
                 body = response.read()
             except (OSError, http.client.HTTPException):
-                connection.close()
+                if self.upstream is not None:
+                    self.upstream.close()
                 if attempt == 2:
                     return _Answer(502, [("Content-Type", "text/plain")], b"proxy: no answer\n")
                 continue
@@ -409,6 +414,9 @@ class _Handler(BaseHTTPRequestHandler):
                 context=self.owner.target.ssl_context,
                 timeout=60,
             )
+            self.upstream.connect()
+            # http.client sends a body over 2,000 bytes apart from its headers: no Nagle wait.
+            self.upstream.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self.upstream
 
     def _send(self, rec: RecordedRequest, answer: _Answer) -> None:
