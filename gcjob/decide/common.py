@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from gcjob.decide.trace import Trace
+from gcjob.decide.trace import Trace, given
 from gcjob.domain import ANCHOR_PREFIX, PROTECT_ANNOTATION
 from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
 from gcjob.reasons import Reason
@@ -60,7 +60,7 @@ def hold_back(
     Shared by every sweep so that terminating, young and protected objects are held back
     the same way and with the same reasons.
     """
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     if ref.terminating:
         return trace.hold(
             "not-terminating", Reason.TERMINATING, "already being deleted; not deleted again"
@@ -165,7 +165,7 @@ def spec_resource_names(
 ) -> tuple[Reason, str] | None:
     """The step that checks a binding's spec.resource names this very object: None when it
     does, else (reason, detail) to keep the binding. Both sweeps that delete a binding run it."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     mismatch = resource_mismatch(binding.resource, api_version, kind, namespace, name, uid)
     if mismatch is not None:
         return trace.hold(rule, reason, mismatch)

@@ -6,6 +6,7 @@ Verdict the last step reached, explain prints every step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -26,28 +27,45 @@ class Step:
     evidence: str
 
 
+Evidence = str | Callable[[], str]
+"""A step's evidence, or how to write it. The sweep judges every object and reads no step:
+rules that run for every object pass a callable, so only explain pays for the sentence."""
+
+
 @dataclass
 class Trace:
-    """Collects steps as the rules run, in the order they run."""
+    """Collects steps as the rules run, in the order they run. One that does not `record`
+    (what a rule gets when its caller passes no trace: the sweep) keeps nothing."""
 
     steps: list[Step] = field(default_factory=list)
+    record: bool = True
 
-    def passed(self, rule: str, evidence: str) -> None:
-        self.steps.append(Step(rule, StepOutcome.PASSED, evidence))
+    def passed(self, rule: str, evidence: Evidence) -> None:
+        self._add(rule, StepOutcome.PASSED, evidence)
 
     def hold(self, rule: str, reason: Reason, detail: str) -> tuple[Reason, str]:
         """Record a rule that holds the object back; (reason, detail) for its Verdict."""
         self.held_at(rule, detail)
         return reason, detail
 
-    def held_at(self, rule: str, evidence: str) -> None:
+    def held_at(self, rule: str, evidence: Evidence) -> None:
         """Record a rule that holds the object back, where the caller states the outcome."""
-        self.steps.append(Step(rule, StepOutcome.HELD, evidence))
+        self._add(rule, StepOutcome.HELD, evidence)
 
-    def held(self, rule: str, evidence: str, verdict: Verdict) -> Verdict:
-        self.steps.append(Step(rule, StepOutcome.HELD, evidence))
+    def held(self, rule: str, evidence: Evidence, verdict: Verdict) -> Verdict:
+        self._add(rule, StepOutcome.HELD, evidence)
         return verdict
 
-    def unknown(self, rule: str, evidence: str, verdict: Verdict) -> Verdict:
-        self.steps.append(Step(rule, StepOutcome.UNKNOWN, evidence))
+    def unknown(self, rule: str, evidence: Evidence, verdict: Verdict) -> Verdict:
+        self._add(rule, StepOutcome.UNKNOWN, evidence)
         return verdict
+
+    def _add(self, rule: str, outcome: StepOutcome, evidence: Evidence) -> None:
+        if self.record:
+            text = evidence if isinstance(evidence, str) else evidence()
+            self.steps.append(Step(rule, outcome, text))
+
+
+def given(trace: Trace | None) -> Trace:
+    """The trace a rule was given, or one that keeps nothing (the sweep passes none)."""
+    return trace if trace is not None else Trace(record=False)

@@ -8,12 +8,15 @@ read-ahead): a worker waiting on its own pool could wait for a free worker forev
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Sequence
+from functools import partial
+from typing import Generic, TypeVar
 
 from gcjob.kube.errors import Stopped
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 WAIT_TICK = 0.1  # the waiting (main) thread wakes this often, so signal handlers run
 
@@ -59,6 +62,47 @@ class Reads:
 
 
 SERIAL = Reads(1, "serial")
+
+
+class ReadAhead(Generic[K, T]):
+    """Reads that run a few items ahead of a loop over `keys`, on a pool: the loop `take`s each
+    key's result in turn instead of reading it then. At most `window` are read and not yet
+    taken, so what is taken is a moment old, not as old as the loop is long. A key the loop
+    passed by is dropped; one never read ahead (or whose read was cancelled: the run is
+    ending) is `take`n as None, for the loop to read itself."""
+
+    def __init__(
+        self, reads: Reads, keys: Sequence[K], read: Callable[[K], T], window: int
+    ) -> None:
+        self._reads = reads
+        self._read = read
+        self._window = window if reads.size > 1 else 0  # size 1: the caller reads, in turn
+        self._order = {key: n for n, key in enumerate(keys)}
+        self._pending = deque(keys)
+        self._started: OrderedDict[K, concurrent.futures.Future[T]] = OrderedDict()
+        self._fill()
+
+    def take(self, key: K) -> concurrent.futures.Future[T] | None:
+        """`key`'s read, done (its result, or the error it raised); None if it was not read
+        ahead."""
+        at = self._order.get(key)
+        while self._started and at is not None:
+            first = next(iter(self._started))
+            if self._order[first] >= at:
+                break
+            self._started.pop(first).cancel()  # passed by: never taken
+        future = self._started.pop(key, None)
+        self._fill()
+        if future is None:
+            return None
+        wait_all([future])
+        return None if future.cancelled() else future
+
+    def _fill(self) -> None:
+        while self._pending and len(self._started) < self._window:
+            key = self._pending.popleft()
+            if key not in self._started:
+                self._started[key] = self._reads.start(partial(self._read, key))
 
 
 def wait_all(futures: Sequence[concurrent.futures.Future[T]]) -> None:

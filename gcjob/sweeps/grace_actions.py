@@ -34,11 +34,15 @@ def act(
     unmark: Act[T] | None = None,
     wait: Act[T] | None = None,
     group: Callable[[Graced[T]], Hashable] | None = None,
+    before: Callable[[list[Graced[T]]], None] | None = None,
 ) -> bool:
     """Acts on what `sort` holds; False when a brake held something back. `mark`, `unmark`
     and `wait` default to acting on the object alone (a companion's take its binding along).
     `group`: what must be deleted together or not at all this run (the copies sweep's
-    owner); by default each object (a companion with its binding) is its own group."""
+    owner); by default each object (a companion with its binding) is its own group.
+    `before`: told of the objects about to be waited on, then of the new marks once the
+    marks brake let them through, in the order they are acted on (what their acts will read
+    can be read ahead)."""
 
     def mark_one(graced: Graced[T]) -> list[Outcome]:
         assert graced.evidence is not None
@@ -83,6 +87,8 @@ def act(
             run.record(outcome)
 
     each(run, sweep, sort.to_unmark, _ref, unmark_and_record)  # always safe: first
+    if before is not None:
+        before(sort.waiting)
     each(run, sweep, sort.waiting, _ref, wait_and_record)
     if run.clock_problem:  # no hub clock: no mark is measured or written against the pod's
         for graced in [*sort.due, *sort.to_mark]:
@@ -125,6 +131,8 @@ def act(
     each(run, sweep, sort.upgrades, _ref, upgrade_and_record)
     if run.marks_braked(sweep, [g.verdict for g in sort.new_marks]):
         return False
+    if before is not None:
+        before(sort.new_marks)
     each(run, sweep, sort.new_marks, _ref, mark_and_record)
     return clear
 

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from gcjob.decide.common import hold_back, spec_resource_names
 from gcjob.decide.grace import Graced, left_scope
-from gcjob.decide.trace import Trace
+from gcjob.decide.trace import Trace, given
 from gcjob.domain import CITY_POLICY_PREFIX, POLICY_KEY
 from gcjob.marks import Evidence, Rule, binding_evidence
 from gcjob.model import Binding, Verdict
@@ -38,7 +38,7 @@ def bound_target(binding: Binding, trace: Trace | None = None) -> tuple[str, str
     Out of scope, never touched: other kinds (-workloaddeployment, -httproute, ...), policies
     other than city-*, and ClusterPropagationPolicy bindings.
     """
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     if binding.cluster_policy:
         trace.hold("in-scope", Reason.OUT_OF_SCOPE, "bound by a ClusterPropagationPolicy")
         return None
@@ -47,15 +47,21 @@ def bound_target(binding: Binding, trace: Trace | None = None) -> tuple[str, str
         trace.hold("in-scope", Reason.OUT_OF_SCOPE, f"propagation policy {policy!r} is not city-*")
         return None
     name = binding.ref.name
-    for suffix, kind in _SUFFIX_KINDS:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            trace.passed(
-                "in-scope",
-                f"policy {policy} ("
-                + ("annotation" if binding.policy_annotation else "label")
-                + f" {POLICY_KEY}); name {name} binds {kind} {name[: -len(suffix)]}",
-            )
-            return kind, name[: -len(suffix)]
+    bound = next(
+        (
+            (kind, name[: -len(suffix)])
+            for suffix, kind in _SUFFIX_KINDS
+            if name.endswith(suffix) and len(name) > len(suffix)
+        ),
+        None,
+    )
+    if bound is not None:
+        source = "annotation" if binding.policy_annotation else "label"
+        trace.passed(
+            "in-scope",
+            lambda: f"policy {policy} ({source} {POLICY_KEY}); name {name} binds {' '.join(bound)}",
+        )
+        return bound
     trace.hold("in-scope", Reason.OUT_OF_SCOPE, f"name {name} ends neither -configmap nor -secret")
     return None
 
@@ -69,7 +75,7 @@ def decide_binding(
     trace: Trace | None = None,
 ) -> Verdict:
     """Decide an in-scope binding from whether its object exists (by name, labelled or not)."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     ref = binding.ref
     target = bound_target(binding, trace)
     if target is None:
@@ -77,21 +83,24 @@ def decide_binding(
             ref, False, Reason.OUT_OF_SCOPE, "not a city-* ConfigMap/Secret binding", healthy=True
         )
     kind, name = target
-    where = f"{kind} {name} in {ref.namespace} (by name, labelled or not)"
+
+    def where(found: str) -> str:
+        return f"{kind} {name} in {ref.namespace} (by name, labelled or not): {found}"
+
     if presence is Presence.EXISTS:
         return trace.held(
             "object-absent",
-            f"{where}: exists",
+            lambda: where("exists"),
             Verdict(ref, False, Reason.OBJECT_EXISTS, f"{kind} {name} exists", healthy=True),
         )
     if presence is Presence.UNKNOWN:
         detail = f"could not read {kind} {name}: {lookup_error}"
         return trace.unknown(
             "object-absent",
-            f"{where}: {lookup_error}",
+            where(lookup_error),
             Verdict(ref, False, Reason.LOOKUP_FAILED, detail),
         )
-    trace.passed("object-absent", f"{where}: not found")
+    trace.passed("object-absent", where("not found"))
     # The name alone is never enough: spec.resource must name that very object. (Lists of
     # bindings are metadata only: the sweep reads an absent object's binding in full first.)
     mismatch = spec_resource_names(

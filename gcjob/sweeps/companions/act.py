@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from gcjob.act.deleter import Deleter, read_failure
 from gcjob.act.mark_writer import Marker, waiting
 from gcjob.decide.grace import GraceCall, Graced, Next
 from gcjob.domain import binding_name
+from gcjob.enumerate.parallel import ReadAhead
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.reader import Reader
@@ -95,7 +97,11 @@ def prove_secret_type(verdict: Verdict, hub: Reader) -> Outcome | None:
     return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNED_SECRET_TYPE, detail)
 
 
-def _read_binding(companion: ObjectRef, hub: Reader) -> Binding | Outcome | None:
+BindingRead = Binding | Outcome | None
+BindingsAhead = ReadAhead[ObjectRef, BindingRead]
+
+
+def read_binding(companion: ObjectRef, hub: Reader) -> BindingRead:
     """The companion's binding, read in full; None when there is none; an Outcome when it
     cannot be read."""
     unread = _binding_ref(companion)
@@ -123,10 +129,14 @@ def _binding_follows(
     writer: Deleter | Marker,
     *,
     upgrade: bool = False,
+    ahead: BindingsAhead | None = None,
 ) -> list[Outcome]:
-    """The binding of a companion just written (deleted, marked, waited on, unmarked): read,
-    then the rule for it (judge.py companion_binding), then the write that rule calls for."""
-    binding = _read_binding(companion.ref, hub)
+    """The binding of a companion just written (deleted, marked, waited on, unmarked): read
+    (or taken from a read a moment ahead: a write is pinned to what that read saw, so a
+    binding changed since is not written), then the rule for it (judge.py companion_binding),
+    then the write that rule calls for."""
+    read = ahead.take(companion.ref) if ahead is not None else None
+    binding = read.result() if read is not None else read_binding(companion.ref, hub)
     if binding is None or isinstance(binding, Outcome):
         return [] if binding is None else [binding]  # never bound, or already gone with it
     follows = companion_binding(binding, companion.ref, companion, call)
@@ -149,7 +159,9 @@ def _binding_follows(
 # -- marks: a companion and its binding are marked, waited on and unmarked together ----------
 
 
-def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
+def mark_companion(
+    graced: Graced[None], hub: Reader, marker: Marker, ahead: BindingsAhead | None = None
+) -> list[Outcome]:
     """Mark a newly orphaned companion, then its binding with the same time."""
     verdict = graced.verdict
     since = graced.call.since
@@ -166,20 +178,25 @@ def mark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Ou
     if outcome.action not in (Action.MARKED, Action.WOULD_MARK) or outcome.reason == Reason.BRAKE:
         return [outcome]  # a companion left unmarked leaves its binding unmarked too
 
-    return [outcome, *_binding_step(verdict.ref, lambda: _marks_follow(graced, hub, marker))]
+    follows = partial(_marks_follow, graced, hub, marker, ahead)
+    return [outcome, *_binding_step(verdict.ref, follows)]
 
 
-def wait_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
+def wait_companion(
+    graced: Graced[None], hub: Reader, marker: Marker, ahead: BindingsAhead | None = None
+) -> list[Outcome]:
     """A companion inside its grace period; its binding carries the same mark (again, if it
     lost it or was created since)."""
     since = graced.call.since
     assert since is not None
     kept = waiting(SWEEP, graced.verdict, graced.call.detail, since)
     ref = graced.verdict.ref
-    return [kept, *_binding_step(ref, lambda: _marks_follow(graced, hub, marker))]
+    return [kept, *_binding_step(ref, partial(_marks_follow, graced, hub, marker, ahead))]
 
 
-def _marks_follow(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:
+def _marks_follow(
+    graced: Graced[None], hub: Reader, marker: Marker, ahead: BindingsAhead | None
+) -> list[Outcome]:
     """A marked or waiting companion's binding carries the same mark (again, if it lost it
     or was created since)."""
     upgrade = graced.call.upgrade
@@ -190,7 +207,7 @@ def _marks_follow(graced: Graced[None], hub: Reader, marker: Marker) -> list[Out
         # companion whether marked or not; the next run marks it.
         warn_once("binding-marks-braked", f"binding marks not written or read: {braked}")
         return []
-    return _binding_follows(graced.verdict, graced.call, hub, marker, upgrade=upgrade)
+    return _binding_follows(graced.verdict, graced.call, hub, marker, upgrade=upgrade, ahead=ahead)
 
 
 def unmark_companion(graced: Graced[None], hub: Reader, marker: Marker) -> list[Outcome]:

@@ -18,7 +18,7 @@ from gcjob.decide.common import (
     spec_resource_names,
 )
 from gcjob.decide.grace import GraceCall, Graced, Next, due_by, grace_call, left_scope
-from gcjob.decide.trace import Trace
+from gcjob.decide.trace import Trace, given
 from gcjob.domain import (
     COMPANION_LABEL,
     NEVER_DELETED_SECRET_TYPES,
@@ -125,7 +125,7 @@ def decide_companion(
 ) -> Verdict:
     """live_workloads: names of the WorkloadDeployments in the companion's own namespace (a
     set; explain passes one that GETs each name it is asked about, in the rule's order)."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     ref = companion.ref
     try:
         keys = parse_referrers(companion.referrers_raw)
@@ -135,13 +135,16 @@ def decide_companion(
             unreadable.detail,
             Verdict(ref, False, unreadable.reason, unreadable.detail),
         )
-    trace.passed("referrers-readable", f"{REFERRERS_ANNOTATION}: {json.dumps(list(keys))}")
+    trace.passed("referrers-readable", lambda: f"{REFERRERS_ANNOTATION}: {json.dumps(list(keys))}")
     live = [k for k in keys if referrer_name(k) in live_workloads]
-    evidence = "; ".join(
-        f"referrer {k}: WorkloadDeployment {referrer_name(k)} in {ref.namespace} "
-        + ("exists" if k in live else "not found")
-        for k in keys
-    )
+
+    def evidence() -> str:
+        return "; ".join(
+            f"referrer {k}: WorkloadDeployment {referrer_name(k)} in {ref.namespace} "
+            + ("exists" if k in live else "not found")
+            for k in keys
+        )
+
     if live:
         return trace.held(
             "referrers-gone",
@@ -194,7 +197,7 @@ def binding_names_companion(resource: BoundResource | None, companion: ObjectRef
 
 def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None = None) -> Verdict:
     """Whether the binding named after a deleted companion goes with it."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     ref = binding.ref
     c = companion
     mismatch = spec_resource_names(
@@ -273,7 +276,7 @@ def judge_companion(
     trace: Trace | None = None,
 ) -> CompanionJudgement:
     """The companions sweep's judgement of one labelled companion, traced."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     ref = companion.ref
     verdict = decide_companion(companion, world.workloads_in(ref.namespace), now, min_age, trace)
     if verdict.delete and ref.kind == "Secret" and world.proves_secret_type:
@@ -321,7 +324,7 @@ def companion_binding(
     """The rule for the binding of a companion the sweep acts on (`judged`, `call`): act.py
     applies it to the binding it read right after writing the companion, explain to the one
     it read by name. None: the companions sweep leaves it (to the bindings sweep)."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     mark = binding.ref.mark
     if call.next is Next.UNMARK:
         # Only the mark this sweep wrote: a mark of the bindings sweep is that sweep's.

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
-from gcjob.decide.grace import GraceSort
+from gcjob.decide.grace import Graced, GraceSort
 from gcjob.enumerate.keyset import KeySet
+from gcjob.enumerate.parallel import ReadAhead
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.marks import Rule
@@ -17,8 +19,10 @@ from gcjob.run import Run
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.companions.act import (
+    BindingsAhead,
     delete_companion,
     mark_companion,
+    read_binding,
     unmark_companion,
     wait_companion,
 )
@@ -36,6 +40,9 @@ from gcjob.sweeps.companions.scan import (
 )
 
 SWEEP = Sweep.COMPANIONS
+# Bindings read ahead of the marks: enough to keep the hub's readers busy, few enough that a
+# mark is pinned to a read a moment old (a binding Karmada changed since is not marked).
+AHEAD = 8
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,15 @@ def sweep(run: Run) -> CompanionsSwept:
         each(run, SWEEP, sorted(scan.candidates, key=_in_order), _ref, sort)
     keys.freeze()
     state.in_scope = state.scanned
+    ahead: BindingsAhead | None = None
+
+    def read_ahead(graced: list[Graced[None]]) -> None:
+        """The bindings of the companions about to be marked or waited on, read a few at once
+        (one after another, 100 would-marks cost a dry run at 10k a fifth of its time)."""
+        nonlocal ahead
+        refs = [g.verdict.ref for g in graced]
+        ahead = ReadAhead(run.hub_reads, refs, partial(read_binding, hub=run.hub), AHEAD)
+
     completed = grace_actions.act(
         run,
         SWEEP,
@@ -162,9 +178,10 @@ def sweep(run: Run) -> CompanionsSwept:
         state.in_scope,
         lambda graced: COMPANION_RESOURCES[graced.verdict.ref.kind],
         lambda graced: noting(delete_companion(graced.verdict, run.hub, run.deleter)),
-        mark=lambda graced: noting(mark_companion(graced, run.hub, run.marker)),
+        mark=lambda graced: noting(mark_companion(graced, run.hub, run.marker, ahead)),
         unmark=lambda graced: noting(unmark_companion(graced, run.hub, run.marker)),
-        wait=lambda graced: noting(wait_companion(graced, run.hub, run.marker)),
+        wait=lambda graced: noting(wait_companion(graced, run.hub, run.marker, ahead)),
+        before=read_ahead,
     )
     if completed:
         run.completed(SWEEP)

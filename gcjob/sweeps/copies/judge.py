@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from gcjob.decide.common import check_owners, hold_back, is_anchor
-from gcjob.decide.trace import Trace
+from gcjob.decide.trace import Trace, given
 from gcjob.domain import (
     ANCHOR_PREFIX,
     GATEWAY_SYNC_LABEL,
@@ -85,7 +85,7 @@ def _keep(ref: ObjectRef, reason: Reason, detail: str, trace: Trace, rule: str) 
 def understand(replica: Replica, trace: Trace | None = None) -> Member | Verdict:
     """The replica as a member of its owner's group, or a Verdict keeping it: it is not what
     NSO writes, so nothing about an upstream owner can be concluded from it."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     ref, labels = replica.ref, replica.labels
     missing = [key for key in COPY_LABELS if key not in labels]
     if missing:
@@ -189,7 +189,7 @@ class GroupCall:
 def judge_owner(owner: UpstreamOwner, facts: OwnerFacts, trace: Trace | None = None) -> GroupCall:
     """Is this owner proven gone? The project first (a gone project's control plane is
     unreachable), then the cluster, the owner's resource, its namespace, the owner itself."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     project = facts.project
     if project.state is ProjectState.GONE:
         trace.passed("owner-lookup", project.detail)

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from gcjob.decide.common import check_owners, hold_back, is_anchor
 from gcjob.decide.grace import GraceCall, Graced, grace_call, left_scope
-from gcjob.decide.trace import Trace
+from gcjob.decide.trace import Trace, given
 from gcjob.domain import (
     GATEWAY_GROUP,
     GATEWAY_KIND,
@@ -69,7 +69,7 @@ def is_gateway(parent: ParentRef) -> bool:
 
 def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verdict:
     """The upstream Gateways of a route, or a Verdict keeping it for a reason of shape."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     ref = route.ref
     labels = route.labels
     required = (UPSTREAM_CLUSTER_LABEL, UPSTREAM_NAMESPACE_LABEL, UPSTREAM_NAME_LABEL)
@@ -196,7 +196,7 @@ def decide_route(
     min_age: timedelta,
     trace: Trace | None = None,
 ) -> Verdict:
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     ref = route.ref
     names = target.qualified()
 
@@ -365,7 +365,7 @@ def judge_route(
     trace: Trace | None = None,
 ) -> RouteJudgement:
     """The routes sweep's judgement of one route it copied (in_scope), traced."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     target = route_target(route, trace)
     if isinstance(target, Verdict):
         return RouteJudgement(
@@ -389,7 +389,7 @@ def before_delete(
 ) -> Verdict:
     """Right before a route goes: whether its whole upstream namespace is gone (read only
     then, one read per namespace) gives it that stronger reason of its own."""
-    trace = trace if trace is not None else Trace()
+    trace = given(trace)
     where = f"namespace {target.namespace} on upstream cluster {target.cluster}"
     if namespace_exists is False:
         trace.passed("upstream-namespace", f"{where}: not found")
