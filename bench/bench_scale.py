@@ -524,9 +524,10 @@ class Bench:
 
 
 def ratio_rounds(bench: Bench, repeats: int, with_etcd: bool) -> Obj:
-    """The first table's two ratios, `repeats` interleaved rounds of: the hub floors (the
+    """The first table's ratios, `repeats` interleaved rounds of: the hub floors (the
     watch cache; paginated from etcd unless `with_etcd` is false), the hub dry run with
-    gcjob's defaults, the routes sweep, and its floor (the routes sweep's own upstream
+    gcjob's defaults (and with --list-from pages, beside the paginated floor), the routes
+    sweep, and its floor (the routes sweep's own upstream
     requests replayed at IN_FLIGHT). Hub: gcjob's wall time over the fastest floor's of the
     round. Routes: the sweep's upstream span over the replay's (the proxy's first request
     to its last answer), and wall over wall."""
@@ -537,19 +538,32 @@ def ratio_rounds(bench: Bench, repeats: int, with_etcd: bool) -> Obj:
         if with_etcd:
             runs["floor-etcd"] = bench.floor("etcd")
         runs["hub"] = bench.sweep("hub dry run (defaults)", *HUB_SWEEPS)
+        if with_etcd:
+            # The read newer servers get (issue 24 item 1: pages from 1.34), over the floor
+            # that reads the same pages. Here both come from etcd, so the ratio says what gcjob
+            # adds to the same reads, not what the server's cache saves.
+            runs["hub-pages"] = bench.sweep(
+                "hub dry run --list-from pages", *HUB_SWEEPS, "--list-from", "pages"
+            )
         runs["routes"] = bench.sweep("routes sweep (defaults)", "--sweep", "routes")
         runs["floor-routes"] = bench.routes_floor(bench.last_upstream)
         fastest = min(runs[k]["wall_s"] for k in ("floor-cache", "floor-etcd") if k in runs)
         row: Obj = {"runs": runs, "fastest_floor_s": fastest}
         row["hub_ratio"] = round(runs["hub"]["wall_s"] / fastest, 3)
+        if "hub-pages" in runs:
+            pages = runs["hub-pages"]["wall_s"] / runs["floor-etcd"]["wall_s"]
+            row["pages_ratio"] = round(pages, 3)
         up, floor_up = runs["routes"]["upstream_s"], runs["floor-routes"]["upstream_s"]
         row["routes_ratio"] = round(up / floor_up, 3) if up and floor_up else None
         row["routes_wall_ratio"] = round(
             runs["routes"]["wall_s"] / runs["floor-routes"]["wall_s"], 3
         )
+        pages_said = (
+            f"; in pages {row['pages_ratio']}x the paginated floor" if "pages_ratio" in row else ""
+        )
         print(
-            f"    hub {row['hub_ratio']}x the fastest floor; routes {row['routes_ratio']}x "
-            f"(wall {row['routes_wall_ratio']}x)",
+            f"    hub {row['hub_ratio']}x the fastest floor{pages_said}; routes "
+            f"{row['routes_ratio']}x (wall {row['routes_wall_ratio']}x)",
             flush=True,
         )
         rounds.append(row)
@@ -571,6 +585,7 @@ def ratio_rounds(bench: Bench, repeats: int, with_etcd: bool) -> Obj:
             [r["runs"]["floor-routes"]["upstream_s"] for r in rounds]
         ),
         "hub_ratio": spread([r["hub_ratio"] for r in rounds]),
+        "pages_ratio": spread([r.get("pages_ratio") for r in rounds]),
         "routes_ratio": spread([r["routes_ratio"] for r in rounds]),
         "routes_wall_ratio": spread([r["routes_wall_ratio"] for r in rounds]),
     }
