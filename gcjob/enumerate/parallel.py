@@ -64,6 +64,15 @@ class Reads:
 SERIAL = Reads(1, "serial")
 
 
+def result_of(future: concurrent.futures.Future[T], what: str) -> T:
+    """A job's result once it ends (waited for in ticks), or the error it raised; Stopped
+    when close() cancelled it before it started (the run is ending)."""
+    wait_all([future])
+    if future.cancelled():
+        raise Stopped(f"{what} not read: the run is ending")
+    return future.result()
+
+
 class ReadAhead(Generic[K, T]):
     """Reads that run a few items ahead of a loop over `keys`, on a pool: the loop `take`s each
     key's result in turn instead of reading it then. At most `window` are read and not yet

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gcjob.sweeps.companions.scan import COMPANION_SELECTOR
+from gcjob.sweeps.companions.scan import COMPANION_SELECTOR, LEFT_COMPANIONS_SELECTOR
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
@@ -690,3 +690,33 @@ def test_a_delete_that_cannot_be_settled_is_reported_uncertain(
     faults.clear_faults()
     assert hub.present("ConfigMap", ns, "app")
     assert result.exit_code == 1
+
+
+def test_a_failed_list_of_marks_that_left_the_sweep_read_beside_the_index_deletes_nothing(
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
+) -> None:
+    """The two lists of marked objects no longer labelled companions are read beside the
+    WorkloadDeployment index; one that fails still ends the sweep before any decision."""
+    ns = hub.namespace()
+    hub.create_with_binding(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    faults.add_fault(
+        Fault(
+            method="GET",
+            path=f"^/api/v1/namespaces/{ns}/secrets$",
+            query={"labelSelector": LEFT_COMPANIONS_SELECTOR},
+            status=500,
+            times=None,  # every retry too
+        )
+    )
+
+    result = sweep(ns, "--delete", "--sweep", "companions")
+
+    assert result.exit_code == 3, result.stderr
+    state = result.summary["sweeps"]["companions"]
+    assert state["status"] == "incomplete"
+    assert "cannot list marked objects that left the sweep" in state["detail"]
+    assert hub.present("ConfigMap", ns, "orphan")
+    assert result.item("ConfigMap", "orphan") is None  # not judged at all
+    assert not [r for r in faults.requests if r.method in ("DELETE", "PATCH")]
+    index = [r for r in faults.requests if "workloaddeployments" in r.path]
+    assert index and all(r.status == 200 for r in index)  # read beside it, in full

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gcjob.enumerate.parallel import Reads
+from gcjob.enumerate.parallel import ReadAhead, Reads
 from gcjob.kube.errors import Stopped, Unavailable
 
 
@@ -110,3 +110,81 @@ def test_reads_cancelled_by_close_end_the_wait_with_a_stop() -> None:
     (result,) = outcome
     assert isinstance(result, Stopped)
     assert "not started" in str(result)
+
+
+# -- ReadAhead: reads a few items ahead of a loop -----------------------------------------
+
+
+class _Recorder:
+    """A read that notes when each key was read, and how many reads were out at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.read: list[int] = []
+
+    def __call__(self, key: int) -> str:
+        with self.lock:
+            self.read.append(key)
+        if key == 13:
+            raise Unavailable("key 13 cannot be read")
+        return f"value {key}"
+
+
+def test_read_ahead_gives_each_key_its_own_read_and_never_runs_past_its_window() -> None:
+    reads = Reads(4, "test")
+    recorder = _Recorder()
+    try:
+        ahead = ReadAhead(reads, list(range(20)), recorder, window=3)
+        time.sleep(0.1)
+        assert sorted(recorder.read) == [0, 1, 2]  # the window, before anything is taken
+        for key in range(20):
+            if key == 13:
+                continue
+            future = ahead.take(key)
+            assert future is not None and future.result() == f"value {key}"
+            time.sleep(0.01)
+            # Read ahead: what was taken, plus at most the window (a passed-by key counts).
+            assert max(recorder.read) <= key + 3
+    finally:
+        reads.close()
+
+
+def test_read_ahead_drops_keys_the_loop_passed_by_and_returns_a_failed_read_as_raised() -> None:
+    reads = Reads(2, "test")
+    recorder = _Recorder()
+    try:
+        ahead = ReadAhead(reads, list(range(10, 20)), recorder, window=4)
+        failed = ahead.take(13)  # 10, 11 and 12 passed by: dropped
+        assert failed is not None
+        with pytest.raises(Unavailable):
+            failed.result()
+        assert ahead.take(11) is None  # passed by: the loop reads it itself
+        later = ahead.take(14)
+        assert later is not None and later.result() == "value 14"
+        assert ahead.take(99) is None  # never asked for: not read ahead
+    finally:
+        reads.close()
+
+
+def test_read_ahead_on_a_pool_of_one_reads_nothing_ahead() -> None:
+    recorder = _Recorder()
+    ahead = ReadAhead(Reads(1, "test"), [1, 2, 3], recorder, window=8)
+    assert ahead.take(1) is None  # the caller reads, in turn, as with no read-ahead
+    assert recorder.read == []
+
+
+def test_read_ahead_cancelled_by_close_is_taken_as_not_read() -> None:
+    reads = Reads(2, "test")
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow(key: int) -> int:
+        started.set()
+        release.wait(5)
+        return key
+
+    ahead = ReadAhead(reads, [1, 2, 3, 4], slow, window=4)
+    started.wait(5)
+    reads.close()  # the run is ending: reads not yet started are cancelled
+    release.set()
+    assert ahead.take(4) is None

@@ -9,7 +9,7 @@ from functools import partial
 
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.enumerate.keyset import KeySet
-from gcjob.enumerate.parallel import ReadAhead
+from gcjob.enumerate.parallel import SERIAL, ReadAhead, result_of
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.marks import Rule
@@ -115,6 +115,11 @@ def sweep(run: Run) -> CompanionsSwept:
     def swept(keys: KeySet | None = None) -> CompanionsSwept:
         return CompanionsSwept(keys, frozenset(reported))
 
+    # Beside the index: two lists the server filters from every ConfigMap and Secret, read
+    # one after another in one of the hub's readers (SERIAL: it waits on no pool).
+    reading_left = run.hub_reads.start(
+        partial(read_marked_outside_companions, run.hub, run.scope, SERIAL)
+    )
     try:
         workloads = read_workload_index(run.hub, run.scope, run.hub_reads)
     except KubeError as exc:
@@ -122,7 +127,7 @@ def sweep(run: Run) -> CompanionsSwept:
         run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
         return swept()
     try:
-        left = read_marked_outside_companions(run.hub, run.scope, run.hub_reads)
+        left = result_of(reading_left, "marked objects that left the sweep")
     except KubeError as exc:
         # A mark left behind could be counted from when the label comes back: decide nothing.
         run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
