@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,9 @@ import yaml
 from harness import ROOT, clean_env, compile_gcjob, gcjob_bin, loadavg, machine
 
 from gcjob.domain import ORPHANED_LABEL
+from testbed.backlog import seed_backlog
 from testbed.cluster import TestCluster
-from testbed.objects import binding, companion, workload
 from testbed.servers import HUB_CRDS, running
-
-COMPANION_ORPHANS = 460  # each with its binding
-BINDING_ORPHANS = 50  # bindings whose ConfigMap is gone
-LIVE = 200  # live companions with their bindings, interleaved
 
 
 def rollout_args() -> list[str]:
@@ -49,35 +44,6 @@ def rollout_args() -> list[str]:
     return args
 
 
-def seed(hub: TestCluster, ns: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    hub.create(workload(ns, "web"))
-
-    def make(i: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        dead: list[tuple[str, str]] = []
-        kept: list[tuple[str, str]] = []
-        if i < COMPANION_ORPHANS:
-            name = f"orphan-{i}"
-            rb = hub.create_with_binding(companion("ConfigMap", ns, name, [f"default/gone-{i}"]))
-            dead += [("ConfigMap", name), ("ResourceBinding", rb)]
-        if i < LIVE:
-            name = f"live-{i}"
-            rb = hub.create_with_binding(companion("ConfigMap", ns, name, ["default/web"]))
-            kept += [("ConfigMap", name), ("ResourceBinding", rb)]
-        if i < BINDING_ORPHANS:
-            name = f"gone-{i}-configmap"
-            hub.create(binding(ns, name, kind="ConfigMap", target=f"gone-{i}"))
-            dead.append(("ResourceBinding", name))
-        return dead, kept
-
-    orphans: list[tuple[str, str]] = []
-    live: list[tuple[str, str]] = []
-    with ThreadPoolExecutor(4) as pool:
-        for dead, kept in pool.map(make, range(max(COMPANION_ORPHANS, LIVE, BINDING_ORPHANS))):
-            orphans += dead
-            live += kept
-    return orphans, live
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "results-drain.json"))
@@ -88,7 +54,7 @@ def main() -> None:
         kubeconfig = str(server.write_kubeconfig(Path(work) / "hub"))
         hub = TestCluster(kubeconfig, None)
         ns = hub.namespace("drain")
-        orphans, live = seed(hub, ns)
+        orphans, live = seed_backlog(hub, ns)
         # The Job's arguments, pointed at this hub and kept to this namespace (the lock too).
         # --min-age 0s: these orphans were made a moment ago; a rollout's backlog is older.
         args = [

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,14 +18,12 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import hub_client
 from gcjob.kube.transport import RequestStats, Transport
 from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld
+from testbed.backlog import seed_backlog
 from testbed.cluster import TestCluster, wait_for
-from testbed.objects import binding, companion, workload
+from testbed.objects import companion, workload
 from testbed.report import records_of, run_gcjob, start_gcjob
 
 GRACE = "3s"
-COMPANION_ORPHANS = 460  # each with its binding: one deletion each, the binding goes along
-BINDING_ORPHANS = 50  # bindings whose ConfigMap is gone: the bindings sweep's
-LIVE = 200  # live companions with their bindings, interleaved with the orphans
 
 
 def marked(obj: dict[str, Any] | None) -> bool:
@@ -46,37 +43,12 @@ def drain_args(hub_kubeconfig: str, ns: str, *extra: str) -> list[str]:
     ]
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(300)  # 30 s on an idle machine
 def test_one_drain_run_clears_a_backlog_of_510_and_deletes_nothing_live(
     hub: TestCluster, hub_kubeconfig: str
 ) -> None:
     ns = hub.namespace("drain")
-    hub.create(workload(ns, "web"))
-    orphans: list[tuple[str, str]] = []  # (kind, name)
-    live: list[tuple[str, str]] = []
-
-    def make(i: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """The i-th of each: an orphaned companion, a live one, an orphaned binding."""
-        dead: list[tuple[str, str]] = []
-        kept: list[tuple[str, str]] = []
-        if i < COMPANION_ORPHANS:
-            name = f"orphan-{i}"
-            rb = hub.create_with_binding(companion("ConfigMap", ns, name, [f"default/gone-{i}"]))
-            dead += [("ConfigMap", name), ("ResourceBinding", rb)]
-        if i < LIVE:
-            name = f"live-{i}"
-            rb = hub.create_with_binding(companion("ConfigMap", ns, name, ["default/web"]))
-            kept += [("ConfigMap", name), ("ResourceBinding", rb)]
-        if i < BINDING_ORPHANS:
-            name = f"gone-{i}-configmap"
-            hub.create(binding(ns, name, kind="ConfigMap", target=f"gone-{i}"))
-            dead.append(("ResourceBinding", name))
-        return dead, kept
-
-    with ThreadPoolExecutor(4) as pool:
-        for dead, kept in pool.map(make, range(max(COMPANION_ORPHANS, LIVE, BINDING_ORPHANS))):
-            orphans.extend(dead)
-            live.extend(kept)
+    orphans, live = seed_backlog(hub, ns)
     # One orphan whose workload comes back while the drain waits: unmarked, never deleted.
     revived = hub.create_with_binding(companion("ConfigMap", ns, "a-revives", ["default/revive"]))
 
