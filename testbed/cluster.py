@@ -153,6 +153,21 @@ class TestCluster:
             raise ApiFailure(f"create {obj['kind']} {obj['metadata'].get('name')}: {status} {body}")
         return body
 
+    def cached(self, created: dict[str, Any], timeout: float = 30.0) -> None:
+        """Until the server's watch cache of that kind holds `created` (a create's answer):
+        gcjob lists from the cache, which may lag a write by moments on a loaded machine, and
+        a route seen by one of the routes sweep's two reads only is rightly kept
+        (`upstream-not-read`)."""
+        kind, meta = created["kind"], created["metadata"]
+
+        def listed() -> bool:
+            path = BY_KIND[kind].path(meta.get("namespace"))
+            status, body = self._call("GET", f"{path}?resourceVersion=0")
+            assert status == 200, (status, body)
+            return any(i["metadata"]["name"] == meta["name"] for i in body.get("items") or [])
+
+        wait_for(listed, timeout, f"{kind} {meta['name']} in the watch cache")
+
     def create_with_binding(self, companion: dict[str, Any]) -> str:
         """Create a companion, then its ResourceBinding naming the uid the server gave it;
         returns the binding's name (the companion's and its kind's, as Karmada names it)."""

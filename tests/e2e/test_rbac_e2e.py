@@ -211,7 +211,7 @@ def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, s
     upstream.create(upstream_route(project, "live-route", ("gw-live",)))
     label = f"cluster-{UPSTREAM_CLUSTER}"
     for name, parent in (("orphan-route", "gw-gone"), ("live-route", "gw-live")):
-        hub.create(
+        created = hub.create(
             route(
                 ns,
                 name,
@@ -220,6 +220,7 @@ def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, s
                 parents=[{"name": parent}],
             )
         )
+    hub.cached(created)  # the first run deletes the orphan: both its route reads see it
     orphans["ConfigMap"] = (ns, "orphan-config", "companions")
     orphans["Secret"] = (ns, "orphan-creds", "companions")
     orphans["ResourceBinding"] = (ns, "gone-configmap", "bindings")
@@ -261,7 +262,7 @@ def test_a_full_delete_sweep_needs_nothing_but_the_rendered_rbac(
         assert hub_side.cluster.gone(kind, ns, name), (kind, name)
         assert first.item(kind, name) is not None
         assert first.item(kind, name)["sweep"] == sweep  # type: ignore[index]
-        assert first.outcome(kind, name)[0] == "deleted"  # type: ignore[index]
+        assert first.outcome(kind, name)[0] == "deleted", first.item(kind, name)  # type: ignore[index]
     ns = orphans["ConfigMap"][0]
     assert hub_side.cluster.present("ConfigMap", ns, "live-config")
     assert hub_side.cluster.present("HTTPRoute", ns, "live-route")
