@@ -211,7 +211,7 @@ def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, s
     upstream.create(upstream_route(project, "live-route", ("gw-live",)))
     label = f"cluster-{UPSTREAM_CLUSTER}"
     for name, parent in (("orphan-route", "gw-gone"), ("live-route", "gw-live")):
-        created = hub.create(
+        hub.create(
             route(
                 ns,
                 name,
@@ -220,7 +220,6 @@ def seed(hub: TestCluster, upstream: TestCluster) -> dict[str, tuple[str, str, s
                 parents=[{"name": parent}],
             )
         )
-    hub.cached(created)  # the first run deletes the orphan: both its route reads see it
     orphans["ConfigMap"] = (ns, "orphan-config", "companions")
     orphans["Secret"] = (ns, "orphan-creds", "companions")
     orphans["ResourceBinding"] = (ns, "gone-configmap", "bindings")
