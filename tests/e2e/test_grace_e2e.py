@@ -287,6 +287,27 @@ def test_a_binding_changed_after_it_was_read_ahead_of_its_mark_is_not_marked(
     assert mark_of(hub.get("ResourceBinding", ns, rb_b)) is not None
 
 
+def test_a_binding_read_ahead_of_a_mark_the_marks_brake_then_stops_is_not_marked(
+    hub: TestCluster, faults: FaultProxy, graced: Any
+) -> None:
+    """Every binding of a companion about to be marked is read ahead; when the marks brake
+    (bindings' marks count too) stops the last one, its read is not used: not marked."""
+    ns = hub.namespace("grace")
+    rb_a = hub.create_with_binding(companion("ConfigMap", ns, "a", ["default/web-gone"]))
+    rb_b = hub.create_with_binding(companion("ConfigMap", ns, "b", ["default/web-gone"]))
+    faults.clear_requests()
+
+    result = graced("--namespace", ns, "--sweep", "companions", "--max-marks", "3")
+
+    assert result.outcome("ConfigMap", "a") == ("marked", "orphaned")
+    assert result.outcome("ResourceBinding", rb_a) == ("marked", "companion-orphaned")
+    assert result.outcome("ConfigMap", "b") == ("marked", "orphaned")
+    assert result.item("ResourceBinding", rb_b) is None
+    assert any(r.method == "GET" and r.path.endswith(f"/{rb_b}") for r in faults.requests)
+    assert not [r for r in faults.requests if r.method == "PATCH" and r.path.endswith(rb_b)]
+    assert mark_of(hub.get("ResourceBinding", ns, rb_b)) is None
+
+
 def test_a_secret_is_marked_with_no_payload_received(
     hub: TestCluster, faults: FaultProxy, graced: Any
 ) -> None:
