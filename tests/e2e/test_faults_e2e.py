@@ -10,6 +10,7 @@ README's exit codes).
 from __future__ import annotations
 
 import re
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -720,3 +721,55 @@ def test_a_failed_list_of_marks_that_left_the_sweep_read_beside_the_index_delete
     assert not [r for r in faults.requests if r.method in ("DELETE", "PATCH")]
     index = [r for r in faults.requests if "workloaddeployments" in r.path]
     assert index and all(r.status == 200 for r in index)  # read beside it, in full
+
+
+def test_a_failed_index_still_waits_for_the_lists_read_beside_it_before_the_next_sweep(
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep
+) -> None:
+    """The lists of marks that left the companions sweep are read beside the index. When the
+    index fails, the sweep still waits for them to end (as every read of a sweep is waited
+    for): no read of one sweep goes on under the next, or after the run's report."""
+    ns = hub.namespace()
+    hub.create_with_binding(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+    hub.create(binding(ns, "gone-config-configmap", kind="ConfigMap", target="gone-config"))
+    faults.add_fault(
+        Fault(method="GET", path="^" + WD_PATH.format(ns=ns) + "$", status=403, times=None)
+    )
+    gate = threading.Event()
+    faults.add_fault(
+        Fault(
+            method="GET",
+            path=f"^/api/v1/namespaces/{ns}/configmaps$",
+            query={"labelSelector": LEFT_COMPANIONS_SELECTOR},
+            hold=gate,
+        )
+    )
+    timer = threading.Timer(2.0, gate.set)
+    timer.start()
+    try:
+        result = sweep(ns, "--sweep", "companions", "--sweep", "bindings")
+    finally:
+        timer.cancel()
+        gate.set()
+
+    assert result.exit_code == 3, result.stderr
+    sweeps = result.summary["sweeps"]
+    assert sweeps["companions"]["status"] == "incomplete"
+    assert "WorkloadDeployment" in sweeps["companions"]["detail"]
+    assert sweeps["bindings"]["status"] == "completed"
+    assert result.outcome("ResourceBinding", "gone-config-configmap") == (
+        "would-delete",
+        "orphaned",
+    )
+    [left] = [
+        r
+        for r in faults.requests
+        if r.path == f"/api/v1/namespaces/{ns}/configmaps"
+        and LEFT_COMPANIONS_SELECTOR in r.query.get("labelSelector", [])
+    ]
+    assert left.answered is not None
+    bindings_lists = [
+        r for r in faults.requests if r.method == "GET" and r.path == RB_PATH.format(ns=ns)
+    ]
+    assert bindings_lists
+    assert all(r.received > left.answered for r in bindings_lists)

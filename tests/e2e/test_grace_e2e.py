@@ -233,6 +233,81 @@ def test_a_patch_whose_test_fails_after_a_concurrent_write_is_a_safe_skip(
     assert graced("--namespace", ns).outcome("ConfigMap", "busy") == ("marked", "orphaned")
 
 
+def test_a_binding_changed_after_it_was_read_ahead_of_its_mark_is_not_marked(
+    hub: TestCluster, faults: FaultProxy, graced: Any
+) -> None:
+    """The bindings of the companions about to be marked are read a few ahead (ReadAhead).
+    The proxy holds the first companion's mark until the second's binding has been read and
+    then changed by a real write: that binding's mark, pinned to the read, is refused."""
+    ns = hub.namespace("grace")
+    rb_a = hub.create_with_binding(companion("ConfigMap", ns, "a", ["default/web-gone"]))
+    rb_b = hub.create_with_binding(companion("ConfigMap", ns, "b", ["default/web-gone"]))
+    faults.clear_requests()  # gcjob's requests (and the one write below) from here
+    gate = threading.Event()
+    faults.add_fault(Fault(method="PATCH", path=f"/namespaces/{ns}/configmaps/a$", hold=gate))
+
+    def change_b_once_read_ahead() -> None:
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline:
+                requests = faults.requests
+                read = any(
+                    r.method == "GET" and r.path.endswith(f"/{rb_b}") and r.status == 200
+                    for r in requests
+                )
+                held = any(r.method == "PATCH" and r.path.endswith("/a") for r in requests)
+                if read and held:
+                    note = {"metadata": {"annotations": {"team": "x"}}}
+                    hub.patch("ResourceBinding", ns, rb_b, note)
+                    return
+                time.sleep(0.02)
+        finally:
+            gate.set()
+
+    writer = threading.Thread(target=change_b_once_read_ahead)
+    writer.start()
+    result = graced("--namespace", ns, "--sweep", "companions")
+    writer.join()
+
+    assert result.outcome("ConfigMap", "a") == ("marked", "orphaned")
+    assert result.outcome("ResourceBinding", rb_a) == ("marked", "companion-orphaned")
+    assert result.outcome("ConfigMap", "b") == ("marked", "orphaned")
+    assert result.outcome("ResourceBinding", rb_b) == ("skipped", "changed-since-observed")
+    assert result.exit_code == 0, result.stderr
+    # read once, ahead of the mark, not again after it: the mark was pinned to that read
+    reads_of_b = [r for r in faults.requests if r.method == "GET" and r.path.endswith(f"/{rb_b}")]
+    assert len(reads_of_b) == 1
+    changed = hub.get("ResourceBinding", ns, rb_b)
+    assert mark_of(changed) is None
+    assert changed is not None and changed["metadata"]["annotations"]["team"] == "x"
+
+    # the next run finds the companion waiting and marks its binding as it is now
+    again = graced("--namespace", ns, "--sweep", "companions")
+    assert again.outcome("ResourceBinding", rb_b) == ("marked", "companion-orphaned")
+    assert mark_of(hub.get("ResourceBinding", ns, rb_b)) is not None
+
+
+def test_a_binding_read_ahead_of_a_mark_the_marks_brake_then_stops_is_not_marked(
+    hub: TestCluster, faults: FaultProxy, graced: Any
+) -> None:
+    """Every binding of a companion about to be marked is read ahead; when the marks brake
+    (bindings' marks count too) stops the last one, its read is not used: not marked."""
+    ns = hub.namespace("grace")
+    rb_a = hub.create_with_binding(companion("ConfigMap", ns, "a", ["default/web-gone"]))
+    rb_b = hub.create_with_binding(companion("ConfigMap", ns, "b", ["default/web-gone"]))
+    faults.clear_requests()
+
+    result = graced("--namespace", ns, "--sweep", "companions", "--max-marks", "3")
+
+    assert result.outcome("ConfigMap", "a") == ("marked", "orphaned")
+    assert result.outcome("ResourceBinding", rb_a) == ("marked", "companion-orphaned")
+    assert result.outcome("ConfigMap", "b") == ("marked", "orphaned")
+    assert result.item("ResourceBinding", rb_b) is None
+    assert any(r.method == "GET" and r.path.endswith(f"/{rb_b}") for r in faults.requests)
+    assert not [r for r in faults.requests if r.method == "PATCH" and r.path.endswith(rb_b)]
+    assert mark_of(hub.get("ResourceBinding", ns, rb_b)) is None
+
+
 def test_a_secret_is_marked_with_no_payload_received(
     hub: TestCluster, faults: FaultProxy, graced: Any
 ) -> None:

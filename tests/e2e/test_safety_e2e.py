@@ -286,6 +286,67 @@ def test_sigterm_mid_run_stops_after_the_request_in_flight(
     assert sum(hub.present("ConfigMap", ns, n) for n in names) == 2
 
 
+def test_sigterm_while_bindings_are_read_ahead_of_their_marks_stops_at_once(
+    hub: TestCluster, hub_kubeconfig: str, faults: FaultProxy
+) -> None:
+    """The bindings of the companions about to be marked are read ahead on the hub's readers;
+    the proxy holds those reads. A SIGTERM then ends the run within moments (the readers give
+    up, the process waits on none of them): no binding is marked, the rest is left undone."""
+    ns = hub.namespace()
+    names = orphans(hub, ns, 3, bound=True)
+    gate = threading.Event()
+    faults.add_fault(
+        Fault(method="GET", path=f"/namespaces/{ns}/resourcebindings/", hold=gate, times=None)
+    )
+    args = [
+        "--hub-kubeconfig",
+        hub_kubeconfig,
+        "--no-lock",
+        "--min-age",
+        "0s",
+        "--grace",
+        "1h",
+        "--namespace",
+        ns,
+        "--delete",
+        "--sweep",
+        "companions",
+    ]
+    faults.clear_requests()
+    process = start_gcjob(*args)
+    try:
+        # the first companion marked; its binding's read and the next two, read ahead, held
+        def marked_first_and_reading_ahead() -> bool:
+            requests = faults.requests
+            held = [r for r in requests if r.method == "GET" and "/resourcebindings/" in r.path]
+            return len(held) == 3 and any(
+                r.method == "PATCH" and r.path.endswith(f"/{names[0]}") and r.status == 200
+                for r in requests
+            )
+
+        wait_for(marked_first_and_reading_ahead)
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+        stopped_in = time.monotonic() - started
+    finally:
+        gate.set()
+
+    assert stopped_in < 3.0, err  # not the proxy's 60 s hold
+    assert process.returncode == 5, err
+    summary = summary_of(out)
+    assert summary["sweeps"]["companions"]["status"] == "stopped"
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]
+    bindings = [r for r in records if r.get("kind") == "ResourceBinding"]
+    assert [(r["action"], r["reason"]) for r in bindings] == [("skipped", "stopped")], out
+    configmaps = {
+        r["name"]: (r["action"], r["reason"]) for r in records if r.get("kind") == "ConfigMap"
+    }
+    assert configmaps[names[0]] == ("marked", "orphaned")
+    assert configmaps[names[1]] == configmaps[names[2]] == ("skipped", "stopped")
+    assert not [r for r in faults.requests if r.method == "PATCH" and "resourcebindings" in r.path]
+
+
 def test_a_stopped_run_still_releases_its_lease(
     hub: TestCluster, hub_kubeconfig: str, faults: FaultProxy
 ) -> None:

@@ -202,9 +202,9 @@ def _marks_follow(
     upgrade = graced.call.upgrade
     braked = marker.marks_braked(upgrade=upgrade)
     if braked is not None:
-        # No mark can be written: no read for one either. Not an item: whether the binding
-        # exists, or already carries the mark, is not known unread. It is deleted with its
-        # companion whether marked or not; the next run marks it.
+        # No mark can be written: no read for one either (one read ahead goes unused). Not an
+        # item: whether the binding exists, or already carries the mark, is not judged. It is
+        # deleted with its companion whether marked or not; the next run marks it.
         warn_once("binding-marks-braked", f"binding marks not written or read: {braked}")
         return []
     return _binding_follows(graced.verdict, graced.call, hub, marker, upgrade=upgrade, ahead=ahead)

@@ -9,7 +9,7 @@ from functools import partial
 
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.enumerate.keyset import KeySet
-from gcjob.enumerate.parallel import SERIAL, ReadAhead, result_of
+from gcjob.enumerate.parallel import SERIAL, ReadAhead, result_of, wait_all
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.marks import Rule
@@ -125,6 +125,7 @@ def sweep(run: Run) -> CompanionsSwept:
     except KubeError as exc:
         # No index is not an empty index: every companion would look orphaned.
         run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
+        wait_all([reading_left])  # unused, but no read of this sweep outlives it
         return swept()
     try:
         left = result_of(reading_left, "marked objects that left the sweep")
