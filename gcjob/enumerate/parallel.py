@@ -89,12 +89,15 @@ class ReadAhead(Generic[K, T]):
         self._order = {key: n for n, key in enumerate(keys)}
         self._pending = deque(keys)
         self._started: OrderedDict[K, concurrent.futures.Future[T]] = OrderedDict()
+        self._passed = -1  # the order of the last key taken: none before it is read any more
         self._fill()
 
     def take(self, key: K) -> concurrent.futures.Future[T] | None:
         """`key`'s read, done (its result, or the error it raised); None if it was not read
         ahead."""
         at = self._order.get(key)
+        if at is not None:
+            self._passed = max(self._passed, at)
         while self._started and at is not None:
             first = next(iter(self._started))
             if self._order[first] >= at:
@@ -110,7 +113,7 @@ class ReadAhead(Generic[K, T]):
     def _fill(self) -> None:
         while self._pending and len(self._started) < self._window:
             key = self._pending.popleft()
-            if key not in self._started:
+            if self._order[key] > self._passed and key not in self._started:
                 self._started[key] = self._reads.start(partial(self._read, key))
 
 

@@ -188,3 +188,20 @@ def test_read_ahead_cancelled_by_close_is_taken_as_not_read() -> None:
     reads.close()  # the run is ending: reads not yet started are cancelled
     release.set()
     assert ahead.take(4) is None
+
+
+def test_read_ahead_never_starts_a_read_for_a_key_the_loop_has_passed() -> None:
+    reads = Reads(2, "test")
+    recorder = _Recorder()
+    try:
+        ahead = ReadAhead(reads, list(range(30)), recorder, window=2)
+        time.sleep(0.05)
+        later = ahead.take(20)  # 2 to 19 passed by: never read
+        assert later is None  # not read ahead: the loop reads it itself
+        for key in range(21, 30):
+            future = ahead.take(key)
+            assert future is not None and future.result() == f"value {key}"
+        time.sleep(0.05)
+        assert not [key for key in recorder.read if 2 <= key <= 20]
+    finally:
+        reads.close()
