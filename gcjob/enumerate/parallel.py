@@ -36,14 +36,8 @@ class Reads:
         if self.size == 1 or len(jobs) <= 1:
             return [job() for job in jobs]
         futures = [self._pool().submit(job) for job in jobs]
-        wait_all(futures)
-        for future in futures:
-            if future.cancelled():  # close() came first: the run is ending
-                raise Stopped(f"{self._name} read not started: the run is ending")
-            error = future.exception()
-            if error is not None:
-                raise error
-        return [future.result() for future in futures]
+        wait_all(futures)  # every one, even after a failure
+        return [result_of(future, f"{self._name} read") for future in futures]
 
     def start(self, job: Callable[[], T]) -> concurrent.futures.Future[T]:
         return self._pool().submit(job)
@@ -69,7 +63,7 @@ def result_of(future: concurrent.futures.Future[T], what: str) -> T:
     when close() cancelled it before it started (the run is ending)."""
     wait_all([future])
     if future.cancelled():
-        raise Stopped(f"{what} not read: the run is ending")
+        raise Stopped(f"{what} not started: the run is ending")
     return future.result()
 
 

@@ -128,7 +128,7 @@ def sweep(run: Run) -> CompanionsSwept:
         wait_all([reading_left])  # unused, but no read of this sweep outlives it
         return swept()
     try:
-        left = result_of(reading_left, "marked objects that left the sweep")
+        left = result_of(reading_left, "the list of marked objects that left the sweep")
     except KubeError as exc:
         # A mark left behind could be counted from when the label comes back: decide nothing.
         run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
