@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 COMPANION_LABEL = "compute.datumapis.com/referenced-data"
 REFERRERS_ANNOTATION = "compute.datumapis.com/referenced-by"
@@ -29,6 +30,7 @@ PROTECT_ANNOTATION = "gcjob.datumapis.com/protect"
 # service account's token; a Helm release's record; a bootstrap token). A Secret's type is not
 # in its metadata: these are its marks there, and the types a field selector excludes.
 SERVICE_ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+HELM_OWNER_LABEL = "owner"  # `owner: helm` on a Helm release's Secret
 HELM_RELEASE_PREFIX = "sh.helm.release.v1."
 NEVER_DELETED_SECRET_TYPES = (
     "kubernetes.io/service-account-token",
@@ -56,6 +58,102 @@ ROUTE_LABELS = (
     UPSTREAM_NAMESPACE_LABEL,
     HTTP01_SOLVER_LABEL,
 )
+
+# Of a Secret, gcjob keeps the values of only these labels and annotations: the ones its rules
+# read (the companion, copy and protect rules, its mark, the marks of the Secret types it never
+# deletes), and the label selectors it lists Secrets by. Every other label and annotation (a
+# `kubectl apply`'s last-applied-configuration, which holds the Secret's data) is kept by its
+# key alone, its value dropped where the Secret is read (secret_as_kept): no byte of a value
+# no rule reads enters gcjob, so none can reach a record, a report, a log or an explanation.
+SECRET_KEYS_READ: dict[str, tuple[str, ...]] = {
+    "labels": (
+        COMPANION_LABEL,
+        ORPHANED_LABEL,
+        PROTECT_ANNOTATION,
+        HELM_OWNER_LABEL,
+        UPSTREAM_CLUSTER_LABEL,
+        UPSTREAM_GROUP_LABEL,
+        UPSTREAM_KIND_LABEL,
+        UPSTREAM_NAME_LABEL,
+        UPSTREAM_NAMESPACE_LABEL,
+        GATEWAY_SYNC_LABEL,
+    ),
+    "annotations": (
+        REFERRERS_ANNOTATION,
+        PROTECT_ANNOTATION,
+        ORPHANED_SINCE_ANNOTATION,
+        ORPHANED_REASON_ANNOTATION,
+        ORPHANED_EVIDENCE_ANNOTATION,
+        SERVICE_ACCOUNT_NAME_ANNOTATION,
+    ),
+}
+# What a dropped value reads as: not a value the Secret had, and not one any rule reads.
+VALUE_NOT_KEPT = "(value not kept)"
+# The metadata of a Secret gcjob reads: its identity, times, owners and the two maps. The rest
+# (managedFields, whose fieldsV1 names the data's keys and whose `manager` is free text;
+# finalizers; generateName; selfLink) is read by no rule, and dropped.
+_SECRET_NAMES = ("name", "namespace", "uid", "resourceVersion")
+_SECRET_TIMES = ("creationTimestamp", "deletionTimestamp")
+_OWNER_REFERENCE_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+
+
+def _scalar(value: Any) -> Any:
+    return value if isinstance(value, str | int | bool) or value is None else VALUE_NOT_KEPT
+
+
+def _kept_map(values: Any, read: tuple[str, ...]) -> Any:
+    """A Secret's labels or annotations: each key kept, the value only where a rule reads it
+    (the protect key in any case, as its rule reads it). A value that is not a map stays not a
+    map (the rules keep what they cannot read), without its content."""
+    if not isinstance(values, dict):
+        return values if values is None else VALUE_NOT_KEPT
+    protect = PROTECT_ANNOTATION.casefold()
+    return {
+        # Not a string (a dump's null, number or map): kept as one, without its content.
+        key: (value if isinstance(value, str) or value is None else [])
+        if key in read or key.casefold() == protect
+        else VALUE_NOT_KEPT
+        for key, value in values.items()
+        if isinstance(key, str)
+    }
+
+
+def _kept_owners(refs: Any) -> Any:
+    if not isinstance(refs, list):
+        return refs if refs is None else VALUE_NOT_KEPT  # unreadable: still no list
+    return [
+        {k: _scalar(ref[k]) for k in _OWNER_REFERENCE_FIELDS if k in ref}
+        if isinstance(ref, dict)
+        else VALUE_NOT_KEPT
+        for ref in refs
+    ]
+
+
+def secret_as_kept(obj: Any) -> dict[str, Any]:
+    """What gcjob keeps of a Secret as it is read (from the API or a snapshot), before anything
+    else sees it: its kind, type and the metadata its rules read, every label and annotation
+    by its key and, unless a rule reads it (SECRET_KEYS_READ), with its value dropped. Never
+    its data: a value nobody's rule reads cannot leak (docs/threat-model.md, N5)."""
+    if not isinstance(obj, dict):
+        return {}
+    kept: dict[str, Any] = {
+        k: obj[k] for k in ("apiVersion", "kind", "type") if isinstance(obj.get(k), str)
+    }
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        kept["metadata"] = {}
+        return kept
+    # Not a string: a name is then absent (as the rules read one), a time unreadable.
+    found = {k: meta[k] for k in _SECRET_NAMES if isinstance(meta.get(k), str)}
+    found.update({k: _scalar(meta[k]) for k in _SECRET_TIMES if k in meta})
+    for place, read in SECRET_KEYS_READ.items():
+        if place in meta:
+            found[place] = _kept_map(meta[place], read)
+    if "ownerReferences" in meta:
+        found["ownerReferences"] = _kept_owners(meta["ownerReferences"])
+    kept["metadata"] = found
+    return kept
+
 
 _RESERVED_EXACT = frozenset({"karmada-system", "karmada-cluster"})
 _RESERVED_PREFIXES = ("kube-", "karmada-es-")

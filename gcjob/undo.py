@@ -3,7 +3,9 @@
 A `--delete` run with `--record-deletions DIR` writes one JSON Lines file per run: before each
 delete, a `delete` entry holding the object exactly as it is deleted (the live read the
 delete is pinned to: same uid and resourceVersion), then an `outcome` entry saying what
-became of it. A Secret's entry holds its metadata only: gcjob never reads a Secret's data.
+became of it. A Secret's entry holds what gcjob keeps of its metadata (domain.secret_as_kept):
+gcjob never reads a Secret's data, and of its labels and annotations keeps the values of only
+those its rules read, the others by key alone.
 `gcjob restore` re-creates an object from its `delete` entry: `restore_body` strips what the
 server owns (uid, resourceVersion, times, managedFields, status), gcjob's mark, and points its
 ownerReferences at the live owners (or drops them: an ownerReference to a uid that is gone
@@ -27,6 +29,7 @@ from gcjob.domain import (
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
     PROTECT_ANNOTATION,
+    secret_as_kept,
 )
 
 FORMAT = "gcjob.datumapis.com/deletion-record/v1"
@@ -57,7 +60,10 @@ SERVER_METADATA = (
 # its storage and the same under any address the hub is reached at (a kubeconfig's server is
 # not: in-cluster and external URLs differ).
 HUB_IDENTITY = "kube-system"
-SECRET_NOTE = "data not recorded: gcjob never reads a Secret's data"
+SECRET_NOTE = (
+    "data not recorded: gcjob never reads a Secret's data; of its labels and annotations only "
+    "the keys, and the values of those gcjob's rules read"
+)
 # The longest line gcjob writes: one object (the API server takes at most 3 MiB in a request),
 # every character escaped (`\uXXXX`, six for one), and the entry around it. A longer line is
 # not gcjob's, and is never read whole (`gcjob restore /dev/zero` must not fill the memory).
@@ -86,26 +92,14 @@ def delete_entry(
     hub: str,
 ) -> dict[str, Any]:
     """The write-ahead entry for one delete. `obj`: the object as read live (for a Secret,
-    its metadata only: the entry keeps name, namespace, uid, resourceVersion, labels,
-    annotations and ownerReferences, and says its data was not recorded). `hub`: the hub's
-    identity (HUB_IDENTITY's uid), which restore checks it is putting the object back on."""
+    its metadata as gcjob keeps it, domain.secret_as_kept, which this applies again: the
+    entry says its data was not recorded). `hub`: the hub's identity (HUB_IDENTITY's uid),
+    which restore checks it is putting the object back on."""
     kept = dict(obj)
     meta = dict(kept.get("metadata") or {})
     meta.pop("managedFields", None)  # the server's bookkeeping, often larger than the object
     if sensitive:
-        meta = {
-            k: meta[k]
-            for k in (
-                "name",
-                "namespace",
-                "uid",
-                "resourceVersion",
-                "labels",
-                "annotations",
-                "ownerReferences",
-            )
-            if k in meta
-        }
+        meta = secret_as_kept(obj)["metadata"]
         kept = {}
     # A metadata-only answer is a PartialObjectMetadata: the object's own type is the resource's.
     kept["apiVersion"] = f"{where.group}/{where.version}" if where.group else where.version

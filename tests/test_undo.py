@@ -17,6 +17,7 @@ from gcjob.domain import (
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
     PROTECT_ANNOTATION,
+    VALUE_NOT_KEPT,
 )
 
 AT = datetime(2026, 11, 24, 3, 15, tzinfo=UTC)
@@ -77,7 +78,8 @@ def test_a_delete_entry_keeps_the_object_without_managed_fields() -> None:
 
 
 def test_a_secret_entry_is_a_reference_whatever_it_is_given() -> None:
-    # Given a whole Secret by mistake, the entry still holds its metadata only.
+    # Given a whole Secret by mistake, the entry still holds its metadata only, and of its
+    # labels and annotations the keys (a value only where a rule of gcjob's reads it).
     secret = {
         "apiVersion": "meta.k8s.io/v1",
         "kind": "PartialObjectMetadata",
@@ -104,8 +106,8 @@ def test_a_secret_entry_is_a_reference_whatever_it_is_given() -> None:
             "namespace": "ns-1",
             "uid": "uid-2",
             "resourceVersion": "7",
-            "labels": {"a": "b"},
-            "annotations": {"c": "d"},
+            "labels": {"a": VALUE_NOT_KEPT},
+            "annotations": {"c": VALUE_NOT_KEPT},
         },
     }
     assert entry["data_recorded"] is False

@@ -2,7 +2,9 @@
 
 Every list answer is decoded item by item as its bytes arrive (ListStream), and each item is
 reduced to a compact record at once (`reduce`), so no raw object, no managedFields and no Secret
-payload outlives the moment it was decoded, however large the answer.
+payload outlives the moment it was decoded, however large the answer. A Secret is asked for as
+metadata only, and what gcjob keeps of it (gcjob/domain.py secret_as_kept: no value of a label
+or annotation its rules do not read) is all that any `reduce`, list or get ever sees.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import jsonpointer
 
+from gcjob.domain import secret_as_kept
 from gcjob.kube import discovery, requests
 from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
@@ -304,6 +307,7 @@ class KubeAccess(ListsByFolding):
         its items were taken, restarts the list from scratch into a fresh sink (what the old
         one took is discarded), a bounded number of times."""
         path = resource.path(namespace)
+        sensitive = resource.sensitive
         for _ in range(MAX_LIST_RESTARTS + 1):
             sink = start()
 
@@ -311,7 +315,7 @@ class KubeAccess(ListsByFolding):
                 if self.budget is not None:
                     self.budget.take(items=1)
                 if isinstance(item, dict):
-                    record = reduce(item)
+                    record = reduce(secret_as_kept(item) if sensitive else item)
                     if record is not None:
                         sink.add(record)
 
@@ -388,6 +392,8 @@ class KubeAccess(ListsByFolding):
         if response.status == 404 and is_not_found_for(response, resource, name):
             return None
         obj = _expect_ok(response, request)
+        if resource.sensitive:
+            obj = secret_as_kept(obj)
         # Only an answer naming that very object says it exists: a path normalised away
         # (a name like ".") can come back as a list, which would read as "absent".
         answered = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None

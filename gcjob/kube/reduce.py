@@ -9,6 +9,7 @@ from typing import Any
 
 from gcjob.domain import (
     CLUSTER_POLICY_KEY,
+    HELM_OWNER_LABEL,
     HELM_RELEASE_PREFIX,
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
@@ -152,7 +153,7 @@ def secret_marks(obj: Obj) -> tuple[str, ...]:
     marks = []
     if _annotation(meta, SERVICE_ACCOUNT_NAME_ANNOTATION) is not None:
         marks.append(f"annotation {SERVICE_ACCOUNT_NAME_ANNOTATION} (a service account token)")
-    if _label(meta, "owner") == "helm":
+    if _label(meta, HELM_OWNER_LABEL) == "helm":
         marks.append("label owner=helm (a Helm release)")
     if _text(meta.get("name")).startswith(HELM_RELEASE_PREFIX):
         marks.append(f"name {HELM_RELEASE_PREFIX}* (a Helm release)")

@@ -13,7 +13,13 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool = True
-    sensitive: bool = False  # payload is a customer secret: only ever ask for metadata
+
+    @property
+    def sensitive(self) -> bool:
+        """A core Secret, however this resource was named (gcjob's own, or the hub's or an
+        upstream's discovery): its payload is a customer's secret, so only its metadata is
+        ever asked for, and of that only what gcjob/domain.py secret_as_kept keeps."""
+        return not self.group and (self.kind == "Secret" or self.plural == "secrets")
 
     @property
     def api_version(self) -> str:
@@ -34,7 +40,7 @@ class Resource:
 
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-SECRETS = Resource("", "v1", "secrets", "Secret", sensitive=True)
+SECRETS = Resource("", "v1", "secrets", "Secret")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 WORKLOADDEPLOYMENTS = Resource(
     "compute.datumapis.com", "v1alpha", "workloaddeployments", "WorkloadDeployment"

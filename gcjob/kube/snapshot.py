@@ -12,8 +12,9 @@ typed List (`kind: WorkloadDeploymentList`), or by a file with no items named af
 empty dump, which `kubectl get -o yaml` writes as `kind: List` with `items: []`.
 
 "now" is the capture time, so a demo never goes stale; without `capturedAt` it is the newest
-timestamp found in the dumps, or the pod's clock if that is earlier. Secret `data`/`stringData`
-are dropped as each file is loaded.
+timestamp found in the dumps, or the pod's clock if that is earlier. A Secret is kept as a live
+read keeps it (gcjob/domain.py secret_as_kept: no data, no value of a label or annotation no
+rule reads) as each file is loaded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import jsonpatch
 import jsonpointer
 import yaml
 
+from gcjob.domain import secret_as_kept
 from gcjob.kube.access import ListsByFolding, Patched, PatchResult, Reduce, Sink
 from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
 from gcjob.kube.resources import Resource
@@ -160,8 +162,8 @@ class SnapshotStore(ListsByFolding):
         return sum(len(objects) for objects in self._objects.values())
 
     def add(self, obj: dict[str, Any]) -> None:
-        if obj.get("kind") == "Secret":
-            obj = {k: v for k, v in obj.items() if k not in ("data", "stringData")}
+        if obj.get("kind") == "Secret":  # of any apiVersion: a dump's word is not checked
+            obj = secret_as_kept(obj)
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         assert isinstance(meta, dict)
         key = (_group(str(obj.get("apiVersion", ""))), str(obj.get("kind", "")))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gcjob.budget import RunBudget
-from gcjob.kube import reduce
+from gcjob.domain import COMPANION_LABEL, REFERRERS_ANNOTATION, VALUE_NOT_KEPT
+from gcjob.kube import discovery, reduce
 from gcjob.kube.access import DeleteResult, KubeAccess
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import ApiError, KubeError
@@ -13,6 +16,8 @@ from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, RESOURCEBINDINGS, SECRETS
 from gcjob.kube.transport import RequestStats, Transport
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @pytest.fixture
@@ -186,3 +191,49 @@ def test_a_list_answer_without_items_is_malformed(
     )
     with pytest.raises(ApiError, match="list without items"):
         access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
+
+
+def test_a_secret_is_read_as_gcjob_keeps_it_whatever_resource_names_it(
+    hub: TestCluster, faults: FaultProxy, access: KubeAccess
+) -> None:
+    """A Secret applied with `kubectl apply` carries its data in an annotation that a
+    metadata-only answer holds: a get or a list of it, by gcjob's own resource or as a hub's
+    discovery names one, asks for metadata only and gives its reader the keys of its labels
+    and annotations but no value a rule of gcjob's does not read."""
+    ns = hub.namespace("access")
+    password = "Pw-not-to-be-read-9f3c"
+    applied = json.dumps({"kind": "Secret", "stringData": {"password": password}})
+    hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "db-creds",
+                "namespace": ns,
+                "labels": {"app.example.com/token": password, COMPANION_LABEL: "true"},
+                "annotations": {LAST_APPLIED: applied, REFERRERS_ANNOTATION: '["default/web"]'},
+            },
+            "stringData": {"password": password},
+        }
+    )
+    discovered = discovery.resources_by_kind(
+        "", "v1", {"resources": [{"name": "secrets", "kind": "Secret", "namespaced": True}]}
+    )["Secret"][0]
+    faults.clear_requests()
+
+    seen = [
+        access.get(resource, ns, "db-creds", lambda obj: obj, metadata_only=False)
+        for resource in (SECRETS, discovered)
+    ]
+    seen += access.list(discovered, lambda obj: obj, namespace=ns, metadata_only=False)
+
+    assert len(seen) == 3
+    for obj in seen:
+        assert password not in json.dumps(obj)
+        meta = obj["metadata"]
+        assert meta["annotations"][LAST_APPLIED] == VALUE_NOT_KEPT
+        assert meta["annotations"][REFERRERS_ANNOTATION] == '["default/web"]'  # a rule reads it
+        assert meta["labels"] == {"app.example.com/token": VALUE_NOT_KEPT, COMPANION_LABEL: "true"}
+        assert "managedFields" not in meta
+    for request in faults.requests:
+        assert "as=PartialObjectMetadata" in request.accept and "," not in request.accept

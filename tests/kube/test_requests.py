@@ -5,6 +5,10 @@ Secrets: metadata only, with no JSON fallback, on list, get and delete (docs/rul
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 from gcjob.kube import requests
@@ -87,6 +91,40 @@ def test_secret_delete_is_metadata_only_without_fallback() -> None:
     request = requests.delete(SECRETS, NS, "db-creds", "uid-1", "100")
     assert request.accept == METADATA
     assert JSON not in _media_types(request.accept)
+
+
+@pytest.mark.parametrize(
+    "secrets",
+    [
+        SECRETS,
+        Resource("", "v1", "secrets", "Secret"),  # as discovery names it (the copies sweep)
+        Resource("", "v2", "secrets", "Secret"),
+        Resource("", "v1", "secrets", "SomethingElse"),  # the core plural is enough
+        Resource("", "v1", "others", "Secret"),  # and so is the core kind
+    ],
+)
+def test_a_secret_is_asked_for_as_metadata_however_its_resource_was_named(
+    secrets: Resource,
+) -> None:
+    """Whoever built the resource (gcjob's own, a hub's or an upstream's discovery), every
+    request about a core Secret asks for metadata only, with no full object to fall back to."""
+    assert secrets.sensitive
+    asked = [
+        requests.list_page(
+            secrets,
+            namespace=NS,
+            label_selector=None,
+            limit=500,
+            continue_token=None,
+            metadata_only=False,
+        ),
+        requests.get(secrets, NS, "db-creds", metadata_only=False),
+        requests.delete(secrets, NS, "db-creds", "uid-1", "100"),
+        requests.patch(secrets, NS, "db-creds", []),
+    ]
+    for request in asked:
+        assert _media_types(request.accept) in ([METADATA_LIST], [METADATA]), request
+    assert not Resource("example.com", "v1", "secrets", "Secret").sensitive  # not the core's
 
 
 def test_configmap_delete_asks_for_metadata_with_fallback() -> None:
@@ -312,3 +350,31 @@ def test_api_versions() -> None:
     assert WORKLOADDEPLOYMENTS.api_version == "compute.datumapis.com/v1alpha"
     assert SECRETS.sensitive and not CONFIGMAPS.sensitive
     assert not NAMESPACES.namespaced
+
+
+# What gcjob takes from the kubernetes client: its connection and kubeconfig loading.
+CLIENT_PARTS = {
+    ("kubernetes", "config"),
+    ("kubernetes.client", "ApiClient"),
+    ("kubernetes.client", "Configuration"),
+    ("kubernetes.client.exceptions", "ApiException"),
+    ("kubernetes.config.config_exception", "ConfigException"),
+    ("kubernetes.config.kube_config", "ENV_KUBECONFIG_PATH_SEPARATOR"),
+}
+TYPED_CALL = re.compile(r"[A-Z]\w*Api$|(read|list|patch|delete|create|replace)_namespaced_\w+$")
+
+
+def test_every_request_is_one_of_gcjobs_own_never_a_typed_client_api() -> None:
+    """The kubernetes client's typed APIs (CoreV1Api().read_namespaced_secret: a full GET of
+    a Secret, payload and all) are never used: gcjob sends only the requests built here,
+    through ApiClient.call_api (gcjob/kube/transport.py)."""
+    for path in Path(requests.__file__).parent.parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("kubernetes") for a in node.names), path
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kubernetes"):
+                for alias in node.names:
+                    assert (node.module, alias.name) in CLIENT_PARTS, (path, alias.name)
+            elif isinstance(node, ast.Attribute):
+                assert not TYPED_CALL.fullmatch(node.attr), (path, node.attr)

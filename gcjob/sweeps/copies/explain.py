@@ -16,7 +16,6 @@ from gcjob.sweeps.copies.act import first_read
 from gcjob.sweeps.copies.judge import Member, anchors_named, judge_group, understand
 from gcjob.sweeps.copies.scan import (
     COPY_SELECTOR,
-    SECRET_SELECTOR,
     Discovering,
     HubKinds,
     hub_kinds,
@@ -103,9 +102,11 @@ def _group(ctx: Explaining, kinds: HubKinds, member: Member) -> tuple[list[Membe
     group: list[Member] = []
     named: set[str] = set()
     for resource in kinds.swept:
-        selector = SECRET_SELECTOR if resource.sensitive else COPY_SELECTOR
         for found in ctx.hub.list(
-            resource, replica(resource), namespace=member.ref.namespace, label_selector=selector
+            resource,
+            replica(resource),
+            namespace=member.ref.namespace,
+            label_selector=COPY_SELECTOR,
         ):
             other = understand(found)
             if isinstance(other, Member) and other.owner == member.owner:

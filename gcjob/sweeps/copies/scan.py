@@ -39,10 +39,10 @@ S = TypeVar("S", bound=Sink)
 
 # Owned by anchors too, judged by the routes sweep.
 ROUTES_KIND = (GATEWAY_GROUP, HTTPROUTE_KIND)
-# Every copy carries the five labels; one existence test selects them on the server.
+# Every copy carries the five labels; one existence test selects them on the server. Secrets
+# too: one without gateway-sync is no copy (kept), but an anchor it names must stay, and what
+# is read of a Secret's metadata is only what gcjob/domain.py secret_as_kept keeps.
 COPY_SELECTOR = UPSTREAM_KIND_LABEL
-# A Secret is a copy only when labelled gateway-sync: never list the others' metadata.
-SECRET_SELECTOR = f"{UPSTREAM_KIND_LABEL},{GATEWAY_SYNC_LABEL}"
 KEPT_LABELS = (
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
@@ -112,7 +112,6 @@ def scan_kind(
 ) -> list[S]:
     """One kind's objects carrying the upstream labels, metadata only, one sink per listed
     namespace (only namespaces in scope)."""
-    selector = SECRET_SELECTOR if resource.sensitive else COPY_SELECTOR
     return scan_in_scope(
-        hub, resource, replica(resource), scope, start, label_selector=selector, reads=reads
+        hub, resource, replica(resource), scope, start, label_selector=COPY_SELECTOR, reads=reads
     )
