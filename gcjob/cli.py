@@ -19,6 +19,7 @@ from gcjob.domain import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_reserved_namespace,
+    target_kinds_said,
 )
 from gcjob.exitcodes import ExitCode, table
 from gcjob.model import Sweep
@@ -439,7 +440,35 @@ def sweep(**options: Any) -> int:
     return run_sweep(settings)
 
 
-@cli.command()
+EXPLAIN_HELP = f"""Why a sweep would delete or keep one object: every rule, its evidence, the
+verdict.
+
+TARGET is KIND/NAMESPACE/NAME, KIND one of {target_kinds_said()} (any case, or the plural).
+Read-only: no lock, no delete. Exit 0 explained (also when the object does not exist: verdict
+not-found), 2 bad target or usage, 3 a read the verdict needs failed or an internal error on
+this object (one line on stderr), 5 stdout closed before the explanation was written out.
+"""
+RESTORE_HELP = f"""Put back objects a `sweep --delete --record-deletions DIR` run deleted.
+
+RECORD is one of that run's files in DIR. TARGETS name objects as explain does,
+KIND/NAMESPACE/NAME (KIND one of {target_kinds_said()}, any case), or by the deleted object's
+uid; without TARGETS, every object the run deleted. A dry run unless --apply.
+
+What it will not do: put back a Secret (its data is never recorded: get it back from its
+source) or a ResourceBinding that binds one (once the Secret is back, Karmada makes it again):
+these are skipped, or refused when named as TARGETS. It creates only what gcjob deletes
+(ConfigMaps, ResourceBindings, HTTPRoutes, the kinds NSO copies), never in a namespace gcjob
+never sweeps, never over an existing object, never from another hub's record (unless
+--other-hub). It points ownerReferences at live owners or drops them, and annotates each
+restored object protect (docs/undo.md).
+
+Exit 0 every object was (or would be) restored, or is one restore never puts back and was not
+named (skipped: dry run and --apply alike); 1 one was refused or failed; 2 bad usage, a file
+that is not a deletion record, or a target no entry names.
+"""
+
+
+@cli.command(help=EXPLAIN_HELP)
 @click.argument("target")
 @HUB_KUBECONFIG
 @HUB_CONTEXT
@@ -464,14 +493,7 @@ def sweep(**options: Any) -> int:
     help="Give up reading after this long (exit 3).",
 )
 def explain(target: str, output: str, **options: Any) -> int:
-    """Why a sweep would delete or keep one object: every rule, its evidence, the verdict.
-
-    TARGET is KIND/NAMESPACE/NAME, KIND one of configmap (cm), secret, resourcebinding (rb),
-    httproute. Read-only: no lock, no delete. Exit 0 explained (also when the object does not
-    exist: verdict not-found), 2 bad target or usage, 3 a read the verdict needs failed or an
-    internal error on this object (one line on stderr), 5 stdout closed before the explanation
-    was written out.
-    """
+    """EXPLAIN_HELP: its help is built from the kinds table, not from this docstring."""
     from gcjob.explain import parse_target  # here, not above: as in sweep()
     from gcjob.lifecycle import run_explain
 
@@ -502,12 +524,19 @@ def explain(target: str, output: str, **options: Any) -> int:
     return run_explain(settings, parsed, output)
 
 
-@cli.command()
+@cli.command(help=RESTORE_HELP)
 @click.argument("record", type=click.Path(dir_okay=False))
 @click.argument("targets", nargs=-1)
 @HUB_KUBECONFIG
 @HUB_CONTEXT
 @click.option("--apply", is_flag=True, help="Create the objects. Without it: say what would be.")
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a line per object and a summary; json: a JSON line per object and a summary.",
+)
 @click.option(
     "--no-protect",
     is_flag=True,
@@ -528,19 +557,22 @@ def explain(target: str, output: str, **options: Any) -> int:
     show_default=True,
     help="Give up after this long.",
 )
-def restore(record: str, targets: tuple[str, ...], **options: Any) -> int:
-    """Put back objects a `sweep --delete --record-deletions DIR` run deleted.
+def restore(record: str, targets: tuple[str, ...], output: str, **options: Any) -> int:
+    """RESTORE_HELP: its help is built from the kinds table, not from this docstring."""
+    from gcjob.explain import parse_target  # here, not above: as in sweep()
+    from gcjob.lifecycle import run_restore
 
-    RECORD is one of that run's files in DIR; TARGETS are Kind/NAMESPACE/NAME or uids (none:
-    every object the run deleted). A dry run unless --apply. Never overwrites an object,
-    never restores a Secret (its data is never recorded) or a kind gcjob does not delete, nor
-    an object the record says was deleted from another hub; drops or re-points ownerReferences
-    to live owners; annotates each restored object protect (docs/undo.md). One JSON line per
-    object and a summary. Exit 0 all restored (or would be), 1 one was refused or failed,
-    2 bad usage or record.
-    """
-    from gcjob.lifecycle import run_restore  # here, not above: as in sweep()
-
+    parsed: list[Any] = []  # explain's Targets, and uids
+    for target in targets:
+        if "/" not in target:  # a deleted object's uid
+            if not target.strip():
+                raise click.BadParameter("an empty target", param_hint="TARGETS")
+            parsed.append(target)
+            continue
+        try:
+            parsed.append(parse_target(target))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="TARGETS") from None
     _check_snapshot_alone({**options, "snapshot": None, "upstream_kubeconfig": None})
     settings = Settings(
         hub_kubeconfig=options["hub_kubeconfig"],
@@ -552,10 +584,11 @@ def restore(record: str, targets: tuple[str, ...], **options: Any) -> int:
     return run_restore(
         settings,
         record,
-        targets,
+        tuple(parsed),
         apply=options["apply"],
         protect=not options["no_protect"],
         other_hub=options["other_hub"],
+        output=output,
     )
 
 

@@ -236,3 +236,35 @@ REPLICATED_PLURALS: dict[tuple[str, str], str] = {
     ("networking.datumapis.com", "Connector"): "connectors",
     ("discovery.k8s.io", "EndpointSlice"): "endpointslices",
 }
+
+# How `gcjob explain` and `gcjob restore` name an object's kind (TARGET is KIND/NAMESPACE/NAME,
+# KIND in any case): every kind a sweep judges, by its kind, its plural and kubectl's short
+# name where it has one.
+TARGET_KINDS: dict[str, str] = {
+    "configmap": "ConfigMap",
+    "configmaps": "ConfigMap",
+    "cm": "ConfigMap",
+    "secret": "Secret",
+    "secrets": "Secret",
+    "resourcebinding": "ResourceBinding",
+    "resourcebindings": "ResourceBinding",
+    "rb": "ResourceBinding",
+    "httproute": "HTTPRoute",
+    "httproutes": "HTTPRoute",
+    # The kinds the copies sweep reads (ConfigMaps and Secrets among them): kind, plural.
+    **{kind.lower(): kind for _, kind in REPLICATED_KINDS},
+    **{REPLICATED_PLURALS[key]: key[1] for key in REPLICATED_KINDS},
+}
+
+
+def target_kinds_said() -> str:
+    """TARGET_KINDS for a person, each kind once: its lower-case name, then its short name
+    (`configmap (cm)`); the plurals go unsaid."""
+    names: dict[str, list[str]] = {}
+    for name, kind in TARGET_KINDS.items():
+        names.setdefault(kind, []).append(name)
+    said = []
+    for kind, all_names in names.items():
+        short = [n for n in all_names if len(n) < len(kind)]
+        said.append(f"{kind.lower()} ({', '.join(short)})" if short else kind.lower())
+    return ", ".join(said)

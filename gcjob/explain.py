@@ -16,52 +16,35 @@ from gcjob import sweeps
 from gcjob.decide.explanation import Conclusion, Explanation, Target, conclusion
 from gcjob.decide.projects import never_a_project
 from gcjob.decide.trace import Trace
-from gcjob.domain import is_dns1123_label, is_dns1123_subdomain
+from gcjob.domain import TARGET_KINDS, is_dns1123_label, is_dns1123_subdomain, target_kinds_said
 from gcjob.enumerate.recording import ReadLog, RecordingReader, RecordingUpstreams
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamSource
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
-from gcjob.kube.resources import REPLICATED_RESOURCES
 from gcjob.reasons import Reason
 from gcjob.settings import Settings
 from gcjob.sweeps.explaining import Explaining
 
 __all__ = ["Explainer", "Explanation", "Target", "parse_target"]
 
-KINDS: dict[str, str] = {
-    "configmap": "ConfigMap",
-    "configmaps": "ConfigMap",
-    "cm": "ConfigMap",
-    "secret": "Secret",
-    "secrets": "Secret",
-    "resourcebinding": "ResourceBinding",
-    "resourcebindings": "ResourceBinding",
-    "rb": "ResourceBinding",
-    "httproute": "HTTPRoute",
-    "httproutes": "HTTPRoute",
-    # The kinds the copies sweep reads beyond ConfigMaps and Secrets: kind, lowercase.
-    **{kind.lower(): kind for kind in REPLICATED_RESOURCES},
-    **{resource.plural: kind for kind, resource in REPLICATED_RESOURCES.items()},
-}
-
 
 def parse_target(text: str) -> Target:
-    """KIND/NAMESPACE/NAME; raises ValueError saying what is wrong, in one line."""
+    """KIND/NAMESPACE/NAME, KIND any name of gcjob/domain.py TARGET_KINDS in any case (explain's
+    and restore's targets); raises ValueError saying what is wrong, in one line."""
     parts = text.split("/")
     if len(parts) != 3 or not all(parts):
         raise ValueError(f"target {text!r} is not KIND/NAMESPACE/NAME (e.g. cm/ns-a/app-config)")
     kind, namespace, name = parts
-    if kind.lower() not in KINDS:
+    if kind.lower() not in TARGET_KINDS:
         raise ValueError(
-            f"target kind {kind!r} is not one of configmap (cm), secret, resourcebinding (rb), "
-            "httproute, or a kind NSO copies (connector, gateway, httpproxy, ...)"
+            f"target kind {kind!r} is not one of {target_kinds_said()} (or a plural of one)"
         )
     if not is_dns1123_label(namespace):
         raise ValueError(f"target namespace {namespace!r} is not a namespace name (DNS-1123 label)")
     if not is_dns1123_subdomain(name):
         raise ValueError(f"target name {name!r} is not an object name (DNS-1123 subdomain)")
-    return Target(KINDS[kind.lower()], namespace, name)
+    return Target(TARGET_KINDS[kind.lower()], namespace, name)
 
 
 class Explainer:

@@ -432,14 +432,16 @@ def _record_lines(file: TextIO, source: str) -> Iterator[str]:
 def run_restore(
     settings: Settings,
     record_file: str,
-    targets: tuple[str, ...],
+    targets: tuple[restore.RestoreTarget, ...],
     *,
     apply: bool,
     protect: bool,
     other_hub: bool = False,
+    output: str = "text",
 ) -> int:
     """One run of `gcjob restore`: the record read, the objects chosen, each put back (or,
-    without `apply`, what would be), one JSON line each and a summary line on stdout."""
+    without `apply`, what would be), on stdout: a line (or, `output` json, a JSON line) for
+    each and a summary line."""
     logs.setup("text")
     try:
         with open(record_file, encoding="utf-8") as lines:
@@ -458,8 +460,19 @@ def run_restore(
         return _fail(ExitCode.USAGE, str(exc))
     assert sources.access is not None, "restore reads no snapshot"
     results, code = restore.restore(
-        sources.access, chosen, apply=apply, protect=protect, other_hub=other_hub
+        sources.access,
+        chosen,
+        apply=apply,
+        protect=protect,
+        other_hub=other_hub,
+        named=bool(targets),
     )
+    if output == "text":
+        for result in results:
+            for line in result.as_text():
+                click.echo(line)
+        click.echo(restore.summary_text(results, record_file, apply))
+        return int(code)
     for result in results:
         click.echo(json.dumps(result.as_json(), ensure_ascii=True, sort_keys=True))
     counts: dict[str, int] = {}

@@ -291,16 +291,6 @@ def read_record(lines: Iterable[str], source: str = "record") -> list[Recorded]:
     ]
 
 
-def matches(recorded: Recorded, target: str) -> bool:
-    """A `gcjob restore` target: `Kind/namespace/name` (kind in any case), or a uid."""
-    if target == recorded.uid:
-        return True
-    kind, _, rest = target.partition("/")
-    return kind.lower() == recorded.kind.lower() and rest == (
-        f"{recorded.namespace}/{recorded.name}" if recorded.namespace else recorded.name
-    )
-
-
 # -- restoring -------------------------------------------------------------------------------
 
 OwnerKey = tuple[str, str, str]  # (apiVersion's group, kind, name) of an owner

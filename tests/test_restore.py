@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from gcjob import undo
-from gcjob.cli import cli
+from gcjob.cli import cli, main
+from gcjob.explain import parse_target
 from gcjob.restore import select
 
 AT = datetime(2026, 11, 24, 3, 15, tzinfo=UTC)
@@ -72,10 +73,14 @@ def test_without_targets_every_deleted_object_owners_first() -> None:
 
 
 def test_targets_choose_by_name_or_uid_and_each_must_name_one() -> None:
+    """A target is named as explain names one (its parser), or by uid."""
     recorded = record("deleted", "deleted", "deleted")
-    assert [r.name for r in select(recorded, ("connector/ns-1/web", "o"))] == ["other", "web"]
+    named = (parse_target("connector/ns-1/web"), "o")
+    assert [r.name for r in select(recorded, named)] == ["other", "web"]
+    for short in ("cm/ns-1/other", "ConfigMap/ns-1/other", "configmaps/ns-1/other"):
+        assert [r.name for r in select(recorded, (parse_target(short),))] == ["other"]
     with pytest.raises(ValueError, match="ConfigMap/ns-1/nothing: no delete of it"):
-        select(recorded, ("ConfigMap/ns-1/nothing",))
+        select(recorded, (parse_target("cm/ns-1/nothing"),))
 
 
 @pytest.mark.parametrize(
@@ -107,3 +112,34 @@ def test_a_line_longer_than_gcjob_writes_is_never_read_whole(
     result = CliRunner().invoke(cli, ["restore", str(path)], standalone_mode=False)
     assert result.return_value == 2
     assert result.stderr.strip() == f"gcjob: error: {path}:1: a line longer than gcjob ever writes"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("bogus/ns-1/x", "target kind 'bogus' is not one of configmap (cm), secret"),
+        ("cm/ns-1", "is not KIND/NAMESPACE/NAME"),
+        ("cm/NS/x", "is not a namespace name"),
+        (" ", "an empty target"),
+    ],
+)
+def test_a_target_explain_would_not_take_is_exit_2_before_the_record_is_read(
+    tmp_path: Path, target: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["restore", str(tmp_path / "absent.jsonl"), target])
+
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and message in err, err
+    assert "No such file" not in err  # the target is refused first
+
+
+def test_restore_says_up_front_what_it_will_not_do_and_takes_explains_kinds() -> None:
+    help_text = " ".join(CliRunner().invoke(cli, ["restore", "--help"]).stdout.split())
+    assert "What it will not do: put back a Secret" in help_text
+    assert "a ResourceBinding that binds one" in help_text
+    assert "--output [text|json]" in help_text
+    explain_help = " ".join(CliRunner().invoke(cli, ["explain", "--help"]).stdout.split())
+    for name in ("configmap (cm)", "resourcebinding (rb)", "httpproxy", "connector", "gateway"):
+        assert name in help_text and name in explain_help

@@ -623,16 +623,34 @@ def _api_error(response: Response, request: Request) -> ApiError:
     reason = str(body.get("reason") or "Unknown")
     # Only a Status's message is quoted: any other body (an HTML page, a proxy's error, an
     # object) may hold what must not be echoed, e.g. a Secret from a misrouted request.
-    message = (
+    said = (
         str(body.get("message") or "").strip()
         if body.get("kind") == "Status"
         else f"not a Kubernetes Status ({len(response.body)} bytes)"
     )
-    if response.status == 403:
-        message = f"forbidden: grant '{_verb(request)}' on {request.path}: {message}"
+    message, hint = said, ""
+    if response.status == 403 and NAMESPACE_TERMINATING in _causes(body):
+        # Not a permission: the namespace is being deleted (the API server's NamespaceLifecycle).
+        message = f"forbidden: the namespace is being deleted: {said}"
+    elif response.status == 403:
+        hint = f"grant '{_verb(request)}' on {request.path}"
+        message = f"forbidden: {hint}: {said}"
     elif response.status == 401:
-        message = f"unauthorized: the credentials were refused: {message}"
-    return ApiError(response.status, reason, message, request.path)
+        message = f"unauthorized: the credentials were refused: {said}"
+    return ApiError(response.status, reason, message, request.path, said=said, hint=hint)
+
+
+# The cause the API server names when it refuses to create in a namespace being deleted.
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+
+
+def _causes(body: dict[str, Any]) -> set[str]:
+    """The `reason` of each of a Status's `details.causes`."""
+    details = body.get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
+    if not isinstance(causes, list):
+        return set()
+    return {str(c.get("reason")) for c in causes if isinstance(c, dict)}
 
 
 def _expect_ok(response: Response, request: Request) -> Any:

@@ -23,12 +23,34 @@ class KubeError(Exception):
 
 
 class ApiError(KubeError):
-    def __init__(self, status: int, reason: str, message: str, path: str) -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        path: str,
+        *,
+        said: str | None = None,
+        hint: str = "",
+    ) -> None:
+        """`said`: the server's own words (its Status message), when `message` adds gcjob's
+        `hint` to them (what to grant)."""
         self.status = status
         self.reason = reason
         self.path = path
+        self.said = redact(message if said is None else said)
+        self.hint = hint
         # Redacted whole, then cut: a cut token would no longer look like one.
         super().__init__(redact(f"HTTP {status} {reason} on {path}: {message}")[:MAX_MESSAGE_CHARS])
+
+    def server_first(self) -> str:
+        """The error with the server's reason first, then the request and gcjob's hint: for
+        a person who acts on one object (`gcjob restore`), where a refusal's cause (a
+        namespace being deleted) matters more than what gcjob would grant."""
+        where = f"HTTP {self.status} {self.reason} on {self.path}"
+        hint = f"; if RBAC refused it, {self.hint}" if self.hint else ""
+        text = f"{self.said or self.reason} ({where}{hint})"
+        return redact(" ".join(text.split()))[:MAX_MESSAGE_CHARS]
 
 
 class Unavailable(KubeError):

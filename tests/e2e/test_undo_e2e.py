@@ -47,10 +47,11 @@ def record_of(directory: Path) -> tuple[Path, list[undo.Recorded]]:
 
 
 def restore(hub_kubeconfig: str, record: Path, *more: str) -> tuple[int, list[dict[str, Any]]]:
-    """`gcjob restore RECORD MORE`, the real CLI, in-process: its exit code and JSON lines."""
+    """`gcjob restore RECORD MORE --output json`, the real CLI, in-process: its exit code and
+    JSON lines."""
     result = CliRunner().invoke(
         cli,
-        ["restore", str(record), "--hub-kubeconfig", hub_kubeconfig, *more],
+        ["restore", str(record), "--hub-kubeconfig", hub_kubeconfig, "--output", "json", *more],
         standalone_mode=False,
     )
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -140,22 +141,39 @@ def test_a_delete_run_records_each_object_first_and_restore_puts_them_back(
         let_go(hub, "ResourceBinding", ns, name)
         assert hub.get("ResourceBinding", ns, name) is None
 
-    # A dry run first: nothing is created.
+    # A dry run first: nothing is created. The Secret, and the binding that binds it, are
+    # what restore never puts back: said, and no failure (exit 0), as with --apply below.
     code, lines = restore(hub_kubeconfig, path)
-    assert code == 1  # the Secret is refused
+    assert code == 0, lines
     said = by_object(lines)
     assert said[f"ConfigMap/{ns}/app-config"]["action"] == "would-restore"
-    assert said[f"Secret/{ns}/db-creds"]["action"] == "refused"
+    assert said[f"Secret/{ns}/db-creds"]["action"] == "skipped"
     assert "NSO" in said[f"Secret/{ns}/db-creds"]["detail"]
-    assert lines[-1]["summary"]["counts"] == {"would-restore": 4, "refused": 1}
+    assert said[f"ResourceBinding/{ns}/{secret_binding}"]["action"] == "skipped"
+    assert f"binds Secret {ns}/db-creds" in said[f"ResourceBinding/{ns}/{secret_binding}"]["detail"]
+    assert lines[-1]["summary"]["counts"] == {"would-restore": 3, "skipped": 2}
     assert hub.get("ConfigMap", ns, "app-config") is None
+    # Named, the Secret is refused: what was asked for cannot be done (exit 1).
+    code, lines = restore(hub_kubeconfig, path, f"secret/{ns}/db-creds")
+    assert code == 1 and [line["action"] for line in lines[:-1]] == ["refused"], lines
+    # The default output is text: a line for each object, then a summary.
+    text = CliRunner().invoke(
+        cli, ["restore", str(path), "--hub-kubeconfig", hub_kubeconfig], standalone_mode=False
+    )
+    assert text.return_value == 0, text.output
+    assert f"skipped: Secret/{ns}/db-creds (uid " in text.stdout
+    assert f"would-restore: ConfigMap/{ns}/app-config (uid " in text.stdout
+    assert text.stdout.splitlines()[-1].endswith(
+        "3 would-restore, 2 skipped; a dry run: nothing created (add --apply)"
+    ), text.stdout
 
     code, lines = restore(hub_kubeconfig, path, "--apply")
 
-    assert code == 1, lines  # the Secret, again
+    assert code == 0, lines
     said = by_object(lines)
     assert said[f"ConfigMap/{ns}/app-config"]["action"] == "restored"
-    assert said[f"Secret/{ns}/db-creds"]["action"] == "refused"
+    assert said[f"Secret/{ns}/db-creds"]["action"] == "skipped"
+    assert hub.get("ResourceBinding", ns, secret_binding) is None
     back = hub.get("ConfigMap", ns, "app-config")
     assert back is not None
     assert back["data"] == DATA
@@ -450,3 +468,39 @@ def test_a_record_from_another_hub_is_refused_unless_told(
 
     assert code == 0, out
     assert hub.present("ConfigMap", ns, "a") and hub.present("ConfigMap", ns, "b")
+
+
+def test_restoring_into_a_namespace_being_deleted_says_the_servers_reason_first(
+    hub: TestCluster, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    """The API server refuses to create in a namespace being deleted with a 403: that is no
+    permission to grant, and the line says the server's reason first."""
+    ns = hub.namespace()
+    where = undo.Where("", "v1", "configmaps", "ConfigMap", True)
+    record = tmp_path / "deletions-terminating.jsonl"
+    record.write_text(
+        hand_written(
+            hub_identity(hub), where, {"metadata": {"name": "app-config", "namespace": ns}}
+        )
+    )
+    hub.delete("Namespace", None, ns)  # no namespace controller here: it stays Terminating
+    assert hub.get("Namespace", None, ns)["metadata"].get("deletionTimestamp")
+
+    code, out = restore(hub_kubeconfig, record, "--apply")
+    text = CliRunner().invoke(
+        cli,
+        ["restore", str(record), "--hub-kubeconfig", hub_kubeconfig, "--apply"],
+        standalone_mode=False,
+    )
+
+    assert code == 1 and text.return_value == 1
+    [line] = [line for line in out if "object" in line]
+    assert line["action"] == "failed"
+    detail = line["detail"]
+    assert detail.startswith('configmaps "app-config" is forbidden: unable to create'), detail
+    assert "being terminated" in detail and "grant" not in detail, detail
+    assert "HTTP 403 Forbidden" in detail
+    first = text.stdout.splitlines()[0]
+    assert first.startswith(f"failed: ConfigMap/{ns}/app-config (uid ") and "\n" not in detail
+    assert f"): {detail}" in first
+    assert hub.get("ConfigMap", ns, "app-config") is None

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gcjob.kube import requests
 from gcjob.kube.access import _api_error
 from gcjob.kube.errors import MAX_MESSAGE_CHARS, Unavailable
-from gcjob.kube.resources import SECRETS
+from gcjob.kube.resources import CONFIGMAPS, SECRETS
 from gcjob.kube.transport import Response
 from gcjob.redact import redact
 
@@ -66,8 +66,52 @@ def test_a_status_message_with_newlines_and_credentials_is_one_redacted_line(sec
 def test_every_error_message_is_one_redacted_line(message: str, reason: str) -> None:
     for secret in SECRETS_IN_TEXT:
         status = {"kind": "Status", "reason": reason, "message": f"{message} {secret} {message}"}
-        text = str(_api_error(Response(403, {}, json.dumps(status).encode()), REQUEST))
-        assert text == " ".join(text.split())  # one line: no line break of any kind
-        assert len(text) <= MAX_MESSAGE_CHARS
-        assert "tok3n-abc" not in text and "pw0rd" not in text
+        error = _api_error(Response(403, {}, json.dumps(status).encode()), REQUEST)
+        for text in (str(error), error.server_first()):
+            assert text == " ".join(text.split())  # one line: no line break of any kind
+            assert len(text) <= MAX_MESSAGE_CHARS
+            assert "tok3n-abc" not in text and "pw0rd" not in text
+        text = str(error)
         assert str(Unavailable(text + "\n" + secret)) == redact(text + " " + secret)
+
+
+CREATE = requests.create(CONFIGMAPS, "ns-a", {"metadata": {"name": "app-config"}})
+
+
+def test_a_403_for_a_namespace_being_deleted_names_no_grant_and_leads_with_its_reason() -> None:
+    """The API server's NamespaceLifecycle refuses to create in a namespace being deleted with
+    a 403 whose cause says so: no permission is missing, so none is named."""
+    said = (
+        'configmaps "app-config" is forbidden: unable to create new content in namespace ns-a '
+        "because it is being terminated"
+    )
+    status = {
+        "kind": "Status",
+        "reason": "Forbidden",
+        "message": said,
+        "details": {
+            "name": "app-config",
+            "kind": "configmaps",
+            "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}],
+        },
+    }
+    error = _api_error(Response(403, {}, json.dumps(status).encode()), CREATE)
+
+    assert "grant" not in str(error) and "being deleted" in str(error)
+    assert error.server_first().startswith(said + " (HTTP 403 Forbidden on ")
+    assert "grant" not in error.server_first()
+
+
+def test_an_rbac_403_leads_with_the_servers_words_when_asked_and_names_the_grant() -> None:
+    said = 'configmaps is forbidden: User "gcjob" cannot create resource "configmaps"'
+    status = {"kind": "Status", "reason": "Forbidden", "message": said}
+    error = _api_error(Response(403, {}, json.dumps(status).encode()), CREATE)
+
+    assert str(error).startswith("HTTP 403 Forbidden on /api/v1/namespaces/ns-a/configmaps: ")
+    assert f"forbidden: grant 'create' on /api/v1/namespaces/ns-a/configmaps: {said}" in str(
+        error
+    )  # as the sweeps' reports have it
+    assert error.server_first() == (
+        f"{said} (HTTP 403 Forbidden on /api/v1/namespaces/ns-a/configmaps; if RBAC refused "
+        "it, grant 'create' on /api/v1/namespaces/ns-a/configmaps)"
+    )
