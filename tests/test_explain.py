@@ -14,9 +14,12 @@ import pytest
 from click.testing import CliRunner
 
 from gcjob.cli import cli, main
+from gcjob.decide.explanation import SWEEP_OF
+from gcjob.domain import TARGET_KINDS, target_kinds_said
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Target, parse_target
 from gcjob.report.explain_output import escape
+from gcjob.sweeps.explaining import KIND_RESOURCES
 from testbed import schemas
 
 DEMO = "fixtures/demo"
@@ -231,3 +234,18 @@ def test_the_sweeps_namespace_flags_set_what_is_in_scope(
         main(["explain", f"cm/{WEB}/x", "--snapshot", DEMO, "--namespace", "kube-system"])
     assert raised.value.code == ExitCode.USAGE
     assert "reserved" in capsys.readouterr().err
+
+
+def test_every_kind_explain_takes_is_in_its_help_its_page_and_its_sweeps_tables() -> None:
+    """One table (domain.TARGET_KINDS) names what explain and restore take: each kind parses
+    by each of its names, and is listed by `explain --help` and docs/explain.md; each is a kind
+    the sweeps know how to name before reading (SWEEP_OF, KIND_RESOURCES)."""
+    help_text = " ".join(CliRunner().invoke(cli, ["explain", "--help"]).stdout.split())
+    page = " ".join((Path(__file__).parents[1] / "docs" / "explain.md").read_text("utf-8").split())
+    for name, kind in TARGET_KINDS.items():
+        assert parse_target(f"{name.upper()}/ns-a/x").kind == kind
+        assert kind in SWEEP_OF and kind in KIND_RESOURCES
+    for said in target_kinds_said().split(", "):
+        kind = said.split(" (")[0]
+        assert said in help_text
+        assert f"`{kind}`" in page, kind

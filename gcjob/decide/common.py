@@ -110,20 +110,37 @@ def check_owners(
     trace: Trace,
     *,
     ours: Callable[[OwnerRef], bool] = lambda owner: False,
+    controllers_only: bool = False,
 ) -> tuple[Reason, str] | None:
     """The ownership step: (reason, detail) to keep an object that has an owner the sweep does
-    not recognise as `ours`, else None."""
-    foreign = [o for o in owners if not ours(o)]
+    not recognise as `ours`, else None. `controllers_only`: only a controller reference is an
+    owner that manages it (the routes and copies sweeps); `owners` are every reference the
+    sweep read (for routes, only their controllers), and the evidence says what is there."""
+    managing = [o for o in owners if o.controller or not controllers_only]
+    foreign = [o for o in managing if not ours(o)]
     if foreign:
         owner = foreign[0]
         what = "controller ownerReference" if owner.controller else "ownerReference"
         named = f"{owner.kind} {owner.name[:80]}".strip()
         return trace.hold("not-owned", Reason.OWNED, f"{what} to {named}: its owner manages it")
-    trace.passed(
-        "not-owned",
-        "no ownerReferences" if not owners else f"owned only by {len(owners)} anchor(s)",
-    )
+    trace.passed("not-owned", _owners_said(owners, ours, controllers_only))
     return None
+
+
+def _owners_said(
+    owners: tuple[OwnerRef, ...], ours: Callable[[OwnerRef], bool], controllers_only: bool
+) -> str:
+    """What the ownership step found, when nothing manages the object: each reference there
+    is (at most three named), and why it is no owner that manages it."""
+    if not owners:
+        return "no controller ownerReference" if controllers_only else "no ownerReferences"
+    said = []
+    for owner in owners[:3]:
+        what = "controller ownerReference" if owner.controller else "ownerReference"
+        why = "an anchor (NSO's bookkeeping)" if ours(owner) else "not a controller"
+        said.append(f"{what} to {owner.kind} {owner.name[:80]}: {why}".strip())
+    more = f"; and {len(owners) - 3} more" if len(owners) > 3 else ""
+    return "; ".join(said) + more + ": no other owner manages it"
 
 
 def resource_mismatch(

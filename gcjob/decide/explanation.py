@@ -78,6 +78,14 @@ class Explanation:
     steps: list[TracedStep] = field(default_factory=list)
     verdict: Conclusion | None = None
     binding: Conclusion | None = None  # what happens to a companion's binding
+    # The sweep whose judgement the verdict is, where it is not the kind's own: a ConfigMap or
+    # Secret that is no companion but a copy or an anchor is the copies sweep's.
+    judged_by: Sweep | None = None
+
+    @property
+    def sweep(self) -> Sweep:
+        """The sweep that judges the target: the one whose rules the steps are."""
+        return self.judged_by or self.target.sweep
 
     @property
     def known(self) -> bool:

@@ -31,7 +31,7 @@ def as_json(out: Explanation) -> dict[str, Any]:
             "kind": target.kind,
             "namespace": target.namespace,
             "name": target.name,
-            "sweep": target.sweep.value,
+            "sweep": out.sweep.value,
         },
         "source": out.source,
         "decided_at": rfc3339(out.decided_at),
@@ -64,7 +64,7 @@ def render_text(out: Explanation, bold: bool) -> str:
     target = out.target
     lines = [
         escape(
-            f"{target} ({target.sweep.value} sweep), from {out.source} at "
+            f"{target} ({out.sweep.value} sweep), from {out.source} at "
             f"{rfc3339(out.decided_at)}, minimum age {int(out.min_age.total_seconds())}s"
         )
     ]

@@ -115,6 +115,7 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
         if as_copy is None or as_copy.reason in NOT_THE_COPIES_SWEEPS:
             return verdict
         out.steps, out.verdict, out.binding = copied.steps, copied.verdict, None
+        out.judged_by = Sweep.COPIES
         return as_copy
     if target.sweep is Sweep.BINDINGS:
 

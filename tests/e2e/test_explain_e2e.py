@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -17,8 +18,21 @@ from gcjob.exitcodes import ExitCode
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
+from testbed.milo import (
+    connector_group,
+    delete_project,
+    live_owner,
+    make_project,
+    project_name,
+    template,
+)
 from testbed.objects import SECRET_VALUE, binding, companion, route, upstream_route, workload
 from testbed.report import HubSweep, explain, run_gcjob
+from tests.e2e.test_copies_e2e import (  # noqa: F401  (fixtures: the Milo proxy and its CRDs)
+    milo,
+    milo_kubeconfig,
+    served,
+)
 
 LABEL = f"cluster-{UPSTREAM_CLUSTER}"
 
@@ -390,3 +404,47 @@ def test_grace_explain_says_mark_wait_delete_and_unmark_as_the_runs_do(
     assert hub.gone("ConfigMap", ns, "stays")
     assert hub.present("ConfigMap", ns, "revives")
     assert hub.present("ResourceBinding", ns, "revives-configmap")
+
+
+def test_a_copy_and_its_anchor_are_explained_as_the_copies_sweep_sees_them(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+) -> None:
+    """Issue 34 item 5: the anchor is the copies sweep's (not the companions sweep's), and the
+    copy's ownership step names the reference to its anchor it has (not "no ownerReferences")."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    ns = hub.namespace("ns")
+    upstream_ns = upstream.namespace("app")
+    # A project is proven gone only while the same API answers for another, live one.
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    made_anchor, _ = connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    anchor_name = made_anchor["metadata"]["name"]
+    delete_project(upstream, milo, gone)
+    common = [
+        *("--hub-kubeconfig", hub_kubeconfig, "--upstream-kubeconfig", milo_kubeconfig),
+        *("--upstream-server-template", template(milo), "--min-age", "0s", "--namespace", ns),
+    ]
+
+    def explained(target: str, *output: str) -> Any:
+        result = CliRunner().invoke(cli, ["explain", target, *common, *output])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout) if output else result.stdout
+
+    anchor_doc = explained(f"cm/{ns}/{anchor_name}", "--output", "json")
+    anchor_text = explained(f"cm/{ns}/{anchor_name}")
+    copy_doc = explained(f"connector/{ns}/web", "--output", "json")
+
+    assert anchor_doc["target"]["sweep"] == "copies"
+    assert anchor_text.splitlines()[0].startswith(
+        f"ConfigMap {ns}/{anchor_name} (copies sweep), from "
+    )
+    assert anchor_doc["verdict"]["reason"] == "project-gone"
+    [owned] = [s for s in copy_doc["steps"] if s["rule"] == "not-owned"]
+    assert owned["outcome"] == "passed"
+    assert f"ownerReference to ConfigMap {anchor_name}: an anchor" in owned["evidence"]
+    assert copy_doc["target"]["sweep"] == "copies"

@@ -144,7 +144,7 @@ def understand(replica: Replica, trace: Trace | None = None) -> Member | Verdict
         detail = f"a {ref.kind} without {GATEWAY_SYNC_LABEL}: not one NSO copies"
         return _keep(ref, Reason.NOT_A_COPY, detail, trace, "copy")
     trace.passed("copy", f"same name, group and kind as {owner}")
-    held = check_owners(tuple(o for o in replica.owners if o.controller), trace, ours=is_anchor)
+    held = check_owners(replica.owners, trace, ours=is_anchor, controllers_only=True)
     if held is not None:
         return Verdict(ref, False, *held)
     anchors = tuple(

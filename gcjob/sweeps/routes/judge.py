@@ -215,9 +215,9 @@ def decide_route(
     if project is not None and project.state is ProjectState.GONE:
         # Proven by the Project API: its control plane is gone with it, Gateways and all.
         trace.passed("project-live", project.detail)
-        held = check_owners(route.owners, trace, ours=is_anchor) or hold_back(
-            ref, now, min_age, route.protect, trace
-        )
+        held = check_owners(
+            route.owners, trace, ours=is_anchor, controllers_only=True
+        ) or hold_back(ref, now, min_age, route.protect, trace)
         if held is not None:
             return Verdict(ref, False, *held, cluster=target.cluster, gateways=names)
         return Verdict(
@@ -261,9 +261,9 @@ def decide_route(
         # Gateway rule decides, as it always has.)
         upstream = describe_owner(target.owner, view.owner)
         trace.passed("upstream-route", f"{upstream}, though {evidence}")
-        held = check_owners(route.owners, trace, ours=is_anchor) or hold_back(
-            ref, now, min_age, route.protect, trace
-        )
+        held = check_owners(
+            route.owners, trace, ours=is_anchor, controllers_only=True
+        ) or hold_back(ref, now, min_age, route.protect, trace)
         if held is not None:
             return Verdict(ref, False, *held, cluster=target.cluster, gateways=names)
         return Verdict(
@@ -289,7 +289,7 @@ def decide_route(
             f"no Gateway at all found {where}: {view.cluster_detail}",
         )
     trace.passed("cluster-trusted", f"cluster {target.cluster} is not suspect")
-    held = check_owners(route.owners, trace, ours=is_anchor) or hold_back(
+    held = check_owners(route.owners, trace, ours=is_anchor, controllers_only=True) or hold_back(
         ref, now, min_age, route.protect, trace
     )
     if held is not None:
