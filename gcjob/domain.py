@@ -49,15 +49,16 @@ ORPHANED_SINCE_ANNOTATION = "gcjob.datumapis.com/orphaned-since"
 ORPHANED_REASON_ANNOTATION = "gcjob.datumapis.com/orphaned-reason"
 ORPHANED_EVIDENCE_ANNOTATION = "gcjob.datumapis.com/orphaned-evidence"
 
-# Label keys gcjob reads from downstream routes; every other label is dropped on read.
-ROUTE_LABELS = (
+# The five labels NSO puts on what it copies from upstream (and on an anchor).
+UPSTREAM_LABELS = (
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
-    HTTP01_SOLVER_LABEL,
 )
+# Label keys gcjob reads from downstream routes; every other label is dropped on read.
+ROUTE_LABELS = (*UPSTREAM_LABELS, HTTP01_SOLVER_LABEL)
 
 # Of a Secret, gcjob keeps the values of only these labels and annotations: the ones its rules
 # read (the companion, copy and protect rules, its mark, the marks of the Secret types it never
@@ -71,11 +72,7 @@ SECRET_KEYS_READ: dict[str, tuple[str, ...]] = {
         ORPHANED_LABEL,
         PROTECT_ANNOTATION,
         HELM_OWNER_LABEL,
-        UPSTREAM_CLUSTER_LABEL,
-        UPSTREAM_GROUP_LABEL,
-        UPSTREAM_KIND_LABEL,
-        UPSTREAM_NAME_LABEL,
-        UPSTREAM_NAMESPACE_LABEL,
+        *UPSTREAM_LABELS,
         GATEWAY_SYNC_LABEL,
     ),
     "annotations": (

@@ -161,7 +161,9 @@ _protect_keys = st.sampled_from(
 @st.composite
 def secrets_with_rule_keys(draw: st.DrawFn) -> dict[str, Any]:
     """A Secret with the keys gcjob's rules read set to generated values (the protect key in
-    any case, as a label too), beside keys no rule reads; its ownerReferences as found."""
+    any case, as a label too), beside keys no rule reads; its ownerReferences as found. The
+    keys are listed here, not taken from SECRET_KEYS_READ: a key the rules read that the list
+    lacked would then judge differently, which is what this test is to find."""
     obj, _ = draw(secrets_with_payload())
     meta = obj["metadata"]
     label_keys = [
