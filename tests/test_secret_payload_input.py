@@ -7,7 +7,8 @@ in any label or annotation, in managedFields' `manager`, in `generateName`. gcjo
 Secret only the values its rules read (gcjob/domain.py SECRET_KEYS_READ, secret_as_kept), at
 the point where a Secret enters it: the access layer's reads (on the real server:
 tests/e2e/test_secret_payload_e2e.py) and the snapshot loader, which runs here end to end:
-sweep, report, logs, explain (JSON and text) and the deletion record.
+sweep, report, logs, metrics, the webhook's message, explain (JSON and text) and the deletion
+record.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import generate_latest
 
 from gcjob.act.record import DeletionRecord
 from gcjob.cli import cli
@@ -53,6 +55,7 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.resources import SECRETS
 from gcjob.kube.snapshot import SnapshotStore
 from gcjob.model import Sweep, Verdict
+from gcjob.publish import metrics, webhook
 from gcjob.reasons import Reason
 from gcjob.sweeps.companions.scan import COMPANION_SELECTOR, LEFT_COMPANIONS_SELECTOR
 from gcjob.sweeps.copies.scan import COPY_SELECTOR, replica
@@ -320,9 +323,15 @@ def test_no_secret_payload_reaches_a_report_a_log_an_explanation_or_a_record(
         outputs = [swept.stdout, swept.stderr, report.read_text()]
         for e in explained:
             outputs += [e.stdout, e.stderr]
-        items = json.loads(report.read_text())["items"]
+        document = json.loads(report.read_text())
+        items, summary = document["items"], document["summary"]
         judged = {(i["kind"], i["action"], i["reason"]) for i in items}
         assert ("Secret", "would-delete", "orphaned") in judged, items
+        # What the run would push and post: the metrics and the webhook's message, made from
+        # the report as the run makes them (gcjob/publish).
+        outputs.append(json.dumps(webhook.message(summary, items)))
+        registry = metrics.registry_of(summary, duration=1.0, finished=0.0)
+        outputs.append(generate_latest(registry).decode())
         assert all(e.exit_code == 0 for e in explained), [e.output for e in explained]
         # The loader's memory of it, and the record a deleting run would write of it.
         store = SnapshotStore("prop", [], every_kind=True)
