@@ -64,8 +64,9 @@ ROUTE_LABELS = (*UPSTREAM_LABELS, HTTP01_SOLVER_LABEL)
 # read (the companion, copy and protect rules, its mark, the marks of the Secret types it never
 # deletes), and the label selectors it lists Secrets by. Every other label and annotation (a
 # `kubectl apply`'s last-applied-configuration, which holds the Secret's data) is kept by its
-# key alone, its value dropped where the Secret is read (secret_as_kept): no byte of a value
-# no rule reads enters gcjob, so none can reach a record, a report, a log or an explanation.
+# key alone, its value dropped as the Secret is decoded (secret_as_kept), before anything
+# else sees it: gcjob keeps no value no rule reads, so none can reach a record, a report, a
+# log, a metric, a webhook or an explanation.
 SECRET_KEYS_READ: dict[str, tuple[str, ...]] = {
     "labels": (
         COMPANION_LABEL,
