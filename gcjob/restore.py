@@ -83,7 +83,8 @@ class Restored:
         """Its lines for a person: the action, the object and why; each ownerReference change
         on a line below. Control characters escaped: a record is a file anyone who can write
         its volume can edit."""
-        lines = [visible(f"{self.action}: {self.object} (uid {self.uid}): {self.detail}")]
+        uid = f" (uid {self.uid})" if self.uid else ""  # a hand-written entry may name none
+        lines = [visible(f"{self.action}: {self.object}{uid}: {self.detail}")]
         if self.new_uid is not None:
             lines[0] += visible(f"; new uid {self.new_uid}")
         lines += [visible(f"    {note}") for note in self.owner_references]
