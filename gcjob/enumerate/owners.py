@@ -303,9 +303,10 @@ class ProjectReads:
     def failed(self, clusters: Iterable[str]) -> str:
         """Why the Project API could not answer for some project among `clusters`: its list's
         error, else the first failed GET's; "" when every read it needed answered."""
-        if "" in self._failed:
+        names = sorted({c for c in clusters if self.is_project(c)})
+        if names and "" in self._failed:
             return self._failed[""]
-        return next((self._failed[c] for c in sorted(set(clusters)) if c in self._failed), "")
+        return next((self._failed[c] for c in names if c in self._failed), "")
 
     def still_gone(self, cluster: str) -> SecondLook:
         """`cluster`'s project looked at again, live, right before a delete that rests on it

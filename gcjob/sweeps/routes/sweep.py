@@ -205,7 +205,10 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     if upstream.failed:  # stopped while reading upstream
         return run.incomplete(SWEEP, upstream.failed, upstream.error)
     settings = run.settings
-    answers, answered = project_answers(index, projects)
+    try:
+        answers, answered = project_answers(index, projects)
+    except Stopped as exc:
+        return run.incomplete(SWEEP, "stopped while reading the Project API", exc)
     calls, brake = project_calls(
         index.clusters, run.is_project, answers, answered, settings.max_projects_gone
     )
