@@ -47,15 +47,16 @@ ORPHANED_SINCE_ANNOTATION = "gcjob.datumapis.com/orphaned-since"
 ORPHANED_REASON_ANNOTATION = "gcjob.datumapis.com/orphaned-reason"
 ORPHANED_EVIDENCE_ANNOTATION = "gcjob.datumapis.com/orphaned-evidence"
 
-# Label keys gcjob reads from downstream routes; every other label is dropped on read.
-ROUTE_LABELS = (
+# The five labels NSO stamps on each copy, naming the upstream object it copies.
+UPSTREAM_LABELS = (
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
-    HTTP01_SOLVER_LABEL,
 )
+# Label keys gcjob reads from downstream routes; every other label is dropped on read.
+ROUTE_LABELS = (*UPSTREAM_LABELS, HTTP01_SOLVER_LABEL)
 
 _RESERVED_EXACT = frozenset({"karmada-system", "karmada-cluster"})
 _RESERVED_PREFIXES = ("kube-", "karmada-es-")

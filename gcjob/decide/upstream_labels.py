@@ -24,6 +24,7 @@ from gcjob.domain import (
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
+    UPSTREAM_LABELS,
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
     decode_cluster_label,
@@ -33,13 +34,6 @@ from gcjob.domain import (
 from gcjob.model import OwnerRef, UpstreamOwner
 from gcjob.reasons import Reason
 
-COPY_LABELS = (
-    UPSTREAM_CLUSTER_LABEL,
-    UPSTREAM_GROUP_LABEL,
-    UPSTREAM_KIND_LABEL,
-    UPSTREAM_NAME_LABEL,
-    UPSTREAM_NAMESPACE_LABEL,
-)
 # A label value's maximum length: a value this long may have been cut short, and a cut name
 # names another object (or none): it proves nothing.
 LABEL_LIMIT = 63
@@ -89,10 +83,10 @@ def copy_of(
         trace.hold(rule, reason, detail)
         return NotCopied(reason, detail, rule, cluster)
 
-    missing = [key for key in COPY_LABELS if key not in labels]
+    missing = [key for key in UPSTREAM_LABELS if key not in labels]
     if missing:
         return no(Reason.LABELS_MISSING, f"missing label {', '.join(missing)}", "labels")
-    cut = [key for key in COPY_LABELS if len(labels[key]) >= LABEL_LIMIT]
+    cut = [key for key in UPSTREAM_LABELS if len(labels[key]) >= LABEL_LIMIT]
     if cut:
         detail = f"label {cut[0]} is {LABEL_LIMIT} characters long: it may be cut short"
         return no(Reason.LABEL_AT_LIMIT, detail, "labels")
