@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gcjob.decide.common import CANONICAL_UUID
 from gcjob.decide.trace import Trace, given
@@ -58,6 +59,14 @@ class NotCopied:
     cluster: str | None = None
 
 
+@lru_cache(maxsize=256)
+def group_understood(group: str) -> bool:
+    """An `upstream-group` NSO writes: "" is the core group, and NSO writes no other spelling
+    of it (`core`, `v1` are not NSO's); any other, an API group's name. (A hub has a handful
+    of groups: each is checked once.)"""
+    return group not in ("core", "v1") and (not group or is_dns1123_subdomain(group))
+
+
 def anchor_uid_of(name: str) -> str | None:
     """The owner UID an anchor's name carries: `anchor-<canonical uuid>`, else None."""
     uid = name.removeprefix(ANCHOR_PREFIX)
@@ -83,18 +92,16 @@ def copy_of(
         trace.hold(rule, reason, detail)
         return NotCopied(reason, detail, rule, cluster)
 
-    missing = [key for key in UPSTREAM_LABELS if key not in labels]
-    if missing:
-        return no(Reason.LABELS_MISSING, f"missing label {', '.join(missing)}", "labels")
-    cut = [key for key in UPSTREAM_LABELS if len(labels[key]) >= LABEL_LIMIT]
+    values = [labels.get(key) for key in UPSTREAM_LABELS]
+    if None in values:
+        missing = ", ".join(k for k, v in zip(UPSTREAM_LABELS, values, strict=True) if v is None)
+        return no(Reason.LABELS_MISSING, f"missing label {missing}", "labels")
+    cut = [k for k, v in zip(UPSTREAM_LABELS, values, strict=True) if len(v or "") >= LABEL_LIMIT]
     if cut:
         detail = f"label {cut[0]} is {LABEL_LIMIT} characters long: it may be cut short"
         return no(Reason.LABEL_AT_LIMIT, detail, "labels")
     upstream_group = labels[UPSTREAM_GROUP_LABEL]
-    # "" is the core group; NSO writes no other spelling of it, so `core` or `v1` is not NSO's.
-    if upstream_group in ("core", "v1") or (
-        upstream_group and not is_dns1123_subdomain(upstream_group)
-    ):
+    if not group_understood(upstream_group):
         detail = f"{UPSTREAM_GROUP_LABEL}={upstream_group[:80]!r} is not an API group NSO writes"
         return no(Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD, detail, "labels")
     # Each part of the name an object name: it is put into a URL path (a template's

@@ -76,7 +76,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         return trace.held(
             "labels-present", detail, Verdict(ref, False, Reason.LABELS_MISSING, detail)
         )
-    trace.passed("labels-present", ", ".join(f"{k}={labels[k]}" for k in required))
+    trace.passed("labels-present", lambda: ", ".join(f"{k}={labels[k]}" for k in required))
     solver = labels.get(HTTP01_SOLVER_LABEL)
     if solver is not None and solver != "false":
         # Fails closed, as protect does: only the absent label or exactly "false" is no solver.
