@@ -19,8 +19,9 @@ class ExitCode(IntEnum):
 
 DESCRIPTIONS = {
     ExitCode.OK: "completed",
-    ExitCode.ITEM_FAILED: "completed, but an item failed (a delete or lookup errored, "
-    "or an upstream cluster was unavailable), or the --report-file could not be written",
+    ExitCode.ITEM_FAILED: "completed, but an item failed (a delete or lookup errored or ran "
+    "out of its read budget, or an upstream cluster or the Project API was unavailable), or "
+    "the --report-file could not be written",
     ExitCode.USAGE: "bad usage or configuration (flags, kubeconfig, lock namespace; a hub "
     "that refuses the credentials or cannot be verified), or the target is not a hub: "
     "nothing touched",

@@ -359,3 +359,25 @@ class OwnerFacts:
 
     project: ProjectCall
     read: OwnerRead
+
+
+class Looked(Enum):
+    """What a live second look right before a delete found of what the orphan's reason rests
+    on (its upstream owner, namespace or project)."""
+
+    PROVEN = "still proven"  # the read answered, and still proves the reason
+    NO_LONGER = "no longer proven"  # the read answered, and proves it no more: a fact
+    FAILED = "not read"  # the read failed, was refused or ran out of its budget: no fact
+    STOPPED = "run stopped"  # the run stopped before it could be read
+
+
+@dataclass(frozen=True, slots=True)
+class SecondLook:
+    """A second look and what it found (`detail`: what was read, or why it was not)."""
+
+    found: Looked
+    detail: str = ""
+
+    @property
+    def proven(self) -> bool:
+        return self.found is Looked.PROVEN

@@ -132,7 +132,10 @@ MEANINGS: Final[Mapping[Reason, str]] = {
         "422/409 on a conditional patch): decided again next run"
     ),
     Reason.ALREADY_GONE: "deleted by someone else first (404)",
-    Reason.LOOKUP_FAILED: "a read the decision needs failed: kept, the run exits 3",
+    Reason.LOOKUP_FAILED: (
+        "a read the decision needs, or the live second look before a delete, failed, was "
+        "refused or ran out of its read budget (the detail says which): kept, the run exits 1"
+    ),
     Reason.DELETE_FAILED: "the delete was refused or failed",
     Reason.DELETE_UNCERTAIN: "the delete's answer was lost: it may or may not have happened",
     Reason.MARK_FAILED: "writing the orphan mark failed",
@@ -187,7 +190,7 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.MALFORMED_PARENT_REF: "a parent name is not a valid object name: kept",
     Reason.CROSS_NAMESPACE_PARENT: "a parent in another namespace than the route's: kept",
     Reason.UPSTREAM_CLUSTER_UNKNOWN: "no endpoint configured for its upstream cluster: kept",
-    Reason.UPSTREAM_UNAVAILABLE: "its upstream cluster could not be read: kept, the run exits 3",
+    Reason.UPSTREAM_UNAVAILABLE: "its upstream cluster could not be read: kept, the run exits 1",
     Reason.UPSTREAM_SUSPECT: "its upstream cluster looked emptied (--suspect-min-routes): kept",
     Reason.NOT_FOUND: "`gcjob explain`: the object named does not exist",
     Reason.PROJECT_GONE: (
@@ -206,8 +209,14 @@ MEANINGS: Final[Mapping[Reason, str]] = {
         "its owner's group and kind map to no single resource upstream (or the wrong scope): kept"
     ),
     Reason.UPSTREAM_NAMESPACE_TERMINATING: "its upstream namespace is being deleted: kept",
-    Reason.NOT_A_COPY: "its labels do not describe a copy NSO writes (name, group or kind): kept",
-    Reason.LABEL_AT_LIMIT: "an upstream label is 63 characters long and may be cut short: kept",
+    Reason.NOT_A_COPY: (
+        "its labels do not describe a copy NSO writes (its own name, group and kind the "
+        "labels'): kept, and nothing is looked up under the name they give"
+    ),
+    Reason.LABEL_AT_LIMIT: (
+        "an upstream label is 63 characters long (the limit) and may be cut short: it proves "
+        "nothing, kept"
+    ),
     Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD: (
         "its upstream-group label is not a group NSO writes (`core`, `v1`, malformed): kept"
     ),
@@ -216,7 +225,8 @@ MEANINGS: Final[Mapping[Reason, str]] = {
         "its project or upstream namespace is gone"
     ),
     Reason.OWNER_APPEARED: (
-        "on the live second look before deleting, its owner or project is no longer proven gone"
+        "the live second look before deleting answered, and no longer proves its owner or "
+        "project gone: kept (a second look that could not be read is `lookup-failed`)"
     ),
     Reason.ANCHOR_OWNS_KEPT_COPY: (
         "an orphaned anchor that owns a copy which is kept: the garbage collector would take it"
@@ -293,6 +303,8 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.PROJECT_TERMINATING,
         Reason.OWNER_GONE,
         Reason.OWNER_APPEARED,
+        Reason.NOT_A_COPY,
+        Reason.LABEL_AT_LIMIT,
     ),
     _COPIES: (
         Reason.OWNED,
@@ -323,7 +335,7 @@ _SWEEPS: Final[Mapping[Reason, tuple[str, ...]]] = {
     reason: tuple(scope for scope in SCOPES if reason in _BY_SCOPE[scope]) for reason in Reason
 }
 
-# A read failed: the run exits 3, and `explain` concludes "unknown".
+# A read failed: the run exits 1, and `explain` concludes "unknown".
 ERROR_REASONS: Final = frozenset({Reason.LOOKUP_FAILED, Reason.UPSTREAM_UNAVAILABLE})
 # Held back by a brake: a webhook notifies, a metric counts.
 BRAKE_REASONS: Final = (Reason.BRAKE, Reason.UPSTREAM_SUSPECT)

@@ -40,6 +40,9 @@ from gcjob.report.emitter import Reporter
 from gcjob.report.records import rfc3339, upstream_record
 from gcjob.settings import Settings
 
+# How a sweep's detail says that a Project API read it rests on failed (once a sweep).
+PROJECT_API_FAILED = "the Project API could not be read"
+
 
 class NotAHub(Exception):
     """The target does not serve the hub's APIs: refuse before touching anything."""
@@ -177,6 +180,20 @@ class Run:
                 state.detail = "; ".join(filter(None, [state.detail, reason]))
         if self.settings.delete:
             self.codes.add(ExitCode.BRAKE)
+
+    def project_api_failed(self, sweep: Sweep, detail: str) -> None:
+        """A read of Milo's Project API that `sweep` rests on failed, was refused or ran out
+        of its read budget (`detail`; "" when none did): nothing is proven by it, and the run
+        says so, in the sweep's detail (the first such failure) and with exit 1."""
+        if not detail:
+            return
+        self.codes.add(ExitCode.ITEM_FAILED)
+        state = self.sweeps.get(sweep)
+        if state is None or PROJECT_API_FAILED in state.detail:
+            return
+        said = f"{PROJECT_API_FAILED}: {detail}"
+        state.detail = "; ".join(filter(None, [state.detail, said]))
+        log.warning("%s sweep: %s", sweep.value, said)
 
     def completed(self, sweep: Sweep) -> None:
         """The end of a sweep that went through its candidates: `completed`, unless a stop

@@ -13,7 +13,7 @@ from gcjob.budget import RunBudget
 from gcjob.kube.access import DeleteResult, KubeAccess
 from gcjob.kube.errors import DeleteUncertain, KubeError, Stopped
 from gcjob.kube.resources import Resource
-from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.model import Action, Looked, Outcome, SecondLook, Sweep, Verdict
 from gcjob.reasons import Reason
 
 if TYPE_CHECKING:
@@ -117,3 +117,18 @@ def read_failure(sweep: Sweep, verdict: Verdict, what: str, exc: KubeError) -> O
     return Outcome.of(
         sweep, verdict, Action.SKIPPED, Reason.LOOKUP_FAILED, f"re-reading {what}: {exc}"
     )
+
+
+def second_look(sweep: Sweep, verdict: Verdict, look: SecondLook) -> Outcome | None:
+    """None while the live second look before a delete still proves the orphan's reason;
+    else what keeps it. Only a read that answered says something happened (`owner-appeared`);
+    a read that failed, was refused or ran out of its budget is a lookup failure."""
+    if look.found is Looked.PROVEN:
+        return None
+    if look.found is Looked.NO_LONGER:
+        return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.OWNER_APPEARED, look.detail)
+    if look.found is Looked.STOPPED:
+        detail = f"left undone: {look.detail}"
+        return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.STOPPED, detail)
+    detail = f"not read again before the delete: {look.detail}"
+    return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.LOOKUP_FAILED, detail)

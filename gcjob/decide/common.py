@@ -90,7 +90,7 @@ def hold_back(
     return check_protection(protect, trace)
 
 
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def is_anchor(owner: OwnerRef) -> bool:
@@ -101,7 +101,7 @@ def is_anchor(owner: OwnerRef) -> bool:
         owner.api_version == "v1"
         and owner.kind == "ConfigMap"
         and owner.name.startswith(ANCHOR_PREFIX)
-        and _CANONICAL_UUID.fullmatch(uid) is not None
+        and CANONICAL_UUID.fullmatch(uid) is not None
     )
 
 

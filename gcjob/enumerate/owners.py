@@ -9,9 +9,10 @@ proves it gone, and only when its namespace exists (a GET of the namespace: a No
 naming it proves the whole namespace gone). A cluster where a read fails is unavailable for
 every owner not yet proven: none of its owners is judged on a part of its answers.
 
-The Project API is read once per run: one metadata-only list of projects, then a GET for
-each project asked about and not listed (a NotFound naming `projects/<name>` in Milo's group
-is the only "not found"). Judging the answers is decide/projects.py's.
+The Project API is read once per run (`ProjectReads`, shared by the sweeps): one
+metadata-only list of projects, then a GET for each project asked about and not listed (a
+NotFound naming `projects/<name>` in Milo's group is the only "not found"); right before a
+delete, one GET of that project. Judging the answers is decide/projects.py's.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from gcjob.kube.discovery import resolve
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import NAMESPACES, PROJECTS, Resource
-from gcjob.model import OwnerRead, Presence, ProjectAnswer, UpstreamOwner
+from gcjob.model import (
+    Looked,
+    OwnerRead,
+    Presence,
+    ProjectAnswer,
+    SecondLook,
+    UpstreamOwner,
+)
 from gcjob.redact import redact
 
 
@@ -122,6 +130,23 @@ class OwnerLookups:
             raise
         except KubeError as exc:
             return OwnerRead(False, redact(str(exc)))
+
+    def second_look(self, owner: UpstreamOwner, proves: Callable[[OwnerRead], bool]) -> SecondLook:
+        """The owner read again (`recheck`), and whether what was read still `proves` the
+        orphan's reason. A read that failed is FAILED: it shows nothing, so it never says the
+        owner appeared."""
+        try:
+            read = self.recheck(owner)
+        except Stopped as exc:
+            return SecondLook(Looked.STOPPED, str(exc))
+        if not read.cluster_available:
+            return SecondLook(Looked.FAILED, f"{owner}: {read.cluster_detail or read.detail}")
+        found = f"{owner} is {read.owner.value}"
+        if owner.namespace:
+            found += f", its namespace {read.namespace.value}"
+        if proves(read):
+            return SecondLook(Looked.PROVEN, f"{found} on a second look")
+        return SecondLook(Looked.NO_LONGER, f"on a second look {found}")
 
     # -- one cluster, in a reader thread ----------------------------------------------
 
@@ -247,56 +272,82 @@ class OwnerLookups:
         return state.namespaces[namespace]
 
 
-def read_projects(api: Reader, names: Iterable[str]) -> dict[str, ProjectAnswer]:
-    """What the Project API says of each project asked about: one list of projects, then a
-    GET for each one the list does not show. Nothing read is UNREAD, never NOT_FOUND."""
-    wanted = sorted(set(names))
-    answers = dict.fromkeys(wanted, ProjectAnswer.UNREAD)
-    try:
-        listed = dict(api.list(PROJECTS, seen))
-    except Stopped:
-        raise
-    except KubeError:
-        return answers
-    for name in wanted:
-        found = listed.get(name)
+class ProjectReads:
+    """Milo's Project API for one run (one round of --drain: `sweeps.execute` makes one a
+    round), shared by every sweep that rests on a project: one metadata-only list of
+    projects, the first time any sweep asks; a GET for each project asked about and not
+    listed (a NotFound naming `projects/<name>` in Milo's group is the only "not found"),
+    once each; and, right before a delete, one live GET of that one project (`still_gone`).
+    Every answer is kept for the run; nothing read is UNREAD, never NOT_FOUND. Used from the
+    sweeps' own thread."""
+
+    def __init__(self, api: Reader | None, is_project: Callable[[str], bool]) -> None:
+        self.api = api
+        self.is_project = is_project
+        self._listed: dict[str, Seen] | None = None
+        self._answers: dict[str, ProjectAnswer] = {}
+        self._failed: dict[str, str] = {}  # project -> why it could not be read ("": the list)
+
+    def answers(self, clusters: Iterable[str]) -> dict[str, ProjectAnswer]:
+        """What the Project API says of every project among `clusters` (UNREAD without an
+        API, or when its read failed). Raises Stopped."""
+        names = sorted({c for c in clusters if self.is_project(c)})
+        if self.api is None or not names:
+            return dict.fromkeys(names, ProjectAnswer.UNREAD)
+        listed = self._list(self.api)
+        for name in names:
+            if name not in self._answers:
+                self._answers[name] = self._answer(self.api, name, listed)
+        return {name: self._answers[name] for name in names}
+
+    def failed(self, clusters: Iterable[str]) -> str:
+        """Why the Project API could not answer for some project among `clusters`: its list's
+        error, else the first failed GET's; "" when every read it needed answered."""
+        names = sorted({c for c in clusters if self.is_project(c)})
+        if names and "" in self._failed:
+            return self._failed[""]
+        return next((self._failed[c] for c in names if c in self._failed), "")
+
+    def still_gone(self, cluster: str) -> SecondLook:
+        """`cluster`'s project looked at again, live, right before a delete that rests on it
+        being gone: one GET of that project, never a list."""
+        if self.api is None or not self.is_project(cluster):
+            return SecondLook(Looked.FAILED, f"no Project API to look at project {cluster} again")
         try:
-            if found is None:
-                got = api.get(PROJECTS, None, name, seen)
-                found = got[1] if got is not None else None
-        except Stopped:
-            raise
-        except KubeError:
-            continue
+            got = self.api.get(PROJECTS, None, cluster, seen)
+        except Stopped as exc:
+            return SecondLook(Looked.STOPPED, str(exc))
+        except KubeError as exc:
+            return SecondLook(Looked.FAILED, f"project {cluster}: {redact(str(exc))}")
+        if got is None:
+            return SecondLook(Looked.PROVEN, f"project {cluster} not found on a second look")
+        state = "being deleted" if got[1].terminating else "found"
+        return SecondLook(Looked.NO_LONGER, f"project {cluster} is {state} on a second look")
+
+    def _list(self, api: Reader) -> dict[str, Seen] | None:
+        """The one list of the run; None when it failed (it is not tried again)."""
+        if self._listed is None and "" not in self._failed:
+            try:
+                self._listed = dict(api.list(PROJECTS, seen))
+            except Stopped:
+                raise
+            except KubeError as exc:
+                self._failed[""] = f"listing projects: {redact(str(exc))}"
+        return self._listed
+
+    def _answer(self, api: Reader, name: str, listed: Mapping[str, Seen] | None) -> ProjectAnswer:
+        if listed is None:
+            return ProjectAnswer.UNREAD
+        found = listed.get(name)
         if found is None:
-            answers[name] = ProjectAnswer.NOT_FOUND
-        elif found.terminating:
-            answers[name] = ProjectAnswer.TERMINATING
-        else:
-            answers[name] = ProjectAnswer.FOUND
-    return answers
-
-
-def project_still_gone(
-    projects: Reader | None, cluster: str, is_project: Callable[[str], bool]
-) -> str | None:
-    """The Project API asked again, right before a delete: None while it still answers a
-    NotFound for `cluster`'s project, else why not (any other answer, or none)."""
-    if projects is None:
-        return "no Project API to look again"
-    answer = read_project_answers(projects, [cluster], is_project).get(
-        cluster, ProjectAnswer.UNREAD
-    )
-    if answer is ProjectAnswer.NOT_FOUND:
-        return None
-    return f"project {cluster} is {answer.value} on a second look"
-
-
-def read_project_answers(
-    projects: Reader | None, clusters: Iterable[str], is_project: Callable[[str], bool]
-) -> dict[str, ProjectAnswer]:
-    """What the Project API says of every project among `clusters` (UNREAD without an API)."""
-    names = sorted({c for c in clusters if is_project(c)})
-    if projects is None or not names:
-        return dict.fromkeys(names, ProjectAnswer.UNREAD)
-    return read_projects(projects, names)
+            try:
+                got = api.get(PROJECTS, None, name, seen)
+            except Stopped:
+                raise
+            except KubeError as exc:
+                self._failed[name] = f"project {name}: {redact(str(exc))}"
+                return ProjectAnswer.UNREAD
+            if got is None:
+                return ProjectAnswer.NOT_FOUND
+            found = got[1]
+        return ProjectAnswer.TERMINATING if found.terminating else ProjectAnswer.FOUND

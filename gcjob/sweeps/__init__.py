@@ -1,5 +1,6 @@
 """The sweeps, one folder each (judge, scan, act, sweep, explain), and their order: what one
-sweep needs of another is handed on here, never left on the Run."""
+sweep needs of another, and what two sweeps read once between them (Milo's Project API), is
+handed on here, never left on the Run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from concurrent.futures import Future
 from gcjob.decide.explanation import Conclusion, Explanation, Target
 from gcjob.decide.trace import Trace
 from gcjob.enumerate.keyset import KeySet
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.parallel import Reads
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError
@@ -45,6 +47,9 @@ def execute(run: Run) -> None:
     run.upstream_reads = Reads(run.settings.upstream_concurrency, "upstream")
     ahead = Reads(1, "routes")  # not a hub or upstream worker: it may wait on those pools
     upstream: Future[UpstreamRead] | None = None
+    # Milo's Project API, listed once for the routes and copies sweeps alike (once a round of
+    # --drain: each round calls execute).
+    projects = ProjectReads(run.projects, run.is_project)
     swept = NOT_SWEPT
     try:
         if Sweep.ROUTES in run.sweeps and run.upstreams is not None:
@@ -61,9 +66,9 @@ def execute(run: Run) -> None:
             elif sweep is Sweep.BINDINGS:
                 bindings.sweep(run, companion_keys(run, swept), swept.bindings_reported)
             elif sweep is Sweep.ROUTES:
-                routes.sweep(run, upstream)
+                routes.sweep(run, projects, upstream)
             else:
-                copies.sweep(run)
+                copies.sweep(run, projects)
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()

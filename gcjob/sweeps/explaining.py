@@ -5,7 +5,7 @@ steps with the reads made for each."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -14,6 +14,7 @@ from gcjob.decide.grace import GraceCall, grace_call
 from gcjob.decide.projects import never_a_project
 from gcjob.decide.trace import Step, StepOutcome, Trace
 from gcjob.domain import is_reserved_namespace
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.recording import ReadLog, RecordingReader, RecordingUpstreams
 from gcjob.enumerate.scope import Scope
 from gcjob.kube.errors import KubeError
@@ -58,6 +59,13 @@ class Explaining:
     read_upstream_secrets: bool = False
     max_projects_gone: int = 3
     clock_skew: timedelta = CLOCK_SKEW
+    _project_reads: ProjectReads | None = field(default=None, repr=False)
+
+    def project_reads(self) -> ProjectReads:
+        """Milo's Project API, listed once for this explanation, as once for a run."""
+        if self._project_reads is None:
+            self._project_reads = ProjectReads(self.projects, self.is_project)
+        return self._project_reads
 
     def reads_for(self, rule: str) -> None:
         """File the reads that follow under `rule`."""

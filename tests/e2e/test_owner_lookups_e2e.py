@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from gcjob.budget import RunBudget
-from gcjob.enumerate.owners import OwnerLookups, read_projects
-from gcjob.kube.access import KubeAccess
+from gcjob.enumerate.owners import OwnerLookups, ProjectReads
+from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import UnknownCluster
 from gcjob.kube.transport import RequestStats, Transport
-from gcjob.model import Presence, ProjectAnswer, UpstreamOwner
+from gcjob.model import Looked, Presence, ProjectAnswer, UpstreamOwner
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy, Target
 from testbed.servers import ADMIN_TOKEN, ApiServer, crds_dir, write_kubeconfig
@@ -57,11 +57,15 @@ def milo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestCluster
             proxy.stop()
 
 
-def access(kubeconfig: str) -> KubeAccess:
+def access(kubeconfig: str, budget: ReadBudget | None = None) -> KubeAccess:
     transport = Transport(
         hub_client(kubeconfig, "p1"), "upstream/p1", stats=RequestStats(), budget=RunBudget(None)
     )
-    return KubeAccess(transport)
+    return KubeAccess(transport, budget=budget)
+
+
+def read_projects(api: KubeAccess, names: list[str]) -> dict[str, ProjectAnswer]:
+    return ProjectReads(api, lambda _: True).answers(names)
 
 
 class OneCluster:
@@ -211,3 +215,55 @@ def test_a_project_name_that_needs_encoding_is_asked_for_encoded(milo):
     assert answers["a b/c"] in (ProjectAnswer.UNREAD, ProjectAnswer.NOT_FOUND)
     asked = [r.path for r in proxy.requests if "projects/" in r.path]
     assert asked and all(path.endswith("/projects/a%20b%2Fc") for path in asked), asked
+
+
+def project_lists(proxy: FaultProxy) -> list[str]:
+    return [r.path for r in proxy.requests if r.method == "GET" and r.path == PROJECTS]
+
+
+def test_the_project_api_is_listed_once_whoever_asks_and_looked_at_again_by_one_get(milo):
+    """Issue 30 item 4: one list for every sweep that asks (not one per re-check), and the
+    live second look before a delete is one GET of that one project."""
+    cluster, proxy, kubeconfig = milo
+    live, gone = f"p-{uuid.uuid4().hex[:8]}", f"p-{uuid.uuid4().hex[:8]}"
+    cluster.create_at(PROJECTS, project(live))
+    proxy.clear_requests()
+    projects = ProjectReads(access(kubeconfig), lambda _: True)
+    assert projects.answers([live]) == {live: ProjectAnswer.FOUND}  # the routes sweep asks
+    assert projects.answers([live, gone]) == {  # then the copies sweep
+        live: ProjectAnswer.FOUND,
+        gone: ProjectAnswer.NOT_FOUND,
+    }
+    for _ in range(3):
+        assert projects.still_gone(gone).found is Looked.PROVEN
+    assert projects.still_gone(live).found is Looked.NO_LONGER
+    assert len(project_lists(proxy)) == 1
+    gets = [r.path for r in proxy.requests if r.path.startswith(PROJECTS + "/")]
+    assert gets == [f"{PROJECTS}/{gone}"] * 4 + [f"{PROJECTS}/{live}"]
+    assert projects.failed([live, gone]) == ""
+
+
+def test_a_second_look_that_fails_or_runs_out_of_budget_is_no_answer(milo):
+    """Issue 30 item 3: a 503 on the second look, or a read budget that runs out, is a read
+    that failed (never "found", never "still gone"), and says why."""
+    cluster, proxy, kubeconfig = milo
+    gone = f"p-{uuid.uuid4().hex[:8]}"
+    cluster_projects = [f"p-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for name in cluster_projects:
+        cluster.create_at(PROJECTS, project(name))
+    projects = ProjectReads(access(kubeconfig), lambda _: True)
+    assert projects.answers([gone]) == {gone: ProjectAnswer.NOT_FOUND}
+    proxy.add_fault(Fault(method="GET", path=f"{PROJECTS}/{gone}$", status=503, times=None))
+    try:
+        look = projects.still_gone(gone)
+    finally:
+        proxy.clear_faults()
+    assert look.found is Looked.FAILED and "503" in look.detail, look
+    # A budget of 1 list item: the list of 2 or more runs it out, and every read after.
+    limits = ReadLimits(pages=20, items=1, bytes=1 << 20, seconds=60.0)
+    tight = ProjectReads(access(kubeconfig, ReadBudget(limits, "projects")), lambda _: True)
+    assert set(tight.answers(cluster_projects).values()) == {ProjectAnswer.UNREAD}
+    assert "read budget ran out" in tight.failed(cluster_projects)
+    assert "--upstream-max-items" in tight.failed(cluster_projects)
+    after = tight.still_gone(gone)
+    assert after.found is Looked.FAILED and "read budget ran out" in after.detail

@@ -1,6 +1,6 @@
-"""Deleting a downstream copy or an anchor: the owner (and its project) proven gone again,
-live, once per owner right before its group's first deletion; copies first, the anchor only
-when every copy it owns went; deletes pinned to uid and resourceVersion."""
+"""Deleting a downstream copy or an anchor: the owner (and its project: one GET of it) proven
+gone again, live, once per owner right before its group's first deletion; copies first, the
+anchor only when every copy it owns went; deletes pinned to uid and resourceVersion."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gcjob.act.deleter import Deleter
+from gcjob.act.deleter import Deleter, second_look
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import CONFIGMAPS, Resource
-from gcjob.model import Action, Outcome, Replica, Sweep, UpstreamOwner, Verdict
+from gcjob.model import Action, Outcome, Replica, SecondLook, Sweep, UpstreamOwner, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.judge import Member, anchors_named, understand
@@ -37,15 +37,15 @@ class Target:
 
 @dataclass
 class Rechecks:
-    """The live second look at each owner, once per owner per run, and which anchors keep a
-    copy this run did not delete (the anchor then stays: the garbage collector would take
-    the copy with it)."""
+    """The live second look at each owner (or its project), once per owner per run, and which
+    anchors keep a copy this run did not delete (the anchor then stays: the garbage collector
+    would take the copy with it)."""
 
-    owner_still_gone: Callable[[UpstreamOwner, Reason], str | None]
-    seen: dict[UpstreamOwner, str | None] = field(default_factory=dict)
+    owner_still_gone: Callable[[UpstreamOwner, Reason], SecondLook]
+    seen: dict[UpstreamOwner, SecondLook] = field(default_factory=dict)
     anchors_keeping: set[str] = field(default_factory=set)
 
-    def why_not(self, owner: UpstreamOwner, reason: Reason) -> str | None:
+    def look(self, owner: UpstreamOwner, reason: Reason) -> SecondLook:
         if owner not in self.seen:
             self.seen[owner] = self.owner_still_gone(owner, reason)
         return self.seen[owner]
@@ -64,10 +64,12 @@ def delete_member(
     if target.is_anchor and set(target.anchors) & rechecks.anchors_keeping:
         detail = "a copy it owns was not deleted this run: the anchor goes after it"
         return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.ANCHOR_OWNS_KEPT_COPY, detail)
-    why = rechecks.why_not(target.owner, verdict.reason)
-    if why is not None:
+    # Kept unless a read that answered still proves it: `owner-appeared` only on such a
+    # read, a lookup failure (exit 1) when it could not be read.
+    kept = second_look(SWEEP, verdict, rechecks.look(target.owner, verdict.reason))
+    if kept is not None:
         _keeping(rechecks, target)
-        return Outcome.of(SWEEP, verdict, Action.SKIPPED, Reason.OWNER_APPEARED, why)
+        return kept
     if not enforced and not deleter.dry_run:
         # What enforcing would do, its anchor included: nothing is kept back for it.
         detail = f"{verdict.detail}; not deleted: this sweep is not enforced (--enforce copies)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gcjob.decide.explanation import Explanation, Target, graced
 from gcjob.decide.projects import project_calls
 from gcjob.decide.trace import Trace
-from gcjob.enumerate.owners import OwnerLookups, read_project_answers
+from gcjob.enumerate.owners import OwnerLookups
 from gcjob.marks import Rule, copy_evidence
 from gcjob.model import OwnerFacts, Verdict
 from gcjob.reasons import Reason
@@ -65,7 +65,7 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
     owners = wanted.owners | {owner}
     lookups.load(owners)
     clusters = {o.cluster for o in owners}
-    answers = read_project_answers(ctx.projects, clusters, ctx.is_project)
+    answers = ctx.project_reads().answers(clusters)
     calls, brake = project_calls(
         clusters,
         ctx.is_project,

@@ -4,7 +4,8 @@ copies on the hub) against what the world says of that owner. Pure: no I/O, no c
 Each rule closes a way a live object could look orphaned (docs/rules.md, "Downstream copies"):
 - a copy is what NSO wrote: five labels it understands, its own name, group and kind the
   labels'; an anchor is a ConfigMap `anchor-<canonical uuid>` with the labels and nothing else;
-- a label value at the 63-character limit may be cut short: it proves nothing;
+  a label value at the 63-character limit may be cut short: it proves nothing (all three are
+  decide/upstream_labels.py's, the one rule the routes sweep applies too);
 - the owner is proven gone by its project (the Project API), its upstream namespace, a
   NotFound naming it, or by existing under another UID than the anchor's, once NSO has
   caught up with the new owner;
@@ -14,26 +15,15 @@ Each rule closes a way a live object could look orphaned (docs/rules.md, "Downst
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
-from gcjob.decide.common import check_owners, hold_back, is_anchor
+from gcjob.decide.common import CANONICAL_UUID, check_owners, hold_back, is_anchor
 from gcjob.decide.trace import Trace, given
-from gcjob.domain import (
-    ANCHOR_PREFIX,
-    GATEWAY_SYNC_LABEL,
-    UPSTREAM_CLUSTER_LABEL,
-    UPSTREAM_GROUP_LABEL,
-    UPSTREAM_KIND_LABEL,
-    UPSTREAM_NAME_LABEL,
-    UPSTREAM_NAMESPACE_LABEL,
-    decode_cluster_label,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-)
+from gcjob.decide.upstream_labels import NotCopied, copy_of
+from gcjob.domain import ANCHOR_PREFIX
 from gcjob.model import (
     ObjectRef,
     OwnerFacts,
@@ -45,16 +35,6 @@ from gcjob.model import (
     Verdict,
 )
 from gcjob.reasons import Reason
-
-COPY_LABELS = (
-    UPSTREAM_CLUSTER_LABEL,
-    UPSTREAM_GROUP_LABEL,
-    UPSTREAM_KIND_LABEL,
-    UPSTREAM_NAME_LABEL,
-    UPSTREAM_NAMESPACE_LABEL,
-)
-LABEL_LIMIT = 63  # a label value's maximum length: a value this long may have been cut
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,86 +51,24 @@ class Member:
         return self.replica.ref
 
 
-def _uid_of_anchor_name(name: str) -> str | None:
-    uid = name.removeprefix(ANCHOR_PREFIX)
-    if name.startswith(ANCHOR_PREFIX) and _CANONICAL_UUID.fullmatch(uid):
-        return uid
-    return None
-
-
-def _keep(ref: ObjectRef, reason: Reason, detail: str, trace: Trace, rule: str) -> Verdict:
-    return trace.held(rule, detail, Verdict(ref, False, reason, detail))
-
-
 def understand(replica: Replica, trace: Trace | None = None) -> Member | Verdict:
     """The replica as a member of its owner's group, or a Verdict keeping it: it is not what
-    NSO writes, so nothing about an upstream owner can be concluded from it."""
+    NSO writes (decide/upstream_labels.py, the rule the routes sweep applies too), or another
+    owner manages it, so nothing about an upstream owner can be concluded from it."""
     trace = given(trace)
-    ref, labels = replica.ref, replica.labels
-    missing = [key for key in COPY_LABELS if key not in labels]
-    if missing:
-        return _keep(
-            ref, Reason.LABELS_MISSING, f"missing label {', '.join(missing)}", trace, "labels"
-        )
-    cut = [key for key in COPY_LABELS if len(labels[key]) >= LABEL_LIMIT]
-    if cut:
-        detail = f"label {cut[0]} is {LABEL_LIMIT} characters long: it may be cut short"
-        return _keep(ref, Reason.LABEL_AT_LIMIT, detail, trace, "labels")
-    group = labels[UPSTREAM_GROUP_LABEL]
-    # "" is the core group; NSO writes no other spelling of it, so `core` or `v1` is not NSO's.
-    if group in ("core", "v1") or (group and not is_dns1123_subdomain(group)):
-        detail = f"{UPSTREAM_GROUP_LABEL}={group[:80]!r} is not an API group NSO writes"
-        return _keep(ref, Reason.UPSTREAM_GROUP_NOT_UNDERSTOOD, detail, trace, "labels")
-    cluster = decode_cluster_label(labels[UPSTREAM_CLUSTER_LABEL])
-    if cluster is None or not all(map(is_dns1123_subdomain, cluster.split("/"))):
-        value = labels[UPSTREAM_CLUSTER_LABEL][:80]
-        detail = f"{UPSTREAM_CLUSTER_LABEL}={value!r} is not cluster-<name>"
-        return _keep(ref, Reason.CLUSTER_LABEL_MALFORMED, detail, trace, "labels")
-    namespace, name, kind = (
-        labels[UPSTREAM_NAMESPACE_LABEL],
-        labels[UPSTREAM_NAME_LABEL],
-        labels[UPSTREAM_KIND_LABEL],
-    )
-    if namespace and not is_dns1123_label(namespace):
-        detail = f"{UPSTREAM_NAMESPACE_LABEL}={namespace[:80]!r} is not a namespace name"
-        return _keep(ref, Reason.UPSTREAM_NAMESPACE_MALFORMED, detail, trace, "labels")
-    if not name or not kind or not is_dns1123_subdomain(name):
-        detail = f"{UPSTREAM_NAME_LABEL}={name[:80]!r} / {UPSTREAM_KIND_LABEL}={kind[:80]!r}"
-        return _keep(ref, Reason.NOT_A_COPY, f"{detail}: no upstream object", trace, "labels")
-    owner = UpstreamOwner(cluster, group, kind, namespace, name)
-    trace.passed("labels", f"names upstream owner {owner}")
-    synced = GATEWAY_SYNC_LABEL in labels
-    anchor_uid = _uid_of_anchor_name(ref.name)
-    if (
-        anchor_uid is not None
-        and replica.group == ""
-        and ref.kind == "ConfigMap"
-        and not synced
-        and name != ref.name
-    ):
-        # Anchors own; nothing owns an anchor.
-        if replica.owners:
-            return _keep(
-                ref, Reason.OWNED, "an anchor with ownerReferences is not NSO's", trace, "anchor"
-            )
-        trace.passed("anchor", f"anchor of {owner}: owner uid {anchor_uid}")
-        return Member(replica, owner, anchor_uid)
-    if ref.name != name or replica.group != group or ref.kind != kind:
-        mine = f"{ref.kind}.{replica.group}" if replica.group else ref.kind
-        detail = f"{mine} {ref.name} does not copy {owner}"
-        return _keep(ref, Reason.NOT_A_COPY, detail, trace, "copy")
-    if replica.group == "" and ref.kind in ("ConfigMap", "Secret") and not synced:
-        # NSO copies only ConfigMaps and Secrets labelled gateway-sync.
-        detail = f"a {ref.kind} without {GATEWAY_SYNC_LABEL}: not one NSO copies"
-        return _keep(ref, Reason.NOT_A_COPY, detail, trace, "copy")
-    trace.passed("copy", f"same name, group and kind as {owner}")
+    ref = replica.ref
+    found = copy_of(ref.name, replica.group, ref.kind, replica.labels, replica.owners, trace)
+    if isinstance(found, NotCopied):
+        return Verdict(ref, False, found.reason, found.detail)
+    if found.anchor_uid is not None:
+        return Member(replica, found.owner, found.anchor_uid)
     held = check_owners(replica.owners, trace, ours=is_anchor, controllers_only=True)
     if held is not None:
         return Verdict(ref, False, *held)
     anchors = tuple(
         sorted({uid for o in replica.owners if is_anchor(o) for uid in [_anchor_ref_uid(o)]})
     )
-    return Member(replica, owner, None, anchors)
+    return Member(replica, found.owner, None, anchors)
 
 
 def anchors_named(owners: Sequence[OwnerRef]) -> list[str]:
@@ -280,7 +198,7 @@ def stale_anchors(
     current = call.current_uid
     if not call.exists:
         return frozenset(), ""
-    if not _CANONICAL_UUID.fullmatch(current):
+    if not CANONICAL_UUID.fullmatch(current):
         return frozenset(), f"{call.detail}: not a canonical uid to compare"
     if current not in anchors_on_hub:
         return frozenset(), f"{call.detail}, but anchor-{current} is not on the hub yet"

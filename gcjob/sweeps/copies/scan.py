@@ -18,11 +18,8 @@ from gcjob.domain import (
     GATEWAY_SYNC_LABEL,
     HTTPROUTE_KIND,
     REPLICATED_KINDS,
-    UPSTREAM_CLUSTER_LABEL,
-    UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
-    UPSTREAM_NAME_LABEL,
-    UPSTREAM_NAMESPACE_LABEL,
+    UPSTREAM_LABELS,
     kind_name,
 )
 from gcjob.enumerate.hub import scan_in_scope
@@ -43,14 +40,7 @@ ROUTES_KIND = (GATEWAY_GROUP, HTTPROUTE_KIND)
 # too: one without gateway-sync is no copy (kept), but an anchor it names must stay, and what
 # is read of a Secret's metadata is only what gcjob/domain.py secret_as_kept keeps.
 COPY_SELECTOR = UPSTREAM_KIND_LABEL
-KEPT_LABELS = (
-    UPSTREAM_CLUSTER_LABEL,
-    UPSTREAM_GROUP_LABEL,
-    UPSTREAM_KIND_LABEL,
-    UPSTREAM_NAME_LABEL,
-    UPSTREAM_NAMESPACE_LABEL,
-    GATEWAY_SYNC_LABEL,
-)
+KEPT_LABELS = (*UPSTREAM_LABELS, GATEWAY_SYNC_LABEL)
 
 
 @runtime_checkable

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from gcjob import preflight
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
-from gcjob.enumerate.owners import OwnerLookups, project_still_gone, read_project_answers
+from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
@@ -29,12 +29,13 @@ from gcjob.kube.resources import Resource
 from gcjob.logs import log
 from gcjob.marks import Rule, copy_evidence
 from gcjob.model import (
+    Looked,
     ObjectRef,
     Outcome,
     OwnerFacts,
-    OwnerRead,
     Presence,
     Replica,
+    SecondLook,
     Sweep,
     UpstreamOwner,
     Verdict,
@@ -124,7 +125,8 @@ class CopyScan(ObjectScan[Replica]):
         self.judged.named.update(anchors_named(replica.owners))
 
 
-def sweep(run: Run) -> None:
+def sweep(run: Run, projects: ProjectReads) -> None:
+    """`projects`: the run's Project API, shared with the routes sweep."""
     state = run.sweeps[SWEEP]
     settings = run.settings
     if run.upstreams is None:
@@ -170,17 +172,19 @@ def sweep(run: Run) -> None:
         lookups.load(wanted.owners)
     except Stopped as exc:
         return run.incomplete(SWEEP, "stopped while reading upstream owners", exc)
-    projects, brake = project_calls(
-        {o.cluster for o in wanted.owners},
-        run.is_project,
-        read_project_answers(run.projects, {o.cluster for o in wanted.owners}, run.is_project),
-        lookups.answered(),
-        settings.max_projects_gone,
+    clusters = {o.cluster for o in wanted.owners}
+    try:
+        answers = projects.answers(clusters)
+    except Stopped as exc:
+        return run.incomplete(SWEEP, "stopped while reading the Project API", exc)
+    calls_by_cluster, brake = project_calls(
+        clusters, run.is_project, answers, lookups.answered(), settings.max_projects_gone
     )
-    run.count_projects(projects, brake)
+    run.count_projects(calls_by_cluster, brake)
+    run.project_api_failed(SWEEP, projects.failed(clusters))
     if brake:
         run.hold_brake(SWEEP, brake)
-    facts = {o: OwnerFacts(projects[o.cluster], lookups.read(o)) for o in wanted.owners}
+    facts = {o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners}
     calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
     if any(call.unknown for call in calls.values()):
         run.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
@@ -234,8 +238,11 @@ def sweep(run: Run) -> None:
         each(run, SWEEP, [owner], lambda o: judged.members[o][0].ref, lambda _: sort_group())
     enforced = SWEEP in settings.enforce
 
-    def recheck(owner: UpstreamOwner, reason: Reason) -> str | None:
-        return _recheck(run, lookups, facts[owner], owner, reason)
+    def recheck(owner: UpstreamOwner, reason: Reason) -> SecondLook:
+        look = _recheck(projects, lookups, facts[owner], owner, reason)
+        if reason == Reason.PROJECT_GONE and look.found is Looked.FAILED:
+            run.project_api_failed(SWEEP, look.detail)
+        return look
 
     rechecks = Rechecks(recheck)
 
@@ -340,24 +347,26 @@ def _sort_group(
 
 
 def _recheck(
-    run: Run, lookups: OwnerLookups, facts: OwnerFacts, owner: UpstreamOwner, reason: Reason
-) -> str | None:
-    """None when a live second look still proves the owner gone for `reason`."""
+    projects: ProjectReads,
+    lookups: OwnerLookups,
+    facts: OwnerFacts,
+    owner: UpstreamOwner,
+    reason: Reason,
+) -> SecondLook:
+    """A live second look at what proves the owner gone for `reason`: its project (one GET
+    of it), or the owner and its namespace on its cluster."""
     if reason == Reason.PROJECT_GONE:
-        return project_still_gone(run.projects, owner.cluster, run.is_project)
-    read: OwnerRead = lookups.recheck(owner)
+        return projects.still_gone(owner.cluster)
     if reason == Reason.UPSTREAM_NAMESPACE_GONE:
-        ok = read.cluster_available and read.namespace is Presence.GONE
-    elif reason == Reason.OWNER_GONE:
-        ok = read.cluster_available and read.owner is Presence.GONE
-    elif reason == Reason.OWNER_RECREATED:
-        ok = read.owner is Presence.PRESENT and read.owner_uid == facts.read.owner_uid
-    else:
-        return f"no second look for {reason}"
-    if ok:
-        return None
-    owner_state, namespace_state = read.owner.value, read.namespace.value
-    return f"on a second look its owner is {owner_state}, its namespace {namespace_state}"
+        return lookups.second_look(owner, lambda read: read.namespace is Presence.GONE)
+    if reason == Reason.OWNER_GONE:
+        return lookups.second_look(owner, lambda read: read.owner is Presence.GONE)
+    if reason == Reason.OWNER_RECREATED:
+        return lookups.second_look(
+            owner,
+            lambda read: read.owner is Presence.PRESENT and read.owner_uid == facts.read.owner_uid,
+        )
+    return SecondLook(Looked.FAILED, f"no second look for {reason}")
 
 
 def _in_order(verdict: Verdict) -> tuple[str, str, str]:

@@ -11,7 +11,7 @@ from gcjob.decide.explanation import Explanation, Target, graced
 from gcjob.decide.grace import Next
 from gcjob.decide.projects import check_project_api, judge_project, project_calls
 from gcjob.decide.trace import Trace
-from gcjob.enumerate.owners import OwnerLookups, read_project_answers
+from gcjob.enumerate.owners import OwnerLookups
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.kube import reduce
 from gcjob.kube.resources import HTTPROUTES
@@ -74,7 +74,8 @@ class UpstreamByName:
         if ctx.projects is None or not ctx.is_project(cluster):
             return None
         ctx.reads_for("project-live")
-        answer = read_project_answers(ctx.projects, [cluster], ctx.is_project)[cluster]
+        projects = ctx.project_reads()
+        answer = projects.answers([cluster])[cluster]
         if answer is not ProjectAnswer.NOT_FOUND:
             untrusted = check_project_api({}, [])
             return judge_project(cluster, True, answer, untrusted)
@@ -86,7 +87,7 @@ class UpstreamByName:
         ]
         every = UpstreamIndex(ctx.upstreams)
         every.load(Wanted.of(targets), ctx.suspect_min_routes)
-        answers, answered = project_answers(every, ctx.projects, ctx.is_project)
+        answers, answered = project_answers(every, projects)
         calls, _ = project_calls(
             every.clusters, ctx.is_project, answers, answered, ctx.max_projects_gone
         )

@@ -3,7 +3,6 @@ upstream clusters are asked through a world (UpstreamWorld)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -11,6 +10,7 @@ from typing import Protocol
 from gcjob.decide.common import check_owners, hold_back, is_anchor
 from gcjob.decide.grace import GraceCall, Graced, grace_call, left_scope
 from gcjob.decide.trace import Trace, given
+from gcjob.decide.upstream_labels import NotCopied, copy_of
 from gcjob.domain import (
     GATEWAY_GROUP,
     GATEWAY_KIND,
@@ -21,8 +21,6 @@ from gcjob.domain import (
     UPSTREAM_KIND_LABEL,
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
-    decode_cluster_label,
-    is_dns1123_label,
     is_dns1123_subdomain,
 )
 from gcjob.marks import Evidence, Rule, route_evidence
@@ -43,7 +41,6 @@ from gcjob.reasons import Reason
 
 # Why a route's mark goes when it is no longer in_scope (decide/grace.py left_scope).
 LEFT_ROUTE = "no longer labelled as a route NSO copied: out of the sweep, its mark with it"
-LABEL_LIMIT = 63  # a label value's maximum length: a value this long may have been cut
 
 
 def in_scope(route: Route, trace: Trace | None = None) -> bool:
@@ -79,7 +76,7 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         return trace.held(
             "labels-present", detail, Verdict(ref, False, Reason.LABELS_MISSING, detail)
         )
-    trace.passed("labels-present", ", ".join(f"{k}={labels[k]}" for k in required))
+    trace.passed("labels-present", lambda: ", ".join(f"{k}={labels[k]}" for k in required))
     solver = labels.get(HTTP01_SOLVER_LABEL)
     if solver is not None and solver != "false":
         # Fails closed, as protect does: only the absent label or exactly "false" is no solver.
@@ -92,28 +89,13 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
             Verdict(ref, False, Reason.HTTP01_SOLVER, detail),
         )
     trace.passed("not-http01-solver", f"not labelled {HTTP01_SOLVER_LABEL}")
-    cluster = decode_cluster_label(labels[UPSTREAM_CLUSTER_LABEL])
-    # Each part of the name an object name: it is put into a URL path (a template's
-    # `{cluster}`), where `..` or an empty part could name another project.
-    if cluster is None or not all(map(is_dns1123_subdomain, cluster.split("/"))):
-        detail = (
-            f"{UPSTREAM_CLUSTER_LABEL}={labels[UPSTREAM_CLUSTER_LABEL]!r} is not cluster-<name>"
-        )
-        return trace.held(
-            "cluster-label", detail, Verdict(ref, False, Reason.CLUSTER_LABEL_MALFORMED, detail)
-        )
-    trace.passed("cluster-label", f"upstream cluster {cluster}")
-    upstream_namespace = labels[UPSTREAM_NAMESPACE_LABEL]
-    if not is_dns1123_label(upstream_namespace):
-        # A label value allows what a namespace name does not (capitals, `.`, `_`): such a
-        # namespace cannot exist, so its NotFound would prove nothing about the Gateways.
-        detail = f"{UPSTREAM_NAMESPACE_LABEL}={upstream_namespace[:80]!r} is not a namespace name"
-        return trace.held(
-            "namespace-label",
-            detail,
-            Verdict(ref, False, Reason.UPSTREAM_NAMESPACE_MALFORMED, detail, cluster=cluster),
-        )
-    trace.passed("namespace-label", f"upstream namespace {upstream_namespace}")
+    # NSO's copy of an upstream HTTPRoute, by the rule every sweep applies to these labels:
+    # its own name, never looked up (nor judged by its Gateways) under another.
+    found = copy_of(ref.name, api_group(ref.api_version), ref.kind, labels, (), trace)
+    if isinstance(found, NotCopied):
+        return Verdict(ref, False, found.reason, found.detail, cluster=found.cluster)
+    owner = found.owner
+    cluster, upstream_namespace = owner.cluster, owner.namespace
     if not route.parent_refs:
         detail = "no spec.parentRefs"
         return trace.held(
@@ -153,21 +135,12 @@ def route_target(route: Route, trace: Trace | None = None) -> RouteTarget | Verd
         )
     trace.passed("same-namespace-parents", f"every parent is in the route's own {ref.namespace}")
     gateways = tuple(sorted({p.name for p in route.parent_refs}))
-    return RouteTarget(
-        cluster, upstream_namespace, gateways, ref.namespace, upstream_route(cluster, labels)
-    )
+    return RouteTarget(cluster, upstream_namespace, gateways, ref.namespace, owner)
 
 
-def upstream_route(cluster: str, labels: Mapping[str, str]) -> UpstreamOwner | None:
-    """The upstream HTTPRoute a route copies, to be looked up; None when its labels cannot
-    name it for sure (a value 63 characters long may have been cut short, and a NotFound for
-    a cut name would prove nothing): the Gateway rule alone decides such a route."""
-    namespace, name = labels[UPSTREAM_NAMESPACE_LABEL], labels[UPSTREAM_NAME_LABEL]
-    if len(namespace) >= LABEL_LIMIT or len(name) >= LABEL_LIMIT:
-        return None
-    if not is_dns1123_subdomain(name):
-        return None
-    return UpstreamOwner(cluster, GATEWAY_GROUP, HTTPROUTE_KIND, namespace, name)
+def api_group(api_version: str) -> str:
+    """The group of an apiVersion: `gateway.networking.k8s.io/v1` -> its group, `v1` -> ""."""
+    return api_version.rpartition("/")[0]
 
 
 def owner_gone(owner: OwnerRead | None) -> bool:
@@ -178,7 +151,7 @@ def owner_gone(owner: OwnerRead | None) -> bool:
 
 def describe_owner(owner: UpstreamOwner | None, read: OwnerRead | None) -> str:
     if owner is None:
-        return "upstream HTTPRoute not looked up: its labels may be cut short"
+        return "upstream HTTPRoute not looked up"
     if read is None:
         return f"{owner}: not looked up this run"
     if not read.cluster_available:

@@ -15,7 +15,7 @@ from gcjob.domain import (
     UPSTREAM_KIND_LABEL,
 )
 from gcjob.enumerate.hub import Seen, read_in_scope, scan_in_scope
-from gcjob.enumerate.owners import OwnerLookups, read_project_answers
+from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex
@@ -142,7 +142,7 @@ def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> Iter
 
 
 def project_answers(
-    index: UpstreamIndex, projects: Reader | None, is_project: Callable[[str], bool]
+    index: UpstreamIndex, projects: ProjectReads
 ) -> tuple[dict[str, ProjectAnswer], list[str]]:
     """What the Project API says of the projects the routes name, and which of their
     control planes answered (what vouches for the API: decide/projects.py)."""
@@ -152,4 +152,4 @@ def project_answers(
         for name, state in index.clusters.items()
         if state.status in (ClusterStatus.OK, ClusterStatus.SUSPECT)
     ]
-    return read_project_answers(projects, clusters, is_project), answered
+    return projects.answers(clusters), answered

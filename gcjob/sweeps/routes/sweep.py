@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
-from gcjob.enumerate.owners import OwnerLookups, project_still_gone
+from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import wait_all
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
@@ -28,11 +28,13 @@ from gcjob.logs import log
 from gcjob.marks import Rule
 from gcjob.model import (
     ClusterStatus,
+    Looked,
     ObjectRef,
     Outcome,
     ProjectState,
     Route,
     RouteTarget,
+    SecondLook,
     Sweep,
     UpstreamOwner,
 )
@@ -44,7 +46,6 @@ from gcjob.sweeps.routes.act import delete_route
 from gcjob.sweeps.routes.judge import (
     RouteJudgement,
     UpstreamWorld,
-    describe_owner,
     in_scope,
     judge_route,
     owner_gone,
@@ -184,8 +185,9 @@ def _ref(judged: RouteJudgement) -> ObjectRef:
     return judged.verdict.ref
 
 
-def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
-    """`ahead`: the upstream read started before the first sweep (`read`), if it was."""
+def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None) -> None:
+    """`projects`: the run's Project API, shared with the copies sweep; `ahead`: the upstream
+    read started before the first sweep (`read`), if it was."""
     state = run.sweeps[SWEEP]
     if run.upstreams is None:
         state.status = "not-configured"
@@ -203,11 +205,15 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
     if upstream.failed:  # stopped while reading upstream
         return run.incomplete(SWEEP, upstream.failed, upstream.error)
     settings = run.settings
-    answers, answered = project_answers(index, run.projects, run.is_project)
+    try:
+        answers, answered = project_answers(index, projects)
+    except Stopped as exc:
+        return run.incomplete(SWEEP, "stopped while reading the Project API", exc)
     calls, brake = project_calls(
         index.clusters, run.is_project, answers, answered, settings.max_projects_gone
     )
     run.count_projects(calls, brake)
+    run.project_api_failed(SWEEP, projects.failed(index.clusters))
     if brake:
         run.hold_brake(SWEEP, brake)
     gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
@@ -270,16 +276,16 @@ def sweep(run: Run, ahead: Future[UpstreamRead] | None = None) -> None:
             )
         ]
 
-    def owner_still_gone(owner: UpstreamOwner) -> str | None:
-        """None when the upstream HTTPRoute is still proven gone, right before deleting."""
+    def owner_still_gone(owner: UpstreamOwner) -> SecondLook:
+        """The upstream HTTPRoute read again, right before deleting: still proven gone?"""
         assert upstream.owners is not None  # an owner-gone verdict rests on its read
-        again = upstream.owners.recheck(owner)
-        if owner_gone(again):
-            return None
-        return f"{describe_owner(owner, again)} on a second look"
+        return upstream.owners.second_look(owner, owner_gone)
 
-    def still_gone(cluster: str) -> str | None:
-        return project_still_gone(run.projects, cluster, run.is_project)
+    def still_gone(cluster: str) -> SecondLook:
+        look = projects.still_gone(cluster)
+        if look.found is Looked.FAILED:
+            run.project_api_failed(SWEEP, look.detail)
+        return look
 
     if grace_actions.act(run, SWEEP, sort, state.in_scope, lambda _: HTTPROUTES, delete):
         run.completed(SWEEP)
