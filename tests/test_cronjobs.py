@@ -514,3 +514,48 @@ def test_without_secrets_sweeps_routes_alone_in_the_cronjob_and_the_rollout(tmp_
         ]
         [plain] = [o for o in render(directory) if o["kind"] in ("CronJob", "Job")]
         assert pod_args(workload) == [*pod_args(plain), "--sweep=routes"]
+
+
+def documented_yaml(page: str, header: str) -> str:
+    text = (CRONJOBS.parent / "docs" / page).read_text(encoding="utf-8")
+    found = re.search(rf"```yaml\n# {re.escape(header)}[^\n]*\n(.*?)```", text, re.S)
+    assert found, (page, header)
+    return found.group(1)
+
+
+def test_the_documented_one_off_overlay_is_your_cronjob_once_with_the_limit_raised(
+    tmp_path: Path,
+) -> None:
+    """docs/operating.md's my-gcjob/once, over an enforcing my-gcjob/cronjob of docs/install.md."""
+    image = "registry.example.com/gcjob@sha256:" + "1" * 64
+    mine = own_overlays(tmp_path, {"lockNamespace": "gcjob-system", "image": image})
+    (mine / "cronjob").mkdir()
+    (mine / "cronjob" / "kustomization.yaml").write_text(
+        "resources: [../../gcjob/cronjobs/overlays/enforce, ../settings]\n"
+        "components: [../../gcjob/cronjobs/components/settings]\n"
+    )
+    (mine / "once").mkdir()
+    (mine / "once" / "kustomization.yaml").write_text(
+        documented_yaml("operating.md", "my-gcjob/once/kustomization.yaml")
+    )
+    [cronjob] = [o for o in render("cronjob", mine) if o["kind"] == "CronJob"]
+
+    [once] = render("once", mine)
+
+    assert once["kind"] == "Job" and once["metadata"]["name"] == "gcjob-once"
+    [container] = once["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == image
+    assert container["args"] == [*pod_args(cronjob), "--max-delete-percent=80"]
+    assert "--lock-namespace=gcjob-system" in container["args"]
+
+
+def test_the_documented_storage_overlay_names_a_class_for_both_claims(tmp_path: Path) -> None:
+    """docs/undo.md's my-gcjob/storage, for a cluster without a default StorageClass."""
+    mine = own_overlays(tmp_path)
+    (mine / "storage").mkdir()
+    (mine / "storage" / "kustomization.yaml").write_text(
+        documented_yaml("undo.md", "my-gcjob/storage/kustomization.yaml")
+    )
+    claims = render("storage", mine)
+    assert {c["metadata"]["name"] for c in claims} == {"gcjob-deletions", "gcjob-rollout-deletions"}
+    assert {c["spec"]["storageClassName"] for c in claims} == {"standard-rwo"}
