@@ -244,6 +244,26 @@ def test_the_settings_move_the_lease_role_the_identities_and_the_argument_togeth
     assert "namespace" not in account["metadata"]
 
 
+def with_component(tmp_path: Path, directory: str, component: str) -> dict[str, Any]:
+    """The CronJob or Job of `directory` in a kustomization of one's own that adds
+    cronjobs/components/`component` to it."""
+    if not (tmp_path / "cronjobs").exists():
+        shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
+    mine = tmp_path / "mine" / component / directory
+    mine.mkdir(parents=True)
+    up = "../" * (directory.count("/") + 3)
+    (mine / "kustomization.yaml").write_text(
+        f"resources: [{up}cronjobs/{directory}]\n"
+        f"components: [{up}cronjobs/components/{component}]\n"
+    )
+    [workload] = [
+        o
+        for o in render(directory, tmp_path / "mine" / component)
+        if o["kind"] in ("CronJob", "Job")
+    ]
+    return workload
+
+
 def test_the_upstream_secret_is_optional_and_without_routes_drops_its_flag(
     tmp_path: Path,
 ) -> None:
@@ -251,18 +271,8 @@ def test_the_upstream_secret_is_optional_and_without_routes_drops_its_flag(
         volumes = {v["name"]: v for v in job_spec(workload)["template"]["spec"]["volumes"]}
         assert volumes["upstream-kubeconfig"]["secret"]["optional"] is True
         assert volumes["hub-kubeconfig"]["secret"].get("optional") is not True
-    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
     for directory in ("overlays/enforce", "rollout"):
-        mine = tmp_path / "mine" / directory
-        mine.mkdir(parents=True)
-        up = "../" * (directory.count("/") + 2)
-        (mine / "kustomization.yaml").write_text(
-            f"resources: [{up}cronjobs/{directory}]\n"
-            f"components: [{up}cronjobs/components/without-routes]\n"
-        )
-        [workload] = [
-            o for o in render(directory, tmp_path / "mine") if o["kind"] in ("CronJob", "Job")
-        ]
+        workload = with_component(tmp_path, directory, "without-routes")
         args = pod_args(workload)
         [plain] = [o for o in render(directory) if o["kind"] in ("CronJob", "Job")]
         assert not [a for a in args if a.startswith("--upstream")]
@@ -500,18 +510,8 @@ def test_without_secrets_grants_no_secret_and_exactly_what_a_routes_only_run_sen
 
 
 def test_without_secrets_sweeps_routes_alone_in_the_cronjob_and_the_rollout(tmp_path: Path) -> None:
-    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
     for directory in ("overlays/enforce", "rollout"):
-        mine = tmp_path / "mine" / directory
-        mine.mkdir(parents=True)
-        up = "../" * (directory.count("/") + 2)
-        (mine / "kustomization.yaml").write_text(
-            f"resources: [{up}cronjobs/{directory}]\n"
-            f"components: [{up}cronjobs/components/without-secrets]\n"
-        )
-        [workload] = [
-            o for o in render(directory, tmp_path / "mine") if o["kind"] in ("CronJob", "Job")
-        ]
+        workload = with_component(tmp_path, directory, "without-secrets")
         [plain] = [o for o in render(directory) if o["kind"] in ("CronJob", "Job")]
         assert pod_args(workload) == [*pod_args(plain), "--sweep=routes"]
 
