@@ -2,6 +2,10 @@
 # gcjob: runs as the CronJob in cronjobs/. Two stages: the build stage makes a virtualenv
 # with gcjob and its dependencies from wheels; the final stage copies only that virtualenv
 # onto the same slim base (no pip, no compiler, no build tools in the image).
+# Reproducible: the dependencies and the build backend are installed exactly as
+# requirements.lock pins them, by version and hash (docs/install.md says how to regenerate it,
+# and how to check that two builds installed the same packages); pin the base by digest too
+# (--build-arg PYTHON_IMAGE=python:3.11.7-slim-bookworm@sha256:...).
 
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
@@ -11,11 +15,18 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 RUN python -m venv /opt/gcjob
+COPY requirements.lock ./
+# Every dependency and the build backend (setuptools), at the locked versions, each file
+# checked against its locked hash: nothing is resolved here.
+RUN /opt/gcjob/bin/pip install --no-compile --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY gcjob ./gcjob
-RUN /opt/gcjob/bin/pip install --no-compile . \
+# gcjob itself, from this source: no dependency resolved (--no-deps) and built with the locked
+# setuptools (--no-build-isolation), since pip takes no hash for a local directory. The .pyc
+# files are checked against their source's hash, not its time, so two builds write the same.
+RUN /opt/gcjob/bin/pip install --no-compile --no-deps --no-build-isolation . \
     && /opt/gcjob/bin/pip uninstall --yes pip setuptools \
-    && /opt/gcjob/bin/python -m compileall -q /opt/gcjob/lib \
+    && /opt/gcjob/bin/python -m compileall -q --invalidation-mode checked-hash /opt/gcjob/lib \
     && /opt/gcjob/bin/gcjob --version
 
 FROM ${PYTHON_IMAGE}

@@ -57,9 +57,17 @@ def main() -> None:
         orphans, live = seed_backlog(hub, ns)
         # The Job's arguments, pointed at this hub and kept to this namespace (the lock too).
         # --min-age 0s: these orphans were made a moment ago; a rollout's backlog is older.
+        # The deletion record as the Job keeps it, in a directory here instead of its claim.
+        record = Path(work) / "deletions"
+        record.mkdir()
         args = [
-            *(a for a in shipped if not a.startswith(("--hub-kubeconfig", "--upstream-"))),
+            *(
+                a
+                for a in shipped
+                if not a.startswith(("--hub-kubeconfig", "--upstream-", "--record-deletions"))
+            ),
             *("--hub-kubeconfig", kubeconfig, "--namespace", ns, "--lock-namespace", ns),
+            f"--record-deletions={record}",
             *("--min-age", "0s", "--sweep", "companions", "--sweep", "bindings"),
         ]
         load_before = loadavg()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 
@@ -43,3 +44,11 @@ class RunBudget:
         if remaining is not None and remaining <= 0:
             return "deadline"
         return None
+
+
+def stop_on_signals(budget: RunBudget) -> None:
+    """SIGTERM and SIGINT ask the run to stop, as --timeout does. Installed before the run's
+    modules are imported (most of a second, more on a loaded node): a signal that comes while
+    they load must stop the run with its report, not kill the process (exit -15)."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))

@@ -14,6 +14,7 @@ import click
 from click.core import ParameterSource
 
 from gcjob import __version__
+from gcjob.budget import RunBudget, stop_on_signals
 from gcjob.domain import (
     REPLICATED_KIND_NAMES,
     is_dns1123_label,
@@ -433,11 +434,14 @@ EXCLUDE_NAMESPACE = _opt(
 def sweep(**options: Any) -> int:
     """Find orphans on the hub and delete them (or, by default, only report them)."""
     settings = _settings(options)
+    # The signals first: importing the run's modules takes most of a second.
+    budget = RunBudget(settings.timeout.total_seconds())
+    stop_on_signals(budget)
     # Imported here, not above: the run's modules bring the kubernetes client, which
     # `--version` and `--help` do not need (tests/test_startup.py holds it).
     from gcjob.lifecycle import run_sweep
 
-    return run_sweep(settings)
+    return run_sweep(settings, budget)
 
 
 EXPLAIN_HELP = f"""Why a sweep would delete or keep one object: every rule, its evidence, the

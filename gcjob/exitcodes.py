@@ -37,6 +37,11 @@ DESCRIPTIONS = {
     "content)",
 }
 
+# How a brake (exit 4) is passed once its orphans are checked: a run with that limit raised,
+# which `kubectl create job --from=cronjob` cannot give (it copies the arguments): the one-off
+# Job, cronjobs/once, whose arguments are set in one place. Every brake message ends with it.
+FOR_ONE_RUN = "for one run (the one-off Job: docs/operating.md#getting-past-a-brake)"
+
 # Most severe first: when several apply, the first in this list is the exit code.
 SEVERITY = (
     ExitCode.INTERNAL,

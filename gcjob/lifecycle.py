@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import signal
 import socket
 import sys
 import time
@@ -60,8 +59,10 @@ HUB_RETRY = RetryPolicy()
 UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
 
 
-def run_sweep(settings: Settings) -> int:
-    """One run of `gcjob sweep`, Settings to exit code: each phase below, in this order."""
+def run_sweep(settings: Settings, budget: RunBudget) -> int:
+    """One run of `gcjob sweep`, Settings to exit code: each phase below, in this order.
+    `budget`: the run's, SIGTERM and SIGINT already bound to it (budget.stop_on_signals: the
+    cli binds them before it imports this module)."""
     run_id = str(uuid.uuid4())  # in every log line and report record of this run
     logs.setup(settings.log_format, run_id)
     if os.environ.get("GCJOB_DELETE"):
@@ -71,9 +72,6 @@ def run_sweep(settings: Settings) -> int:
     if settings.now is not None:
         log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
     started = time.monotonic()
-    budget = RunBudget(settings.timeout.total_seconds())
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda num, _frame: budget.request_stop(signal.Signals(num).name))
     stats = RequestStats()
     try:
         sources = _open_sweep_sources(settings, budget, stats)

@@ -16,7 +16,7 @@ from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
-from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
+from gcjob.exitcodes import DESCRIPTIONS, FOR_ONE_RUN, ExitCode, most_severe
 from gcjob.kube.errors import ApiError, ConfigError, KubeError, Stopped, TlsFailure
 from gcjob.kube.liststrategy import Choice
 from gcjob.kube.reader import Reader
@@ -300,7 +300,7 @@ class Run:
         reason = (
             f"marks brake: {len(candidates)} new marks (+{written} earlier this run) exceed "
             f"--max-marks {self.settings.max_marks}: if these new orphans are right (a dry run "
-            "lists them), raise --max-marks for one run"
+            f"lists them), raise --max-marks {FOR_ONE_RUN}"
         )
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, reason))

@@ -641,7 +641,9 @@ def test_list_from_is_auto_cache_or_pages(
     import gcjob.lifecycle
 
     seen: list[str] = []
-    monkeypatch.setattr(gcjob.lifecycle, "run_sweep", lambda s: seen.append(s.list_from) or 0)
+    monkeypatch.setattr(
+        gcjob.lifecycle, "run_sweep", lambda s, _budget: seen.append(s.list_from) or 0
+    )
     for value in ("auto", "cache", "pages", "etcd"):
         assert invoke("--snapshot", DEMO, "--list-from", value).return_value == 0
     assert seen == ["auto", "cache", "pages", "pages"]  # etcd: the old name of pages

@@ -94,7 +94,9 @@ def test_a_sweep_without_flags_runs_on_the_settings_defaults(
     """End to end through click: no flag, no variable -> exactly Settings() (bar the snapshot
     the test needs to stay offline)."""
     seen: list[Settings] = []
-    monkeypatch.setattr(gcjob.lifecycle, "run_sweep", lambda settings: seen.append(settings) or 0)
+    monkeypatch.setattr(
+        gcjob.lifecycle, "run_sweep", lambda settings, _budget: seen.append(settings) or 0
+    )
     unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("GCJOB_")}
     result = CliRunner().invoke(
         cli, ["sweep", "--snapshot", str(DEMO)], env=unset, standalone_mode=False

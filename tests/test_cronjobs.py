@@ -5,6 +5,7 @@ real server: tests/e2e/test_rbac_e2e.py.)"""
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 import subprocess
@@ -15,22 +16,32 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gcjob import preflight
+from gcjob import preflight, restore
 from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.kube.connect import check_server_template, project_api_from_template
-from gcjob.settings import parse_duration
+from gcjob.model import Sweep
+from gcjob.settings import Settings, parse_duration
 
 CRONJOBS = Path(__file__).parents[1] / "cronjobs"
 RENDERED = (
     "overlays/dry-run",
     "overlays/enforce",
     "rollout",
+    "once",
+    "restore",
+    "storage",
     "rbac/hub",
     "rbac/hub-serviceaccount",
+    "rbac/hub-without-secrets",
+    "rbac/hub-restore",
     "rbac/upstream",
     "rbac/upstream-serviceaccount",
     "rbac/projects",
 )
+SWEEPING = ("overlays/dry-run", "overlays/enforce", "rollout", "once")  # `gcjob sweep` pods
+# The kustomizations an install's own overlays stand on (docs/install.md, "Your overlays"), and
+# what of each they render: with a copy of cronjobs/settings, and cronjobs/components/settings.
+INSTALLED = (*SWEEPING[:3], "restore", "rbac/hub", "rbac/hub-serviceaccount", "rbac/hub-restore")
 READ_TIMEOUT = 15  # gcjob's --read-timeout default: the request in flight when it stops
 SCHEDULE_PERIOD = 300  # */5 * * * *
 
@@ -53,13 +64,8 @@ def job_spec(obj: dict[str, Any]) -> dict[str, Any]:
     return spec["jobTemplate"]["spec"] if obj["kind"] == "CronJob" else spec
 
 
-def workloads() -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (d, obj)
-        for d in ("overlays/dry-run", "overlays/enforce", "rollout")
-        for obj in render(d)
-        if obj["kind"] in ("CronJob", "Job")
-    ]
+def workloads(directories: tuple[str, ...] = SWEEPING) -> list[tuple[str, dict[str, Any]]]:
+    return [(d, obj) for d in directories for obj in render(d) if obj["kind"] in ("CronJob", "Job")]
 
 
 def flag(args: list[str], name: str) -> str | None:
@@ -76,7 +82,7 @@ def test_every_rendered_object_is_valid_for_current_releases(directory: str, ver
         kubernetes_validate.validate(obj, version, strict=True)
 
 
-@pytest.mark.parametrize(("directory", "workload"), workloads())
+@pytest.mark.parametrize(("directory", "workload"), workloads((*SWEEPING, "restore")))
 def test_the_pod_passes_restricted_pod_security_with_a_read_only_root(
     directory: str, workload: dict[str, Any]
 ) -> None:
@@ -97,14 +103,22 @@ def test_the_pod_passes_restricted_pod_security_with_a_read_only_root(
         assert container["resources"]["limits"]["memory"]
         assert container["resources"]["requests"]["memory"]
         mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-        for path in ("/etc/gcjob/hub", "/etc/gcjob/upstream"):
-            assert mounts[path]["readOnly"] is True
-            assert "secret" in volumes[mounts[path]["name"]]
         assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
         args = container["args"]
-        assert args[0] == "sweep"
+        if directory == "restore":
+            assert args[0] == "restore"
+            secrets = ("/etc/gcjob/restore",)
+        else:
+            assert args[0] == "sweep"
+            secrets = ("/etc/gcjob/hub", "/etc/gcjob/upstream")
+        for path in secrets:
+            assert mounts[path]["readOnly"] is True
+            assert "secret" in volumes[mounts[path]["name"]]
         # Never the pod's in-cluster identity: that would sweep the management cluster.
-        assert flag(args, "hub-kubeconfig") == "/etc/gcjob/hub/kubeconfig"
+        assert flag(args, "hub-kubeconfig") == f"{secrets[0]}/kubeconfig"
+        # Writable: /tmp, and the deletion record's claim where the run records to it.
+        writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+        assert writable <= {"/tmp", flag(args, "record-deletions")}
 
 
 @pytest.mark.parametrize(("directory", "workload"), workloads())
@@ -127,7 +141,7 @@ def test_the_deadline_leaves_room_for_timeout_and_the_request_in_flight(
         assert cron["failedJobsHistoryLimit"] >= 1
 
 
-def test_only_enforce_and_the_rollout_delete_and_only_the_rollout_drains_with_brakes_on() -> None:
+def test_only_enforce_the_rollout_and_a_one_off_delete_and_only_the_rollout_drains() -> None:
     args = {
         d: obj_args
         for d, w in workloads()
@@ -136,6 +150,7 @@ def test_only_enforce_and_the_rollout_delete_and_only_the_rollout_drains_with_br
     assert "--delete" not in args["overlays/dry-run"]
     assert "--delete" in args["overlays/enforce"]
     assert "--delete" in args["rollout"]
+    assert "--delete" in args["once"]  # the enforcing CronJob's
     for directory in ("overlays/dry-run", "overlays/enforce"):
         assert flag(args[directory], "max-deletions") is None  # the defaults suit 5 minutes
     assert "--drain" in args["rollout"] and "--drain" not in args["overlays/enforce"]
@@ -152,48 +167,101 @@ def pod_args(obj: dict[str, Any]) -> list[str]:
 
 
 def test_nothing_renders_the_settings_themselves() -> None:
+    assert render("settings") == []  # local to kustomize
     for directory in RENDERED:
         assert not [o for o in render(directory) if o["metadata"]["name"] == "gcjob-settings"]
 
 
-def copy_with_lock_namespace(tmp_path: Path, namespace: str) -> Path:
-    """cronjobs/ copied, with the lock namespace set as docs/install.md says."""
-    root = tmp_path / "cronjobs"
-    shutil.copytree(CRONJOBS, root)
-    settings = root / "settings" / "settings.yaml"
-    text, count = re.subn(
-        r"(?m)^  lockNamespace: .*$", f"  lockNamespace: {namespace}", settings.read_text()
-    )
-    assert count == 1
+def own_overlays(tmp_path: Path, edit: dict[str, str] | None = None) -> Path:
+    """docs/install.md's layout: the clone's cronjobs/ under gcjob/, and beside it my-gcjob/ with
+    a copy of cronjobs/settings (its values changed as `edit` says) and one overlay for each
+    of INSTALLED, named like it, listing that copy and cronjobs/components/settings."""
+    shutil.copytree(CRONJOBS, tmp_path / "gcjob" / "cronjobs")
+    mine = tmp_path / "my-gcjob"
+    shutil.copytree(CRONJOBS / "settings", mine / "settings")
+    settings = mine / "settings" / "settings.yaml"
+    text = settings.read_text()
+    for key, value in (edit or {}).items():
+        text, count = re.subn(rf"(?m)^  {key}: .*$", f"  {key}: {value}", text)
+        assert count == 1, key
     settings.write_text(text)
-    return root
+    for directory in INSTALLED:
+        overlay = mine / directory
+        overlay.mkdir(parents=True, exist_ok=True)
+        up = "../" * (directory.count("/") + 2)
+        (overlay / "kustomization.yaml").write_text(
+            f"resources: [{up}gcjob/cronjobs/{directory}, {up[3:]}settings]\n"
+            f"components: [{up}gcjob/cronjobs/components/settings]\n"
+        )
+    return mine
+
+
+def test_the_shipped_settings_are_what_cronjobs_renders_without_them(tmp_path: Path) -> None:
+    """A copy of cronjobs/settings left as it is changes nothing: its values are the ones the
+    manifests carry (so an install's overlays differ from cronjobs/ only by what it set)."""
+    mine = own_overlays(tmp_path)
+    for directory in INSTALLED:
+        assert render(directory, mine) == render(directory), directory
 
 
 @pytest.mark.parametrize("namespace", ["default", "gcjob-system"])
-def test_the_lock_namespace_setting_moves_the_lease_role_and_the_argument_together(
+def test_the_settings_move_the_lease_role_the_identities_and_the_argument_together(
     tmp_path: Path, namespace: str
 ) -> None:
-    root = copy_with_lock_namespace(tmp_path, namespace)
+    image = "registry.example.com/gcjob@sha256:" + "0" * 64
+    mine = own_overlays(tmp_path, {"lockNamespace": namespace, "image": image})
 
-    for directory in ("rbac/hub", "rbac/hub-serviceaccount"):
+    for directory in ("rbac/hub", "rbac/hub-serviceaccount", "rbac/hub-restore"):
+        rendered = render(directory, mine)
         namespaced = {
             (o["kind"], o["metadata"]["name"]): o["metadata"]["namespace"]
-            for o in render(directory, root)
+            for o in rendered
             if o["kind"] in ("Role", "RoleBinding", "ServiceAccount")
         }
-        assert set(namespaced.values()) == {namespace}, (directory, namespaced)
-    sa = render("rbac/hub-serviceaccount", root)
-    for obj in sa:
-        if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
-            assert obj["subjects"] == [
-                {"kind": "ServiceAccount", "name": "gcjob", "namespace": namespace}
-            ]
-    for directory in ("overlays/dry-run", "overlays/enforce", "rollout"):
-        [workload] = [o for o in render(directory, root) if o["kind"] in ("CronJob", "Job")]
-        args = pod_args(workload)
-        assert [a for a in args if a.startswith("--lock-namespace")] == [
-            f"--lock-namespace={namespace}"
-        ], directory
+        assert namespaced and set(namespaced.values()) == {namespace}, (directory, namespaced)
+        for obj in rendered:
+            if obj["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+                continue
+            for subject in obj["subjects"]:
+                if directory == "rbac/hub":
+                    assert subject == {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "User",
+                        "name": "gcjob",
+                    }
+                else:
+                    assert subject["kind"] == "ServiceAccount"
+                    assert subject["namespace"] == namespace, (directory, obj)
+    for directory in ("overlays/dry-run", "overlays/enforce", "rollout", "restore"):
+        [workload] = [o for o in render(directory, mine) if o["kind"] in ("CronJob", "Job")]
+        [container] = job_spec(workload)["template"]["spec"]["containers"]
+        assert container["image"] == image, directory
+        locks = [a for a in pod_args(workload) if a.startswith("--lock-namespace")]
+        expected = [] if directory == "restore" else [f"--lock-namespace={namespace}"]
+        assert locks == expected, directory
+    # The management cluster's ServiceAccount keeps the namespace `-n` gives it.
+    [account] = [o for o in render("overlays/dry-run", mine) if o["kind"] == "ServiceAccount"]
+    assert "namespace" not in account["metadata"]
+
+
+def with_component(tmp_path: Path, directory: str, component: str) -> dict[str, Any]:
+    """The CronJob or Job of `directory` in a kustomization of one's own that adds
+    cronjobs/components/`component` to it."""
+    if not (tmp_path / "cronjobs").exists():
+        shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
+    mine = tmp_path / "mine" / component / directory
+    mine.mkdir(parents=True)
+    up = "../" * (directory.count("/") + 3)
+    (mine / "kustomization.yaml").write_text(
+        f"resources: [{up}cronjobs/{directory}]\n"
+        f"components: [{up}cronjobs/components/{component}]\n"
+    )
+    [workload] = [
+        o
+        for o in render(directory, tmp_path / "mine" / component)
+        if o["kind"] in ("CronJob", "Job")
+    ]
+    return workload
 
 
 def test_the_upstream_secret_is_optional_and_without_routes_drops_its_flag(
@@ -203,18 +271,8 @@ def test_the_upstream_secret_is_optional_and_without_routes_drops_its_flag(
         volumes = {v["name"]: v for v in job_spec(workload)["template"]["spec"]["volumes"]}
         assert volumes["upstream-kubeconfig"]["secret"]["optional"] is True
         assert volumes["hub-kubeconfig"]["secret"].get("optional") is not True
-    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
     for directory in ("overlays/enforce", "rollout"):
-        mine = tmp_path / "mine" / directory
-        mine.mkdir(parents=True)
-        up = "../" * (directory.count("/") + 2)
-        (mine / "kustomization.yaml").write_text(
-            f"resources: [{up}cronjobs/{directory}]\n"
-            f"components: [{up}cronjobs/components/without-routes]\n"
-        )
-        [workload] = [
-            o for o in render(directory, tmp_path / "mine") if o["kind"] in ("CronJob", "Job")
-        ]
+        workload = with_component(tmp_path, directory, "without-routes")
         args = pod_args(workload)
         [plain] = [o for o in render(directory) if o["kind"] in ("CronJob", "Job")]
         assert not [a for a in args if a.startswith("--upstream")]
@@ -248,20 +306,51 @@ def test_an_own_kustomization_sets_the_image_by_its_rendered_name(tmp_path: Path
 def test_the_documented_server_template_patch_renders_a_template_gcjob_accepts(
     tmp_path: Path,
 ) -> None:
-    """docs/install.md's kustomization for --upstream-server-template, rendered as written."""
+    """docs/install.md's overlay for --upstream-server-template, rendered as written, in the
+    layout it is written for (my-gcjob/ beside the clone gcjob/)."""
     install = (CRONJOBS.parent / "docs" / "install.md").read_text(encoding="utf-8")
-    found = re.search(r"```yaml\n# my-gcjob/kustomization.yaml\n(.*?)```", install, re.S)
+    found = re.search(r"```yaml\n# my-gcjob/cronjob/kustomization.yaml\n(.*?)```", install, re.S)
     assert found
-    shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
-    (tmp_path / "my-gcjob").mkdir()
-    (tmp_path / "my-gcjob" / "kustomization.yaml").write_text(found.group(1))
+    mine = own_overlays(tmp_path)
+    (mine / "cronjob").mkdir()
+    (mine / "cronjob" / "kustomization.yaml").write_text(found.group(1))
 
-    [cronjob] = [o for o in render("my-gcjob", tmp_path) if o["kind"] == "CronJob"]
+    [cronjob] = [o for o in render("cronjob", mine) if o["kind"] == "CronJob"]
 
     template = flag(pod_args(cronjob), "upstream-server-template")
     assert template is not None
     check_server_template(template)  # raises ConfigError on a template gcjob refuses
     assert project_api_from_template(template) == "https://milo.example"
+
+
+def test_the_documented_overlays_without_secrets_render_routes_alone_and_no_secret(
+    tmp_path: Path,
+) -> None:
+    """docs/install.md's overlay of section c, as written for the hub and for the CronJob."""
+    install = (CRONJOBS.parent / "docs" / "install.md").read_text(encoding="utf-8")
+    found = re.search(r"```yaml\n# my-gcjob/hub/kustomization.yaml.*?\n(.*?)```", install, re.S)
+    assert found
+    mine = own_overlays(tmp_path)
+    for name, stands_on in (
+        ("hub", "rbac/hub-serviceaccount"),
+        ("cronjob", "overlays/enforce"),
+        ("rollout", "rollout"),
+    ):
+        (mine / name).mkdir(exist_ok=True)
+        text = found.group(1).replace("cronjobs/rbac/hub-serviceaccount", f"cronjobs/{stands_on}")
+        (mine / name / "kustomization.yaml").write_text(text)
+    hub = render("hub", mine)
+    assert not [
+        rule
+        for obj in hub
+        if obj["kind"] in ("ClusterRole", "Role")
+        for rule in obj["rules"]
+        if "secrets" in rule["resources"]
+    ]
+    for name in ("cronjob", "rollout"):
+        [workload] = [o for o in render(name, mine) if o["kind"] in ("CronJob", "Job")]
+        assert flag(pod_args(workload), "sweep") == "routes"
+        assert [a for a in pod_args(workload) if a.startswith("--sweep")] == ["--sweep=routes"]
 
 
 def granted_verbs(directory: str) -> dict[tuple[str, str], set[str]]:
@@ -308,3 +397,165 @@ def test_the_copies_sweep_is_granted_exactly_the_verbs_it_sends() -> None:
     assert projects == {
         (resource.group, resource.plural): set(verbs) for resource, verbs in preflight.PROJECT_NEEDS
     }
+
+
+def test_the_deletion_record_is_on_where_runs_delete_each_workload_on_a_claim_of_its_own() -> None:
+    """cronjobs/components/record-deletions: the enforcing CronJob (and so a one-off run) and the
+    rollout Job record to a claim of cronjobs/storage each (ReadWriteOnce: a shared one could
+    leave one pod Pending on another node); a dry run records nothing."""
+    claims = {o["metadata"]["name"]: o["spec"] for o in render("storage")}
+    assert set(claims) == {"gcjob-deletions", "gcjob-rollout-deletions"}
+    for spec in claims.values():
+        assert spec["accessModes"] == ["ReadWriteOnce"]
+        assert "storageClassName" not in spec  # the cluster's default class (docs/undo.md)
+    used: dict[str, str] = {}
+    for directory, workload in workloads():
+        pod = job_spec(workload)["template"]["spec"]
+        [container] = pod["containers"]
+        where = flag(container["args"], "record-deletions")
+        if directory == "overlays/dry-run":
+            assert where is None
+            assert not [v for v in pod["volumes"] if "persistentVolumeClaim" in v]
+            continue
+        assert where == "/var/lib/gcjob/deletions", directory
+        [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == where]
+        assert not mount.get("readOnly")
+        [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        used[directory] = volume["persistentVolumeClaim"]["claimName"]
+    assert used == {
+        "overlays/enforce": "gcjob-deletions",
+        "once": "gcjob-deletions",
+        "rollout": "gcjob-rollout-deletions",
+    }
+
+
+def test_the_one_off_job_is_the_enforcing_cronjobs_pod_with_its_own_arguments_appended() -> None:
+    [cronjob] = [o for o in render("overlays/enforce") if o["kind"] == "CronJob"]
+    rendered = render("once")
+    assert [o["kind"] for o in rendered] == ["Job"]  # the CronJob and its account only read
+    [once] = rendered
+    expected = copy.deepcopy(cronjob["spec"]["jobTemplate"]["spec"]["template"])
+    appended = pod_args(once)[len(pod_args(cronjob)) :]
+    expected["spec"]["containers"][0]["args"] += appended
+    assert once["spec"]["template"] == expected
+    assert appended == ["--max-delete-percent=80"]  # cronjobs/once's one place
+    deadline = cronjob["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
+    assert once["spec"]["activeDeadlineSeconds"] == deadline
+    assert once["spec"]["backoffLimit"] == 0
+
+
+def test_the_restore_job_reads_the_records_and_reaches_the_hub_as_the_restore_identity() -> None:
+    [job] = render("restore")
+    pod = job["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["args"][:1] == ["restore"]
+    assert "--apply" not in container["args"]  # a dry run until your overlay says otherwise
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+    assert mounts["/etc/gcjob/restore"]["secret"]["secretName"] == "gcjob-restore-kubeconfig"
+    claims = {o["metadata"]["name"] for o in render("storage")}
+    records = {
+        path: volume["persistentVolumeClaim"]
+        for path, volume in mounts.items()
+        if "persistentVolumeClaim" in volume
+    }
+    assert {c["claimName"] for c in records.values()} == claims
+    assert all(c["readOnly"] for c in records.values())
+    assert all(m.get("readOnly") for m in container["volumeMounts"] if m["mountPath"] in records)
+
+
+def test_the_restore_identity_is_granted_exactly_what_restore_sends_and_no_secret() -> None:
+    """gcjob/restore.py: a GET of kube-system, and for each kind it restores a GET of the name
+    and a create, and a GET of each owner kind it re-points to; a Secret never (refused)."""
+    wanted: dict[tuple[str, str], set[str]] = {("", "namespaces"): {"get"}}
+    for resource in restore.KNOWN_OWNERS.values():
+        if not resource.sensitive:
+            wanted.setdefault((resource.group, resource.plural), set()).add("get")
+    for resource in restore.RESTORABLE.values():
+        if not resource.sensitive:
+            wanted[(resource.group, resource.plural)].add("create")
+    assert granted_verbs("rbac/hub-restore") == wanted
+    [binding] = [o for o in render("rbac/hub-restore") if o["kind"] == "ClusterRoleBinding"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gcjob-restore", "namespace": "default"}
+    ]
+
+
+def test_without_secrets_grants_no_secret_and_exactly_what_a_routes_only_run_sends() -> None:
+    """Every sweep but routes reads Secrets on the hub (preflight.SWEEP_NEEDS, and the copies
+    sweep's own COPIES_NEEDS), so the variant is for `--sweep=routes`, which its component adds
+    to the workloads; its ClusterRole grants what preflight asks of such a run, and what
+    --namespace and --record-deletions read (namespaces), nothing else."""
+    secrets = ("", "secrets")
+    for sweep, needs in preflight.SWEEP_NEEDS.items():
+        reads = {(r.group, r.plural) for r, _ in needs}
+        assert (secrets in reads) is (sweep is not Sweep.ROUTES), sweep
+    assert secrets in {(r.group, r.plural) for r, _ in preflight.COPIES_NEEDS}
+
+    granted = granted_verbs("rbac/hub-without-secrets")
+    assert secrets not in granted
+    settings = Settings(sweeps=(Sweep.ROUTES,), namespaces=("ns-a",), delete=True)
+    for permission in preflight.needed(settings):
+        resource = permission.resource
+        assert permission.verb in granted[(resource.group, resource.plural)], permission
+    cluster = {k: v for k, v in granted.items() if k[1] != "leases"}
+    assert cluster == {
+        ("gateway.networking.k8s.io", "httproutes"): set(preflight.READ_DELETE),
+        ("", "namespaces"): {"get"},
+    }
+    assert (
+        granted["coordination.k8s.io", "leases"]
+        == granted_verbs("rbac/hub")["coordination.k8s.io", "leases"]
+    )
+
+
+def test_without_secrets_sweeps_routes_alone_in_the_cronjob_and_the_rollout(tmp_path: Path) -> None:
+    for directory in ("overlays/enforce", "rollout"):
+        workload = with_component(tmp_path, directory, "without-secrets")
+        [plain] = [o for o in render(directory) if o["kind"] in ("CronJob", "Job")]
+        assert pod_args(workload) == [*pod_args(plain), "--sweep=routes"]
+
+
+def documented_yaml(page: str, header: str) -> str:
+    text = (CRONJOBS.parent / "docs" / page).read_text(encoding="utf-8")
+    found = re.search(rf"```yaml\n# {re.escape(header)}[^\n]*\n(.*?)```", text, re.S)
+    assert found, (page, header)
+    return found.group(1)
+
+
+def test_the_documented_one_off_overlay_is_your_cronjob_once_with_the_limit_raised(
+    tmp_path: Path,
+) -> None:
+    """docs/operating.md's my-gcjob/once, over an enforcing my-gcjob/cronjob of docs/install.md."""
+    image = "registry.example.com/gcjob@sha256:" + "1" * 64
+    mine = own_overlays(tmp_path, {"lockNamespace": "gcjob-system", "image": image})
+    (mine / "cronjob").mkdir()
+    (mine / "cronjob" / "kustomization.yaml").write_text(
+        "resources: [../../gcjob/cronjobs/overlays/enforce, ../settings]\n"
+        "components: [../../gcjob/cronjobs/components/settings]\n"
+    )
+    (mine / "once").mkdir()
+    (mine / "once" / "kustomization.yaml").write_text(
+        documented_yaml("operating.md", "my-gcjob/once/kustomization.yaml")
+    )
+    [cronjob] = [o for o in render("cronjob", mine) if o["kind"] == "CronJob"]
+
+    [once] = render("once", mine)
+
+    assert once["kind"] == "Job" and once["metadata"]["name"] == "gcjob-once"
+    [container] = once["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == image
+    assert container["args"] == [*pod_args(cronjob), "--max-delete-percent=80"]
+    assert "--lock-namespace=gcjob-system" in container["args"]
+
+
+def test_the_documented_storage_overlay_names_a_class_for_both_claims(tmp_path: Path) -> None:
+    """docs/undo.md's my-gcjob/storage, for a cluster without a default StorageClass."""
+    mine = own_overlays(tmp_path)
+    (mine / "storage").mkdir()
+    (mine / "storage" / "kustomization.yaml").write_text(
+        documented_yaml("undo.md", "my-gcjob/storage/kustomization.yaml")
+    )
+    claims = render("storage", mine)
+    assert {c["metadata"]["name"] for c in claims} == {"gcjob-deletions", "gcjob-rollout-deletions"}
+    assert {c["spec"]["storageClassName"] for c in claims} == {"standard-rwo"}

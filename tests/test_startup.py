@@ -89,3 +89,38 @@ def test_a_sweep_does_import_what_it_runs_on() -> None:
     exit_code, modules = loaded_by("sweep", "--snapshot", str(DEMO), "--log-format", "text")
     assert exit_code == 0
     assert {"gcjob.lifecycle", "gcjob.sweeps", "kubernetes"} <= modules
+
+
+# `gcjob sweep` as the console script runs it, noting what was imported when each signal
+# handler was set.
+SIGNALS_PROBE = """
+import json, signal, sys
+sys.argv = ["gcjob", *json.loads(sys.argv[1])]
+seen = []
+real = signal.signal
+def spy(signum, handler):
+    seen.append([signal.Signals(signum).name, "gcjob.lifecycle" in sys.modules])
+    return real(signum, handler)
+signal.signal = spy
+from gcjob.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print("\\n" + json.dumps(seen))
+"""
+
+
+def test_a_sweep_stops_on_sigterm_before_it_imports_the_run() -> None:
+    """A SIGTERM while the run's modules load (most of a second; more on a loaded node) must
+    stop the run with its report, not kill the process before any handler is set (-15)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNALS_PROBE, json.dumps(["sweep", "--snapshot", str(DEMO)])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert ["SIGTERM", False] in seen and ["SIGINT", False] in seen
+    assert [name for name, _ in seen] == ["SIGTERM", "SIGINT"]  # set once, not again later

@@ -9,17 +9,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from gcjob.exitcodes import FOR_ONE_RUN
+
 T = TypeVar("T")
 
 # How an operator gets past each: said in the brake's own message (docs/operating.md,
 # "Getting past a brake").
 PAST_PERCENT = (
     "if these orphans are right (a dry run or `gcjob explain` shows why), raise "
-    "--max-delete-percent for one run, or lower --max-deletions so that each run takes a "
+    f"--max-delete-percent {FOR_ONE_RUN}, or lower --max-deletions so that each run takes a "
     "smaller share"
 )
 PAST_GROUP = (
-    "check that its owner is gone (`gcjob explain`), then raise --max-deletions for one run"
+    f"check that its owner is gone (`gcjob explain`), then raise --max-deletions {FOR_ONE_RUN}"
 )
 
 

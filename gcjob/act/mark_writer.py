@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
+from gcjob.exitcodes import FOR_ONE_RUN
 from gcjob.kube import reduce
 from gcjob.kube.access import Patched, PatchResult
 from gcjob.kube.errors import KubeError, Stopped
@@ -70,7 +71,7 @@ class Marker:
         if not upgrade and self.marks >= self.max_marks:
             return (
                 f"marks brake: --max-marks {self.max_marks} reached this run (if the new "
-                "orphans are right, raise --max-marks for one run)"
+                f"orphans are right, raise --max-marks {FOR_ONE_RUN})"
             )
         return self.writes.braked()
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from gcjob.budget import RunBudget
+from gcjob.exitcodes import FOR_ONE_RUN
 
 
 class Writes:
@@ -44,7 +45,7 @@ class Writes:
         if self.counted >= self.max_writes:
             return (
                 f"write brake: --max-writes {self.max_writes} reached this run (the next run "
-                "goes on; to do more at once, raise --max-writes for one run)"
+                f"goes on; to do more at once, raise --max-writes {FOR_ONE_RUN})"
             )
         return None
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gcjob.domain import is_dns1123_label
+from gcjob.exitcodes import FOR_ONE_RUN
 from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
 PROJECT_GROUP = "resourcemanager.miloapis.com"
@@ -113,7 +114,7 @@ def project_calls(
     reason = (
         f"projects brake: {len(gone)} projects found gone in one run exceed "
         f"--max-projects-gone {max_gone}; none is taken as gone this run (check Milo's "
-        "Project API for them, then raise --max-projects-gone for one run)"
+        f"Project API for them, then raise --max-projects-gone {FOR_ONE_RUN})"
     )
     for c in gone:
         calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)

@@ -222,7 +222,9 @@ def test_the_write_limit_keeps_its_old_name(
     import gcjob.lifecycle
 
     seen: list[Settings] = []
-    monkeypatch.setattr(gcjob.lifecycle, "run_sweep", lambda settings: seen.append(settings) or 0)
+    monkeypatch.setattr(
+        gcjob.lifecycle, "run_sweep", lambda settings, _budget: seen.append(settings) or 0
+    )
     result = CliRunner().invoke(
         cli, ["sweep", "--snapshot", str(DEMO), *args], env=env, standalone_mode=False
     )

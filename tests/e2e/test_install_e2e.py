@@ -31,7 +31,9 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from gcjob.cli import cli
 from testbed.cluster import TestCluster, wait_for
 from testbed.endpoints import started
 from testbed.faultproxy import FaultProxy
@@ -41,6 +43,8 @@ from testbed.servers import ADMIN_TOKEN, HUB_CRDS, UPSTREAM_CRDS, ApiServer, Env
 
 ROOT = Path(__file__).parents[2]
 INSTALL = ROOT / "docs" / "install.md"
+UNDO = ROOT / "docs" / "undo.md"
+IMAGE = "registry.example.com/gcjob:0.1.0"  # the docs' settings block
 UPSTREAM = "upstream-a"  # the upstream's context, as the docs name it
 LOCK_NAMESPACE = "gcjob-system"  # the docs' settings block
 ORPHANS = (("ConfigMap", "orphan-config"), ("Secret", "orphan-creds"))
@@ -48,11 +52,16 @@ BASH = shutil.which("bash")
 
 
 def documented(*names: str) -> str:
-    """The install page's blocks of these names, in this order, as one script."""
-    text = INSTALL.read_text(encoding="utf-8")
-    blocks = dict(re.findall(r"<!-- tested: ([\w-]+) -->\n```sh\n(.*?)\n```\n", text, re.S))
+    """The blocks of these names (docs/install.md's, and undo.md's restore from inside the
+    cluster), in this order, as one script."""
+    blocks: dict[str, str] = {}
+    for page in (INSTALL, UNDO):
+        text = page.read_text(encoding="utf-8")
+        found = dict(re.findall(r"<!-- tested: ([\w-]+) -->\n```sh\n(.*?)\n```\n", text, re.S))
+        assert not set(found) & set(blocks), "a block name used twice"
+        blocks.update(found)
     missing = [n for n in names if n not in blocks]
-    assert not missing, f"docs/install.md has no tested block {missing}"
+    assert not missing, f"docs/install.md and docs/undo.md have no tested block {missing}"
     return "\n".join(blocks[n] for n in names)
 
 
@@ -69,16 +78,24 @@ class Cluster:
         return self.server.request("GET", path)
 
 
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(root)): f.read_bytes() for f in root.rglob("*") if f.is_file()}
+
+
 @dataclass
 class Install:
-    """A copy of cronjobs/ to follow the docs in, and the administrator's kubeconfig with
-    the contexts they name."""
+    """The directory the docs are followed in: the clone's cronjobs/ (under gcjob/, as the docs
+    clone it), where my-gcjob/ is written; and the administrator's kubeconfig with the contexts
+    they name."""
 
     work: Path
     kubeconfig: Path
     hub: Cluster
 
-    def run(self, *blocks: str) -> subprocess.CompletedProcess[str]:
+    def run(self, *blocks: str, **variables: str) -> subprocess.CompletedProcess[str]:
+        """The blocks, as one script (`variables`: what the docs ask to set first); then the
+        clone must be as it was checked out (every install step goes into my-gcjob/, none
+        edits the clone)."""
         assert BASH is not None
         done = subprocess.run(
             [BASH, "-euo", "pipefail", "-c", documented(*blocks)],
@@ -87,21 +104,26 @@ class Install:
                 "PATH": "/usr/bin:/bin",
                 "HOME": str(self.work),
                 "KUBECONFIG": str(self.kubeconfig),
+                **variables,
             },
             capture_output=True,
             text=True,
             timeout=180,
         )
         assert done.returncode == 0, done.stderr
+        assert tree(self.work / "gcjob") == {
+            f"cronjobs/{name}": data for name, data in tree(ROOT / "cronjobs").items()
+        }, "the documented steps changed the clone"
         return done
 
     def mounted(self) -> dict[str, Path]:
-        """The kubeconfig Secrets the docs wrote, as the CronJob's pod mounts them, under
-        work/etc/gcjob/ instead of /etc/gcjob/: mount path -> file."""
+        """The kubeconfig Secrets the docs wrote, as the pods mount them, under work/etc/gcjob/
+        instead of /etc/gcjob/: mount path -> file."""
         files = {}
         for secret, mount in (
             ("gcjob-hub-kubeconfig", "/etc/gcjob/hub"),
             ("gcjob-upstream-kubeconfig", "/etc/gcjob/upstream"),
+            ("gcjob-restore-kubeconfig", "/etc/gcjob/restore"),
         ):
             with contextlib.suppress(EnvtestError):  # not written: the volume is optional
                 found = self.hub.get(f"/api/v1/namespaces/gcjob/secrets/{secret}")
@@ -111,14 +133,34 @@ class Install:
                 files[mount] = path
         return files
 
+    def pod(self, path: str) -> dict[str, Any]:
+        """The pod spec of a CronJob or Job as the server stored it."""
+        workload = self.hub.get(path)
+        spec = workload["spec"]
+        if "jobTemplate" in spec:  # a CronJob
+            spec = spec["jobTemplate"]["spec"]
+        template = spec["template"]
+        pod: dict[str, Any] = template["spec"]
+        return pod
+
+    def local(self, args: list[str]) -> list[str]:
+        """Arguments with the pod's mounts (the Secrets, the deletion record's claims) made
+        directories of work/."""
+        for claim in ("deletions", "rollout-deletions"):
+            (self.work / "var" / "lib" / "gcjob" / claim).mkdir(parents=True, exist_ok=True)
+        return [
+            a.replace("/etc/gcjob/", f"{self.work}/etc/gcjob/").replace(
+                "/var/lib/gcjob/", f"{self.work}/var/lib/gcjob/"
+            )
+            for a in args
+        ]
+
     def cronjob_args(self) -> list[str]:
         """The CronJob's arguments as the server stored them, the mounts made local."""
-        cronjob = self.hub.get("/apis/batch/v1/namespaces/gcjob/cronjobs/gcjob")
-        pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        pod = self.pod("/apis/batch/v1/namespaces/gcjob/cronjobs/gcjob")
         args: list[str] = pod["containers"][0]["args"]
         assert args[0] == "sweep"
-        local = f"{self.work}/etc/gcjob/"
-        return [a.replace("/etc/gcjob/", local) for a in args[1:]]
+        return self.local(args[1:])
 
     def sweep(self, *extra: str) -> Result:
         """gcjob with the CronJob's arguments; `extra`: what a test needs of the ages."""
@@ -165,9 +207,11 @@ def lone_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def following_the_docs(tmp_path: Path, hub: Cluster, upstream: Cluster | None) -> Install:
-    work = tmp_path / "checkout"
+    work = tmp_path / "install"
     work.mkdir()
-    shutil.copytree(ROOT / "cronjobs", work / "cronjobs")
+    shutil.copytree(
+        ROOT / "cronjobs", work / "gcjob" / "cronjobs", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return Install(work, admin_kubeconfig(tmp_path / "admin.yaml", hub, upstream), hub)
 
 
@@ -287,6 +331,12 @@ def test_the_documented_install_deletes_orphans_as_its_service_accounts(
 
     install.run("enforce")
     assert "--delete" in install.cronjob_args()
+    claims = hub.get("/api/v1/namespaces/gcjob/persistentvolumeclaims")["items"]
+    assert {c["metadata"]["name"] for c in claims} == {"gcjob-deletions", "gcjob-rollout-deletions"}
+    pod = install.pod("/apis/batch/v1/namespaces/gcjob/cronjobs/gcjob")
+    assert pod["containers"][0]["image"] == IMAGE  # the settings' image, by the component
+    [record] = [v for v in pod["volumes"] if v["name"] == "deletions"]
+    assert record["persistentVolumeClaim"] == {"claimName": "gcjob-deletions"}
     first = install.sweep("--min-age=0s", "--grace=0s")
     again = install.sweep("--min-age=0s", "--grace=0s")
 
@@ -315,6 +365,39 @@ def test_the_documented_install_deletes_orphans_as_its_service_accounts(
     assert hub.get(f"{leases}/gcjob")["metadata"]["name"] == "gcjob"
     with pytest.raises(EnvtestError, match="404"):
         hub.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/gcjob")
+    # Every deletion was recorded on the CronJob's claim (the second run deleted nothing).
+    recorded = sorted((install.work / "var/lib/gcjob/deletions").glob("deletions-*.jsonl"))
+    assert len(recorded) == 1, recorded
+    assert f"recording deletions in {recorded[0]}" in first.stderr
+
+    # Put back from inside the cluster, as undo.md says: the restore identity, its Secret, the
+    # Job with the record the run named, then `gcjob restore` with that Job's arguments.
+    hub.proxy.clear_requests()
+    install.run(
+        "settings",
+        "restore-identity",
+        "restore-job",
+        RECORD=f"/var/lib/gcjob/deletions/{recorded[0].name}",
+    )
+    restore_token = token_of(install.mounted()["/etc/gcjob/restore"])
+    assert restore_token not in (hub_token, ADMIN_TOKEN) and restore_token.count(".") == 2
+    wait_for(lambda: allowed_as(hub.server, restore_token, "create", "configmaps", ns))
+    assert not allowed_as(hub.server, restore_token, "get", "secrets", ns)
+    assert not allowed_as(hub.server, hub_token, "create", "configmaps", ns)  # the sweep's
+    job = install.pod("/apis/batch/v1/namespaces/gcjob/jobs/gcjob-restore")
+    [container] = job["containers"]
+    assert container["image"] == IMAGE
+    assert container["args"][:2] == ["restore", f"/var/lib/gcjob/deletions/{recorded[0].name}"]
+    restored = CliRunner().invoke(cli, [*install.local(container["args"]), "--apply"])
+    assert restored.exception is None or isinstance(restored.exception, SystemExit), restored
+    # (The deleted bindings stay terminating: a bare server has no Karmada controller to drop
+    # their finalizer, so restore finds them there and refuses, as it must.)
+    for kind, name in (("ConfigMap", "orphan-config"), ("HTTPRoute", "orphan-route")):
+        back = hub.admin.get(kind, ns, name)
+        assert back is not None, (kind, name, restored.stdout)
+        assert back["metadata"]["annotations"]["gcjob.datumapis.com/protect"] == "true"
+    assert hub.admin.gone("Secret", ns, "orphan-creds")  # its data was never recorded
+    assert not refused(hub.proxy), restored.stdout
 
 
 def test_without_routes_the_install_needs_no_upstream_secret_and_reads_no_route(
@@ -367,7 +450,7 @@ def test_the_documented_certificate_request_is_created_and_approved(
 ) -> None:
     install = following_the_docs(tmp_path, lone_hub, None)
 
-    install.run("hub-csr")
+    install.run("settings", "hub-csr")
 
     csr = lone_hub.get("/apis/certificates.k8s.io/v1/certificatesigningrequests/gcjob")
     assert csr["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client"

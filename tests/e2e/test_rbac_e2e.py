@@ -361,15 +361,29 @@ def test_one_verb_less_is_refused_up_front_and_nothing_is_deleted(
         assert hub_side.cluster.present(kind, ns, name), (kind, name)
 
 
-@pytest.mark.parametrize("directory", ["overlays/dry-run", "overlays/enforce", "rollout"])
-def test_every_rendered_object_passes_a_server_side_dry_run(hub_side: Side, directory: str) -> None:
+@pytest.mark.parametrize(
+    ("directory", "expected"),
+    [
+        ("overlays/dry-run", ["CronJob", "ServiceAccount"]),
+        ("overlays/enforce", ["CronJob", "ServiceAccount"]),
+        ("rollout", ["Job"]),
+        ("once", ["Job"]),
+        ("restore", ["Job"]),
+        ("storage", ["PersistentVolumeClaim", "PersistentVolumeClaim"]),
+        ("rbac/hub-restore", ["ClusterRole", "ClusterRoleBinding", "ServiceAccount"]),
+        ("rbac/hub-without-secrets", ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]),
+    ],
+)
+def test_every_rendered_object_passes_a_server_side_dry_run(
+    hub_side: Side, directory: str, expected: list[str]
+) -> None:
     rendered = render(directory)
     kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(rendered))
 
     done = hub_side.apply(rendered, "--dry-run=server", "--namespace", "default")
 
     assert done.returncode == 0, done.stderr
-    assert kinds == (["Job"] if directory == "rollout" else ["CronJob", "ServiceAccount"])
+    assert kinds == expected
     assert done.stdout.count("(server dry run)") == len(kinds), done.stdout
     created = kubectl(
         hub_side.admin, "get", "cronjobs,jobs", "--namespace", "default", "-o", "name"
@@ -554,3 +568,51 @@ def test_one_verb_less_for_the_copies_sweep_leaves_it_not_configured_and_deletes
     else:
         assert route_outcome == ("skipped", "upstream-unavailable")
         assert hub_side.cluster.present("HTTPRoute", projects.ns, "gone-project-route")
+
+
+def test_without_secrets_a_routes_run_needs_nothing_more_and_any_other_sweep_is_refused(
+    hub_side: Side, upstream_side: Side
+) -> None:
+    """cronjobs/rbac/hub-without-secrets on the real server: a `--delete` run with the
+    component's `--sweep=routes` deletes its orphaned route and never asks for a Secret; a run
+    of the other sweeps with that identity is refused up front, naming the Secrets it may not
+    read, and deletes nothing."""
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+    rendered = render("rbac/hub")
+    narrowed = render("rbac/hub-without-secrets")
+    done = hub_side.apply(narrowed, "--server-side")
+    assert done.returncode == 0, done.stderr
+    try:
+        wait_for(lambda: not hub_side.allowed("list", "secrets", "any"))
+        assert hub_side.allowed("delete", "httproutes.gateway.networking.k8s.io", "any")
+        hub_side.proxy.clear_requests()
+        routes = run_gcjob(*gcjob_args(hub_side, upstream_side), "--sweep=routes")
+        routes_log = list(hub_side.proxy.requests)
+        hub_side.proxy.clear_requests()
+        others = run_gcjob(*gcjob_args(hub_side, upstream_side))
+        others_log = list(hub_side.proxy.requests)
+    finally:
+        restored = hub_side.apply(rendered, "--server-side")
+        assert restored.returncode == 0, restored.stderr
+        wait_for(lambda: hub_side.allowed("list", "secrets", "any"))
+
+    assert routes.exit_code == 0, routes.stderr
+    assert {s: v["status"] for s, v in routes.summary["sweeps"].items()} == {"routes": "completed"}
+    ns, name, _ = orphans["HTTPRoute"]
+    assert routes.outcome("HTTPRoute", name) == ("deleted", "upstream-gateways-gone")
+    assert hub_side.cluster.gone("HTTPRoute", ns, name)
+    assert not [(r.method, r.path) for r in routes_log if "/secrets" in r.path]
+    assert not [(r.method, r.path, r.status) for r in routes_log if r.status in (401, 403)]
+
+    assert others.exit_code == 2, others.stderr
+    [message] = [line for line in others.stderr.splitlines() if line.startswith("gcjob: error:")]
+    assert "'list' on secrets" in message
+    assert not [
+        r
+        for r in others_log
+        if r.method in ("DELETE", "PATCH", "PUT", "POST")
+        and "selfsubjectaccessreviews" not in r.path
+    ]
+    for kind in ("ConfigMap", "Secret", "ResourceBinding"):
+        ns, name, _ = orphans[kind]
+        assert hub_side.cluster.present(kind, ns, name), (kind, name)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.cluster import wait_for
 from testbed.hostile import Hostile
 from testbed.report import start_gcjob, summary_of
 
@@ -32,7 +33,8 @@ def _drip(conn: socket.socket) -> None:
 
 
 @pytest.fixture
-def dripping_hub(tmp_path: Path) -> Iterator[Path]:
+def dripping_peer(tmp_path: Path) -> Iterator[tuple[Path, Hostile]]:
+    """The hub's kubeconfig, and the peer (its `received`: the requests it was sent)."""
     peer = Hostile(_drip)
     kubeconfig = tmp_path / "hub.yaml"
     kubeconfig.write_text(
@@ -41,8 +43,13 @@ def dripping_hub(tmp_path: Path) -> Iterator[Path]:
         "users: [{name: hub, user: {token: abc}}]\n"
         "contexts: [{name: hub, context: {cluster: hub, user: hub}}]\n"
     )
-    yield kubeconfig
+    yield kubeconfig, peer
     peer.close()
+
+
+@pytest.fixture
+def dripping_hub(dripping_peer: tuple[Path, Hostile]) -> Path:
+    return dripping_peer[0]
 
 
 def _start(kubeconfig: Path, report: Path, *flags: str) -> subprocess.Popen[str]:
@@ -65,10 +72,16 @@ def test_timeout_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) 
     assert json.loads(report.read_text())["summary"]["exit_code"] == 5
 
 
-def test_sigterm_ends_a_run_whose_hub_drips(dripping_hub: Path, tmp_path: Path) -> None:
+def test_sigterm_ends_a_run_whose_hub_drips(
+    dripping_peer: tuple[Path, Hostile], tmp_path: Path
+) -> None:
+    kubeconfig, peer = dripping_peer
     report = tmp_path / "report.json"
-    run = _start(dripping_hub, report, "--timeout", "5m")
-    time.sleep(3.0)  # interpreter start, then a request in flight
+    run = _start(kubeconfig, report, "--timeout", "5m")
+    # Signalled once its first request is in flight, however long the start took on a loaded
+    # machine (a fixed sleep signalled a process still importing: returncode -15).
+    wait_for(lambda: bool(peer.received) or run.poll() is not None, timeout=120)
+    assert run.poll() is None and peer.received, run.communicate()[1]
     signalled = time.monotonic()
     run.send_signal(signal.SIGTERM)
     stdout, stderr = run.communicate(timeout=60)
