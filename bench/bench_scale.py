@@ -72,7 +72,7 @@ from testbed.servers import (
     HUB_CRDS,
     UPSTREAM_CRDS,
     ApiServer,
-    assets_dir,
+    binaries,
     running,
     write_kubeconfig,
 )
@@ -735,9 +735,9 @@ def main() -> None:
         work = Path(tmp)
         doc["server_version"] = hub.request("GET", "/version").get("gitVersion")
         doc["upstream_server_version"] = up.request("GET", "/version").get("gitVersion")
-        doc["assets"] = str(assets_dir())  # $KUBEBUILDER_ASSETS, when set: testbed/servers.py
+        doc["assets"] = binaries().origin  # built here, or $KUBEBUILDER_ASSETS: testbed/servers.py
         doc["etcd_version"] = subprocess.run(
-            [str(assets_dir() / "etcd"), "--version"], capture_output=True, text=True, check=False
+            [str(binaries().etcd), "--version"], capture_output=True, text=True, check=False
         ).stdout.split("\n")[0]
         print(
             f"upstream: {args.projects} projects x {GATEWAYS_PER_PROJECT} Gateways, "

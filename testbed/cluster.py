@@ -1,9 +1,12 @@
-"""A cluster the end-to-end tests populate over HTTP: the envtest API server the session
-started, or a real cluster.
+"""A cluster the end-to-end tests populate over HTTP: a server the session started, or a real
+cluster.
 
 Everything goes through the official client's ApiClient, so the same test code runs against
-both. Tests work only inside namespaces they create here (random names), and count
-"terminating" as deleted: a bare API server has no controllers to finish a deletion.
+both. Tests work only inside namespaces they create here (random names). The hub runs the
+controllers a Karmada hub runs (testbed/servers.py): a deleted namespace finishes, and the
+garbage collector deletes what a deleted owner owned. It runs no Karmada: a deleted binding
+stays terminating on Karmada's finalizer, which Karmada's binding controller would remove, so
+`gone()` counts that as deleted, and `cleanup()` removes it, as Karmada would.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kubernetes import config as kube_config
@@ -44,6 +48,9 @@ BY_KIND = {
     )
 }
 TEST_FINALIZER = "gcjob.test/hold"
+# The garbage collector's own finalizers: a delete it finishes (propagationPolicy Orphan or
+# Foreground), on a cluster that runs one.
+COLLECTOR_FINALIZERS = frozenset({"orphan", "foregroundDeletion"})
 
 
 class ApiFailure(Exception):
@@ -82,6 +89,13 @@ class TestCluster:
         except ValueError:  # e.g. "404 page not found" for a resource this server lacks
             parsed = None
         return response.status, parsed
+
+    def release(self) -> tuple[int, int]:
+        """The server's (major, minor), as its /version answer says."""
+        status, body = self._call("GET", "/version")
+        if status != 200:
+            raise ApiFailure(f"GET /version: {status} {body}")
+        return int(body["major"].rstrip("+")), int(body["minor"].rstrip("+"))
 
     def namespace(self, prefix: str = "gcjob-e2e") -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
@@ -171,14 +185,17 @@ class TestCluster:
         wait_for(listed, timeout, f"{kind} {meta['name']} in the watch cache")
 
     def create_with_binding(self, companion: dict[str, Any]) -> str:
-        """Create a companion, then its ResourceBinding naming the uid the server gave it;
-        returns the binding's name (the companion's and its kind's, as Karmada names it)."""
+        """Create a companion, then its ResourceBinding as Karmada writes it: naming the uid
+        the server gave it, and owned by it (so the hub's garbage collector deletes it with
+        its companion); returns the binding's name (the companion's and its kind's, as Karmada
+        names it)."""
         created = self.create(companion)
         kind, name = companion["kind"], companion["metadata"]["name"]
         binding = f"{name}-{kind.lower()}"
         namespace = companion["metadata"]["namespace"]
         uid = created["metadata"]["uid"]
-        self.create(objects.binding(namespace, binding, kind=kind, target=name, target_uid=uid))
+        bound = objects.binding(namespace, binding, kind=kind, target=name, target_uid=uid)
+        self.create(objects.owned_by(bound, created, controller=True))
         return binding
 
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
@@ -189,17 +206,63 @@ class TestCluster:
             raise ApiFailure(f"get {kind} {namespace}/{name}: {status} {body}")
         return body
 
-    def gone(self, kind: str, namespace: str | None, name: str) -> bool:
-        """Deleted, or terminating (a bare API server never finishes a finalized delete)."""
-        obj = self.get(kind, namespace, name)
-        return obj is None or obj["metadata"].get("deletionTimestamp") is not None
+    def gone(self, kind: str, namespace: str | None, name: str, timeout: float = 30.0) -> bool:
+        """Deleted: not there, or terminating on Karmada's finalizer alone (the test hub runs no
+        Karmada to remove it). A deletion the garbage collector finishes (its `orphan` and
+        `foregroundDeletion` finalizers) is waited for, up to `timeout`; one held by anything
+        else (a test's finalizer) is not gone."""
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self.get(kind, namespace, name)
+            if obj is None:
+                return True
+            meta = obj["metadata"]
+            if meta.get("deletionTimestamp") is None:
+                return False
+            held = set(meta.get("finalizers") or ()) - {objects.KARMADA_FINALIZER}
+            if meta.get("finalizers") and not held:
+                return True
+            if not held <= COLLECTOR_FINALIZERS or time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
 
     def present(self, kind: str, namespace: str | None, name: str) -> bool:
         obj = self.get(kind, namespace, name)
         return obj is not None and obj["metadata"].get("deletionTimestamp") is None
 
-    def delete(self, kind: str, namespace: str | None, name: str) -> None:
-        self._call("DELETE", BY_KIND[kind].path(namespace, name))
+    def delete(
+        self, kind: str, namespace: str | None, name: str, propagation: str | None = None
+    ) -> None:
+        """`propagation`: the delete's propagationPolicy (Background, Foreground, Orphan);
+        None: the server's default for the kind."""
+        body = None if propagation is None else {"propagationPolicy": propagation}
+        status, answer = self._call("DELETE", BY_KIND[kind].path(namespace, name), body)
+        # 404: gone already; 409: a namespace already Terminating
+        if status not in (200, 202, 404, 409):
+            raise ApiFailure(f"delete {kind} {namespace}/{name}: {status} {answer}")
+
+    def collected(
+        self, owner: dict[str, Any], *dependents: dict[str, Any], timeout: float = 60.0
+    ) -> None:
+        """The garbage collector at work: deletes `owner` (as created) with propagationPolicy
+        Background, then waits until each of `dependents` (as created, each with an
+        ownerReference to it) is gone (`gone()`: a binding may stay terminating on Karmada's
+        finalizer), as Kubernetes' garbage collector deletes them."""
+        meta = owner["metadata"]
+        self.delete(owner["kind"], meta.get("namespace"), meta["name"], "Background")
+        for dependent in dependents:
+            kind, where = dependent["kind"], dependent["metadata"]
+            namespace, name = where.get("namespace"), where["name"]
+            wait_for(
+                partial(self.gone, kind, namespace, name, 0.0),
+                timeout,
+                f"for the garbage collector to delete {kind} {namespace}/{name}, owned by "
+                f"{owner['kind']} {meta['name']}, deleted",
+            )
+
+    def absent(self, kind: str, namespace: str | None, name: str) -> bool:
+        """Not there at all (a 404), terminating or not."""
+        return self.get(kind, namespace, name) is None
 
     def make_terminating(self, kind: str, namespace: str, name: str) -> None:
         """Hold it with a finalizer, then delete it: terminating until the test lets go."""
@@ -217,10 +280,13 @@ class TestCluster:
             raise ApiFailure(f"patch {kind} {namespace}/{name}: {status} {body}")
 
     def cleanup(self) -> None:
-        """Release test finalizers, delete what the test namespaces hold, then the namespaces.
+        """Release the finalizers nothing here would remove (a test's, Karmada's), delete what
+        the test namespaces hold, then the namespaces.
 
-        A bare API server runs no namespace controller: a deleted namespace would stay
-        Terminating with its objects inside, visible to every later cluster-wide sweep."""
+        Emptied first, so that no later cluster-wide sweep sees what a test left (the hub's
+        namespace controller would delete it, but in its own time), and because the upstream,
+        a bare API server as a project's control plane is, runs no namespace controller: there
+        a deleted namespace stays Terminating."""
         for namespace in self.namespaces:
             for resource in BY_KIND.values():
                 if not resource.namespaced:

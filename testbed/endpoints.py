@@ -32,12 +32,15 @@ HUB_CONTEXT = "e2e-hub"
 class Endpoint:
     """One cluster under test as gcjob sees it: the proxy in front of it and a kubeconfig
     whose context `context` points at that proxy. `server` is the server started for it
-    (None for a real cluster the environment named)."""
+    (None for a real cluster the environment named). `collects_garbage`: a garbage collector
+    and namespace controller run on it (a started hub's kube-controller-manager, or a real
+    cluster's)."""
 
     proxy: FaultProxy
     kubeconfig: str
     context: str
     server: ApiServer | None = None
+    collects_garbage: bool = True
 
 
 @contextlib.contextmanager
@@ -49,10 +52,12 @@ def started(
     *,
     users: Sequence[tuple[str, str, str]] = (),
     token: str = ADMIN_TOKEN,
+    controllers: bool = False,
 ) -> Iterator[Endpoint]:
     """A server started here, serving `crds`, behind a proxy; its kubeconfig (in `work`)
-    presents `token` (one of `users`, or the administrator's)."""
-    with running(name, crds, users=users) as server:
+    presents `token` (one of `users`, or the administrator's). `controllers`: a hub's, with
+    kube-controller-manager beside it (testbed/servers.py running())."""
+    with running(name, crds, users=users, controllers=controllers) as server:
         proxy = FaultProxy(Target(server.url, server.ssl_context())).start(work)
         try:
             kubeconfig = server.write_kubeconfig(
@@ -62,7 +67,7 @@ def started(
                 server=proxy.url,
                 ca_file=proxy.ca_file,
             )
-            yield Endpoint(proxy, str(kubeconfig), context, server)
+            yield Endpoint(proxy, str(kubeconfig), context, server, server.collects_garbage)
         finally:
             proxy.stop()
 
@@ -88,13 +93,20 @@ def external(
 
 
 def from_environment(
-    work: Path, name: str, context: str, crds: Iterable[str], env_prefix: str
+    work: Path,
+    name: str,
+    context: str,
+    crds: Iterable[str],
+    env_prefix: str,
+    *,
+    controllers: bool = False,
 ) -> contextlib.AbstractContextManager[Endpoint]:
-    """The cluster `<env_prefix>_KUBECONFIG` (and `_CONTEXT`) names, else one started here."""
+    """The cluster `<env_prefix>_KUBECONFIG` (and `_CONTEXT`) names, else one started here
+    (with a hub's controllers when `controllers`)."""
     given = os.environ.get(f"{env_prefix}_KUBECONFIG")
     if given:
         return external(work, name, context, Path(given), os.environ.get(f"{env_prefix}_CONTEXT"))
-    return started(work, name, context, crds)
+    return started(work, name, context, crds, controllers=controllers)
 
 
 def external_target(path: Path, context: str | None) -> tuple[Target, dict[str, Any]]:

@@ -3,7 +3,9 @@ upstream, each started once a session when a test first asks for it, and what a 
 of them.
 
 Each session starts two real kube-apiserver + etcd pairs (testbed/servers.py): a hub
-serving the Karmada, compute and Gateway API CRDs, and an upstream serving Gateway API. With
+serving the Karmada, compute and Gateway API CRDs, with the kube-controller-manager a Karmada
+hub runs beside it (deleted namespaces finish, ownerReferences cascade), and an upstream
+serving Gateway API, a bare API server as a project's control plane is. With
 GCJOB_E2E_HUB_KUBECONFIG (and GCJOB_E2E_UPSTREAM_KUBECONFIG) the same tests run against those
 clusters instead (testbed/endpoints.py).
 """
@@ -11,7 +13,7 @@ clusters instead (testbed/endpoints.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -19,7 +21,13 @@ from testbed.cluster import TestCluster
 from testbed.endpoints import HUB_CONTEXT, UPSTREAM_CLUSTER, Endpoint, from_environment
 from testbed.faultproxy import FaultProxy
 from testbed.report import HubSweep
-from testbed.servers import HUB_CRDS, UPSTREAM_CRDS, AssetsMissing, assets_dir, crds_dir
+from testbed.servers import HUB_CRDS, UPSTREAM_CRDS, AssetsMissing, binaries, crds_dir
+
+NO_CONTROLLERS = (
+    "the hub runs no controllers: KUBEBUILDER_ASSETS holds no kube-controller-manager, and "
+    "this test needs its garbage collector, namespace or token controller (docs/testing.md)"
+)
+Collect = Callable[..., None]
 
 
 def _endpoint(
@@ -28,22 +36,27 @@ def _endpoint(
     context: str,
     crds: tuple[str, ...],
     env_prefix: str,
+    *,
+    controllers: bool = False,
 ) -> Iterator[Endpoint]:
     if not os.environ.get(f"{env_prefix}_KUBECONFIG"):
         try:
-            assets_dir()
+            binaries()
             crds_dir()
         except AssetsMissing as missing:
             # A short failure, not a traceback (the whole suite stops before it starts:
             # tests/conftest.py).
             pytest.fail(str(missing), pytrace=False)
-    with from_environment(work_factory.mktemp(name), name, context, crds, env_prefix) as found:
+    work = work_factory.mktemp(name)
+    with from_environment(work, name, context, crds, env_prefix, controllers=controllers) as found:
         yield found
 
 
 @pytest.fixture(scope="session")
 def hub_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
-    yield from _endpoint(tmp_path_factory, "hub", HUB_CONTEXT, HUB_CRDS, "GCJOB_E2E_HUB")
+    yield from _endpoint(
+        tmp_path_factory, "hub", HUB_CONTEXT, HUB_CRDS, "GCJOB_E2E_HUB", controllers=True
+    )
 
 
 @pytest.fixture(scope="session")
@@ -76,6 +89,24 @@ def upstream(upstream_endpoint: Endpoint) -> Iterator[TestCluster]:
     cluster = TestCluster(upstream_endpoint.kubeconfig, upstream_endpoint.context)
     yield cluster
     cluster.cleanup()
+
+
+@pytest.fixture
+def hub_controllers(hub_endpoint: Endpoint) -> None:
+    """For a test that needs the hub's controllers (garbage collector, namespace, tokens): on
+    a hub without them (KUBEBUILDER_ASSETS holding no kube-controller-manager) it is skipped,
+    saying so, never passed."""
+    if not hub_endpoint.collects_garbage:
+        pytest.skip(NO_CONTROLLERS)
+
+
+@pytest.fixture
+def hub_collects_garbage(hub: TestCluster, hub_controllers: None) -> Collect:
+    """`hub_collects_garbage(owner, *dependents)`: the hub's garbage collector deletes each of
+    `dependents` once `owner` is deleted with propagationPolicy Background (TestCluster
+    collected()): the positive control of a test that shows something was *not* collected,
+    and the proof that the hub cascades as a Karmada hub does."""
+    return hub.collected
 
 
 @pytest.fixture

@@ -27,6 +27,9 @@ from gcjob.domain import (
 from testbed.model import HUB_NS, route_labels
 
 Obj = dict[str, Any]
+# Karmada's binding controller's: it removes it once a deleted binding's Works are gone (the
+# test hub runs no Karmada: testbed/cluster.py says what that changes).
+KARMADA_FINALIZER = "karmada.io/binding-controller"
 SECRET_VALUE = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"  # base64 "super-secret-password"
 
 
@@ -41,6 +44,31 @@ def _meta(namespace: str, name: str, labels: dict[str, str], annotations: dict[s
 
 def namespace(name: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def owner_reference(owner: Obj, *, controller: bool = False) -> Obj:
+    """An ownerReference to `owner` as the server returned it (its uid set); a controller's
+    as Go's metav1.NewControllerRef writes it (Karmada's, a Deployment's), blocking the
+    owner's foreground deletion."""
+    meta = owner["metadata"]
+    reference = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+    if controller:
+        reference.update(controller=True, blockOwnerDeletion=True)
+    return reference
+
+
+def owned_by(obj: Obj, *owners: Obj, controller: bool = False) -> Obj:
+    """`obj` with ownerReferences to `owners` (as the server returned them) added; at most
+    one of them its controller."""
+    assert not (controller and len(owners) > 1), "an object has one controller"
+    references = obj["metadata"].setdefault("ownerReferences", [])
+    references += [owner_reference(o, controller=controller) for o in owners]
+    return obj
 
 
 def companion(
@@ -116,7 +144,7 @@ def binding(
     if target_uid:
         resource["uid"] = target_uid
     meta = _meta(namespace, name, labels, notes)
-    meta["finalizers"] = ["karmada.io/binding-controller"]
+    meta["finalizers"] = [KARMADA_FINALIZER]
     return {
         "apiVersion": "work.karmada.io/v1alpha2",
         "kind": "ResourceBinding",
@@ -203,17 +231,8 @@ def binding_for(companion: Obj) -> Obj:
                 "propagationpolicy.karmada.io/namespace": ns,
             },
             "labels": {"propagationpolicy.karmada.io/permanent-id": str(uuid.uuid4())},
-            "finalizers": ["karmada.io/binding-controller"],
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": kind,
-                    "name": name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "finalizers": [KARMADA_FINALIZER],
+            "ownerReferences": [owner_reference(companion, controller=True)],
         },
         "spec": {
             "resource": {
@@ -259,9 +278,10 @@ def resourcebinding(**meta_overrides: Any) -> Obj:
     meta: Obj = {
         "annotations": {"propagationpolicy.karmada.io/name": "city-dfw"},
         "creationTimestamp": "2026-11-12T09:14:28Z",
-        "finalizers": ["karmada.io/binding-controller"],
+        "finalizers": [KARMADA_FINALIZER],
         "name": "app-config-configmap",
         "namespace": HUB_NS,
+        "ownerReferences": [owner_reference(configmap(), controller=True)],
         "resourceVersion": "48213150",
         "uid": "0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f",
     }

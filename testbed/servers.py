@@ -1,15 +1,19 @@
-"""A real kube-apiserver and etcd, found and started the way controller-runtime's envtest does
-it: for the unit tests that need a server, the end-to-end tests and bench/.
+"""A real kube-apiserver and etcd, and on a hub the kube-controller-manager a Karmada hub runs:
+for the unit tests that need a server, the end-to-end tests and bench/.
 
-Binaries: `$KUBEBUILDER_ASSETS`, then `$GCJOB_TEST_ASSETS`, then `../shared/envtest/bin`
-beside the project. CRDs: `$GCJOB_CRDS_DIR`, else `tests/crds` (kept in the repository: see
-its README for where each came from).
+Binaries: those `tools/build_test_servers.py` built from the Go modules in testbed/ for
+$GCJOB_KUBE_VERSION (default 1.36; testbed/builds.py finds them), unless $KUBEBUILDER_ASSETS
+names a folder holding kube-apiserver and etcd (and maybe kube-controller-manager): then those.
+CRDs: `$GCJOB_CRDS_DIR`, else `tests/crds` (kept in the repository as published: see its README
+for where each came from).
 
 Each `ApiServer` is one etcd + kube-apiserver pair on free loopback ports in its own temporary
 directory, with RBAC and a token file: `admin-token` is a
 `system:masters` administrator; more users can be given (`users=`), for tests that prove a
-Role grants exactly enough. Children die with the test process (PR_SET_PDEATHSIG), so an
-interrupted session leaves no stray server behind.
+Role grants exactly enough. `start_controllers()` starts kube-controller-manager beside it with
+the controllers Karmada's hub runs (HUB_CONTROLLERS), once its CRDs are installed; an upstream
+project control plane stays a bare API server. Children die with the test process
+(PR_SET_PDEATHSIG), so an interrupted session leaves no stray server behind.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +40,10 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from testbed import builds
 from testbed.paths import PROJECT_ROOT
 
 ADMIN_TOKEN = "admin-token"
-SHARED = PROJECT_ROOT.parent / "shared"
 CRDS = PROJECT_ROOT / "tests" / "crds"
 READY_TIMEOUT = 90.0
 PR_SET_PDEATHSIG = 1
@@ -57,27 +62,65 @@ UPSTREAM_CRDS = (
 )
 
 
+# The controllers Karmada's hub runs in its kube-controller-manager (Karmada's "Configure
+# Controllers" guide): deleted namespaces finish, ownerReferences cascade, tokens are minted.
+HUB_CONTROLLERS = ("namespace", "garbagecollector", "serviceaccount-token")
+COLLECTOR_TIMEOUT = 90.0
+
+
 class EnvtestError(Exception):
     pass
+
+
+class NotFound(EnvtestError):
+    """A 404 from the server."""
 
 
 class AssetsMissing(EnvtestError):
     """No kube-apiserver/etcd to start: the whole session says so once, not once a test."""
 
 
-def assets_dir() -> Path:
-    """Where kube-apiserver and etcd are: the first of $KUBEBUILDER_ASSETS,
-    $GCJOB_TEST_ASSETS, ../shared/envtest/bin that holds both."""
-    candidates = [os.environ.get("KUBEBUILDER_ASSETS"), os.environ.get("GCJOB_TEST_ASSETS")]
-    candidates.append(str(SHARED / "envtest" / "bin"))
-    for candidate in filter(None, candidates):
-        path = Path(candidate)
-        if (path / "kube-apiserver").is_file() and (path / "etcd").is_file():
-            return path
-    raise AssetsMissing(
-        "no kube-apiserver and etcd found for the tests: install them with controller-runtime's "
-        "setup-envtest (`setup-envtest use -p path 1.31.x`) and set KUBEBUILDER_ASSETS to the "
-        "folder it prints, or keep ../shared/envtest/bin beside the project"
+@dataclass(frozen=True)
+class Binaries:
+    """The servers' executables, and where they came from (`origin`, for the session header)."""
+
+    apiserver: Path
+    etcd: Path
+    controller_manager: Path | None  # None: KUBEBUILDER_ASSETS holds none
+    origin: str
+
+
+def binaries() -> Binaries:
+    """$KUBEBUILDER_ASSETS's, when set; else those tools/build_test_servers.py built for
+    $GCJOB_KUBE_VERSION."""
+    given = os.environ.get("KUBEBUILDER_ASSETS")
+    if given:
+        folder = Path(given)
+        if not ((folder / "kube-apiserver").is_file() and (folder / "etcd").is_file()):
+            raise AssetsMissing(f"KUBEBUILDER_ASSETS={given} holds no kube-apiserver and etcd")
+        manager = folder / "kube-controller-manager"
+        return Binaries(
+            folder / "kube-apiserver",
+            folder / "etcd",
+            manager if manager.is_file() else None,
+            f"KUBEBUILDER_ASSETS={given}",
+        )
+    try:
+        module = builds.kube_module()
+        kube, etcd = builds.built(module), builds.built(builds.ETCD)
+    except builds.BuildError as error:
+        raise AssetsMissing(str(error)) from None
+    if kube is None or etcd is None:
+        raise AssetsMissing(
+            f"the test servers of Kubernetes {builds.kube_version()} are not built: run "
+            f"`python3 tools/build_test_servers.py {builds.kube_version()}` first (docs/testing.md)"
+        )
+    return Binaries(
+        kube / "kube-apiserver",
+        etcd / "etcd",
+        kube / "kube-controller-manager",
+        f"{module.path.relative_to(PROJECT_ROOT)} ({module.required('k8s.io/kubernetes')}), "
+        f"etcd {builds.ETCD.required('go.etcd.io/etcd/server/v3')}",
     )
 
 
@@ -100,25 +143,6 @@ def die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def crd_for_old_server(crd: dict[str, Any]) -> dict[str, Any]:
-    """A 1.25 server rejects CEL rules and selectableFields, and a CRD carrying status."""
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {
-                k: strip(v)
-                for k, v in node.items()
-                if k not in ("x-kubernetes-validations", "selectableFields")
-            }
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    cleaned: dict[str, Any] = strip(crd)
-    cleaned.pop("status", None)
-    return cleaned
-
-
 class ApiServer:
     """One running etcd + kube-apiserver pair. Use as a context manager, or start()/stop()."""
 
@@ -129,6 +153,7 @@ class ApiServer:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"gcjob-envtest-{name}-"))
         self.port = 0
         self.etcd_port = 0
+        self.collects_garbage = False  # kube-controller-manager runs beside it
         self._processes: list[subprocess.Popen[bytes]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -148,7 +173,7 @@ class ApiServer:
         return self
 
     def _start(self) -> None:
-        bin_dir = assets_dir()
+        found = binaries()
         work = self.workdir
         (work / "certs").mkdir()
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -174,7 +199,7 @@ class ApiServer:
         self._spawn(
             "etcd",
             [
-                str(bin_dir / "etcd"),
+                str(found.etcd),
                 "--name", self.name,
                 "--data-dir", str(work / "etcd"),
                 "--listen-client-urls", etcd_url,
@@ -189,7 +214,7 @@ class ApiServer:
         self._spawn(
             "kube-apiserver",
             [
-                str(bin_dir / "kube-apiserver"),
+                str(found.apiserver),
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={self.port}",
@@ -207,6 +232,72 @@ class ApiServer:
             ],
         )
         self._wait_ready()
+
+    def start_controllers(self) -> bool:
+        """kube-controller-manager beside this server, with the controllers a Karmada hub runs,
+        as Karmada configures it: an administrator's kubeconfig straight to the server (never
+        through a fault proxy), no leader election, the token controller signing with the
+        server's key, no serving port (workers would collide on 10257). Start it once the
+        CRDs are installed: the garbage collector watches the kinds served when it starts at
+        once, and a kind served later only from its next discovery (every 30 s). Returns once
+        the collector has collected a probe's dependent; False (nothing started) when the
+        binaries have no kube-controller-manager (KUBEBUILDER_ASSETS)."""
+        manager = binaries().controller_manager
+        if manager is None:
+            return False
+        kubeconfig = self.write_kubeconfig(self.workdir / "controller-manager.kubeconfig")
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(manager),
+                f"--kubeconfig={kubeconfig}",
+                f"--controllers={','.join(HUB_CONTROLLERS)}",
+                "--leader-elect=false",
+                f"--service-account-private-key-file={self.workdir / 'sa.key'}",
+                f"--root-ca-file={self.ca_file}",
+                "--use-service-account-credentials=false",
+                "--secure-port=0",
+            ],
+        )
+        self._wait_collecting()
+        self.collects_garbage = True
+        return True
+
+    def _wait_collecting(self) -> None:
+        """Until the garbage collector deletes a ConfigMap whose owner is gone: it starts
+        collecting once it has read every kind it watches (the CRDs' too)."""
+        base = "/api/v1/namespaces/kube-system/configmaps"
+        configmap = {"apiVersion": "v1", "kind": "ConfigMap"}
+        owner = self.request("POST", base, {**configmap, "metadata": {"generateName": "gc-owner-"}})
+        reference = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+        }
+        dependent = self.request(
+            "POST",
+            base,
+            {
+                **configmap,
+                "metadata": {"generateName": "gc-dependent-", "ownerReferences": [reference]},
+            },
+        )
+        self.request("DELETE", f"{base}/{owner['metadata']['name']}")
+        deadline = time.monotonic() + COLLECTOR_TIMEOUT
+        while time.monotonic() < deadline:
+            for process in self._processes:
+                if process.poll() is not None:
+                    raise EnvtestError(f"{self.name}: {process.args[0]} exited: {self.log_tail()}")
+            try:
+                self.request("GET", f"{base}/{dependent['metadata']['name']}")
+            except NotFound:
+                return
+            time.sleep(0.2)
+        raise EnvtestError(
+            f"{self.name}: the garbage collector collected nothing in {COLLECTOR_TIMEOUT:.0f}s: "
+            + self.log_tail()
+        )
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115  # closed by the child's exit
@@ -236,7 +327,7 @@ class ApiServer:
 
     def log_tail(self, lines: int = 15) -> str:
         tails = []
-        for name in ("etcd", "kube-apiserver"):
+        for name in ("etcd", "kube-apiserver", "kube-controller-manager"):
             path = self.workdir / f"{name}.log"
             if path.exists():
                 text = path.read_text(errors="replace").splitlines()[-lines:]
@@ -244,7 +335,8 @@ class ApiServer:
         return "\n".join(tails)
 
     def stop(self) -> None:
-        for process in reversed(self._processes):  # the API server before its etcd
+        # the controller manager, then the API server, then its etcd
+        for process in reversed(self._processes):
             if process.poll() is None:
                 process.terminate()
             try:
@@ -296,16 +388,14 @@ class ApiServer:
             with urllib.request.urlopen(request, context=context, timeout=30) as response:
                 payload = response.read()
         except urllib.error.HTTPError as exc:
-            raise EnvtestError(f"{method} {path}: {exc.code} {exc.read()[:300]!r}") from exc
+            error = NotFound if exc.code == 404 else EnvtestError
+            raise error(f"{method} {path}: {exc.code} {exc.read()[:300]!r}") from exc
         return payload if raw else (json.loads(payload) if payload else None)
 
     def install_crds(self, paths: Iterable[Path], timeout: float = 60.0) -> None:
         """Create the CRDs and wait until each is Established and served."""
         crds = [  # a file may hold several CRDs, as YAML documents
-            crd_for_old_server(doc)
-            for p in paths
-            for doc in yaml.safe_load_all(p.read_text())
-            if doc
+            doc for p in paths for doc in yaml.safe_load_all(p.read_text()) if doc
         ]
         base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
         for crd in crds:
@@ -380,10 +470,17 @@ def _unverified() -> ssl.SSLContext:
 
 @contextlib.contextmanager
 def running(
-    name: str, crds: Iterable[str], *, users: Sequence[tuple[str, str, str]] = ()
+    name: str,
+    crds: Iterable[str],
+    *,
+    users: Sequence[tuple[str, str, str]] = (),
+    controllers: bool = False,
 ) -> Iterator[ApiServer]:
     """A started server serving `crds` (file names in crds_dir(): HUB_CRDS, UPSTREAM_CRDS),
-    stopped on leaving."""
+    stopped on leaving; with `controllers` (a hub), kube-controller-manager beside it, started
+    after the CRDs are installed (when the binaries have one: see `collects_garbage`)."""
     with ApiServer(name, users=users) as server:
         server.install_crds(crds_dir() / crd for crd in crds)
+        if controllers:
+            server.start_controllers()
         yield server

@@ -14,6 +14,8 @@ from testbed.fixtures import (  # noqa: F401  # imported to register them as fix
     faults,
     gcjob_hub_args,
     hub,
+    hub_collects_garbage,
+    hub_controllers,
     hub_endpoint,
     hub_kubeconfig,
     routes_args,
@@ -30,7 +32,7 @@ from testbed.prometheus import (  # noqa: F401  # pushgateway*: imported to regi
     pushgateway,
     pushgateway_server,
 )
-from testbed.servers import AssetsMissing, assets_dir, crds_dir
+from testbed.servers import AssetsMissing, binaries, crds_dir
 
 # Generated (hypothesis) tests: a bounded number of examples in the README's test command and
 # CI; GCJOB_HYPOTHESIS_PROFILE=long runs many more on demand. A test that is costlier per
@@ -56,13 +58,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if not any(t == PROJECT_ROOT / "tests" or t.is_relative_to(e2e) for t in targets):
         return
     try:
-        assets_dir()
+        binaries()
         crds_dir()
         binary("prometheus-pushgateway", "pushgateway")
         binary("prometheus")
         binary("promtool")
     except (AssetsMissing, PrometheusMissing) as missing:
         pytest.exit(f"gcjob tests: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which servers this session runs on, first thing in its output."""
+    try:
+        found = binaries()
+    except AssetsMissing as missing:
+        return f"test servers: none ({missing})"
+    manager = "with" if found.controller_manager else "WITHOUT"
+    return f"test servers: {found.origin}; {manager} kube-controller-manager beside the hub"
 
 
 @pytest.fixture

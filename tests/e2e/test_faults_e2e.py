@@ -271,7 +271,7 @@ def test_410_once_on_list_continue_restarts_the_list(
         "--page-size",
         "2",
         "--list-from",
-        "etcd",  # a 1.25 watch cache sends the whole list at once: no continue token
+        "etcd",  # pages: a resourceVersion=0 list comes whole from the cache, without a token
     )
 
     assert fault.hits == 1
@@ -315,7 +315,7 @@ def test_410_forever_on_list_continue_makes_the_sweep_incomplete(
         "--page-size",
         "2",
         "--list-from",
-        "etcd",  # a 1.25 watch cache sends the whole list at once: no continue token
+        "etcd",  # pages: a resourceVersion=0 list comes whole from the cache, without a token
     )
 
     assert 2 <= fault.hits <= 4  # restarted, but a bounded number of times

@@ -81,7 +81,7 @@ def make_access(kubeconfig: str, *, from_cache: bool) -> KubeAccess:
     return KubeAccess(transport, page_size=2, list_from_cache=from_cache)
 
 
-def test_a_cache_list_on_a_125_server_is_one_answer_whatever_the_page_size(
+def test_a_cache_list_is_one_answer_whatever_the_page_size(
     faults: FaultProxy, hub_kubeconfig: str, seven: str
 ) -> None:
     path = f"/namespaces/{seven}/configmaps"
@@ -96,7 +96,8 @@ def test_a_cache_list_on_a_125_server_is_one_answer_whatever_the_page_size(
     etcd_requests = lists_of(faults, path)
 
     assert sorted(cached) == sorted(paged) == [f"cm-{i}" for i in range(7)]
-    # The 1.25 watch cache ignores limit=2: one answer, everything in it.
+    # The watch cache ignores limit=2 on a resourceVersion=0 list (1.25 did, and 1.31 - 1.36
+    # still do): one answer, everything in it.
     assert len(cache_requests) == 1
     assert {k: cache_requests[0].query[k] for k in CACHE} == CACHE
     assert cache_requests[0].query["limit"] == ["2"]
@@ -209,6 +210,7 @@ def test_answers_that_keep_breaking_off_leave_the_list_unavailable() -> None:
 # Both reads: a server that says it is 1.34 or newer (or --list-from pages) is read in pages
 # without a resourceVersion, and its deletions are re-verified live all the same.
 READS = pytest.mark.parametrize("read", ["auto", "pages"])
+PAGES_SINCE = (1, 34)  # the release from which auto reads in pages (docs/list-strategy.md)
 
 
 @READS
@@ -230,7 +232,8 @@ def test_a_workload_created_after_the_list_keeps_its_companion(
     assert result.outcome("ConfigMap", "app-config") == ("skipped", "referrer-appeared")
     assert hub.present("ConfigMap", ns, "app-config")
     from_cache = any("resourceVersion" in r.query for r in lists_of(faults, "/workloaddeployments"))
-    assert from_cache is (read == "auto")  # the 1.25 test server: auto reads its cache
+    # auto reads the cache below 1.34 (docs/list-strategy.md), pages from 1.34 on
+    assert from_cache is (read == "auto" and hub.release() < PAGES_SINCE)
 
 
 @READS
@@ -337,41 +340,61 @@ def companions_run(gcjob_hub_args: list[str], ns: str, *flags: str) -> Any:
     return result
 
 
-def test_auto_on_the_125_server_reads_each_collection_from_the_cache_and_says_so(
-    faults: FaultProxy, gcjob_hub_args: list[str], seven: str
+def test_auto_reads_as_the_servers_release_says_and_says_so(
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str], seven: str
 ) -> None:
+    """Below 1.34 each collection is read whole from the watch cache; from 1.34 on in pages
+    without a resourceVersion (served from the cache, consistent)."""
     result = companions_run(gcjob_hub_args, seven)  # --list-from auto: the default
 
     [asked] = version_gets(faults)
     said = json.loads(asked.response_body)
-    assert said["gitVersion"].startswith("v1.25.")  # the test server: v1.25.0-k3s1
+    assert (int(said["major"]), int(said["minor"])) == hub.release()
     strategy = result.summary["list_strategy"]
-    assert strategy["read"] == "cache" and strategy["requested"] == "auto"
+    assert strategy["requested"] == "auto"
     assert strategy["server_version"] == said["gitVersion"]
-    assert "< 1.34" in strategy["why"]
     sent = lists_of(faults, f"/namespaces/{seven}/configmaps")
-    assert sent and all({k: r.query[k] for k in CACHE} == CACHE for r in sent)
+    assert sent
+    if hub.release() < PAGES_SINCE:
+        assert strategy["read"] == "cache" and "< 1.34" in strategy["why"]
+        assert all({k: r.query[k] for k in CACHE} == CACHE for r in sent)
+    else:
+        assert strategy["read"] == "pages" and ">= 1.34" in strategy["why"]
+        assert all("resourceVersion" not in r.query for r in sent)
 
 
-def test_auto_on_a_server_that_says_it_is_1_34_reads_in_pages(
-    faults: FaultProxy, gcjob_hub_args: list[str], seven: str
+@pytest.mark.parametrize(
+    ("git_version", "minor", "read"),
+    [("v1.34.1", "34", "pages"), ("v1.33.5", "33", "cache"), ("v1.31.14", "31", "cache")],
+)
+def test_auto_reads_as_the_version_the_server_says(
+    faults: FaultProxy,
+    gcjob_hub_args: list[str],
+    seven: str,
+    git_version: str,
+    minor: str,
+    read: str,
 ) -> None:
-    """The real server's /version answer, with a newer release in it: the lists go out in
-    pages without a resourceVersion (the 1.25 server serves them from etcd: the same objects,
-    more slowly), and the sweep decides the same."""
+    """The real server's /version answer, with another release in it: the lists go out as
+    that release is read (any server serves both reads: the same objects, at another cost),
+    and the sweep decides the same."""
     companions_run(gcjob_hub_args, seven)
     real = json.loads(version_gets(faults)[-1].response_body)
-    newer = {**real, "gitVersion": "v1.34.1", "minor": "34"}
+    said = {**real, "gitVersion": git_version, "minor": minor}
+    for field in ("emulationMinor", "minCompatibilityMinor"):
+        said.pop(field, None)
     faults.clear_requests()
-    faults.add_fault(Fault(method="GET", path="^/version$", status=200, body=newer))
+    faults.add_fault(Fault(method="GET", path="^/version$", status=200, body=said))
 
     result = companions_run(gcjob_hub_args, seven, "--page-size", "3")
 
     strategy = result.summary["list_strategy"]
-    assert (strategy["read"], strategy["server_version"]) == ("pages", "v1.34.1")
+    assert (strategy["read"], strategy["server_version"]) == (read, git_version)
     sent = lists_of(faults, f"/namespaces/{seven}/configmaps")
-    assert all("resourceVersion" not in r.query for r in sent)
-    assert any("continue" in r.query for r in sent)  # seven ConfigMaps, three a page
+    assert all(("resourceVersion" in r.query) is (read == "cache") for r in sent)
+    # seven ConfigMaps, three a page: pages are followed by continue tokens, and a
+    # resourceVersion=0 list comes whole
+    assert any("continue" in r.query for r in sent) is (read == "pages")
 
 
 @pytest.mark.parametrize("status", [403, 404])
@@ -405,6 +428,6 @@ def test_a_forced_read_does_not_ask_the_version(
     }
     sent = lists_of(faults, f"/namespaces/{seven}/configmaps")
     assert sent and all(("resourceVersion" in r.query) is (read == "cache") for r in sent)
-    # Seven ConfigMaps, three a page: only pages are followed by continue tokens (the 1.25
-    # cache ignores limit and sends each list whole).
+    # Seven ConfigMaps, three a page: only pages are followed by continue tokens (the watch
+    # cache ignores limit on a resourceVersion=0 list and sends it whole).
     assert any("continue" in r.query for r in sent) is (read == "pages")

@@ -11,7 +11,7 @@ from gcjob.domain import PROTECT_ANNOTATION
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.objects import binding, companion, route
+from testbed.objects import binding, companion, owned_by, route
 from testbed.report import run_gcjob
 
 ORPHAN_REFERRERS = ["default/gone-wd"]
@@ -116,18 +116,25 @@ def test_protect_in_any_placement_with_any_value_but_false_keeps_the_object(
     assert detail is not None and "' true'" in detail["detail"]
 
 
-def _owned_by(obj: dict[str, Any], kind: str, name: str, *, controller: bool) -> dict[str, Any]:
-    api_version = "v1" if kind == "ConfigMap" else "apps/v1"
-    obj["metadata"]["ownerReferences"] = [
+def _deployment(hub: TestCluster, ns: str, name: str) -> dict[str, Any]:
+    """A Deployment to own things: real, so the hub's garbage collector (which deletes what
+    only absent owners own) leaves what it owns alone; no controller runs it."""
+    labels = {"app": name}
+    return hub.create_at(
+        f"/apis/apps/v1/namespaces/{ns}/deployments",
         {
-            "apiVersion": api_version,
-            "kind": kind,
-            "name": name,
-            "uid": str(uuid.uuid4()),
-            "controller": controller,
-        }
-    ]
-    return obj
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": name, "image": "registry.invalid/web"}]},
+                },
+            },
+        },
+    )
 
 
 def _secret_of_type(ns: str, name: str, secret_type: str, **meta: Any) -> dict[str, Any]:
@@ -150,22 +157,23 @@ def test_what_another_owner_manages_is_kept(
     an ordinary orphan of each kind goes (so the rule, not a broken sweep, kept them)."""
     ns = hub.namespace()
     project = upstream.project("gw-other")
+    web = _deployment(hub, ns, "web")
     hub.create(
-        _owned_by(
-            companion("ConfigMap", ns, "cm-owned", ORPHAN_REFERRERS),
-            "Deployment",
-            "web",
-            controller=True,
-        )
+        owned_by(companion("ConfigMap", ns, "cm-owned", ORPHAN_REFERRERS), web, controller=True)
     )
     hub.create(companion("ConfigMap", ns, "cm-orphan", ORPHAN_REFERRERS))
     hub.create(companion("Secret", ns, "sec-opaque", ORPHAN_REFERRERS))
+    # the token controller deletes a token Secret whose ServiceAccount is absent
+    hub.create_at(
+        f"/api/v1/namespaces/{ns}/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}},
+    )
     hub.create(
         _secret_of_type(
             ns,
             "sa-token",
             "kubernetes.io/service-account-token",
-            annotations={"kubernetes.io/service-account.name": "default"},
+            annotations={"kubernetes.io/service-account.name": "builder"},
         )
     )
     hub.create(
@@ -185,9 +193,16 @@ def test_what_another_owner_manages_is_kept(
             ns, name, cluster_label=label, upstream_namespace=project, parents=[{"name": "gone"}]
         )
 
-    hub.create(_owned_by(orphan_route("route-owned"), "Deployment", "other", controller=True))
-    anchor = f"anchor-{uuid.uuid4()}"
-    hub.create(_owned_by(orphan_route("route-anchored"), "ConfigMap", anchor, controller=True))
+    other = _deployment(hub, ns, "other")
+    hub.create(owned_by(orphan_route("route-owned"), other, controller=True))
+    anchor = hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"anchor-{uuid.uuid4()}", "namespace": ns},
+        }
+    )
+    hub.create(owned_by(orphan_route("route-anchored"), anchor, controller=True))
 
     faults.clear_requests()
     result = run_gcjob(

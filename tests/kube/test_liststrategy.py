@@ -44,9 +44,67 @@ def emulating(major: str, minor: str) -> dict[str, str]:
     }
 
 
-# The test server's own answer (../shared/envtest: kube-apiserver v1.25.0-k3s1), then the
+# The test bed's own servers, as they answered (built from testbed/kube/: docs/testing.md).
+TEST_SERVERS = [
+    (
+        {
+            "major": "1",
+            "minor": "31",
+            "gitVersion": "v1.31.14",
+            "gitCommit": "",
+            "gitTreeState": "",
+            "buildDate": "2025-11-12T11:37:56Z",
+            "goVersion": "go1.26.8",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        },
+        "v1.31.14",
+        ListStrategy.CACHE,
+    ),
+    (
+        {
+            "major": "1",
+            "minor": "34",
+            "emulationMajor": "1",
+            "emulationMinor": "34",
+            "minCompatibilityMajor": "1",
+            "minCompatibilityMinor": "33",
+            "gitVersion": "v1.34.4",
+            "gitCommit": "",
+            "gitTreeState": "",
+            "buildDate": "2026-02-10T12:53:36Z",
+            "goVersion": "go1.26.8",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        },
+        "v1.34.4",
+        ListStrategy.PAGES,
+    ),
+    (
+        {
+            "major": "1",
+            "minor": "36",
+            "emulationMajor": "1",
+            "emulationMinor": "36",
+            "minCompatibilityMajor": "1",
+            "minCompatibilityMinor": "35",
+            "gitVersion": "v1.36.3",
+            "gitCommit": "",
+            "gitTreeState": "",
+            "buildDate": "2026-07-22T18:07:38Z",
+            "goVersion": "go1.26.8",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        },
+        "v1.36.3",
+        ListStrategy.PAGES,
+    ),
+]
+
+# The test bed's servers, the one the tests ran on before (kube-apiserver v1.25.0-k3s1), the
 # releases production hubs run (Karmada 1.15-1.19 ship 1.31-1.36) and vendors' spellings.
 RECORDED = [
+    *TEST_SERVERS,
     (answer("v1.25.0-k3s1", "1", "25"), "v1.25.0-k3s1", ListStrategy.CACHE),
     (answer("v1.28.15", "1", "28"), "v1.28.15", ListStrategy.CACHE),
     (answer("v1.30.14", "1", "30"), "v1.30.14", ListStrategy.CACHE),

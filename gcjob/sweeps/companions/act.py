@@ -28,6 +28,7 @@ from gcjob.sweeps.companions.judge import (
     WAITS_WITH_ITS_COMPANION,
     companion_binding,
     referrer_names,
+    went_with,
 )
 
 SWEEP = Sweep.COMPANIONS
@@ -107,7 +108,11 @@ def read_binding(companion: ObjectRef, hub: Reader) -> BindingRead:
     unread = _binding_ref(companion)
     try:
         return hub.get(
-            RESOURCEBINDINGS, unread.namespace, unread.name, reduce.binding, metadata_only=False
+            RESOURCEBINDINGS,
+            unread.namespace,
+            unread.name,
+            reduce.owned_binding,
+            metadata_only=False,
         )
     except KubeError as exc:
         verdict = Verdict(unread, False, Reason.LOOKUP_FAILED, "")
@@ -139,6 +144,9 @@ def _binding_follows(
     binding = read.result() if read is not None else read_binding(companion.ref, hub)
     if binding is None or isinstance(binding, Outcome):
         return [] if binding is None else [binding]  # never bound, or already gone with it
+    taken = _taken_with(companion, binding, writer) if isinstance(writer, Deleter) else None
+    if taken is not None:
+        return [taken]
     follows = companion_binding(binding, companion.ref, companion, call)
     if follows is None:
         return []
@@ -149,11 +157,27 @@ def _binding_follows(
         return [waiting(SWEEP, verdict, WAITS_WITH_ITS_COMPANION, since)]
     if isinstance(writer, Deleter):
         assert follows.next is Next.DELETE
-        return [writer.delete(SWEEP, verdict, RESOURCEBINDINGS)]
+        outcome = writer.delete(SWEEP, verdict, RESOURCEBINDINGS)
+        if outcome.reason is Reason.CHANGED_SINCE_OBSERVED:  # taken since it was read?
+            taken = _taken_with(companion, read_binding(companion.ref, hub), writer)
+        return [taken or outcome]
     if follows.next is Next.UNMARK:
         return [writer.unmark(SWEEP, verdict, RESOURCEBINDINGS)]
     assert follows.next is Next.MARK and follows.evidence is not None and since is not None
     return [writer.mark(SWEEP, verdict, RESOURCEBINDINGS, follows.evidence, since, upgrade=upgrade)]
+
+
+def _taken_with(
+    companion: Verdict, binding: Binding | Outcome | None, deleter: Deleter
+) -> Outcome | None:
+    """The binding of a companion this run deleted, taken with it: the hub's garbage
+    collector deletes it too (Karmada writes it owned by the companion, and gcjob deletes with
+    propagationPolicy Background), racing the delete of it that follows. None when it was not
+    (judge.py went_with)."""
+    if not isinstance(binding, Binding):
+        return None
+    taken = went_with(binding, companion.ref)
+    return None if taken is None else deleter.cascaded(SWEEP, taken, RESOURCEBINDINGS)
 
 
 # -- marks: a companion and its binding are marked, waited on and unmarked together ----------
