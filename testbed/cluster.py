@@ -27,6 +27,7 @@ from gcjob.kube.resources import (
     HTTPROUTES,
     LEASES,
     NAMESPACES,
+    REPLICATED_RESOURCES,
     RESOURCEBINDINGS,
     SECRETS,
     WORKLOADDEPLOYMENTS,
@@ -45,6 +46,9 @@ BY_KIND = {
         HTTPROUTES,
         GATEWAYS,
         LEASES,
+        # Two kinds NSO copies, which tests install on the hub (testbed/milo.py)
+        REPLICATED_RESOURCES["Connector"],
+        REPLICATED_RESOURCES["HTTPProxy"],
     )
 }
 TEST_FINALIZER = "gcjob.test/hold"
