@@ -1,4 +1,4 @@
-"""The environment twins of the flags (gcjob/flags.py): each flag's GCJOB_* variable is named on
+"""gcjob/flags.py: the flags and their environment twins: each flag's GCJOB_* variable is named on
 its option, and no variable at all turns on --delete or sets --now: not GCJOB_DELETE, not the
 `GCJOB_SWEEP_*` names click's `auto_envvar_prefix` would make, not any other GCJOB_* name."""
 
@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import gcjob.lifecycle
 from gcjob.cli import cli
-from gcjob.settings import IGNORED_VARIABLES, Settings
+from gcjob.flags import TwinnedOption
+from gcjob.settings import IGNORED_VARIABLES, NO_BLANK, Settings
 
 # Every way a value reads as "on" to click's flags, and a time for --now.
 TRUTHY = ("1", "true", "True", "yes", "on", "y", "t", "--delete", "2030-01-01T00:00:00Z")
@@ -120,3 +121,26 @@ def test_no_mix_of_variables_turns_on_delete(
     settings = settings_under(env, monkeypatch)
     if settings is not None:
         assert not settings.delete and settings.now is None
+
+
+def test_every_flag_has_its_twin_named_after_it() -> None:
+    """GCJOB_<FLAG_NAME>, as the docs say, for every flag of every command that has one."""
+    for command in cli.commands.values():
+        for param in command.params:
+            if not isinstance(param, click.Option) or param.envvar is None:
+                continue
+            first = param.opts[0].removeprefix("--").upper().replace("-", "_")
+            twins = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
+            assert twins[0] == f"GCJOB_{first}", (command.name, param.opts)
+
+
+def test_a_blank_twin_is_kept_only_where_settings_refuse_it() -> None:
+    """A twin set to "" is a value (refused by Settings) for the flags that name a target, a
+    file or a scope; for every other flag it is not set at all, as click reads it."""
+    kept = {
+        p.name
+        for command in cli.commands.values()
+        for p in command.params
+        if isinstance(p, TwinnedOption) and p.keep_blank
+    }
+    assert kept == {*NO_BLANK, "namespaces", "exclude_namespaces"}
