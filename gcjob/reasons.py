@@ -229,7 +229,8 @@ MEANINGS: Final[Mapping[Reason, str]] = {
         "project gone: kept (a second look that could not be read is `lookup-failed`)"
     ),
     Reason.ANCHOR_OWNS_KEPT_COPY: (
-        "an orphaned anchor that owns a copy which is kept: the garbage collector would take it"
+        "an orphaned anchor that owns a copy which is kept: an anchor goes only after every copy "
+        "it owns"
     ),
 }
 
