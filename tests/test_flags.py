@@ -20,8 +20,9 @@ from gcjob.cli import cli
 from gcjob.flags import TwinnedOption
 from gcjob.settings import IGNORED_VARIABLES, NO_BLANK, Settings
 
-# Every way a value reads as "on" to click's flags, and a time for --now.
-TRUTHY = ("1", "true", "True", "yes", "on", "y", "t", "--delete", "2030-01-01T00:00:00Z")
+# Values that read as "on" to click's flags (it reads 1, true, t, yes, y, on alike, in any
+# case), and a time for --now.
+TRUTHY = ("1", "True", "yes", "--delete", "2030-01-01T00:00:00Z")
 
 
 def candidate_names() -> list[str]:
