@@ -3,11 +3,16 @@ held by a test each (the audit of the copy rule, the Project API and the second 
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import pytest
 
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.milo import CONNECTORS, present
+from testbed.milo import CONNECTORS, MILO, present, template
 from testbed.report import run_gcjob
 from tests.e2e.test_copies_e2e import (  # noqa: F401  (fixtures: the Milo proxy and its CRDs)
     milo,
@@ -15,7 +20,7 @@ from tests.e2e.test_copies_e2e import (  # noqa: F401  (fixtures: the Milo proxy
     served,
 )
 from tests.e2e.test_drain_e2e import marked
-from tests.e2e.test_project_api_e2e import PROJECT_API, make_world
+from tests.e2e.test_project_api_e2e import FILLER_LABEL, PROJECT_API, make_world, project_lists
 
 
 def connector(hub: TestCluster, ns: str, name: str) -> dict[str, Any] | None:
@@ -52,3 +57,68 @@ def test_a_marked_copy_kept_on_a_later_run_has_its_mark_removed_not_an_internal_
         assert item is not None and item["action"] == "unmarked", item
         assert not marked(connector(hub, world.ns, name))
         assert present(hub, "Connector", world.ns, name)
+
+
+FILLERS = 300
+
+
+@pytest.fixture
+def filler_projects(upstream: TestCluster) -> Iterator[str]:
+    """FILLERS projects in the Project API beside the test's own, removed afterwards."""
+    batch = uuid.uuid4().hex[:8]
+
+    def make(i: int) -> None:
+        upstream.create_at(
+            MILO,
+            {
+                "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
+                "kind": "Project",
+                "metadata": {"name": f"f-{batch}-{i:04d}", "labels": {FILLER_LABEL: batch}},
+            },
+        )
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(make, range(FILLERS)))
+        yield batch
+    finally:
+        upstream._call("DELETE", f"{MILO}?labelSelector={FILLER_LABEL}%3D{batch}")
+
+
+def test_each_round_of_a_drain_has_the_project_apis_read_budget_again(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+    filler_projects: str,
+) -> None:
+    """A drain lists the Project API once a round; a budget that one round's list fits in
+    must not run out in the second round on the first round's items. Before, the Project
+    API's (and every upstream cluster's) budget was spent over the rounds: round 2's list ran
+    out of `--upstream-max-items`, the copies due in it were kept and the drain ended
+    `incomplete`, on no fault of the API."""
+    world = make_world(hub, upstream, milo, groups=2)
+    projects = len(upstream._call("GET", MILO)[1]["items"])
+    milo.clear_requests()
+    result = run_gcjob(
+        *("--hub-kubeconfig", hub_kubeconfig, "--namespace", world.ns),
+        *("--lock-namespace", world.ns, "--min-age", "0s", "--grace", "3s"),
+        *("--upstream-kubeconfig", milo_kubeconfig, "--upstream-server-template", template(milo)),
+        *("--sweep", "routes", "--sweep", "copies", "--clock-skew", "0s"),
+        *("--delete", "--drain", "--timeout", "3m", "--enforce", "routes", "--enforce", "copies"),
+        *("--max-deletions", "1000", "--max-delete-percent", "100"),
+        # One round's list of every project fits, two do not.
+        *("--upstream-max-items", str(projects + projects // 2)),
+    )
+
+    assert result.exit_code == 0, (result.stderr, result.summary["sweeps"])
+    drain = result.summary["drain"]
+    assert drain["finished"] == "clear" and drain["rounds"] >= 2, drain
+    assert len(project_lists(milo)) == drain["rounds"]  # once a round, whole each time
+    assert all(r.status == 200 for r in project_lists(milo))
+    for i in range(world.groups):
+        item = [x for x in result.items if x["name"] == f"web-{i}" and x["action"] == "deleted"]
+        assert item and item[0]["reason"] == "project-gone", item
+        assert not present(hub, "Connector", world.ns, f"web-{i}")
+    assert not [i for i in result.items if i["reason"] == "lookup-failed"]
