@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gcjob.domain import UPSTREAM_KIND_LABEL
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.milo import CONNECTORS, MILO, present, template
@@ -122,3 +123,36 @@ def test_each_round_of_a_drain_has_the_project_apis_read_budget_again(
         assert item and item[0]["reason"] == "project-gone", item
         assert not present(hub, "Connector", world.ns, f"web-{i}")
     assert not [i for i in result.items if i["reason"] == "lookup-failed"]
+
+
+def label_connector(hub: TestCluster, ns: str, name: str, key: str, value: str | None) -> None:
+    path = CONNECTORS.format(namespace=ns) + "/" + name
+    patch = {"metadata": {"labels": {key: value}}}
+    status, body = hub._call("PATCH", path, patch, content_type="application/merge-patch+json")
+    assert status == 200, body
+
+
+def test_a_marked_copy_that_loses_its_upstream_kind_label_loses_its_mark(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+) -> None:
+    """A copy marked by the copies sweep whose `upstream-kind` label is removed leaves the
+    sweep (it selects on that label), and its mark goes with it, as the other sweeps' marks
+    do when their objects leave them. Before, the mark stayed where no run looked: when the
+    label came back, the old mark was due at once (the same evidence), and the copy was
+    deleted on the first run that saw it again, never an orphan in gcjob's sight for
+    --grace."""
+    world = make_world(hub, upstream, milo, groups=1)
+    run = world.args(gcjob_hub_args, milo_kubeconfig, milo)
+    first = run_gcjob(*run, "--grace", "1h")
+    assert first.outcome("Connector", "web-0") == ("marked", "project-gone"), first.items
+    label_connector(hub, world.ns, "web-0", UPSTREAM_KIND_LABEL, None)
+
+    second = run_gcjob(*run, "--grace", "1h")
+
+    assert second.exit_code == 0, second.stderr
+    assert second.outcome("Connector", "web-0") == ("unmarked", "left-scope"), second.items
+    assert not marked(connector(hub, world.ns, "web-0"))

@@ -21,9 +21,11 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from gcjob.decide.common import CANONICAL_UUID, check_owners, hold_back, is_anchor
+from gcjob.decide.grace import Graced, left_scope
 from gcjob.decide.trace import Trace, given
 from gcjob.decide.upstream_labels import NotCopied, copy_of
-from gcjob.domain import ANCHOR_PREFIX
+from gcjob.domain import ANCHOR_PREFIX, UPSTREAM_KIND_LABEL
+from gcjob.marks import Rule
 from gcjob.model import (
     ObjectRef,
     OwnerFacts,
@@ -309,3 +311,11 @@ def _judge_member(
             held_detail = f"{held_detail}; an orphan otherwise ({reason}: {detail})"
         return keep(held_reason, held_detail)
     return Verdict(ref, True, reason, detail, cluster=cluster)
+
+
+LEFT_COPY = f"no longer labelled {UPSTREAM_KIND_LABEL}: out of the copies sweep, its mark with it"
+
+
+def copy_left_scope(ref: ObjectRef) -> Graced[None] | None:
+    """An object carrying this sweep's mark that it no longer selects: the mark goes."""
+    return left_scope(ref, Rule.COPY, LEFT_COPY)

@@ -54,11 +54,18 @@ from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
     anchors_named,
+    copy_left_scope,
     judge_group,
     judge_owner,
     understand,
 )
-from gcjob.sweeps.copies.scan import Discovering, HubKinds, hub_kinds, scan_kind
+from gcjob.sweeps.copies.scan import (
+    Discovering,
+    HubKinds,
+    hub_kinds,
+    read_marked_outside_copies,
+    scan_kind,
+)
 
 SWEEP = Sweep.COPIES
 ANCHOR_SHAPED = frozenset({"ConfigMap"})
@@ -197,6 +204,15 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         scans = _second_read(run, kinds, calls)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
+    try:
+        left = read_marked_outside_copies(run.hub, kinds.swept, run.scope, run.hub_reads)
+    except KubeError as exc:
+        # A mark left behind could be counted from when the label comes back: decide nothing.
+        return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
+    for kind, ref in left:
+        leaving = copy_left_scope(ref)
+        if leaving is not None:
+            run.record(run.marker.unmark(SWEEP, leaving.verdict, kind))
     judged = Judged()
     for scan in scans:
         state.scanned += scan.scanned
