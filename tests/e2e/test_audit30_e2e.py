@@ -3,9 +3,7 @@ held by a test each (the audit of the copy rule, the Project API and the second 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -21,7 +19,7 @@ from tests.e2e.test_copies_e2e import (  # noqa: F401  (fixtures: the Milo proxy
     served,
 )
 from tests.e2e.test_drain_e2e import marked
-from tests.e2e.test_project_api_e2e import FILLER_LABEL, PROJECT_API, make_world, project_lists
+from tests.e2e.test_project_api_e2e import PROJECT_API, filler_projects, make_world, project_lists
 
 
 def connector(hub: TestCluster, ns: str, name: str) -> dict[str, Any] | None:
@@ -64,26 +62,8 @@ FILLERS = 300
 
 
 @pytest.fixture
-def filler_projects(upstream: TestCluster) -> Iterator[str]:
-    """FILLERS projects in the Project API beside the test's own, removed afterwards."""
-    batch = uuid.uuid4().hex[:8]
-
-    def make(i: int) -> None:
-        upstream.create_at(
-            MILO,
-            {
-                "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
-                "kind": "Project",
-                "metadata": {"name": f"f-{batch}-{i:04d}", "labels": {FILLER_LABEL: batch}},
-            },
-        )
-
-    try:
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(make, range(FILLERS)))
-        yield batch
-    finally:
-        upstream._call("DELETE", f"{MILO}?labelSelector={FILLER_LABEL}%3D{batch}")
+def some_projects(upstream: TestCluster) -> Iterator[str]:
+    yield from filler_projects(upstream, FILLERS)
 
 
 def test_each_round_of_a_drain_has_the_project_apis_read_budget_again(
@@ -92,7 +72,7 @@ def test_each_round_of_a_drain_has_the_project_apis_read_budget_again(
     hub_kubeconfig: str,
     milo: FaultProxy,  # noqa: F811
     milo_kubeconfig: str,  # noqa: F811
-    filler_projects: str,
+    some_projects: str,
 ) -> None:
     """A drain lists the Project API once a round; a budget that one round's list fits in
     must not run out in the second round on the first round's items. Before, the Project
