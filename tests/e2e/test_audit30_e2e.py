@@ -3,12 +3,13 @@ held by a test each (the audit of the copy rule, the Project API and the second 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from gcjob.domain import UPSTREAM_KIND_LABEL
+from gcjob.domain import ORPHANED_LABEL, UPSTREAM_KIND_LABEL
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.milo import CONNECTORS, MILO, present, template
@@ -136,3 +137,34 @@ def test_a_marked_copy_that_loses_its_upstream_kind_label_loses_its_mark(
     assert second.exit_code == 0, second.stderr
     assert second.outcome("Connector", "web-0") == ("unmarked", "left-scope"), second.items
     assert not marked(connector(hub, world.ns, "web-0"))
+
+
+def test_an_anchor_due_waits_for_a_copy_it_owns_still_in_its_grace_period(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+) -> None:
+    """An anchor and its copy marked together; then the copy's mark removed (by hand, or
+    void, or gone with the copy's label): the next run marks the copy afresh while the
+    anchor's mark is due. Before, the anchor was deleted then and there, and the garbage
+    collector took the copy with it: a copy deleted before its own grace period. The anchor
+    goes last, with the last of its copies: it waits, and says for what."""
+    world = make_world(hub, upstream, milo, groups=1)
+    run = world.args(gcjob_hub_args, milo_kubeconfig, milo)
+    first = run_gcjob(*run, "--grace", "1h")
+    anchors = [i for i in first.items if i["kind"] == "ConfigMap"]
+    assert [a["action"] for a in anchors] == ["marked"], first.items
+    label_connector(hub, world.ns, "web-0", ORPHANED_LABEL, None)
+    time.sleep(5)
+
+    second = run_gcjob(*run, "--grace", "4s")  # the anchor's mark is due, the copy's is new
+
+    assert second.exit_code == 0, second.stderr
+    assert second.outcome("Connector", "web-0") == ("marked", "project-gone"), second.items
+    anchor = second.item("ConfigMap", anchors[0]["name"])
+    assert anchor is not None and anchor["action"] == "skipped", anchor
+    assert "waits for a copy it owns" in anchor["detail"], anchor
+    assert hub.present("ConfigMap", world.ns, anchors[0]["name"])
+    assert present(hub, "Connector", world.ns, "web-0")

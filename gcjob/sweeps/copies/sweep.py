@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from gcjob import preflight
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.grace import Graced, GraceSort, grace_call
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.exitcodes import ExitCode
@@ -53,10 +54,12 @@ from gcjob.sweeps.copies.act import (
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
+    anchor_waits,
     anchors_named,
     copy_left_scope,
     judge_group,
     judge_owner,
+    last_due,
     understand,
 )
 from gcjob.sweeps.copies.scan import (
@@ -352,9 +355,13 @@ def _sort_group(
     run: Run,
 ) -> None:
     """One owner's group, judged: its orphans to the grace rule, in deletion order (copies
-    first, anchors last), the rest kept."""
+    first, anchors last), the rest kept. An anchor due while a copy it owns is still in its
+    grace period (marked since, or newly: its mark was removed, it was protected) waits for
+    that copy: deleted first, the anchor would take the copy with it (the garbage collector),
+    before the copy's own grace period is over."""
     resources = {(r.group, r.kind): r for r in kinds.swept}
     by_uid = {m.ref.uid: m for m in group}
+    copies_due: dict[str, datetime | None] = {}  # anchor uid -> when its last copy is due
     for verdict in verdicts:
         member = by_uid[verdict.ref.uid]
         anchor = member.anchor_uid
@@ -371,7 +378,15 @@ def _sort_group(
             anchor is not None,
         )
         if verdict.delete:
-            sort.orphan(verdict, copy_evidence(member.owner, anchors), target)
+            evidence = copy_evidence(member.owner, anchors)
+            call = grace_call(sort.rule, verdict, evidence, sort.now, sort.grace)
+            assert call is not None  # the grace rule always has its say on an orphan
+            if anchor is None:
+                for uid in anchors:
+                    copies_due[uid] = last_due(copies_due.get(uid), call, sort.now, sort.grace)
+            else:
+                call = anchor_waits(call, copies_due.get(anchor))
+            sort.take(verdict, evidence, call, target)
         elif not sort.not_orphan(verdict, target):
             run.keep(SWEEP, verdict)
 
