@@ -298,6 +298,7 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         if lock is not None:
             lock.renew(datetime.now(UTC))
         run.next_round(_hub_clock(run, access))
+        _renew_read_budgets(run)
         execute(run)
         rounds += 1
     run.drain = {
@@ -308,6 +309,16 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         "finished": finished,
     }
     log.info("drain: %s after %d rounds", finished, rounds)
+
+
+def _renew_read_budgets(run: Run) -> None:
+    """Each round of --drain reads every upstream and the Project API again, as a run does:
+    each has its read budget again (a budget spent over the rounds would fail the Nth round's
+    reads, and end the drain, on no fault of the cluster)."""
+    if isinstance(run.upstreams, LiveUpstreams):
+        run.upstreams.renew_budgets()
+    if isinstance(run.projects, KubeAccess):
+        run.projects.renew_budget()
 
 
 def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:

@@ -225,6 +225,12 @@ class KubeAccess(ListsByFolding):
         self.budget = budget
         self.max_value_chars = max_value_chars
 
+    def renew_budget(self) -> None:
+        """The same budget again, unspent: a round of --drain is a full sweep, and reads
+        everything again (one Project API list a round): each round has the run's budget."""
+        if self.budget is not None:
+            self.budget = ReadBudget(self.budget.limits, self.budget.target, self.budget.clock)
+
     def _send(self, request: Request, *, final: bool = False) -> Response:
         """A request answered whole, its bytes and time taken from the budget."""
         if self.budget is None:
