@@ -545,6 +545,8 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             list_from_cache=settings.list_from != "pages",
             budget=ReadBudget(limits, target),
             max_value_chars=limits.value,
+            # Two requests tell what a cluster serves, however many groups are asked about.
+            aggregated_discovery=True,
         )
 
     if settings.snapshot:

@@ -166,11 +166,13 @@ class OwnerLookups:
         reader = found
         state = _Cluster(True, reader=reader)
         try:
+            lists = self._lists(state, owners)
             # A control plane that answers: a deleted project's answers 404 for every path,
             # which would read as "nothing served" and count as an answer (check_project_api).
-            if reader.kinds("") is None:
+            # A group of an owner served is such an answer; else the core API must be.
+            served = any(kinds is not None for kinds in state.kinds.values())
+            if not served and reader.kinds("") is None:
                 return _Cluster(False, "does not serve the core API (/api/v1)", reader), None
-            lists = self._lists(state, owners)
             for resource, namespace in sorted(lists, key=lambda k: (k[0].path(), k[1])):
                 asked = lists[(resource, namespace)]
                 listed = self._list(reader, resource, namespace, asked)
