@@ -14,6 +14,7 @@ other namespaces are not read, and none of its routes is decided on a part of it
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -152,6 +153,8 @@ class UpstreamIndex:
     source: UpstreamSource
     clusters: dict[str, ClusterState] = field(default_factory=dict)
     _namespaces: dict[tuple[str, str], _Namespace] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _reading: dict[tuple[str, str], threading.Lock] = field(default_factory=dict)
 
     def cluster(self, name: str) -> ClusterState:
         if name not in self.clusters:
@@ -300,17 +303,23 @@ class UpstreamIndex:
         return entry is not None and entry.asked.issuperset(target.gateways)
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool | None:
-        """Whether the upstream namespace still exists: None when that cannot be told."""
-        entry = self._namespaces.setdefault((cluster, namespace), _Namespace())
-        if entry.exists is None:
-            reader = self.cluster(cluster).reader
-            if reader is None:
-                return None
-            try:
-                entry.exists = reader.get(NAMESPACES, None, namespace, reduce.name_of) is not None
-            except KubeError:
-                return None
-        return entry.exists
+        """Whether the upstream namespace still exists: None when that cannot be told. Read
+        once (from the upstream readers too, a deletion's live reads read ahead: one at a time
+        per namespace)."""
+        with self._lock:
+            entry = self._namespaces.setdefault((cluster, namespace), _Namespace())
+            guard = self._reading.setdefault((cluster, namespace), threading.Lock())
+        with guard:
+            if entry.exists is None:
+                reader = self.cluster(cluster).reader
+                if reader is None:
+                    return None
+                try:
+                    found = reader.get(NAMESPACES, None, namespace, reduce.name_of)
+                except KubeError:
+                    return None
+                entry.exists = found is not None
+            return entry.exists
 
     def view(self, target: RouteTarget) -> UpstreamView:
         state = self.cluster(target.cluster)

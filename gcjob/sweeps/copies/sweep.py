@@ -22,6 +22,7 @@ from gcjob import preflight
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
+from gcjob.enumerate.parallel import ReadAhead
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
@@ -61,6 +62,8 @@ from gcjob.sweeps.copies.judge import (
 from gcjob.sweeps.copies.scan import Discovering, HubKinds, hub_kinds, scan_kind
 
 SWEEP = Sweep.COPIES
+# How many owners' live second looks are read ahead of their groups' deletes (as the routes').
+AHEAD = 16
 ANCHOR_SHAPED = frozenset({"ConfigMap"})
 
 
@@ -238,8 +241,23 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         each(run, SWEEP, [owner], lambda o: judged.members[o][0].ref, lambda _: sort_group())
     enforced = SWEEP in settings.enforce
 
+    looks: ReadAhead[tuple[UpstreamOwner, Reason], SecondLook] | None = None
+
+    def live_look(key: tuple[UpstreamOwner, Reason]) -> SecondLook:
+        """An owner's live second look: in an upstream reader thread when read ahead."""
+        owner, reason = key
+        return _recheck(projects, lookups, facts[owner], owner, reason)
+
+    def read_ahead(due: list[Graced[Target | None]]) -> None:
+        """The owners of the groups about to go, their second looks read a few at once on the
+        upstream readers, in the order their groups are deleted."""
+        nonlocal looks
+        keys = [(g.target.owner, g.verdict.reason) for g in due if g.target is not None]
+        looks = ReadAhead(run.upstream_reads, list(dict.fromkeys(keys)), live_look, AHEAD)
+
     def recheck(owner: UpstreamOwner, reason: Reason) -> SecondLook:
-        look = _recheck(projects, lookups, facts[owner], owner, reason)
+        found = looks.take((owner, reason)) if looks is not None else None
+        look = found.result() if found is not None else live_look((owner, reason))
         if reason == Reason.PROJECT_GONE and look.found is Looked.FAILED:
             run.project_api_failed(SWEEP, look.detail)
         return look
@@ -259,7 +277,16 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         return graced.target.owner
 
     # An owner's anchors and copies pass the drain cap together or wait together.
-    if grace_actions.act(run, SWEEP, sort, state.in_scope, resource, delete, group=owner_of):
+    if grace_actions.act(
+        run,
+        SWEEP,
+        sort,
+        state.in_scope,
+        resource,
+        delete,
+        group=owner_of,
+        before_delete=read_ahead,
+    ):
         run.completed(SWEEP)
     return None
 
