@@ -213,6 +213,7 @@ class KubeAccess(ListsByFolding):
         budget: ReadBudget | None = None,
         max_value_chars: int = MAX_VALUE_CHARS,
         aggregated_discovery: bool = False,
+        discovery_groups: frozenset[str] = frozenset(),
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`resourceVersion=0`, the cache
         read of gcjob/kube/liststrategy.py; a run sets it once it has chosen), which can lag
@@ -222,17 +223,21 @@ class KubeAccess(ListsByFolding):
         single item of a list decoded. `aggregated_discovery`: discovery from the two
         aggregated documents (`/api`, `/apis`), each read once and kept with what it said for
         this reader's life (an upstream cluster's: its run), a group's own documents only where
-        they do not answer for it."""
+        they do not answer for it. `discovery_groups`: the groups whose answers are kept when
+        a document is read, besides the one asked about (those its callers will ask about: a
+        group not kept costs its document once more)."""
         self.transport = transport
         self.page_size = page_size
         self.list_from_cache = list_from_cache
         self.budget = budget
         self.max_value_chars = max_value_chars
         self.aggregated_discovery = aggregated_discovery
-        # What discovery said, kept for this reader's life (aggregated_discovery only): each
-        # document read once, each group answered once, however many sweeps ask.
+        self.discovery_groups = discovery_groups
+        # What discovery said of the groups asked about and `discovery_groups`, kept for this
+        # reader's life (aggregated_discovery only), each answer shared with every reader that
+        # was given the same (discovery.interned): a document's other groups are not kept (at
+        # 10,000 upstream clusters, every group of each would be hundreds of MiB).
         self._discovery_lock = threading.Lock()
-        self._documents: dict[bool, discovery.Aggregated | None] = {}  # core? -> read
         self._groups: dict[str, discovery.Versions | None] = {}
 
     def _send(self, request: Request, *, final: bool = False) -> Response:
@@ -274,13 +279,13 @@ class KubeAccess(ListsByFolding):
         with self._discovery_lock:  # one reader's discovery, asked from several threads
             if group not in self._groups:
                 core = not group
-                if core not in self._documents:
-                    self._documents[core] = self._aggregated(core)
-                document = self._documents[core]
-                if document is not None and group not in document.unsure:
-                    self._groups[group] = document.versions(group)
-                else:
-                    self._groups[group] = self._group_versions(group)
+                document = self._aggregated(core)
+                if document is not None:
+                    for kept in {group, *self.discovery_groups} - document.unsure:
+                        if (not kept) == core and kept not in self._groups:
+                            self._groups[kept] = discovery.interned(document.versions(kept))
+                if group not in self._groups:
+                    self._groups[group] = discovery.interned(self._group_versions(group))
             return self._groups[group]
 
     def _aggregated(self, core: bool) -> discovery.Aggregated | None:

@@ -11,6 +11,7 @@ and one per version) where a server does not serve those, or cannot vouch for a 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -185,3 +186,25 @@ def serves(versions: Versions | None, resource: Resource) -> bool:
         if version == resource.version:
             return any(r.plural == resource.plural for rs in kinds.values() for r in rs)
     return False
+
+
+# Answers shared by every reader that was given the same (a fleet of control planes serving
+# the same groups holds one copy of each); bounded, so a fleet of hostile answers cannot grow
+# it without end: past it, each answer is kept as read.
+_INTERNED: dict[object, Versions] = {}
+MAX_INTERNED = 4096
+_INTERNED_LOCK = threading.Lock()
+
+
+def interned(versions: Versions | None) -> Versions | None:
+    """`versions`, or an equal answer kept before: one object for every equal answer."""
+    if versions is None:
+        return None
+    key = tuple((v, tuple(sorted(kinds.items()))) for v, kinds in versions)
+    with _INTERNED_LOCK:
+        found = _INTERNED.get(key)
+        if found is not None:
+            return found
+        if len(_INTERNED) < MAX_INTERNED:
+            _INTERNED[key] = versions
+    return versions

@@ -24,11 +24,13 @@ from testbed.faultproxy import Fault, FaultProxy
 GROUPS = ("", "gateway.networking.k8s.io", "work.karmada.io", "apps", "not.served.example")
 
 
-def reader(kubeconfig: str, aggregated: bool) -> KubeAccess:
+def reader(kubeconfig: str, aggregated: bool, groups: tuple[str, ...] = GROUPS) -> KubeAccess:
     transport = Transport(
         hub_client(kubeconfig, None), "hub", stats=RequestStats(), budget=RunBudget(None)
     )
-    return KubeAccess(transport, aggregated_discovery=aggregated)
+    return KubeAccess(
+        transport, aggregated_discovery=aggregated, discovery_groups=frozenset(groups)
+    )
 
 
 def asked(faults: FaultProxy) -> list[str]:
@@ -51,7 +53,11 @@ def test_aggregated_discovery_answers_as_each_groups_documents_in_two_requests(
     assert expected[""] is not None and expected["not.served.example"] is None
     assert served[GATEWAYS]
     assert sorted(asked(faults)) == ["/api", "/apis"]
-    accept = {r.headers["accept"] for r in faults.requests}
+    # A group that was not among those to keep costs its document once more.
+    faults.clear_requests()
+    assert aggregated.kinds("batch") is not None
+    assert asked(faults) == ["/apis"]
+    accept = {r.headers["accept"] for r in faults.requests if r.path in ("/api", "/apis")}
     assert accept == {
         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     }
