@@ -19,9 +19,10 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from gcjob.enumerate.parallel import SERIAL, Reads
+from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
 from gcjob.kube.reader import Reader
@@ -151,6 +152,8 @@ class _Namespace:
 @dataclass
 class UpstreamIndex:
     source: UpstreamSource
+    # What the lookups found, handed on to another sweep's reads this round (shared.py).
+    found: Found | None = None
     clusters: dict[str, ClusterState] = field(default_factory=dict)
     _namespaces: dict[tuple[str, str], _Namespace] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -251,7 +254,7 @@ class UpstreamIndex:
             if state.status is ClusterStatus.OK:
                 assert state.reader is not None
                 for namespace, names in sorted(wanted.items()):
-                    entry = self._lookup(state.reader, namespace, names)
+                    entry = self._lookup(cluster, state.reader, namespace, names)
                     namespaces[namespace] = entry
                     if entry.gateways is None:
                         # Its other answers decide nothing either: a cluster that answers only
@@ -271,24 +274,27 @@ class UpstreamIndex:
                 state.reader.close_idle()
         return state, namespaces, None
 
-    def _lookup(self, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
+    def _lookup(self, cluster: str, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
         asked = frozenset(names)
 
-        def asked_name(obj: dict[str, object]) -> str | None:
-            name = reduce.name_of(obj)  # kept while the list streams in only if asked for
-            return name if name in asked else None
+        def asked_one(obj: dict[str, Any]) -> tuple[str, Seen] | None:
+            found = seen(obj)  # kept while the list streams in only if asked for
+            return found if found is not None and found[0] in asked else None
 
         try:
             if len(names) == 1:
                 (name,) = names
-                found = reader.get(GATEWAYS, namespace, name, reduce.name_of)
-                return _Namespace(frozenset() if found is None else asked, asked=asked)
-            listed = reader.list(GATEWAYS, asked_name, namespace=namespace)
-            return _Namespace(frozenset(listed), asked=asked)
+                got = reader.get(GATEWAYS, namespace, name, seen)
+                listed = dict([got] if got is not None and got[0] == name else [])
+            else:
+                listed = dict(reader.list(GATEWAYS, asked_one, namespace=namespace))
         except Stopped:
             raise
         except KubeError as exc:
             return _Namespace(None, redact(str(exc)), asked=asked)
+        if self.found is not None:
+            self.found.add(cluster, GATEWAYS, namespace, listed)
+        return _Namespace(frozenset(listed), asked=asked)
 
     def covers(self, target: RouteTarget) -> bool:
         """Whether `load` asked about everything this target names. A route that appeared

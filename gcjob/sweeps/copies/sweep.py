@@ -23,6 +23,7 @@ from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import ReadAhead
+from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
@@ -128,8 +129,9 @@ class CopyScan(ObjectScan[Replica]):
         self.judged.named.update(anchors_named(replica.owners))
 
 
-def sweep(run: Run, projects: ProjectReads) -> None:
-    """`projects`: the run's Project API, shared with the routes sweep."""
+def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
+    """`projects`: the run's Project API, shared with the routes sweep; `found`: what the
+    routes sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
     state = run.sweeps[SWEEP]
     settings = run.settings
     if run.upstreams is None:
@@ -170,7 +172,7 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
-    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets)
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets, found)
     try:
         lookups.load(wanted.owners)
     except Stopped as exc:

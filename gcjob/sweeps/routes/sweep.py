@@ -20,6 +20,7 @@ from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import ReadAhead, wait_all
+from gcjob.enumerate.shared import Found
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError, Stopped
@@ -95,9 +96,9 @@ class UpstreamRead:
     error: KubeError | None = None
 
 
-def read(run: Run) -> UpstreamRead:
+def read(run: Run, found: Found | None = None) -> UpstreamRead:
     """The hub's routes (on the hub's readers), then their upstream Gateways (on the upstream
-    readers)."""
+    readers). `found`: where the Gateways found are handed on to the copies sweep's reads."""
     assert run.upstreams is not None
     try:
         if not run.hub.served(HTTPROUTES):
@@ -106,7 +107,7 @@ def read(run: Run) -> UpstreamRead:
     except KubeError as exc:
         return UpstreamRead(failed="cannot list HTTPRoutes", error=exc)
     wanted, owned = _merged(scans)
-    index = UpstreamIndex(run.upstreams)
+    index = UpstreamIndex(run.upstreams, found)
     try:
         index.load(wanted, run.settings.suspect_min_routes, run.upstream_reads)
     except Stopped as exc:
