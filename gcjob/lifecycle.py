@@ -26,6 +26,7 @@ from gcjob.act.record import DeletionRecord, check_record_dir
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
+from gcjob.domain import GATEWAY_GROUP, REPLICATED_KINDS
 from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
@@ -503,6 +504,11 @@ class Sources:
     is_project: Callable[[str], bool] = never_a_project
 
 
+# The groups gcjob asks an upstream's discovery about: those of the kinds NSO copies (the
+# copies sweep's owners) and the Gateway API (the routes sweep's), the core group apart.
+UPSTREAM_GROUPS = frozenset(group for group, _ in REPLICATED_KINDS if group) | {GATEWAY_GROUP}
+
+
 def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
     """The hub and upstreams the settings name. Raises ConfigError."""
     # Only the hub's lists get --list-timeout: a whole large collection is the one answer
@@ -554,6 +560,9 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             list_from_cache=settings.list_from != "pages",
             budget=ReadBudget(limits, target),
             max_value_chars=limits.value,
+            # Two requests tell what a cluster serves, however many groups are asked about.
+            aggregated_discovery=True,
+            discovery_groups=UPSTREAM_GROUPS,
         )
 
     if settings.snapshot:

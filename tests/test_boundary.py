@@ -125,11 +125,11 @@ def test_an_act_that_raises_for_one_route_keeps_it(
     real = routes.delete_route
     seen: list[str] = []
 
-    def delete(verdict: Verdict, *args: Any) -> Any:
+    def delete(verdict: Verdict, *args: Any, **kwargs: Any) -> Any:
         seen.append(verdict.ref.name)
         if len(seen) == 1:
             _boom()
-        return real(verdict, *args)
+        return real(verdict, *args, **kwargs)
 
     monkeypatch.setattr(routes, "delete_route", delete)
     code, report = _sweep(DEMO, tmp_path / "r.json", "--grace", "0")

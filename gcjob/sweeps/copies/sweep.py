@@ -23,6 +23,8 @@ from gcjob import preflight
 from gcjob.decide.grace import Graced, GraceSort, grace_call
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
+from gcjob.enumerate.parallel import ReadAhead
+from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
@@ -71,6 +73,8 @@ from gcjob.sweeps.copies.scan import (
 )
 
 SWEEP = Sweep.COPIES
+# How many owners' live second looks are read ahead of their groups' deletes (as the routes').
+AHEAD = 16
 ANCHOR_SHAPED = frozenset({"ConfigMap"})
 
 
@@ -140,8 +144,9 @@ class CopyScan(ObjectScan[Replica]):
         self.judged.named.update(anchors_named(replica.owners))
 
 
-def sweep(run: Run, projects: ProjectReads) -> None:
-    """`projects`: the run's Project API, shared with the routes sweep."""
+def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
+    """`projects`: the run's Project API, shared with the routes sweep; `found`: what the
+    routes sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
     state = run.sweeps[SWEEP]
     settings = run.settings
     if run.upstreams is None:
@@ -182,7 +187,7 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
-    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets)
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets, found)
     try:
         lookups.load(wanted.owners)
     except Stopped as exc:
@@ -270,8 +275,23 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         each(run, SWEEP, [owner], lambda o: judged.members[o][0].ref, lambda _: sort_group())
     enforced = SWEEP in settings.enforce
 
+    looks: ReadAhead[tuple[UpstreamOwner, Reason], SecondLook] | None = None
+
+    def live_look(key: tuple[UpstreamOwner, Reason]) -> SecondLook:
+        """An owner's live second look: in an upstream reader thread when read ahead."""
+        owner, reason = key
+        return _recheck(projects, lookups, facts[owner], owner, reason)
+
+    def read_ahead(due: list[Graced[Target | None]]) -> None:
+        """The owners of the groups about to go, their second looks read a few at once on the
+        upstream readers, in the order their groups are deleted."""
+        nonlocal looks
+        keys = [(g.target.owner, g.verdict.reason) for g in due if g.target is not None]
+        looks = ReadAhead(run.upstream_reads, list(dict.fromkeys(keys)), live_look, AHEAD)
+
     def recheck(owner: UpstreamOwner, reason: Reason) -> SecondLook:
-        look = _recheck(projects, lookups, facts[owner], owner, reason)
+        found = looks.take((owner, reason)) if looks is not None else None
+        look = found.result() if found is not None else live_look((owner, reason))
         if reason == Reason.PROJECT_GONE and look.found is Looked.FAILED:
             run.project_api_failed(SWEEP, look.detail)
         return look
@@ -291,7 +311,16 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         return graced.target.owner
 
     # An owner's anchors and copies pass the drain cap together or wait together.
-    if grace_actions.act(run, SWEEP, sort, state.in_scope, resource, delete, group=owner_of):
+    if grace_actions.act(
+        run,
+        SWEEP,
+        sort,
+        state.in_scope,
+        resource,
+        delete,
+        group=owner_of,
+        before_delete=read_ahead,
+    ):
         run.completed(SWEEP)
     return None
 
