@@ -57,6 +57,7 @@ from harness import (
     request_log,
     run_measured,
     server_versions,
+    settle,
     span,
 )
 
@@ -515,6 +516,7 @@ def measure_version(
                 size: Obj = {"projects": n, "copies_per_owner": k, "fill_upstream": fill_upstream}
                 doc["sizes"].append(size)
                 size["fill_hub"] = fill(hub, *hub_world(places, uids), args.threads)
+                size["settle_s"] = settle(hub)  # the garbage collector, after the fill
                 size["hub_objects"] = len(placed) * len(KINDS) * 2
                 print(f"  {k} per owner: hub {size['fill_hub']}", flush=True)
                 measure(bench, size, args.repeats, floor=not args.no_floor)

@@ -65,6 +65,7 @@ from harness import (
     request_log,
     run_measured,
     server_versions,
+    settle,
     span,
 )
 
@@ -823,9 +824,10 @@ def measure_version(
                 size["fill_unlabelled"] = etcd.write(unlabelled(extra_count, every))
                 size["unlabelled"] = extra_count
             size["cache_catch_up_s"] = etcd.wait_for_caches()
+            size["settle_s"] = settle(hub)  # the garbage collector, after the fill
             print(
                 f"  {size['fill_namespaces']} {size['fill']} {size.get('fill_unlabelled', '')} "
-                f"caches {size['cache_catch_up_s']}s",
+                f"caches {size['cache_catch_up_s']}s, settled {size['settle_s']}s",
                 flush=True,
             )
             filled = n

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import random
+import re
 import ssl
 import subprocess
 import sys
@@ -129,6 +130,37 @@ def server_versions(hub: ApiServer, upstream: ApiServer | None = None) -> Obj:
     return out
 
 
+REQUESTS = re.compile(r"^apiserver_request_total\{(.*)\} (\S+)$")
+
+
+def settle(server: ApiServer, quiet_s: float = 5.0, most: int = 5, timeout: float = 180.0) -> float:
+    """Wait until `server` has served at most `most` requests in `quiet_s` (these scrapes and
+    watches left out): a hub's kube-controller-manager done with what a fill gave it (its
+    garbage collector looks up the owners of dependents it saw first). What never stops (the
+    server's own leases, the collector's discovery every 30 s) is a few requests a window.
+    Seconds waited; gives up after `timeout`."""
+
+    def served() -> float:
+        text = server.request("GET", "/metrics", raw=True).decode()
+        total = 0.0
+        for line in text.splitlines():
+            match = REQUESTS.match(line)
+            if match and 'verb="WATCH"' not in match[1] and "/metrics" not in match[1]:
+                total += float(match[2])
+        return total
+
+    begin = time.perf_counter()
+    seen = [(begin, served())]
+    while time.perf_counter() - begin < timeout:
+        time.sleep(1)
+        now = time.perf_counter()
+        seen.append((now, served()))
+        window = [total for at, total in seen if at >= now - quiet_s - 0.5]
+        if now - begin >= quiet_s and seen[-1][1] - window[0] <= most:
+            break
+    return round(time.perf_counter() - begin, 1)
+
+
 def gcjob_commit() -> Obj:
     """The commit the measured gcjob is at, and what of the measured code differs from it."""
 
@@ -136,12 +168,13 @@ def gcjob_commit() -> Obj:
         done = subprocess.run(
             ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
         )
-        return done.stdout.strip()
+        return done.stdout
 
-    changed = git("status", "--porcelain", "--", "gcjob", "bench", "testbed", "pyproject.toml")
+    code = ("gcjob", "bench/*.py", "testbed", "pyproject.toml")  # not the docs
+    changed = git("status", "--porcelain", "--", *code)
     return {
-        "commit": git("rev-parse", "HEAD") or None,
-        "uncommitted": [line[3:] for line in changed.splitlines()],
+        "commit": git("rev-parse", "HEAD").strip() or None,
+        "uncommitted": [line[3:] for line in changed.splitlines() if line.strip()],
     }
 
 
