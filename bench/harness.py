@@ -133,12 +133,14 @@ def server_versions(hub: ApiServer, upstream: ApiServer | None = None) -> Obj:
 REQUESTS = re.compile(r"^apiserver_request_total\{(.*)\} (\S+)$")
 
 
-def settle(server: ApiServer, quiet_s: float = 5.0, most: int = 5, timeout: float = 180.0) -> float:
+def settle(server: ApiServer, quiet_s: float = 5.0, most: int = 5, timeout: float = 60.0) -> float:
     """Wait until `server` has served at most `most` requests in `quiet_s` (these scrapes and
     watches left out): a hub's kube-controller-manager done with what a fill gave it (its
     garbage collector looks up the owners of dependents it saw first). What never stops (the
     server's own leases, the collector's discovery every 30 s) is a few requests a window.
-    Seconds waited; gives up after `timeout`."""
+    Seconds waited; gives up after `timeout`: a hub filled straight into etcd leaves the
+    collector a backlog of owners to look up, which its queue's rate limit (10 a second)
+    drains for minutes at 10k, so the runs then measure beside that trickle."""
 
     def served() -> float:
         text = server.request("GET", "/metrics", raw=True).decode()
