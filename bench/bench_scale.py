@@ -58,12 +58,12 @@ from harness import (
     kube_versions,
     loadavg,
     machine,
+    measure_child,
     median_spread,
     post_task,
     read_lists,
     replay,
     request_log,
-    run_measured,
     server_versions,
     settle,
     span,
@@ -420,7 +420,10 @@ class Bench:
         self.proxy.clear_requests()
         before = response_metrics(self.hub)
         load_before = loadavg()
-        code, wall, rss, stdout, stderr = run_measured(cmd, clean_env())
+        child = measure_child(cmd, clean_env())
+        code, wall, rss, stdout, stderr = (
+            child[k] for k in ("rc", "wall_s", "peak_rss_mib", "stdout", "stderr")
+        )
         load_after = loadavg()
         hub = metrics_delta(before, response_metrics(self.hub))
         upstream = self.proxy.requests
@@ -432,6 +435,7 @@ class Bench:
             "exit_code": code,
             "wall_s": round(wall, 2),
             "peak_rss_mib": round(rss, 1),
+            "cpu_s": round(child["cpu_s"], 2),
             "hub_responses": hub["responses"],
             "hub_mib": round(hub["bytes"] / 2**20, 1),
             "upstream_requests": len(upstream),
@@ -582,9 +586,16 @@ def ratio_rounds(bench: Bench, repeats: int, with_etcd: bool) -> Obj:
         name: spread([r["runs"][name]["wall_s"] for r in rounds if name in r["runs"]])
         for name in rounds[0]["runs"]
     }
+    # The client's own CPU time (user + system) of each run: the neighbours on a shared
+    # machine stretch every wall time, far less the CPU a process spends.
+    cpus = {
+        name: spread([r["runs"][name].get("cpu_s") for r in rounds if name in r["runs"]])
+        for name in rounds[0]["runs"]
+    }
     return {
         "rounds": rounds,
         "wall_s": walls,
+        "cpu_s": cpus,
         "hub_peak_rss_mib": spread([r["runs"]["hub"]["peak_rss_mib"] for r in rounds]),
         "routes_upstream_s": spread([r["runs"]["routes"]["upstream_s"] for r in rounds]),
         "floor_routes_upstream_s": spread(

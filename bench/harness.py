@@ -333,8 +333,15 @@ def loadavg() -> str:
 
 
 def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float, str, str]:
-    """(exit code, wall s, peak RSS MiB, stdout, stderr) of one child, measured by a fresh
-    helper process (see MEASURE_HELPER)."""
+    """(exit code, wall s, peak RSS MiB, stdout, stderr) of one child (measure_child)."""
+    got = measure_child(cmd, env)
+    return got["rc"], got["wall_s"], got["peak_rss_mib"], got["stdout"], got["stderr"]
+
+
+def measure_child(cmd: list[str], env: dict[str, str]) -> Obj:
+    """One child, measured by a fresh helper process (see MEASURE_HELPER): its exit code
+    (`rc`), `wall_s`, `peak_rss_mib`, `cpu_s` (user + system: what the neighbours on a shared
+    machine disturb less than the wall time), `stdout`, `stderr`."""
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
@@ -347,13 +354,14 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float
         err.seek(0)
         stdout = out.read().decode("utf-8", "replace")
         stderr = err.read().decode("utf-8", "replace")
-    return (
-        int(measured.get("rc", -1)),
-        float(measured.get("wall", 0.0)),
-        measured.get("maxrss_kib", 0) / 1024,
-        stdout,
-        stderr,
-    )
+    return {
+        "rc": int(measured.get("rc", -1)),
+        "wall_s": float(measured.get("wall", 0.0)),
+        "peak_rss_mib": measured.get("maxrss_kib", 0) / 1024,
+        "cpu_s": float(measured.get("cpu_s", 0.0)),
+        "stdout": stdout,
+        "stderr": stderr,
+    }
 
 
 def clean_env() -> dict[str, str]:
