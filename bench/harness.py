@@ -67,7 +67,13 @@ def kube_versions(given: str | None) -> list[str]:
             "unset one of them"
         )
     versions = [v.strip().removeprefix("v") for v in (given or "").split(",") if v.strip()]
-    return versions or [builds.kube_version()]
+    versions = versions or [builds.kube_version()]
+    try:
+        for version in versions:  # before anything is started: one that is not there
+            builds.kube_module(version)
+    except builds.BuildError as error:
+        raise SystemExit(str(error)) from None
+    return versions
 
 
 @contextlib.contextmanager
