@@ -282,11 +282,11 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
         owner, reason = key
         return _recheck(projects, lookups, facts[owner], owner, reason)
 
-    def read_ahead(due: list[Graced[Target | None]]) -> None:
+    def read_ahead(due: list[Graced[Target | Resource]]) -> None:
         """The owners of the groups about to go, their second looks read a few at once on the
         upstream readers, in the order their groups are deleted."""
         nonlocal looks
-        keys = [(g.target.owner, g.verdict.reason) for g in due if g.target is not None]
+        keys = [(g.target.owner, g.verdict.reason) for g in due if isinstance(g.target, Target)]
         looks = ReadAhead(run.upstream_reads, list(dict.fromkeys(keys)), live_look, AHEAD)
 
     def recheck(owner: UpstreamOwner, reason: Reason) -> SecondLook:
