@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import socket
 import sys
 import time
@@ -27,6 +26,7 @@ from gcjob.act.record import DeletionRecord, check_record_dir
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
+from gcjob.domain import GATEWAY_GROUP, REPLICATED_KINDS
 from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
@@ -46,7 +46,7 @@ from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
 from gcjob.run import NotAHub, Run, check_hub
-from gcjob.settings import Settings
+from gcjob.settings import IGNORED_VARIABLES, Settings
 from gcjob.sweeps import execute
 from gcjob.times import run_clock
 from gcjob.visible import visible
@@ -65,10 +65,8 @@ def run_sweep(settings: Settings, budget: RunBudget) -> int:
     cli binds them before it imports this module)."""
     run_id = str(uuid.uuid4())  # in every log line and report record of this run
     logs.setup(settings.log_format, run_id)
-    if os.environ.get("GCJOB_DELETE"):
-        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
-    if os.environ.get("GCJOB_NOW"):
-        log.warning("GCJOB_NOW is ignored: a run decides by the hub's clock (--now: dry runs)")
+    for variable in settings.ignored_variables:
+        log.warning("%s is ignored: %s", variable, IGNORED_VARIABLES[variable])
     if settings.now is not None:
         log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
     started = time.monotonic()
@@ -301,6 +299,7 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         if lock is not None:
             lock.renew(datetime.now(UTC))
         run.next_round(_hub_clock(run, access))
+        _renew_read_budgets(run)
         execute(run)
         rounds += 1
     run.drain = {
@@ -311,6 +310,16 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         "finished": finished,
     }
     log.info("drain: %s after %d rounds", finished, rounds)
+
+
+def _renew_read_budgets(run: Run) -> None:
+    """Each round of --drain reads every upstream and the Project API again, as a run does:
+    each has its read budget again (a budget spent over the rounds would fail the Nth round's
+    reads, and end the drain, on no fault of the cluster)."""
+    if isinstance(run.upstreams, LiveUpstreams):
+        run.upstreams.renew_budgets()
+    if isinstance(run.projects, KubeAccess):
+        run.projects.renew_budget()
 
 
 def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:
@@ -495,13 +504,19 @@ class Sources:
     is_project: Callable[[str], bool] = never_a_project
 
 
+# The groups gcjob asks an upstream's discovery about: those of the kinds NSO copies (the
+# copies sweep's owners) and the Gateway API (the routes sweep's), the core group apart.
+UPSTREAM_GROUPS = frozenset(group for group, _ in REPLICATED_KINDS if group) | {GATEWAY_GROUP}
+
+
 def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
     """The hub and upstreams the settings name. Raises ConfigError."""
     # Only the hub's lists get --list-timeout: a whole large collection is the one answer
     # that can rightly take long. An upstream's Gateway lists are small, and a black-holed
     # upstream must be given up on after --read-timeout.
-    hub_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout, settings.list_timeout)
-    upstream_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
+    connect, read = settings.connect_timeout.total_seconds(), settings.read_timeout.total_seconds()
+    hub_timeouts = Timeouts(connect, read, settings.list_timeout.total_seconds())
+    upstream_timeouts = Timeouts(connect, read)
 
     def make_access(
         client: Any,
@@ -545,6 +560,9 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             list_from_cache=settings.list_from != "pages",
             budget=ReadBudget(limits, target),
             max_value_chars=limits.value,
+            # Two requests tell what a cluster serves, however many groups are asked about.
+            aggregated_discovery=True,
+            discovery_groups=UPSTREAM_GROUPS,
         )
 
     if settings.snapshot:

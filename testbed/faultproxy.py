@@ -242,7 +242,8 @@ class FaultProxy:
             self.rewrite_date = None
 
     def unserve(self, group: str, version: str) -> None:
-        """Answer as a server that does not serve group/version: a plain 404 for the path."""
+        """Answer as a server that does not serve group/version: a plain 404 for the path,
+        and an aggregated discovery answer that does not name it."""
         fault = Fault(
             path=rf"^/apis/{re.escape(group)}/{re.escape(version)}(/|$)",
             status=404,
@@ -343,6 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and not fault.apply_first and self._misbehave(fault, rec):
             return
         answer = self._forward(rec, raw)
+        answer = self._unserved_dropped(answer)
         if fault is not None and fault.apply_first and self._misbehave(fault, rec):
             return
         self._send(rec, answer)
@@ -379,6 +381,28 @@ class _Handler(BaseHTTPRequestHandler):
         headers = [("Content-Type", content_type), *(fault.headers or {}).items()]
         self._send(rec, _Answer(fault.status, headers, data))
         return True
+
+    def _unserved_dropped(self, answer: _Answer) -> _Answer:
+        """An aggregated discovery answer (`/apis`) without the group versions `unserve` took
+        away, as a server that does not serve them would answer."""
+        proxy = self.owner
+        with proxy._lock:
+            unserved = set(proxy._unserved)
+        if not unserved or answer.status != 200 or b"APIGroupDiscoveryList" not in answer.body:
+            return answer
+        try:
+            body = json.loads(answer.body)
+        except ValueError:
+            return answer
+        for item in body.get("items") or ():
+            group = (item.get("metadata") or {}).get("name") or ""
+            item["versions"] = [
+                v for v in item.get("versions") or () if (group, v.get("version")) not in unserved
+            ]
+        body["items"] = [item for item in body.get("items") or () if item["versions"]]
+        data = json.dumps(body).encode()
+        headers = [(k, v) for k, v in answer.headers if k.lower() != "content-length"]
+        return _Answer(answer.status, headers, data)
 
     def _forward(self, rec: RecordedRequest, raw: bytes) -> _Answer:
         proxy = self.owner

@@ -3,7 +3,9 @@
 An unexpected error while deciding, acting on or reporting one object keeps that object
 (`skipped`, `internal-error`, the error in one redacted line); the run goes on and exits 3,
 never 70. Failures are injected into the real rule and act functions of a whole `--snapshot`
-run of the demo hub; generated objects go through the same whole run.
+run of the demo hub. Generated objects go through the same whole run in
+tests/e2e/test_boundary_e2e.py (a run per example: slow for the unit tests); their strategies are
+here.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gcjob import marks
@@ -124,11 +125,11 @@ def test_an_act_that_raises_for_one_route_keeps_it(
     real = routes.delete_route
     seen: list[str] = []
 
-    def delete(verdict: Verdict, *args: Any) -> Any:
+    def delete(verdict: Verdict, *args: Any, **kwargs: Any) -> Any:
         seen.append(verdict.ref.name)
         if len(seen) == 1:
             _boom()
-        return real(verdict, *args)
+        return real(verdict, *args, **kwargs)
 
     monkeypatch.setattr(routes, "delete_route", delete)
     code, report = _sweep(DEMO, tmp_path / "r.json", "--grace", "0")
@@ -281,43 +282,6 @@ def companions(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         metadata["deletionTimestamp"] = draw(TIMES)
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
-
-
-@settings(
-    # A whole CLI run per example: costlier than a pure function, so fewer of them.
-    max_examples=max(10, settings().max_examples // 4),
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    objects=st.lists(companions(), min_size=1, max_size=6),
-    names=st.lists(NAMES, min_size=6, max_size=6, unique=True),
-    grace=st.sampled_from(["0", "1h"]),
-)
-def test_generated_companions_never_end_a_run(
-    tmp_path: Path, objects: list[dict[str, Any]], names: list[str], grace: str
-) -> None:
-    for obj, name in zip(objects, names, strict=False):
-        obj["metadata"]["name"] = f"gen-{name}"
-    snapshot = with_configmaps(tmp_path, objects)
-    code, report = _sweep(snapshot, tmp_path / "r.json", "--grace", grace, "--report-healthy")
-    assert code != 70, report["summary"]["exit_reason"]
-    assert all(s["status"] != "not-run" for s in report["summary"]["sweeps"].values())
-    # Every generated object is accounted for: one record of its own in the companions sweep.
-    for obj in objects:
-        meta = obj["metadata"]
-        found = [
-            i
-            for i in report["items"]
-            if i["sweep"] == "companions"
-            and i["kind"] == "ConfigMap"
-            and (i["namespace"], i["name"]) == (meta["namespace"], meta["name"])
-        ]
-        assert len(found) == 1, (meta, found)
-        protect = meta["annotations"].get(
-            PROTECT_ANNOTATION, meta["labels"].get(PROTECT_ANNOTATION)
-        )
-        if protect is not None and protect != "false":
-            assert found[0]["action"] not in ("would-delete", "deleted"), found[0]
 
 
 def test_an_error_after_a_companion_was_acted_on_is_its_bindings_not_the_companions(

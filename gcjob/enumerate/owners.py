@@ -21,13 +21,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from gcjob.enumerate.parallel import SERIAL, Reads
+from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.enumerate.upstream import UpstreamSource
-from gcjob.kube import reduce
 from gcjob.kube.discovery import resolve
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
 from gcjob.kube.reader import Reader
@@ -52,23 +51,6 @@ class DiscoveringReader(Reader, Protocol):
 SECRET_OWNER = ("", "Secret")
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """An owner found by a read: its identity, for re-created owners."""
-
-    uid: str
-    created: datetime | None
-    terminating: bool
-
-
-def seen(obj: dict[str, Any]) -> tuple[str, Seen] | None:
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-        return None
-    ref = reduce.object_ref(obj, NAMESPACES)  # the resource only names a ref's kind
-    return meta["name"], Seen(ref.uid, ref.created, ref.terminating)
-
-
 @dataclass
 class _Cluster:
     available: bool
@@ -84,11 +66,18 @@ class OwnerLookups:
     answers from what was read, and `recheck(owner)` reads it again, live."""
 
     def __init__(
-        self, source: UpstreamSource, reads: Reads = SERIAL, read_secrets: bool = False
+        self,
+        source: UpstreamSource,
+        reads: Reads = SERIAL,
+        read_secrets: bool = False,
+        found: Found | None = None,
     ) -> None:
+        """`found`: what another sweep's reads found this round (enumerate/shared.py): a
+        (resource, namespace) whose every owner asked about it holds is not listed again."""
         self.source = source
         self.reads = reads
         self.read_secrets = read_secrets
+        self.found = found
         self._clusters: dict[str, _Cluster] = {}
 
     def load(self, owners: Iterable[UpstreamOwner]) -> None:
@@ -166,14 +155,20 @@ class OwnerLookups:
         reader = found
         state = _Cluster(True, reader=reader)
         try:
+            lists = self._lists(state, owners)
             # A control plane that answers: a deleted project's answers 404 for every path,
             # which would read as "nothing served" and count as an answer (check_project_api).
-            if reader.kinds("") is None:
+            # A group of an owner served is such an answer; else the core API must be.
+            served = any(kinds is not None for kinds in state.kinds.values())
+            if not served and reader.kinds("") is None:
                 return _Cluster(False, "does not serve the core API (/api/v1)", reader), None
-            lists = self._lists(state, owners)
             for resource, namespace in sorted(lists, key=lambda k: (k[0].path(), k[1])):
                 asked = lists[(resource, namespace)]
-                listed = self._list(reader, resource, namespace, asked)
+                listed = (
+                    self.found.take(cluster, resource, namespace, asked) if self.found else None
+                )
+                if listed is None:
+                    listed = self._list(reader, resource, namespace, asked)
                 for owner in sorted(asked[name] for name in asked):
                     state.owners[owner] = self._look_up(state, owner, listed)
             for owner in owners - state.owners.keys():  # those whose kind did not resolve

@@ -14,13 +14,15 @@ other namespaces are not read, and none of its routes is decided on a part of it
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from gcjob.enumerate.parallel import SERIAL, Reads
+from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
 from gcjob.kube.reader import Reader
@@ -150,8 +152,12 @@ class _Namespace:
 @dataclass
 class UpstreamIndex:
     source: UpstreamSource
+    # What the lookups found, handed on to another sweep's reads this round (shared.py).
+    found: Found | None = None
     clusters: dict[str, ClusterState] = field(default_factory=dict)
     _namespaces: dict[tuple[str, str], _Namespace] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _reading: dict[tuple[str, str], threading.Lock] = field(default_factory=dict)
 
     def cluster(self, name: str) -> ClusterState:
         if name not in self.clusters:
@@ -248,7 +254,7 @@ class UpstreamIndex:
             if state.status is ClusterStatus.OK:
                 assert state.reader is not None
                 for namespace, names in sorted(wanted.items()):
-                    entry = self._lookup(state.reader, namespace, names)
+                    entry = self._lookup(cluster, state.reader, namespace, names)
                     namespaces[namespace] = entry
                     if entry.gateways is None:
                         # Its other answers decide nothing either: a cluster that answers only
@@ -268,24 +274,27 @@ class UpstreamIndex:
                 state.reader.close_idle()
         return state, namespaces, None
 
-    def _lookup(self, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
+    def _lookup(self, cluster: str, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
         asked = frozenset(names)
 
-        def asked_name(obj: dict[str, object]) -> str | None:
-            name = reduce.name_of(obj)  # kept while the list streams in only if asked for
-            return name if name in asked else None
+        def asked_one(obj: dict[str, Any]) -> tuple[str, Seen] | None:
+            found = seen(obj)  # kept while the list streams in only if asked for
+            return found if found is not None and found[0] in asked else None
 
         try:
             if len(names) == 1:
                 (name,) = names
-                found = reader.get(GATEWAYS, namespace, name, reduce.name_of)
-                return _Namespace(frozenset() if found is None else asked, asked=asked)
-            listed = reader.list(GATEWAYS, asked_name, namespace=namespace)
-            return _Namespace(frozenset(listed), asked=asked)
+                got = reader.get(GATEWAYS, namespace, name, seen)
+                listed = dict([got] if got is not None and got[0] == name else [])
+            else:
+                listed = dict(reader.list(GATEWAYS, asked_one, namespace=namespace))
         except Stopped:
             raise
         except KubeError as exc:
             return _Namespace(None, redact(str(exc)), asked=asked)
+        if self.found is not None:
+            self.found.add(cluster, GATEWAYS, namespace, listed)
+        return _Namespace(frozenset(listed), asked=asked)
 
     def covers(self, target: RouteTarget) -> bool:
         """Whether `load` asked about everything this target names. A route that appeared
@@ -300,17 +309,23 @@ class UpstreamIndex:
         return entry is not None and entry.asked.issuperset(target.gateways)
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool | None:
-        """Whether the upstream namespace still exists: None when that cannot be told."""
-        entry = self._namespaces.setdefault((cluster, namespace), _Namespace())
-        if entry.exists is None:
-            reader = self.cluster(cluster).reader
-            if reader is None:
-                return None
-            try:
-                entry.exists = reader.get(NAMESPACES, None, namespace, reduce.name_of) is not None
-            except KubeError:
-                return None
-        return entry.exists
+        """Whether the upstream namespace still exists: None when that cannot be told. Read
+        once (from the upstream readers too, a deletion's live reads read ahead: one at a time
+        per namespace)."""
+        with self._lock:
+            entry = self._namespaces.setdefault((cluster, namespace), _Namespace())
+            guard = self._reading.setdefault((cluster, namespace), threading.Lock())
+        with guard:
+            if entry.exists is None:
+                reader = self.cluster(cluster).reader
+                if reader is None:
+                    return None
+                try:
+                    found = reader.get(NAMESPACES, None, namespace, reduce.name_of)
+                except KubeError:
+                    return None
+                entry.exists = found is not None
+            return entry.exists
 
     def view(self, target: RouteTarget) -> UpstreamView:
         state = self.cluster(target.cluster)

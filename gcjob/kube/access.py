@@ -21,7 +21,7 @@ import jsonpointer
 
 from gcjob.domain import secret_as_kept
 from gcjob.kube import discovery, requests
-from gcjob.kube.errors import ApiError, DeleteUncertain, KubeError, Unavailable
+from gcjob.kube.errors import AnswerTooLarge, ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
@@ -212,18 +212,39 @@ class KubeAccess(ListsByFolding):
         list_from_cache: bool = False,
         budget: ReadBudget | None = None,
         max_value_chars: int = MAX_VALUE_CHARS,
+        aggregated_discovery: bool = False,
+        discovery_groups: frozenset[str] = frozenset(),
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`resourceVersion=0`, the cache
         read of gcjob/kube/liststrategy.py; a run sets it once it has chosen), which can lag
         etcd by a moment; safe because no caller deletes on a list alone (docs/operating.md).
         `budget`: what this server's answers may cost in all (an upstream cluster's); None:
         no budget (the hub's lists are as large as the hub). `max_value_chars`: the largest
-        single item of a list decoded."""
+        single item of a list decoded. `aggregated_discovery`: discovery from the two
+        aggregated documents (`/api`, `/apis`), each read once and kept with what it said for
+        this reader's life (an upstream cluster's: its run), a group's own documents only where
+        they do not answer for it. `discovery_groups`: the groups whose answers are kept when
+        a document is read, besides the one asked about (those its callers will ask about: a
+        group not kept costs its document once more)."""
         self.transport = transport
         self.page_size = page_size
         self.list_from_cache = list_from_cache
         self.budget = budget
         self.max_value_chars = max_value_chars
+        self.aggregated_discovery = aggregated_discovery
+        self.discovery_groups = discovery_groups
+        # What discovery said of the groups asked about and `discovery_groups`, kept for this
+        # reader's life (aggregated_discovery only), each answer shared with every reader that
+        # was given the same (discovery.interned): a document's other groups are not kept (at
+        # 10,000 upstream clusters, every group of each would be hundreds of MiB).
+        self._discovery_lock = threading.Lock()
+        self._groups: dict[str, discovery.Versions | None] = {}
+
+    def renew_budget(self) -> None:
+        """The same budget again, unspent: a round of --drain is a full sweep, and reads
+        everything again (one Project API list a round): each round has the run's budget."""
+        if self.budget is not None:
+            self.budget = ReadBudget(self.budget.limits, self.budget.target, self.budget.clock)
 
     def _send(self, request: Request, *, final: bool = False) -> Response:
         """A request answered whole, its bytes and time taken from the budget."""
@@ -249,6 +270,50 @@ class KubeAccess(ListsByFolding):
         """The kinds this API serves in a group, in every version it serves (the preferred
         first: a kind served in several versions is that version's); None when the group is
         not served (a 404 for it). Raises when it cannot tell."""
+        versions = (
+            self._discovered(group) if self.aggregated_discovery else self._group_versions(group)
+        )
+        if versions is None:
+            return None
+        return discovery.merge_versions([kinds for _, kinds in versions])
+
+    def _discovered(self, group: str) -> discovery.Versions | None:
+        """The group's versions from what this reader's discovery said, read on first need:
+        the aggregated document that holds the group, else (a server that does not serve it,
+        or a group it cannot vouch for) the group's own documents. Raises when it cannot
+        tell; nothing that failed is kept."""
+        with self._discovery_lock:  # one reader's discovery, asked from several threads
+            if group not in self._groups:
+                core = not group
+                document = self._aggregated(core)
+                if document is not None:
+                    for kept in {group, *self.discovery_groups} - document.unsure:
+                        if (not kept) == core and kept not in self._groups:
+                            self._groups[kept] = discovery.interned(document.versions(kept))
+                if group not in self._groups:
+                    self._groups[group] = discovery.interned(self._group_versions(group))
+            return self._groups[group]
+
+    def _aggregated(self, core: bool) -> discovery.Aggregated | None:
+        """`/api`'s or `/apis`'s aggregated document; None when the server answered another
+        (the legacy one) or one too large to read whole: each group is then read alone. A
+        404 is a document that serves nothing: a deleted project's control plane answers so
+        for every path, and so does a wrong URL."""
+        request = requests.aggregated_discovery(core)
+        try:
+            response = self._send(request)
+        except AnswerTooLarge:
+            return None  # many groups: each one's own documents are small
+        if response.status == 404:
+            return discovery.Aggregated({})
+        body = _expect_ok(response, request)
+        try:
+            return discovery.aggregated(body, core)
+        except ValueError as exc:
+            raise ApiError(response.status, "Malformed", str(exc), request.path) from None
+
+    def _group_versions(self, group: str) -> discovery.Versions | None:
+        """A group's versions from its own documents (`/apis/<group>`, then one per version)."""
         versions = ["v1"]
         if group:
             request = requests.group_discovery(group)
@@ -258,16 +323,17 @@ class KubeAccess(ListsByFolding):
             versions = discovery.versions(_expect_ok(response, request))
             if not versions:
                 raise ApiError(response.status, "Malformed", "no version named", request.path)
-        found: list[Mapping[str, tuple[Resource, ...]]] = []
+        found: list[tuple[str, Mapping[str, tuple[Resource, ...]]]] = []
         for version in versions:
             request = requests.version_discovery(group, version)
             response = self._send(request)
             if response.status == 404:
                 continue  # listed, yet not served (yet): its kinds are not
-            found.append(discovery.resources_by_kind(group, version, _expect_ok(response, request)))
+            body = _expect_ok(response, request)
+            found.append((version, discovery.resources_by_kind(group, version, body)))
         if not found and not group:
             return None
-        return discovery.merge_versions(found)
+        return tuple(found)
 
     def server_version(self) -> Any:
         """The server's `/version` answer, decoded; None when it answered anything else than
@@ -283,6 +349,8 @@ class KubeAccess(ListsByFolding):
 
     def served(self, resource: Resource) -> bool:
         """Does the API serve this resource at this group/version? Raises when it cannot tell."""
+        if self.aggregated_discovery:
+            return discovery.serves(self._discovered(resource.group), resource)
         request = requests.discovery(resource)
         response = self._send(request)
         if response.status == 404:

@@ -3,11 +3,17 @@
 A kind is matched by its group and kind, whatever version the server prefers; subresources
 (`connectors/status`) are never a kind's resource. An answer that cannot be read raises: a
 group whose discovery failed is unknown, never "not served".
+
+Two ways to the same answer: the aggregated documents (`/api` and `/apis`, every group in
+one answer each, apidiscovery.k8s.io/v2, GA in 1.30), or a group's own documents (`/apis/<g>`
+and one per version) where a server does not serve those, or cannot vouch for a group in them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gcjob.kube.resources import Resource
@@ -78,3 +84,127 @@ def resolve(
         scope = "namespaced" if resource.namespaced else "cluster-scoped"
         return f"{what} is {scope}, which its labels do not say"
     return resource
+
+
+# A group's versions, the preferred first, each with the kinds it serves.
+Versions = tuple[tuple[str, Mapping[str, tuple[Resource, ...]]], ...]
+
+AGGREGATED_LIST = "APIGroupDiscoveryList"
+AGGREGATED_API_VERSION = "apidiscovery.k8s.io/v2"
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregated:
+    """One aggregated discovery document (`/api` or `/apis`), read: each group it names with
+    its versions; `unsure`: groups it cannot answer for (a version not `Current`, a group
+    named twice), which are read from their own documents instead."""
+
+    groups: Mapping[str, Versions]
+    unsure: frozenset[str] = frozenset()
+
+    def versions(self, group: str) -> Versions | None:
+        """The group's versions; None when the document says it is not served. Call only for
+        a group not `unsure`."""
+        return self.groups.get(group)
+
+
+def aggregated(body: Any, core: bool) -> Aggregated | None:
+    """An APIGroupDiscoveryList answer, read; None when `body` is none (the server answered the
+    legacy document: it does not serve aggregated discovery). What cannot be read of an item
+    is skipped, as resources_by_kind skips it: a kind it does not name is not served, which
+    decides nothing. `core`: the answer of `/api`, whose one group has no name."""
+    if not isinstance(body, dict):
+        return None
+    if body.get("kind") != AGGREGATED_LIST or body.get("apiVersion") != AGGREGATED_API_VERSION:
+        return None
+    items = body.get("items")
+    if not isinstance(items, list):
+        raise ValueError("aggregated discovery without a list of items")
+    groups: dict[str, Versions] = {}
+    unsure: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        meta = item.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if core:
+            name = name or ""
+            if name:
+                continue  # /api serves the core group only
+        elif not isinstance(name, str) or not name:
+            continue
+        if name in groups or name in unsure:
+            unsure.add(name)  # named twice: its own document says which
+            groups.pop(name, None)
+            continue
+        versions, current = _versions(name, item.get("versions"))
+        if current:
+            groups[name] = versions
+        else:
+            unsure.add(name)
+    return Aggregated(groups, frozenset(unsure))
+
+
+def _versions(group: str, listed: Any) -> tuple[Versions, bool]:
+    """A group's versions (in the order served: the preferred first), and whether each of them
+    is `Current` (a stale one may name resources no longer served, or miss new ones)."""
+    found: list[tuple[str, Mapping[str, tuple[Resource, ...]]]] = []
+    for entry in listed if isinstance(listed, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        version = entry.get("version")
+        if not isinstance(version, str) or not version:
+            continue
+        if entry.get("freshness", "Current") != "Current":
+            return (), False
+        found.append((version, _resources(group, version, entry.get("resources"))))
+    return tuple(found), True
+
+
+def _resources(group: str, version: str, listed: Any) -> Mapping[str, tuple[Resource, ...]]:
+    """One version's resources as APIResourceList's would read (resources_by_kind)."""
+    found: dict[str, list[Resource]] = {}
+    for item in listed if isinstance(listed, list) else ():
+        if not isinstance(item, dict):
+            continue
+        name, scope = item.get("resource"), item.get("scope")
+        response = item.get("responseKind")
+        kind = response.get("kind") if isinstance(response, dict) else None
+        if not isinstance(name, str) or not name or "/" in name:
+            continue
+        if not isinstance(kind, str) or not kind or scope not in ("Namespaced", "Cluster"):
+            continue
+        found.setdefault(kind, []).append(
+            Resource(group, version, name, kind, scope == "Namespaced")
+        )
+    return {kind: tuple(resources) for kind, resources in found.items()}
+
+
+def serves(versions: Versions | None, resource: Resource) -> bool:
+    """Whether these versions serve `resource` at its own version."""
+    for version, kinds in versions or ():
+        if version == resource.version:
+            return any(r.plural == resource.plural for rs in kinds.values() for r in rs)
+    return False
+
+
+# Answers shared by every reader that was given the same (a fleet of control planes serving
+# the same groups holds one copy of each); bounded, so a fleet of hostile answers cannot grow
+# it without end: past it, each answer is kept as read.
+_INTERNED: dict[object, Versions] = {}
+MAX_INTERNED = 4096
+_INTERNED_LOCK = threading.Lock()
+
+
+def interned(versions: Versions | None) -> Versions | None:
+    """`versions`, or an equal answer kept before: one object for every equal answer."""
+    if versions is None:
+        return None
+    key = tuple((v, tuple(sorted(kinds.items()))) for v, kinds in versions)
+    with _INTERNED_LOCK:
+        found = _INTERNED.get(key)
+        if found is not None:
+            return found
+        if len(_INTERNED) < MAX_INTERNED:
+            _INTERNED[key] = versions
+    return versions

@@ -57,6 +57,10 @@ class Unavailable(KubeError):
     """No answer: connection refused or dropped, timeouts, retries used up."""
 
 
+class AnswerTooLarge(Unavailable):
+    """An answer larger than the transport reads whole: refused unread."""
+
+
 class TlsFailure(Unavailable):
     """The server could not be verified (or the TLS handshake failed): configuration."""
 

@@ -11,6 +11,12 @@ JSON = "application/json"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 JSON_PATCH = "application/json-patch+json"
+# Aggregated discovery (apidiscovery.k8s.io/v2, KEP-3352, GA in 1.30): every group, version
+# and resource in one answer of /api or /apis. A server that does not serve it answers the
+# legacy document (APIVersions, APIGroupList) as plain JSON.
+AGGREGATED_DISCOVERY = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+)
 
 Body = dict[str, Any] | list[dict[str, Any]]
 
@@ -35,6 +41,11 @@ def _accept(resource: Resource, metadata_only: bool, media: str) -> str:
 
 def discovery(resource: Resource) -> Request:
     return Request("GET", resource.group_version_path)
+
+
+def aggregated_discovery(core: bool) -> Request:
+    """The core group's (`/api`) or every other group's (`/apis`) aggregated discovery."""
+    return Request("GET", "/api" if core else "/apis", accept=AGGREGATED_DISCOVERY)
 
 
 def version() -> Request:

@@ -35,7 +35,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from gcjob.budget import RunBudget
-from gcjob.kube.errors import KubeError, Stopped, TlsFailure, Unavailable
+from gcjob.kube.errors import AnswerTooLarge, KubeError, Stopped, TlsFailure, Unavailable
 from gcjob.kube.requests import Request
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -214,8 +214,9 @@ class Transport:
             except StreamBroken as exc:
                 raise _with(exc, maybe_applied) from None
             except (BodyTooLarge, EncodingRefused) as exc:
+                refused = AnswerTooLarge if isinstance(exc, BodyTooLarge) else Unavailable
                 raise _with(
-                    Unavailable(f"{request.method} {request.path} on {self.target}: {exc}"),
+                    refused(f"{request.method} {request.path} on {self.target}: {exc}"),
                     maybe_applied,
                 ) from None
             except ApiException as exc:  # how the client reports TLS failures: not transient

@@ -34,3 +34,10 @@ class LiveUpstreams:
         made = self.make_access(client, f"upstream/{cluster}")
         with self._lock:
             return self._readers.setdefault(cluster, made)
+
+    def renew_budgets(self) -> None:
+        """A new round of --drain: each cluster read so far has its read budget again."""
+        with self._lock:
+            readers = list(self._readers.values())
+        for reader in readers:
+            reader.renew_budget()

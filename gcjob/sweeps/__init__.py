@@ -11,6 +11,7 @@ from gcjob.decide.trace import Trace
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.parallel import Reads
+from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError
 from gcjob.logs import log
@@ -50,10 +51,12 @@ def execute(run: Run) -> None:
     # Milo's Project API, listed once for the routes and copies sweeps alike (once a round of
     # --drain: each round calls execute).
     projects = ProjectReads(run.projects, run.is_project)
+    # The Gateways the routes sweep finds upstream, not read again by the copies sweep.
+    found = Found() if {Sweep.ROUTES, Sweep.COPIES} <= run.sweeps.keys() else None
     swept = NOT_SWEPT
     try:
         if Sweep.ROUTES in run.sweeps and run.upstreams is not None:
-            upstream = ahead.start(lambda: routes.read(run))
+            upstream = ahead.start(lambda: routes.read(run, found))
         for sweep, state in run.sweeps.items():
             stop = run.budget.stop_reason()
             if stop is not None:
@@ -68,7 +71,7 @@ def execute(run: Run) -> None:
             elif sweep is Sweep.ROUTES:
                 routes.sweep(run, projects, upstream)
             else:
-                copies.sweep(run, projects)
+                copies.sweep(run, projects, found)
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()

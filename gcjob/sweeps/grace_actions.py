@@ -35,6 +35,7 @@ def act(
     wait: Act[T] | None = None,
     group: Callable[[Graced[T]], Hashable] | None = None,
     before: Callable[[list[Graced[T]]], None] | None = None,
+    before_delete: Callable[[list[Graced[T]]], None] | None = None,
 ) -> bool:
     """Acts on what `sort` holds; False when a brake held something back. `mark`, `unmark`
     and `wait` default to acting on the object alone (a companion's take its binding along).
@@ -42,7 +43,8 @@ def act(
     owner); by default each object (a companion with its binding) is its own group.
     `before`: told of the objects about to be waited on, then of the new marks once the
     marks brake let them through, in the order they are acted on (what their acts will read
-    can be read ahead)."""
+    can be read ahead). `before_delete`: told of the objects about to be deleted, in the order
+    they are (their live second looks can be read ahead)."""
 
     def mark_one(graced: Graced[T]) -> list[Outcome]:
         assert graced.evidence is not None
@@ -124,6 +126,8 @@ def act(
         clear = False
         run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker)
     else:
+        if before_delete is not None:
+            before_delete(cut.now)
         each(run, sweep, cut.now, _ref, delete_and_record)
         run.drain_backlog(sweep, [(g.verdict, g.call.since) for g in cut.later])
     run.note_due(g.call.due for g in [*sort.waiting, *sort.to_mark])

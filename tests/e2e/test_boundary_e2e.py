@@ -3,15 +3,19 @@
 The issue's own inputs (marks at the ends of time, with their evidence) go through `--delete`
 runs and `gcjob explain`; a rule made to raise for one object shows the boundary itself: that
 object is kept (`internal-error`), its neighbour is deleted, and the run exits 3, never 70.
+Generated companions go through whole CLI runs on a snapshot here too: slow for the unit tests.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gcjob import marks
 from gcjob.cli import cli
@@ -20,11 +24,14 @@ from gcjob.domain import (
     ORPHANED_LABEL,
     ORPHANED_REASON_ANNOTATION,
     ORPHANED_SINCE_ANNOTATION,
+    PROTECT_ANNOTATION,
 )
 from gcjob.model import Companion, Verdict
 from testbed.cluster import TestCluster
 from testbed.objects import binding, companion
-from testbed.report import HubSweep
+from testbed.report import HubSweep, sweep_snapshot
+from tests.test_boundary import NAMES, with_configmaps
+from tests.test_boundary import companions as generated_companions
 
 REFERRERS = ["default/web-gone"]
 
@@ -104,3 +111,42 @@ def test_a_rule_that_raises_for_one_object_keeps_it_and_deletes_its_neighbour(
     assert hub.gone("ConfigMap", ns, "plain-orphan")
     assert result.summary["sweeps"]["companions"]["status"] == "incomplete"
     assert result.summary["sweeps"]["bindings"]["status"] == "completed"
+
+
+@settings(
+    # A whole CLI run per example (on a snapshot, no server): costlier than a pure function,
+    # so fewer of them, and here with the end-to-end tests rather than the unit tests.
+    max_examples=max(10, settings().max_examples // 4),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    objects=st.lists(generated_companions(), min_size=1, max_size=6),
+    names=st.lists(NAMES, min_size=6, max_size=6, unique=True),
+    grace=st.sampled_from(["0", "1h"]),
+)
+def test_generated_companions_never_end_a_run(
+    tmp_path: Path, objects: list[dict[str, Any]], names: list[str], grace: str
+) -> None:
+    for obj, name in zip(objects, names, strict=False):
+        obj["metadata"]["name"] = f"gen-{name}"
+    snapshot = with_configmaps(tmp_path, objects)
+    run = sweep_snapshot(snapshot, tmp_path / "r.json", "--grace", grace, "--report-healthy")
+    code, report = run.exit_code, run.report
+    assert code != 70, report["summary"]["exit_reason"]
+    assert all(s["status"] != "not-run" for s in report["summary"]["sweeps"].values())
+    # Every generated object is accounted for: one record of its own in the companions sweep.
+    for obj in objects:
+        meta = obj["metadata"]
+        found = [
+            i
+            for i in report["items"]
+            if i["sweep"] == "companions"
+            and i["kind"] == "ConfigMap"
+            and (i["namespace"], i["name"]) == (meta["namespace"], meta["name"])
+        ]
+        assert len(found) == 1, (meta, found)
+        protect = meta["annotations"].get(
+            PROTECT_ANNOTATION, meta["labels"].get(PROTECT_ANNOTATION)
+        )
+        if protect is not None and protect != "false":
+            assert found[0]["action"] not in ("would-delete", "deleted"), found[0]

@@ -746,3 +746,71 @@ def test_generated_ownership_graphs_lose_only_what_gcjob_judged(
     for kind, name in created:
         if (kind, name) not in deleted:
             assert hub.present(kind, ns, name), f"{kind} {name}: not deleted by gcjob, yet gone"
+
+
+def test_a_project_costs_the_fewest_requests_both_sweeps_need(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """Issue 33 item 1, counted at the proxy in front of the real upstream: a project whose
+    hub objects ask about three kinds in one namespace (a Gateway and a Connector copied, a
+    route on that Gateway copying an upstream HTTPRoute) costs its control plane one
+    aggregated discovery and one read of each kind, the Gateway read once for both sweeps:
+    4 requests (the goal: at most 8). A project whose hub objects ask nothing of it (a route
+    on no Gateway) costs none."""
+    busy, idle = project_name(), project_name()
+    make_project(upstream, busy)
+    make_project(upstream, idle)
+    upstream_ns = upstream.namespace("app")
+    gw = upstream.create(gateway(upstream_ns, "edge"))
+    upstream.create(upstream_route(upstream_ns, "web", ("edge",)))
+    conn_uid = live_owner(upstream, upstream_ns, "tunnel")
+    ns = hub.namespace("ns")
+    connector_group(hub, ns, busy, upstream_ns, "tunnel", conn_uid)
+    gw_labels = labels(busy, "gateway.networking.k8s.io", "Gateway", upstream_ns, "edge")
+    gw_anchor = anchor(hub, ns, gw["metadata"]["uid"], gw_labels)
+    copy(hub, ns, GATEWAYS, "gateway.networking.k8s.io/v1", "Gateway", "edge", gw_labels, gw_anchor)
+    for project, name, parents in (
+        (busy, "web", [{"name": "edge"}]),
+        (idle, "svc", [{"name": "svc", "kind": "Service"}]),
+    ):
+        hub.create(
+            route(
+                ns,
+                name,
+                cluster_label=f"cluster-{project}",
+                upstream_namespace=upstream_ns,
+                parents=parents,
+            )
+        )
+    milo.clear_requests()
+
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--sweep", "routes", "--delete")
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert result.summary["sweeps"]["copies"]["status"] == "completed", result.summary
+    assert result.summary["sweeps"]["routes"]["status"] == "completed", result.summary
+    routes = [i for i in result.items if i.get("sweep") == "routes"]
+    said = [
+        (i["action"], i["reason"], i.get("detail")) for i in routes if i["name"] == f"web-{busy}"
+    ]
+    assert not said, said  # healthy: counted
+    plane = f"{MILO}/{busy}/control-plane"
+    asked = sorted(
+        (r.method, r.path.removeprefix(plane)) for r in milo.requests if r.path.startswith(plane)
+    )
+    assert asked == sorted(
+        [
+            ("GET", "/apis"),
+            ("GET", f"/apis/gateway.networking.k8s.io/v1/namespaces/{upstream_ns}/gateways/edge"),
+            ("GET", f"/apis/gateway.networking.k8s.io/v1/namespaces/{upstream_ns}/httproutes"),
+            ("GET", CONNECTORS.format(namespace=upstream_ns)),
+        ]
+    )
+    assert len(asked) <= 8
+    assert not [r for r in milo.requests if r.path.startswith(f"{MILO}/{idle}/control-plane")]

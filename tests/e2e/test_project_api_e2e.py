@@ -156,6 +156,12 @@ def test_a_project_api_that_fails_after_its_first_answers_is_a_lookup_failure_ex
 @pytest.fixture
 def thousands_of_projects(upstream: TestCluster) -> Iterator[str]:
     """3,000 projects in the Project API beside the test's own, removed afterwards."""
+    yield from filler_projects(upstream, 3000)
+
+
+def filler_projects(upstream: TestCluster, count: int) -> Iterator[str]:
+    """`count` projects in the Project API beside the test's own (labelled with the batch
+    this yields), removed afterwards."""
     batch = uuid.uuid4().hex[:8]
 
     def make(i: int) -> None:
@@ -170,7 +176,7 @@ def thousands_of_projects(upstream: TestCluster) -> Iterator[str]:
 
     try:
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(make, range(3000)))
+            list(pool.map(make, range(count)))
         yield batch
     finally:
         status, body = upstream._call("DELETE", f"{MILO}?labelSelector={FILLER_LABEL}%3D{batch}")

@@ -329,3 +329,65 @@ def test_hostile_upstreams_at_once_stay_within_memory_and_budget(
     assert summary["totals"]["deleted"] == len(FAST)
     assert summary["upstream_counts"] == {"ok": len(FAST), "unavailable": len(hostile)}
     assert took < 120, f"took {took:.0f}s"
+
+
+def test_the_live_reads_before_deletes_are_read_ahead_on_the_upstream_readers(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    template_kubeconfig: str,
+    clusters_proxy: FaultProxy,
+) -> None:
+    """Issue 33 item 2: every route of eight clusters orphaned (their Gateways gone). The
+    live second look before each delete (its Gateway read again, then its namespace) is read
+    ahead on the upstream readers, several at once, not one after another; each route is
+    still deleted pinned to what the run saw, and the report is the one a serial run gives."""
+    project = upstream.project()
+    clusters = [f"many-{i}" for i in range(8)]
+    # Every answer about the gone Gateway takes a while: the first read's and the second's.
+    clusters_proxy.add_fault(Fault(method="GET", path=r"/gateways/gw-gone$", delay=0.5, times=None))
+
+    def swept(ns: str, *more: str) -> tuple[list[tuple[str, str, str]], list[Any]]:
+        for cluster in clusters:
+            hub.create(
+                route(
+                    ns,
+                    f"{cluster}-orphan",
+                    cluster_label=f"cluster-{cluster}",
+                    upstream_namespace=project,
+                    parents=[{"name": "gw-gone"}],
+                )
+            )
+        clusters_proxy.clear_requests()
+        args = routes_args(gcjob_hub_args, template_kubeconfig, clusters_proxy, ns)
+        result = run_gcjob(*args, "--delete", *more)
+        assert result.exit_code == 0, result.stderr
+        order = [(i["name"], i["action"], i["reason"]) for i in result.items]
+        reads = [r for r in clusters_proxy.requests if r.path.endswith("/gateways/gw-gone")]
+        return order, reads
+
+    serial_order, serial_reads = swept(hub.namespace(), "--upstream-concurrency", "1")
+    order, reads = swept(hub.namespace())
+
+    assert order == serial_order
+    assert {(action, reason) for _, action, reason in order} == {
+        ("deleted", "upstream-gateways-gone")
+    }
+    assert len(order) == len(clusters)
+    # Two reads of the gone Gateway a cluster: the first read's, then the live one.
+    assert len(reads) == 2 * len(clusters) == len(serial_reads)
+
+    def live_reads(reads: list[Any]) -> list[tuple[float, float]]:
+        """Each cluster's last read of the gone Gateway (the live one): (received, answered)."""
+        last = [
+            max((r for r in reads if f"/{c}/" in r.path), key=lambda r: r.received)
+            for c in clusters
+        ]
+        return sorted((r.received, r.answered or float("inf")) for r in last)
+
+    # At once: every live read was received before the first of them was answered.
+    live = live_reads(reads)
+    assert max(received for received, _ in live) < min(answered for _, answered in live), live
+    # One after another with one upstream reader: each answered before the next was asked.
+    spans = live_reads(serial_reads)
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), spans

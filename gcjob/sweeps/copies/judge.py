@@ -17,14 +17,16 @@ Each rule closes a way a live object could look orphaned (docs/rules.md, "Downst
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
 from gcjob.decide.common import CANONICAL_UUID, check_owners, hold_back, is_anchor
+from gcjob.decide.grace import GraceCall, Graced, Next, due_by, later, left_scope
 from gcjob.decide.trace import Trace, given
 from gcjob.decide.upstream_labels import NotCopied, copy_of
-from gcjob.domain import ANCHOR_PREFIX
+from gcjob.domain import ANCHOR_PREFIX, UPSTREAM_KIND_LABEL
+from gcjob.marks import Rule
 from gcjob.model import (
     ObjectRef,
     OwnerFacts,
@@ -310,3 +312,32 @@ def _judge_member(
             held_detail = f"{held_detail}; an orphan otherwise ({reason}: {detail})"
         return keep(held_reason, held_detail)
     return Verdict(ref, True, reason, detail, cluster=cluster)
+
+
+LEFT_COPY = f"no longer labelled {UPSTREAM_KIND_LABEL}: out of the copies sweep, its mark with it"
+
+
+def copy_left_scope(ref: ObjectRef) -> Graced[None] | None:
+    """An object carrying this sweep's mark that it no longer selects: the mark goes."""
+    return left_scope(ref, Rule.COPY, LEFT_COPY)
+
+
+def last_due(
+    before: datetime | None, copy: GraceCall, now: datetime, grace: timedelta
+) -> datetime | None:
+    """When the last copy of an anchor still in its grace period is due, with `copy` (its
+    orphan's grace call) counted in: `before` when `copy` is due now (None: none waits)."""
+    if copy.next is Next.DELETE:
+        return before
+    due = copy.due or later(now, grace)
+    return due if before is None else max(before, due)
+
+
+def anchor_waits(anchor: GraceCall, copies_due: datetime | None) -> GraceCall:
+    """An orphaned anchor's grace call, given when the last of the copies it owns that are
+    still in their grace period is due (None: none is). A due anchor waits for them: deleted
+    first, it would have the garbage collector take them before their own grace is over."""
+    if anchor.next is not Next.DELETE or copies_due is None:
+        return anchor
+    waits = f"waits for a copy it owns, still in its grace period: {due_by(copies_due)}"
+    return replace(anchor, next=Next.WAIT, detail=f"{anchor.detail}; {waits}", due=copies_due)

@@ -17,12 +17,13 @@ from gcjob.domain import (
     GATEWAY_GROUP,
     GATEWAY_SYNC_LABEL,
     HTTPROUTE_KIND,
+    ORPHANED_LABEL,
     REPLICATED_KINDS,
     UPSTREAM_KIND_LABEL,
     UPSTREAM_LABELS,
     kind_name,
 )
-from gcjob.enumerate.hub import scan_in_scope
+from gcjob.enumerate.hub import Seen, read_in_scope, scan_in_scope
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube import reduce
@@ -30,7 +31,7 @@ from gcjob.kube.access import Sink
 from gcjob.kube.discovery import resolve
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import Resource
-from gcjob.model import Replica
+from gcjob.model import ObjectRef, Replica
 
 S = TypeVar("S", bound=Sink)
 
@@ -40,6 +41,8 @@ ROUTES_KIND = (GATEWAY_GROUP, HTTPROUTE_KIND)
 # too: one without gateway-sync is no copy (kept), but an anchor it names must stay, and what
 # is read of a Secret's metadata is only what gcjob/domain.py secret_as_kept keeps.
 COPY_SELECTOR = UPSTREAM_KIND_LABEL
+# Marked objects that carry no `upstream-kind` label (any more): out of this sweep's sight.
+LEFT_COPIES_SELECTOR = f"{ORPHANED_LABEL},!{UPSTREAM_KIND_LABEL}"
 KEPT_LABELS = (*UPSTREAM_LABELS, GATEWAY_SYNC_LABEL)
 
 
@@ -105,3 +108,22 @@ def scan_kind(
     return scan_in_scope(
         hub, resource, replica(resource), scope, start, label_selector=COPY_SELECTOR, reads=reads
     )
+
+
+def read_marked_outside_copies(
+    hub: Reader, kinds: Iterable[Resource], scope: Scope, reads: Reads = SERIAL
+) -> list[tuple[Resource, ObjectRef]]:
+    """The marked objects of the swept kinds in scope that carry no `upstream-kind` label (any
+    more), metadata only, selected on the server: a mark this sweep wrote on one is removed,
+    or it would count from its old time when the label came back."""
+    found: list[tuple[Resource, ObjectRef]] = []
+    for resource in kinds:
+
+        def seen(obj: dict[str, Any], resource: Resource = resource) -> Seen:
+            return Seen(reduce.object_ref(obj, resource))
+
+        marked = read_in_scope(
+            hub, resource, seen, scope, label_selector=LEFT_COPIES_SELECTOR, reads=reads
+        )
+        found += [(resource, each.ref) for each in marked]
+    return found

@@ -17,11 +17,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from gcjob import preflight
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.grace import Graced, GraceSort, grace_call
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
+from gcjob.enumerate.parallel import ReadAhead
+from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
@@ -53,23 +56,35 @@ from gcjob.sweeps.copies.act import (
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
+    anchor_waits,
     anchors_named,
+    copy_left_scope,
     judge_group,
     judge_owner,
+    last_due,
     understand,
 )
-from gcjob.sweeps.copies.scan import Discovering, HubKinds, hub_kinds, scan_kind
+from gcjob.sweeps.copies.scan import (
+    Discovering,
+    HubKinds,
+    hub_kinds,
+    read_marked_outside_copies,
+    scan_kind,
+)
 
 SWEEP = Sweep.COPIES
+# How many owners' live second looks are read ahead of their groups' deletes (as the routes').
+AHEAD = 16
 ANCHOR_SHAPED = frozenset({"ConfigMap"})
 
 
 @dataclass
 class Judged:
-    """The second read of one kind in one namespace: kept verdicts to report, healthy counts,
-    anchors named by what stays, and the members of owners proven gone, for their groups."""
+    """The second read of one kind in one namespace: kept verdicts to report (each with its
+    resource: a mark of an earlier run is removed from it), healthy counts, anchors named by
+    what stays, and the members of owners proven gone, for their groups."""
 
-    kept: list[Verdict] = field(default_factory=list)
+    kept: list[tuple[Verdict, Resource]] = field(default_factory=list)
     healthy: Counter[Reason] = field(default_factory=Counter)
     named: set[str] = field(default_factory=set)
     members: dict[UpstreamOwner, list[Member]] = field(default_factory=lambda: defaultdict(list))
@@ -83,8 +98,11 @@ class Judged:
 
 
 class CopyScan(ObjectScan[Replica]):
-    def __init__(self, calls: dict[UpstreamOwner, GroupCall], keep_healthy: bool) -> None:
+    def __init__(
+        self, resource: Resource, calls: dict[UpstreamOwner, GroupCall], keep_healthy: bool
+    ) -> None:
         super().__init__()
+        self.resource = resource
         self.calls = calls
         self.keep_healthy = keep_healthy
         self.judged = Judged()
@@ -94,13 +112,14 @@ class CopyScan(ObjectScan[Replica]):
         self.in_scope += 1
         member = understand(replica)
         if isinstance(member, Verdict):
-            self.judged.kept.append(member)
+            self.judged.kept.append((member, self.resource))
             self._names(replica)
             return
         call = self.calls.get(member.owner)
         if call is None:  # appeared between the two reads: nobody asked about its owner
             detail = f"{member.owner} not looked up this run: it appeared while the run read"
-            self.judged.kept.append(Verdict(replica.ref, False, Reason.UPSTREAM_NOT_READ, detail))
+            verdict = Verdict(replica.ref, False, Reason.UPSTREAM_NOT_READ, detail)
+            self.judged.kept.append((verdict, self.resource))
             self._names(replica)
             return
         mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
@@ -119,14 +138,15 @@ class CopyScan(ObjectScan[Replica]):
         if verdict.healthy and replica.ref.mark is None and not self.keep_healthy:
             self.judged.healthy[verdict.reason] += 1
         else:
-            self.judged.kept.append(verdict)
+            self.judged.kept.append((verdict, self.resource))
 
     def _names(self, replica: Replica) -> None:
         self.judged.named.update(anchors_named(replica.owners))
 
 
-def sweep(run: Run, projects: ProjectReads) -> None:
-    """`projects`: the run's Project API, shared with the routes sweep."""
+def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
+    """`projects`: the run's Project API, shared with the routes sweep; `found`: what the
+    routes sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
     state = run.sweeps[SWEEP]
     settings = run.settings
     if run.upstreams is None:
@@ -167,7 +187,7 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
-    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets)
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets, found)
     try:
         lookups.load(wanted.owners)
     except Stopped as exc:
@@ -192,19 +212,36 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         scans = _second_read(run, kinds, calls)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
+    try:
+        left = read_marked_outside_copies(run.hub, kinds.swept, run.scope, run.hub_reads)
+    except KubeError as exc:
+        # A mark left behind could be counted from when the label comes back: decide nothing.
+        return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
+    for kind, ref in left:
+        leaving = copy_left_scope(ref)
+        if leaving is not None:
+            run.record(run.marker.unmark(SWEEP, leaving.verdict, kind))
     judged = Judged()
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope
         judged.update(scan.judged)
     report_failed(run, SWEEP, scans)
-    sort: GraceSort[Target | None] = GraceSort(Rule.COPY, run.now, settings.grace)
+    # A kept object's target is its resource alone: what removing an earlier run's mark needs.
+    sort: GraceSort[Target | Resource] = GraceSort(Rule.COPY, run.now, settings.grace)
 
-    def keep_unless_unmarked(verdict: Verdict) -> None:
-        if not sort.not_orphan(verdict, None):
+    def keep_unless_unmarked(kept: tuple[Verdict, Resource]) -> None:
+        verdict, resource = kept
+        if not sort.not_orphan(verdict, resource):
             run.keep(SWEEP, verdict)
 
-    each(run, SWEEP, sorted(judged.kept, key=_in_order), _ref, keep_unless_unmarked)
+    each(
+        run,
+        SWEEP,
+        sorted(judged.kept, key=lambda kept: _in_order(kept[0])),
+        lambda kept: kept[0].ref,
+        keep_unless_unmarked,
+    )
     for reason, count in sorted(judged.healthy.items()):
         run.reporter.count_healthy(SWEEP, reason, count)
 
@@ -238,28 +275,52 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         each(run, SWEEP, [owner], lambda o: judged.members[o][0].ref, lambda _: sort_group())
     enforced = SWEEP in settings.enforce
 
+    looks: ReadAhead[tuple[UpstreamOwner, Reason], SecondLook] | None = None
+
+    def live_look(key: tuple[UpstreamOwner, Reason]) -> SecondLook:
+        """An owner's live second look: in an upstream reader thread when read ahead."""
+        owner, reason = key
+        return _recheck(projects, lookups, facts[owner], owner, reason)
+
+    def read_ahead(due: list[Graced[Target | None]]) -> None:
+        """The owners of the groups about to go, their second looks read a few at once on the
+        upstream readers, in the order their groups are deleted."""
+        nonlocal looks
+        keys = [(g.target.owner, g.verdict.reason) for g in due if g.target is not None]
+        looks = ReadAhead(run.upstream_reads, list(dict.fromkeys(keys)), live_look, AHEAD)
+
     def recheck(owner: UpstreamOwner, reason: Reason) -> SecondLook:
-        look = _recheck(projects, lookups, facts[owner], owner, reason)
+        found = looks.take((owner, reason)) if looks is not None else None
+        look = found.result() if found is not None else live_look((owner, reason))
         if reason == Reason.PROJECT_GONE and look.found is Looked.FAILED:
             run.project_api_failed(SWEEP, look.detail)
         return look
 
     rechecks = Rechecks(recheck)
 
-    def delete(graced: Graced[Target | None]) -> list[Outcome]:
-        assert graced.target is not None  # an orphan always has its target
+    def delete(graced: Graced[Target | Resource]) -> list[Outcome]:
+        assert isinstance(graced.target, Target)  # an orphan always has its target
         return [delete_member(graced.verdict, graced.target, run.deleter, rechecks, enforced)]
 
-    def resource(graced: Graced[Target | None]) -> Resource:
-        assert graced.target is not None
-        return graced.target.resource
+    def resource(graced: Graced[Target | Resource]) -> Resource:
+        target = graced.target
+        return target if isinstance(target, Resource) else target.resource
 
-    def owner_of(graced: Graced[Target | None]) -> UpstreamOwner:
-        assert graced.target is not None
+    def owner_of(graced: Graced[Target | Resource]) -> UpstreamOwner:
+        assert isinstance(graced.target, Target)  # only orphans are grouped
         return graced.target.owner
 
     # An owner's anchors and copies pass the drain cap together or wait together.
-    if grace_actions.act(run, SWEEP, sort, state.in_scope, resource, delete, group=owner_of):
+    if grace_actions.act(
+        run,
+        SWEEP,
+        sort,
+        state.in_scope,
+        resource,
+        delete,
+        group=owner_of,
+        before_delete=read_ahead,
+    ):
         run.completed(SWEEP)
     return None
 
@@ -304,17 +365,18 @@ def _projects_denied(run: Run) -> list[str]:
 def _second_read(
     run: Run, kinds: HubKinds, calls: dict[UpstreamOwner, GroupCall]
 ) -> list[CopyScan]:
-    def start() -> CopyScan:
-        return CopyScan(calls, run.settings.report_healthy)
-
     scans: list[CopyScan] = []
     for resource in kinds.swept:
+
+        def start(resource: Resource = resource) -> CopyScan:
+            return CopyScan(resource, calls, run.settings.report_healthy)
+
         scans += scan_kind(run.hub, resource, run.scope, start, run.hub_reads)
     return scans
 
 
 def _sort_group(
-    sort: GraceSort[Target | None],
+    sort: GraceSort[Target | Resource],
     kinds: HubKinds,
     group: list[Member],
     verdicts: tuple[Verdict, ...],
@@ -322,9 +384,13 @@ def _sort_group(
     run: Run,
 ) -> None:
     """One owner's group, judged: its orphans to the grace rule, in deletion order (copies
-    first, anchors last), the rest kept."""
+    first, anchors last), the rest kept. An anchor due while a copy it owns is still in its
+    grace period (marked since, or newly: its mark was removed, it was protected) waits for
+    that copy: deleted first, the anchor would take the copy with it (the garbage collector),
+    before the copy's own grace period is over."""
     resources = {(r.group, r.kind): r for r in kinds.swept}
     by_uid = {m.ref.uid: m for m in group}
+    copies_due: dict[str, datetime | None] = {}  # anchor uid -> when its last copy is due
     for verdict in verdicts:
         member = by_uid[verdict.ref.uid]
         anchor = member.anchor_uid
@@ -341,7 +407,15 @@ def _sort_group(
             anchor is not None,
         )
         if verdict.delete:
-            sort.orphan(verdict, copy_evidence(member.owner, anchors), target)
+            evidence = copy_evidence(member.owner, anchors)
+            call = grace_call(sort.rule, verdict, evidence, sort.now, sort.grace)
+            assert call is not None  # the grace rule always has its say on an orphan
+            if anchor is None:
+                for uid in anchors:
+                    copies_due[uid] = last_due(copies_due.get(uid), call, sort.now, sort.grace)
+            else:
+                call = anchor_waits(call, copies_due.get(anchor))
+            sort.take(verdict, evidence, call, target)
         elif not sort.not_orphan(verdict, target):
             run.keep(SWEEP, verdict)
 

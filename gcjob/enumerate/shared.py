@@ -1,0 +1,67 @@
+"""What the routes sweep's upstream reads found, handed to the copies sweep's in the same
+round (`sweeps.execute` makes one a round when both run): a Gateway the routes asked about and
+found is not listed again for the copies that name it.
+
+Only what was found is handed on (an object's identity: its uid, creation and whether it is
+being deleted, as a list or a GET read it); an absence never is, so every owner the copies
+sweep would prove gone is still nominated by its own list and proven by its own GET. Each
+(cluster, resource, namespace) is taken once, by the first read that it answers whole.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from gcjob.kube import reduce
+from gcjob.kube.resources import NAMESPACES, Resource
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """An object found by a read: its identity, for re-created owners."""
+
+    uid: str
+    created: datetime | None
+    terminating: bool
+
+
+def seen(obj: dict[str, Any]) -> tuple[str, Seen] | None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return None
+    ref = reduce.object_ref(obj, NAMESPACES)  # the resource only names a ref's kind
+    return meta["name"], Seen(ref.uid, ref.created, ref.terminating)
+
+
+Key = tuple[str, Resource, str]  # (cluster, resource, namespace)
+
+
+class Found:
+    """Objects found this round, by (cluster, resource, namespace); used from reader threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._found: dict[Key, dict[str, Seen]] = {}
+
+    def add(
+        self, cluster: str, resource: Resource, namespace: str, found: Mapping[str, Seen]
+    ) -> None:
+        if found:
+            with self._lock:
+                self._found.setdefault((cluster, resource, namespace), {}).update(found)
+
+    def take(
+        self, cluster: str, resource: Resource, namespace: str, names: Mapping[str, object]
+    ) -> dict[str, Seen] | None:
+        """What was found of `names` there, when every one of them was found; else None (the
+        asker reads them itself). Taken: not kept once handed on."""
+        with self._lock:
+            found = self._found.get((cluster, resource, namespace))
+            if found is None or not all(name in found for name in names):
+                return None
+            del self._found[(cluster, resource, namespace)]
+        return {name: found[name] for name in names}

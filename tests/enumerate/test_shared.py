@@ -1,0 +1,44 @@
+"""gcjob/enumerate/shared.py: what the routes sweep's upstream reads found, handed on to the
+copies sweep's. Only what was found is handed on, and only when it answers for every name
+asked; an absence never is (issue 33 item 1: each proof rule stays as strong)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gcjob.enumerate.shared import Found, Seen
+from gcjob.kube.resources import CONFIGMAPS, GATEWAYS
+
+NAMES = st.sets(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=5)
+
+
+def seen(name: str) -> Seen:
+    return Seen(f"uid-{name}", None, False)
+
+
+@given(found=NAMES, asked=NAMES)
+def test_only_what_was_found_is_handed_on_and_only_whole(found: set[str], asked: set[str]) -> None:
+    shared = Found()
+    shared.add("p1", GATEWAYS, "app", {name: seen(name) for name in found})
+
+    taken = shared.take("p1", GATEWAYS, "app", dict.fromkeys(asked))
+
+    if asked <= found and found:
+        assert taken == {name: seen(name) for name in asked}
+        # Taken once: the next asker reads for itself.
+        assert shared.take("p1", GATEWAYS, "app", dict.fromkeys(asked)) is None
+    else:
+        assert taken is None  # an owner not found is read (and proven gone) by its own reads
+
+
+def test_another_cluster_resource_or_namespace_is_never_answered() -> None:
+    shared = Found()
+    shared.add("p1", GATEWAYS, "app", {"a": seen("a")})
+    for cluster, resource, namespace in (
+        ("p2", GATEWAYS, "app"),
+        ("p1", CONFIGMAPS, "app"),
+        ("p1", GATEWAYS, "other"),
+    ):
+        assert shared.take(cluster, resource, namespace, {"a": None}) is None
+    assert shared.take("p1", GATEWAYS, "app", {"a": None}) == {"a": seen("a")}

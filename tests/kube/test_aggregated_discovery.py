@@ -1,0 +1,296 @@
+"""Aggregated discovery (issue 33 item 1): an upstream reader learns what its cluster serves
+from `/api` and `/apis` (apidiscovery.k8s.io/v2), each read once, and answers exactly as a
+group's own documents would; a group's own documents only where the aggregated ones are not
+served or cannot vouch for it. On a real server behind the fault proxy, and as pure parsing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gcjob.budget import RunBudget
+from gcjob.kube import discovery
+from gcjob.kube.access import KubeAccess
+from gcjob.kube.connect import hub_client
+from gcjob.kube.errors import KubeError
+from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, HTTPROUTES, Resource
+from gcjob.kube.transport import RequestStats, Transport
+from testbed.faultproxy import Fault, FaultProxy
+
+GROUPS = ("", "gateway.networking.k8s.io", "work.karmada.io", "apps", "not.served.example")
+
+
+def reader(kubeconfig: str, aggregated: bool, groups: tuple[str, ...] = GROUPS) -> KubeAccess:
+    transport = Transport(
+        hub_client(kubeconfig, None), "hub", stats=RequestStats(), budget=RunBudget(None)
+    )
+    return KubeAccess(
+        transport, aggregated_discovery=aggregated, discovery_groups=frozenset(groups)
+    )
+
+
+def asked(faults: FaultProxy) -> list[str]:
+    return [r.path for r in faults.requests]
+
+
+def test_aggregated_discovery_answers_as_each_groups_documents_in_two_requests(
+    faults: FaultProxy, hub_kubeconfig: str
+) -> None:
+    legacy = reader(hub_kubeconfig, aggregated=False)
+    expected = {group: legacy.kinds(group) for group in GROUPS}
+    served = {r: legacy.served(r) for r in (CONFIGMAPS, GATEWAYS, HTTPROUTES)}
+    faults.clear_requests()
+
+    aggregated = reader(hub_kubeconfig, aggregated=True)
+    for _ in range(2):  # the second time from what was read
+        assert {group: aggregated.kinds(group) for group in GROUPS} == expected
+        assert {r: aggregated.served(r) for r in served} == served
+
+    assert expected[""] is not None and expected["not.served.example"] is None
+    assert served[GATEWAYS]
+    assert sorted(asked(faults)) == ["/api", "/apis"]
+    # A group that was not among those to keep costs its document once more.
+    faults.clear_requests()
+    assert aggregated.kinds("batch") is not None
+    assert asked(faults) == ["/apis"]
+    accept = {r.headers["accept"] for r in faults.requests if r.path in ("/api", "/apis")}
+    assert accept == {
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    }
+
+
+def test_a_server_without_aggregated_discovery_is_read_group_by_group(
+    faults: FaultProxy, hub_kubeconfig: str
+) -> None:
+    expected = reader(hub_kubeconfig, aggregated=False).kinds("gateway.networking.k8s.io")
+    # As a server before 1.26 answers: the legacy APIGroupList, whatever was asked for.
+    legacy = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+    faults.add_fault(Fault(path=r"^/apis$", status=200, body=legacy, times=None))
+    faults.clear_requests()
+
+    access = reader(hub_kubeconfig, aggregated=True)
+
+    assert access.kinds("gateway.networking.k8s.io") == expected
+    assert asked(faults)[:2] == ["/apis", "/apis/gateway.networking.k8s.io"]
+    assert access.served(GATEWAYS)
+
+
+def test_a_stale_group_is_read_from_its_own_documents(
+    faults: FaultProxy, hub_kubeconfig: str
+) -> None:
+    access = reader(hub_kubeconfig, aggregated=True)
+    document = _aggregated_apis(hub_kubeconfig)
+    for item in document["items"]:
+        if item["metadata"]["name"] == "gateway.networking.k8s.io":
+            for version in item["versions"]:
+                version["freshness"] = "Stale"
+                version["resources"] = []  # what a stale version may say: nothing
+    faults.add_fault(Fault(path=r"^/apis$", status=200, body=document, times=None))
+    faults.clear_requests()
+
+    assert access.served(GATEWAYS)
+    assert "/apis/gateway.networking.k8s.io/v1" in asked(faults)
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (500, None),
+        (403, None),
+        (200, "<html>not discovery</html>"),
+        (
+            200,
+            {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "items": "x"},
+        ),
+    ],
+)
+def test_an_answer_that_cannot_be_read_is_no_answer_and_is_not_kept(
+    faults: FaultProxy, hub_kubeconfig: str, status: int, body: Any
+) -> None:
+    access = reader(hub_kubeconfig, aggregated=True)
+    faults.add_fault(Fault(path=r"^/apis$", status=status, body=body, times=None))
+
+    with pytest.raises(KubeError):
+        access.served(GATEWAYS)
+    with pytest.raises(KubeError):
+        access.kinds("gateway.networking.k8s.io")
+
+    faults.clear_faults()
+    assert access.served(GATEWAYS)  # asked again: nothing of the failure was kept
+
+
+def test_a_404_serves_nothing(faults: FaultProxy, hub_kubeconfig: str) -> None:
+    """A deleted project's control plane (or a wrong URL): 404 for every path."""
+    access = reader(hub_kubeconfig, aggregated=True)
+    faults.add_fault(Fault(path=r"^/apis?$", status=404, body="404 page not found\n", times=None))
+
+    assert access.kinds("") is None
+    assert access.kinds("gateway.networking.k8s.io") is None
+    assert not access.served(GATEWAYS)
+
+
+def test_unserve_takes_a_group_version_out_of_the_aggregated_document(
+    faults: FaultProxy, hub_kubeconfig: str
+) -> None:
+    faults.unserve("gateway.networking.k8s.io", "v1")
+    assert not reader(hub_kubeconfig, aggregated=True).served(GATEWAYS)
+    faults.serve("gateway.networking.k8s.io", "v1")
+    assert reader(hub_kubeconfig, aggregated=True).served(GATEWAYS)
+
+
+def _aggregated_apis(kubeconfig: str) -> dict[str, Any]:
+    access = reader(kubeconfig, aggregated=True)
+    response = access.transport.send(discovery_request())
+    body: dict[str, Any] = json.loads(response.body)
+    return body
+
+
+def discovery_request() -> Any:
+    from gcjob.kube import requests
+
+    return requests.aggregated_discovery(core=False)
+
+
+# -- pure: the aggregated document read as the group's own documents would be ------------
+
+NAME = st.text("abcdefghijklmnopqrstuvwxyz.", min_size=1, max_size=12)
+RESOURCE = st.fixed_dictionaries(
+    {
+        "name": st.one_of(NAME, NAME.map(lambda n: f"{n}/status")),
+        "kind": st.sampled_from(["Gateway", "Connector", "Widget", ""]),
+        "namespaced": st.booleans(),
+    }
+)
+VERSION = st.tuples(
+    st.sampled_from(["v1", "v1beta1", "v1alpha1", "v2"]), st.lists(RESOURCE, max_size=5)
+)
+
+
+@given(
+    st.dictionaries(
+        NAME, st.lists(VERSION, min_size=1, max_size=3, unique_by=lambda v: v[0]), max_size=4
+    )
+)
+def test_aggregated_reads_as_the_legacy_documents(groups: dict[str, list[Any]]) -> None:
+    """Whatever a server serves, the aggregated document of it gives each group the same kinds
+    as that group's own APIResourceLists do (subresources and unreadable entries skipped)."""
+    document = {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "items": [
+            {
+                "metadata": {"name": group},
+                "versions": [
+                    {
+                        "version": version,
+                        "resources": [
+                            {
+                                "resource": r["name"].split("/")[0],
+                                "responseKind": {"kind": r["kind"]},
+                                "scope": "Namespaced" if r["namespaced"] else "Cluster",
+                            }
+                            for r in resources
+                            if "/" not in r["name"]  # aggregated: subresources are nested
+                        ],
+                    }
+                    for version, resources in versions
+                ],
+            }
+            for group, versions in groups.items()
+        ],
+    }
+    read = discovery.aggregated(document, core=False)
+    assert read is not None
+    for group, versions in groups.items():
+        legacy = [
+            discovery.resources_by_kind(group, v, {"resources": resources})
+            for v, resources in versions
+        ]
+        found = read.versions(group)
+        assert found is not None
+        assert discovery.merge_versions([k for _, k in found]) == discovery.merge_versions(legacy)
+    assert read.versions("never.named") is None
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(
+    st.one_of(
+        JSON,
+        JSON.map(
+            lambda items: {
+                "kind": "APIGroupDiscoveryList",
+                "apiVersion": "apidiscovery.k8s.io/v2",
+                "items": items,
+            }
+        ),
+    )
+)
+def test_any_answer_is_read_or_refused_never_a_crash(body: Any) -> None:
+    try:
+        read = discovery.aggregated(body, core=False)
+    except ValueError:
+        return
+    for versions in read.groups.values() if read is not None else ():
+        for _, kinds in versions:
+            for resources in kinds.values():
+                assert all(isinstance(r, Resource) and "/" not in r.plural for r in resources)
+
+
+def test_a_group_named_twice_or_stale_is_not_vouched_for() -> None:
+    item = {"metadata": {"name": "g.example"}, "versions": [{"version": "v1", "resources": []}]}
+    stale = {
+        "metadata": {"name": "s.example"},
+        "versions": [{"version": "v1", "freshness": "Stale"}],
+    }
+    read = discovery.aggregated(
+        {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "items": [item, item, stale],
+        },
+        core=False,
+    )
+    assert read is not None
+    assert read.unsure == {"g.example", "s.example"}
+
+
+def test_the_core_document_serves_the_core_group_only() -> None:
+    core = {
+        "metadata": {},
+        "versions": [
+            {
+                "version": "v1",
+                "resources": [
+                    {
+                        "resource": "configmaps",
+                        "responseKind": {"kind": "ConfigMap"},
+                        "scope": "Namespaced",
+                    }
+                ],
+            }
+        ],
+    }
+    other = {"metadata": {"name": "apps"}, "versions": []}
+    read = discovery.aggregated(
+        {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "items": [core, other],
+        },
+        core=True,
+    )
+    assert read is not None
+    assert discovery.serves(read.versions(""), CONFIGMAPS)
+    assert read.versions("apps") is None
