@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness import (
@@ -41,10 +41,14 @@ from harness import (
     Obj,
     Post,
     Task,
+    add_versions_option,
     clean_env,
     compile_gcjob,
     fill,
     gcjob_bin,
+    gcjob_commit,
+    kube_version,
+    kube_versions,
     loadavg,
     machine,
     median_spread,
@@ -52,6 +56,8 @@ from harness import (
     replay,
     request_log,
     run_measured,
+    server_versions,
+    settle,
     span,
 )
 
@@ -410,17 +416,22 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=8, help="connections filling a server")
     parser.add_argument("--out", default=str(ROOT / "bench/results-copies.json"))
+    add_versions_option(parser)
     parser.add_argument("--replay", nargs=3, metavar=("LOG", "URL", "CA"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.replay:
         replay_main(*args.replay)
         return
+    versions = kube_versions(args.kube_versions)
     compile_gcjob()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     per_owner = [int(k) for k in args.copies_per_owner.split(",") if k]
     started = time.perf_counter()
     doc: Obj = {
         "machine": machine(),
+        "gcjob": gcjob_commit(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "kube_versions": versions,
         "latency_s": LATENCY_S,
         "in_flight": IN_FLIGHT,
         "kinds": list(KINDS),
@@ -428,16 +439,49 @@ def main() -> None:
         "owner_gone_every": OWNER_GONE_EVERY,
         "repeats": args.repeats,
         "copies_per_owner": per_owner,
-        "sizes": [],
+        "servers": [],
     }
+
+    def save() -> None:
+        """After every size: a long run stopped half-way keeps what it measured."""
+        doc["total_s"] = round(time.perf_counter() - started, 1)
+        Path(args.out).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+
+    for version in versions:
+        print(f"Kubernetes {version}:", flush=True)
+        run: Obj = {"loadavg_before": loadavg(), "sizes": []}
+        doc["servers"].append(run)
+        with kube_version(version):
+            measure_version(args, sizes, per_owner, run, save)
+        run["loadavg_after"] = loadavg()
+        save()
+    print(f"\nwrote {args.out} ({doc['total_s']}s)")
+
+
+def measure_version(
+    args: argparse.Namespace,
+    sizes: list[int],
+    per_owner: list[int],
+    doc: Obj,
+    save: Callable[[], None],
+) -> None:
+    """Every size on one pair of servers (kube_version() picks them): the hub, with the
+    kube-controller-manager a Karmada hub runs beside it, and the upstream standing for Milo,
+    a bare API server. Into `doc`."""
     uids: dict[tuple[int, str], str] = {}
     with (
         tempfile.TemporaryDirectory(prefix="gcjob-copies-") as tmp,
-        running("copies-hub", (*HUB_CRDS, *HUB_COPY_CRDS)) as hub,
+        running("copies-hub", (*HUB_CRDS, *HUB_COPY_CRDS), controllers=True) as hub,
         running("copies-upstream", (*UPSTREAM_CRDS, *MILO_CRDS)) as up,
     ):
         work = Path(tmp)
-        doc["server_version"] = hub.request("GET", "/version").get("gitVersion")
+        doc.update(server_versions(hub, up))
+        print(
+            f"  hub {doc['server_version']} (etcd {doc['etcd_version']}, "
+            f"{doc['controller_manager_version'] or 'no kube-controller-manager'}), "
+            f"upstream {doc['upstream_server_version']}",
+            flush=True,
+        )
         proxy = FaultProxy(Target(up.url, up.ssl_context()), strip_prefix=CONTROL_PLANE).start(work)
         for p in DELETED:  # Milo's answer for a deleted project's control plane, 50 ms away too
             proxy.add_fault(
@@ -472,13 +516,12 @@ def main() -> None:
                 size: Obj = {"projects": n, "copies_per_owner": k, "fill_upstream": fill_upstream}
                 doc["sizes"].append(size)
                 size["fill_hub"] = fill(hub, *hub_world(places, uids), args.threads)
+                size["settle_s"] = settle(hub)  # the garbage collector, after the fill
                 size["hub_objects"] = len(placed) * len(KINDS) * 2
                 print(f"  {k} per owner: hub {size['fill_hub']}", flush=True)
                 measure(bench, size, args.repeats, floor=not args.no_floor)
-                doc["total_s"] = round(time.perf_counter() - started, 1)
-                Path(args.out).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+                save()
         proxy.stop()
-    print(f"\nwrote {args.out} ({doc['total_s']}s)")
 
 
 if __name__ == "__main__":

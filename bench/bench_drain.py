@@ -23,7 +23,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from harness import ROOT, clean_env, compile_gcjob, gcjob_bin, loadavg, machine
+from harness import (
+    ROOT,
+    clean_env,
+    compile_gcjob,
+    gcjob_bin,
+    gcjob_commit,
+    kube_version,
+    kube_versions,
+    loadavg,
+    machine,
+    server_versions,
+)
 
 from gcjob.domain import ORPHANED_LABEL
 from testbed.backlog import seed_backlog
@@ -50,7 +61,11 @@ def main() -> None:
     out = Path(parser.parse_args().out)
     compile_gcjob()
     shipped = rollout_args()
-    with tempfile.TemporaryDirectory() as work, running("drain-hub", HUB_CRDS) as server:
+    with (
+        kube_version(kube_versions(None)[0]),
+        tempfile.TemporaryDirectory() as work,
+        running("drain-hub", HUB_CRDS, controllers=True) as server,
+    ):
         kubeconfig = str(server.write_kubeconfig(Path(work) / "hub"))
         hub = TestCluster(kubeconfig, None)
         ns = hub.namespace("drain")
@@ -78,8 +93,8 @@ def main() -> None:
         took = time.monotonic() - started
         records = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
         summary: dict[str, Any] = records[-1] if records else {}
-        # Gone: deleted, or terminating (a bare API server never finishes a finalized delete:
-        # Karmada's bindings carry a finalizer).
+        # Gone: deleted, or terminating (nothing here removes Karmada's finalizer from a
+        # binding: the hub's controllers are Kubernetes', not Karmada's).
         left = [o for o in orphans if not hub.gone(o[0], ns, o[1])]
         live_gone = [o for o in live if not hub.present(o[0], ns, o[1])]
         now_live = [hub.get(kind, ns, name) for kind, name in live]
@@ -88,7 +103,8 @@ def main() -> None:
         ]
         result = {
             "machine": machine(),
-            "server": server.request("GET", "/version"),
+            "gcjob": gcjob_commit(),
+            "servers": server_versions(server),
             "args": args,
             "exit_code": done.returncode,
             "wall_seconds": round(took, 1),

@@ -45,6 +45,7 @@ from harness import (
     Blobs,
     Obj,
     Task,
+    add_versions_option,
     blob,
     clean_env,
     companion,
@@ -52,14 +53,19 @@ from harness import (
     etcd_db_mib,
     fill,
     gcjob_bin,
+    gcjob_commit,
+    kube_version,
+    kube_versions,
     loadavg,
     machine,
+    measure_child,
     median_spread,
     post_task,
     read_lists,
     replay,
     request_log,
-    run_measured,
+    server_versions,
+    settle,
     span,
 )
 
@@ -72,7 +78,6 @@ from testbed.servers import (
     HUB_CRDS,
     UPSTREAM_CRDS,
     ApiServer,
-    binaries,
     running,
     write_kubeconfig,
 )
@@ -415,7 +420,10 @@ class Bench:
         self.proxy.clear_requests()
         before = response_metrics(self.hub)
         load_before = loadavg()
-        code, wall, rss, stdout, stderr = run_measured(cmd, clean_env())
+        child = measure_child(cmd, clean_env())
+        code, wall, rss, stdout, stderr = (
+            child[k] for k in ("rc", "wall_s", "peak_rss_mib", "stdout", "stderr")
+        )
         load_after = loadavg()
         hub = metrics_delta(before, response_metrics(self.hub))
         upstream = self.proxy.requests
@@ -427,6 +435,7 @@ class Bench:
             "exit_code": code,
             "wall_s": round(wall, 2),
             "peak_rss_mib": round(rss, 1),
+            "cpu_s": round(child["cpu_s"], 2),
             "hub_responses": hub["responses"],
             "hub_mib": round(hub["bytes"] / 2**20, 1),
             "upstream_requests": len(upstream),
@@ -462,6 +471,7 @@ class Bench:
                 for name, s in (last.get("sweeps") or {}).items()
             }
             result["totals"] = last.get("totals")
+            result["list_strategy"] = last.get("list_strategy")  # what auto chose, and why
         if code != 0 or "requests" not in result or result["requests"] is None:
             result["stderr_tail"] = stderr[-1500:]
         print(f"    {mode:28} {_row(result)}", flush=True)
@@ -576,9 +586,16 @@ def ratio_rounds(bench: Bench, repeats: int, with_etcd: bool) -> Obj:
         name: spread([r["runs"][name]["wall_s"] for r in rounds if name in r["runs"]])
         for name in rounds[0]["runs"]
     }
+    # The client's own CPU time (user + system) of each run: the neighbours on a shared
+    # machine stretch every wall time, far less the CPU a process spends.
+    cpus = {
+        name: spread([r["runs"][name].get("cpu_s") for r in rounds if name in r["runs"]])
+        for name in rounds[0]["runs"]
+    }
     return {
         "rounds": rounds,
         "wall_s": walls,
+        "cpu_s": cpus,
         "hub_peak_rss_mib": spread([r["runs"]["hub"]["peak_rss_mib"] for r in rounds]),
         "routes_upstream_s": spread([r["runs"]["routes"]["upstream_s"] for r in rounds]),
         "floor_routes_upstream_s": spread(
@@ -706,6 +723,7 @@ def main() -> None:
         help="fill the hub with the routes (and their namespaces) only: the routes sweep's "
         "world, in a fraction of the time",
     )
+    add_versions_option(parser)
     parser.add_argument("--floor", nargs=2, metavar=("MODE", "KUBECONFIG"), help=argparse.SUPPRESS)
     parser.add_argument("--replay", nargs=3, metavar=("LOG", "URL", "CA"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -715,30 +733,61 @@ def main() -> None:
     if args.replay:
         replay_main(*args.replay)
         return
+    versions = kube_versions(args.kube_versions)
+    if args.hold and len(versions) > 1:
+        raise SystemExit("--hold keeps one version's servers up: name one in --kube-versions")
     compile_gcjob()
     sizes = [10000, 50000, 100000] if args.big else [int(s) for s in args.sizes.split(",") if s]
-    extra_at, extra_count = (int(x) for x in args.unlabelled.split(":"))
     started = time.perf_counter()
     doc: Obj = {
         "machine": machine(),
+        "gcjob": gcjob_commit(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "kube_versions": versions,
         "projects": args.projects,
         "latency_s": LATENCY_S,
         "threads": args.threads,
-        "sizes": [],
+        "servers": [],
     }
+
+    def save() -> None:
+        """After every measurement: a long run stopped half-way keeps what it measured."""
+        doc["total_s"] = round(time.perf_counter() - started, 1)
+        Path(args.out).write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+
+    for version in versions:
+        print(f"Kubernetes {version}:", flush=True)
+        run: Obj = {"loadavg_before": loadavg(), "sizes": []}
+        doc["servers"].append(run)
+        with kube_version(version):
+            measure_version(args, sizes, run, save)
+        run["loadavg_after"] = loadavg()
+        save()
+    if not args.hold:
+        print(f"\nwrote {args.out} ({doc['total_s']}s)")
+
+
+def measure_version(
+    args: argparse.Namespace, sizes: list[int], doc: Obj, save: Callable[[], None]
+) -> None:
+    """Every size on one pair of servers (kube_version() picks them): the hub, with the
+    kube-controller-manager a Karmada hub runs beside it, and the upstream, a bare API server
+    as a project control plane is. Into `doc`."""
+    extra_at, extra_count = (int(x) for x in args.unlabelled.split(":"))
     blobs = Blobs(random.Random(1))
     with (
         tempfile.TemporaryDirectory(prefix="gcjob-scale-") as tmp,
-        running("scale-hub", HUB_CRDS) as hub,
+        running("scale-hub", HUB_CRDS, controllers=True) as hub,
         running("scale-upstream", UPSTREAM_CRDS) as up,
     ):
         work = Path(tmp)
-        doc["server_version"] = hub.request("GET", "/version").get("gitVersion")
-        doc["upstream_server_version"] = up.request("GET", "/version").get("gitVersion")
-        doc["assets"] = binaries().origin  # built here, or $KUBEBUILDER_ASSETS: testbed/servers.py
-        doc["etcd_version"] = subprocess.run(
-            [str(binaries().etcd), "--version"], capture_output=True, text=True, check=False
-        ).stdout.split("\n")[0]
+        doc.update(server_versions(hub, up))
+        print(
+            f"  hub {doc['server_version']} (etcd {doc['etcd_version']}, "
+            f"{doc['controller_manager_version'] or 'no kube-controller-manager'}), "
+            f"upstream {doc['upstream_server_version']}",
+            flush=True,
+        )
         print(
             f"upstream: {args.projects} projects x {GATEWAYS_PER_PROJECT} Gateways, "
             f"{sizes[-1] // BLOCK * ROUTES_PER_BLOCK} HTTPRoutes ...",
@@ -786,9 +835,10 @@ def main() -> None:
                 size["fill_unlabelled"] = etcd.write(unlabelled(extra_count, every))
                 size["unlabelled"] = extra_count
             size["cache_catch_up_s"] = etcd.wait_for_caches()
+            size["settle_s"] = settle(hub)  # the garbage collector, after the fill
             print(
                 f"  {size['fill_namespaces']} {size['fill']} {size.get('fill_unlabelled', '')} "
-                f"caches {size['cache_catch_up_s']}s",
+                f"caches {size['cache_catch_up_s']}s, settled {size['settle_s']}s",
                 flush=True,
             )
             filled = n
@@ -799,10 +849,7 @@ def main() -> None:
             skip_etcd = int(args.etcd_max is not None and n > args.etcd_max)
             print(f"N={n}: the ratios, {args.repeats} rounds", flush=True)
             size["ratios"] = ratio_rounds(bench, args.repeats, with_etcd=not skip_etcd)
-            doc["total_s"] = round(time.perf_counter() - started, 1)
-            Path(args.out).write_text(
-                json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8"
-            )
+            save()
             if args.ratios_only:
                 continue
             steps: list[tuple[str, Callable[[], Obj]]] = [
@@ -826,17 +873,10 @@ def main() -> None:
                 steps.append(("profile", lambda: bench.profile(work / "sweep.prof")))
             for _label, step in steps:
                 runs.append(step())
-                doc["total_s"] = round(time.perf_counter() - started, 1)
-                # written after every run: a long run stopped half-way keeps what it measured
-                Path(args.out).write_text(
-                    json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8"
-                )
+                save()
         if args.hold:
             hold(bench)
         proxy.stop()
-    if args.hold:
-        return
-    print(f"\nwrote {args.out} ({doc['total_s']}s)")
 
 
 if __name__ == "__main__":

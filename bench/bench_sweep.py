@@ -42,11 +42,15 @@ from harness import (
     etcd_db_mib,
     fill,
     gcjob_bin,
+    gcjob_commit,
+    kube_version,
+    kube_versions,
     loadavg,
     machine,
     post_task,
     read_lists,
     run_measured,
+    server_versions,
 )
 
 from gcjob.domain import COMPANION_LABEL
@@ -306,8 +310,8 @@ READ_ONLY_STEPS = ("plain-list", "dry-run", "dry-run-nobrake")
 def bench_size(n: int, workdir: Path, rounds: int) -> Obj:
     out: Obj = {"size": n, "runs": []}
     print(f"N={n}: starting a kube-apiserver + etcd and populating ...", flush=True)
-    with running(f"bench-{n}", HUB_CRDS) as server:
-        out["server_version"] = server.request("GET", "/version").get("gitVersion")
+    with running(f"bench-{n}", HUB_CRDS, controllers=True) as server:
+        out.update(server_versions(server))
         out["loadavg_before_populate"] = loadavg()
         counts, rate = populate(server, n)
         out["loadavg_after_populate"] = loadavg()
@@ -398,11 +402,15 @@ def main() -> None:
     started = time.perf_counter()
     doc: Obj = {
         "machine": machine(),
+        "gcjob": gcjob_commit(),
         "page_size": PAGE_SIZE,
         "rounds": args.rounds,
         "results": results,
     }
-    with tempfile.TemporaryDirectory(prefix="gcjob-bench-") as tmp:
+    with (
+        kube_version(kube_versions(None)[0]),
+        tempfile.TemporaryDirectory(prefix="gcjob-bench-") as tmp,
+    ):
         for n in sizes:
             results.append(bench_size(n, Path(tmp), args.rounds))
             doc["total_s"] = round(time.perf_counter() - started, 1)

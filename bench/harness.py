@@ -1,21 +1,26 @@
-"""What both benchmarks share: payloads, filling a real API server over HTTPS, measuring one
-child process, the machine they ran on. Public names only: bench_sweep.py and bench_scale.py
+"""What the benchmarks share: the servers of each Kubernetes version they run on, payloads,
+filling a real API server over HTTPS, measuring one child process, the machine and the commit
+they ran on. Public names only: bench_sweep.py and bench_scale.py
 import from here and from the test bed (testbed/), never from each other."""
 
 from __future__ import annotations
 
+import argparse
 import base64
+import contextlib
 import http.client
 import json
 import os
 import platform
 import random
+import re
 import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the test bed lives beside gcjob, not in its wheel
     sys.path.insert(0, str(ROOT))
 
-from testbed import objects  # noqa: E402
+from testbed import builds, objects  # noqa: E402
 from testbed.measure import MEASURE_HELPER  # noqa: E402
-from testbed.servers import ADMIN_TOKEN, ApiServer  # noqa: E402
+from testbed.servers import ADMIN_TOKEN, ApiServer, binaries  # noqa: E402
 
 Obj = dict[str, Any]
 
@@ -34,6 +39,151 @@ PAGE_SIZE = 500
 POPULATE_THREADS = 8  # keep-alive connections filling a server
 POST_ATTEMPTS = 8  # a loaded 2-core machine makes the server time out now and then (504)
 META_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+# ---------------------------------------------------------------------------------------------
+# the servers: which version, and what they said they are
+
+
+def add_versions_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kube-versions",
+        metavar="V[,V...]",
+        help="the Kubernetes versions to measure on, one after the other in this run, each "
+        "with the servers tools/build_test_servers.py builds for it (built first if they are "
+        f"not; default ${builds.VERSION_ENV}, else {builds.DEFAULT_KUBE_VERSION}; testbed/kube/ "
+        f"holds {', '.join(builds.kube_versions())})",
+    )
+
+
+def kube_versions(given: str | None) -> list[str]:
+    """The versions `--kube-versions` names, else the test bed's (testbed/builds.py). With
+    $KUBEBUILDER_ASSETS the servers are those binaries, whatever version is asked for: naming
+    versions then is refused, not ignored."""
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    if given and assets:
+        raise SystemExit(
+            f"--kube-versions picks the built servers, KUBEBUILDER_ASSETS={assets} others: "
+            "unset one of them"
+        )
+    versions = [v.strip().removeprefix("v") for v in (given or "").split(",") if v.strip()]
+    versions = versions or [builds.kube_version()]
+    try:
+        for version in versions:  # before anything is started: one that is not there
+            builds.kube_module(version)
+    except builds.BuildError as error:
+        raise SystemExit(str(error)) from None
+    return versions
+
+
+@contextlib.contextmanager
+def kube_version(version: str) -> Iterator[None]:
+    """Inside: testbed/servers.py starts the servers of `version` ($GCJOB_KUBE_VERSION, as in
+    the tests), built first if they are not (tools/build_test_servers.py's build, under its
+    lock; cached, it takes a second). With $KUBEBUILDER_ASSETS, those binaries."""
+
+    def say(line: str) -> None:
+        print(f"  build-test-servers: {line}", flush=True)
+
+    if not os.environ.get("KUBEBUILDER_ASSETS"):
+        try:
+            modules = [builds.ETCD, builds.kube_module(version)]
+            with builds.locked(say):
+                for module in modules:
+                    builds.build(module, say)
+        except builds.BuildError as error:
+            raise SystemExit(f"the servers of Kubernetes {version}: {error}") from None
+    before = os.environ.get(builds.VERSION_ENV)
+    os.environ[builds.VERSION_ENV] = version
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(builds.VERSION_ENV, None)
+        else:
+            os.environ[builds.VERSION_ENV] = before
+
+
+def server_versions(hub: ApiServer, upstream: ApiServer | None = None) -> Obj:
+    """What the run measured against, as the servers it started answer: each API server's
+    /version and its etcd's /version; the kube-controller-manager's `--version` when it ran
+    beside the hub; where the binaries came from."""
+    found = binaries()
+
+    def etcd(server: ApiServer) -> Obj:
+        with urllib.request.urlopen(f"{server.etcd_url}/version", timeout=10) as answer:
+            said: Obj = json.loads(answer.read())
+        return said
+
+    out: Obj = {
+        "kube_version": builds.kube_version(),  # what was asked for; below, what was served
+        "assets": found.origin,
+        "server_version": hub.request("GET", "/version").get("gitVersion"),
+        "etcd_version": etcd(hub).get("etcdserver"),
+        "controller_manager_version": None,
+    }
+    if upstream is not None:
+        out["upstream_server_version"] = upstream.request("GET", "/version").get("gitVersion")
+        out["upstream_etcd_version"] = etcd(upstream).get("etcdserver")
+    if hub.collects_garbage and found.controller_manager is not None:
+        said = subprocess.run(
+            [str(found.controller_manager), "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        out["controller_manager_version"] = said.stdout.strip()
+    return out
+
+
+REQUESTS = re.compile(r"^apiserver_request_total\{(.*)\} (\S+)$")
+
+
+def settle(server: ApiServer, quiet_s: float = 5.0, most: int = 5, timeout: float = 60.0) -> float:
+    """Wait until `server` has served at most `most` requests in `quiet_s` (these scrapes and
+    watches left out): a hub's kube-controller-manager done with what a fill gave it (its
+    garbage collector looks up the owners of dependents it saw first). What never stops (the
+    server's own leases, the collector's discovery every 30 s) is a few requests a window.
+    Seconds waited; gives up after `timeout`: a hub filled straight into etcd leaves the
+    collector a backlog of owners to look up, which its queue's rate limit (10 a second)
+    drains for minutes at 10k, so the runs then measure beside that trickle."""
+
+    def served() -> float:
+        text = server.request("GET", "/metrics", raw=True).decode()
+        total = 0.0
+        for line in text.splitlines():
+            match = REQUESTS.match(line)
+            if match and 'verb="WATCH"' not in match[1] and "/metrics" not in match[1]:
+                total += float(match[2])
+        return total
+
+    begin = time.perf_counter()
+    seen = [(begin, served())]
+    while time.perf_counter() - begin < timeout:
+        time.sleep(1)
+        now = time.perf_counter()
+        seen.append((now, served()))
+        window = [total for at, total in seen if at >= now - quiet_s - 0.5]
+        if now - begin >= quiet_s and seen[-1][1] - window[0] <= most:
+            break
+    return round(time.perf_counter() - begin, 1)
+
+
+def gcjob_commit() -> Obj:
+    """The commit the measured gcjob is at, and what of the measured code differs from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
+        )
+        return done.stdout
+
+    code = ("gcjob", "bench/*.py", "testbed", "pyproject.toml")  # not the docs
+    changed = git("status", "--porcelain", "--", *code)
+    return {
+        "commit": git("rev-parse", "HEAD").strip() or None,
+        "uncommitted": [line[3:] for line in changed.splitlines() if line.strip()],
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,8 +339,15 @@ def loadavg() -> str:
 
 
 def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float, str, str]:
-    """(exit code, wall s, peak RSS MiB, stdout, stderr) of one child, measured by a fresh
-    helper process (see MEASURE_HELPER)."""
+    """(exit code, wall s, peak RSS MiB, stdout, stderr) of one child (measure_child)."""
+    got = measure_child(cmd, env)
+    return got["rc"], got["wall_s"], got["peak_rss_mib"], got["stdout"], got["stderr"]
+
+
+def measure_child(cmd: list[str], env: dict[str, str]) -> Obj:
+    """One child, measured by a fresh helper process (see MEASURE_HELPER): its exit code
+    (`rc`), `wall_s`, `peak_rss_mib`, `cpu_s` (user + system: what the neighbours on a shared
+    machine disturb less than the wall time), `stdout`, `stderr`."""
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
@@ -203,13 +360,14 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[int, float, float
         err.seek(0)
         stdout = out.read().decode("utf-8", "replace")
         stderr = err.read().decode("utf-8", "replace")
-    return (
-        int(measured.get("rc", -1)),
-        float(measured.get("wall", 0.0)),
-        measured.get("maxrss_kib", 0) / 1024,
-        stdout,
-        stderr,
-    )
+    return {
+        "rc": int(measured.get("rc", -1)),
+        "wall_s": float(measured.get("wall", 0.0)),
+        "peak_rss_mib": measured.get("maxrss_kib", 0) / 1024,
+        "cpu_s": float(measured.get("cpu_s", 0.0)),
+        "stdout": stdout,
+        "stderr": stderr,
+    }
 
 
 def clean_env() -> dict[str, str]:

@@ -3,8 +3,8 @@
 Linux keeps a process's peak RSS across exec: a child spawned straight from a large process
 (a pytest worker late in the suite, a benchmark holding a filled hub's answers) reports that
 process's peak as its own. A fresh helper in between starts from ~10 MiB, and its
-RUSAGE_CHILDREN is then the measured child's own peak. (A pytest worker at 625 MiB once made
-a gcjob run of 110 MiB look like 625 MiB.)
+RUSAGE_CHILDREN is then the measured child's own peak (and its CPU time, user + system). (A
+pytest worker at 625 MiB once made a gcjob run of 110 MiB look like 625 MiB.)
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import json, resource, subprocess, sys, time
 start = time.perf_counter()
 rc = subprocess.call(sys.argv[2:])
 wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = usage.ru_utime + usage.ru_stime
 with open(sys.argv[1], "w") as f:
-    json.dump({"rc": rc, "wall": wall, "maxrss_kib": peak}, f)
+    json.dump({"rc": rc, "wall": wall, "maxrss_kib": usage.ru_maxrss, "cpu_s": cpu}, f)
 """
