@@ -124,7 +124,8 @@ def started_side(name: str, crds: tuple[str, ...], context: str, work: Path) -> 
         assert server is not None
         admin = server.write_kubeconfig(work / f"{name}-admin", context=context)
         gcjob = Path(endpoint.kubeconfig)
-        yield Side(server, admin, endpoint.proxy, gcjob, TestCluster(str(admin), context))
+        cluster = TestCluster(str(admin), context, collects_garbage=endpoint.collects_garbage)
+        yield Side(server, admin, endpoint.proxy, gcjob, cluster)
 
 
 @pytest.fixture(scope="module")

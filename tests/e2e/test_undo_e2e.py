@@ -110,8 +110,6 @@ def test_a_delete_run_records_each_object_first_and_restore_puts_them_back(
         ("ResourceBinding", "gone-config-configmap"),
     ):
         assert result.item(kind, name)["action"] == "deleted", (kind, name, result.items)
-    for kind, name in (("ConfigMap", "app-config"), ("Secret", "db-creds")):
-        assert hub.gone(kind, ns, name)  # its Orphan delete finished by the garbage collector
     # The Secret: read as metadata only, every time; its data is in no record.
     secret_requests = [r for r in faults.requests if "/secrets" in r.path]
     assert [r for r in secret_requests if r.method == "GET"], "the Secret was read to record it"
@@ -121,6 +119,8 @@ def test_a_delete_run_records_each_object_first_and_restore_puts_them_back(
     path, recorded = record_of(records)
     assert SECRET_VALUE not in path.read_text()
     assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+    for kind, name in (("ConfigMap", "app-config"), ("Secret", "db-creds")):
+        assert hub.gone(kind, ns, name)  # its Orphan delete finished by the garbage collector
     entries = {(r.kind, r.name): r for r in recorded}
     assert set(entries) == {
         ("ConfigMap", "app-config"),
@@ -274,7 +274,8 @@ def test_a_deleted_copy_comes_back_owned_by_its_restored_anchor(
 
     assert result.outcome("Connector", "web")[0] == "deleted", result.items
     assert result.outcome("ConfigMap", anchor_name)[0] == "deleted", result.items
-    assert not present(hub, "Connector", ns, "web")
+    for kind, name in (("Connector", "web"), ("ConfigMap", anchor_name)):
+        assert hub.gone(kind, ns, name)  # its Orphan delete finished by the garbage collector
     path, recorded = record_of(tmp_path)
     assert [r.kind for r in recorded] == ["Connector", "ConfigMap"]  # copies first
 
