@@ -9,35 +9,15 @@ from datetime import datetime, timedelta
 
 from gcjob.decide.grace import GraceCall, Next
 from gcjob.decide.trace import Step
+from gcjob.domain import JUDGED_KINDS
 from gcjob.model import Sweep, Verdict
 from gcjob.reasons import ERROR_REASONS, Reason
 
 # explain's action for an object that does not exist (the others are the report's actions)
 NOT_FOUND = "not-found"
 
-SWEEP_OF = {
-    "ConfigMap": Sweep.COMPANIONS,
-    "Secret": Sweep.COMPANIONS,
-    "ResourceBinding": Sweep.BINDINGS,
-    "HTTPRoute": Sweep.ROUTES,
-    **dict.fromkeys(
-        (
-            "Backend",
-            "BackendTrafficPolicy",
-            "SecurityPolicy",
-            "HTTPRouteFilter",
-            "BackendTLSPolicy",
-            "Gateway",
-            "TrafficProtectionPolicy",
-            "HTTPProxy",
-            "NetworkContext",
-            "Subnet",
-            "Connector",
-            "EndpointSlice",
-        ),
-        Sweep.COPIES,
-    ),
-}
+# The sweep that judges each kind, by its kind (gcjob/domain.py JUDGED_KINDS).
+SWEEP_OF = {k.kind: Sweep(k.sweep) for k in JUDGED_KINDS}
 
 
 @dataclass(frozen=True)
