@@ -8,15 +8,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcjob import __version__
-from gcjob.act.brake import BrakeLimits, percent_brake
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
+from gcjob.brakes import BrakeLimits, deletion_brake, percent_brake
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
-from gcjob.exitcodes import DESCRIPTIONS, FOR_ONE_RUN, ExitCode, most_severe
+from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
 from gcjob.kube.errors import ApiError, ConfigError, KubeError, Stopped, TlsFailure
 from gcjob.kube.liststrategy import Choice
 from gcjob.kube.reader import Reader
@@ -251,7 +251,7 @@ class Run:
         on a mass of orphans, not on a backlog being cleared (the marks brake held round 1)."""
         collection = max(in_scope, self.first_scope.setdefault(sweep, in_scope))
         reason = percent_brake(candidates, collection, self.limits)
-        return None if reason is None else f"deletion brake: {reason}"
+        return None if reason is None else deletion_brake(reason)
 
     def note_due(self, dues: Iterable[datetime | None]) -> None:
         """When orphans still waiting become due: the earliest is when a drain looks again."""
@@ -294,14 +294,9 @@ class Run:
     def marks_braked(self, sweep: Sweep, candidates: list[Verdict]) -> bool:
         """The marks brake: a mass of new orphans is the early warning to send, so a sweep
         that would mark too many marks none of them."""
-        written = self.marker.marks
-        if not candidates or written + len(candidates) <= self.settings.max_marks:
+        reason = self.marker.brake.holds(len(candidates))
+        if reason is None:
             return False
-        reason = (
-            f"marks brake: {len(candidates)} new marks (+{written} earlier this run) exceed "
-            f"--max-marks {self.settings.max_marks}: if these new orphans are right (a dry run "
-            f"lists them), raise --max-marks {FOR_ONE_RUN}"
-        )
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, reason))
         return True

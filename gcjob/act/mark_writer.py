@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from gcjob.act.writes import Writes
+from gcjob.brakes import MarksBrake
 from gcjob.budget import RunBudget
-from gcjob.exitcodes import FOR_ONE_RUN
 from gcjob.kube import reduce
 from gcjob.kube.access import Patched, PatchResult
 from gcjob.kube.errors import KubeError, Stopped
@@ -62,18 +62,12 @@ class Marker:
         self.dry_run = dry_run
         self.budget = budget
         self.writes = writes or Writes(budget, qps=0, max_writes=sys.maxsize)
-        self.max_marks = max_marks
-        self.marks = 0  # marks written this run (a dry run: that it would write)
+        self.brake = MarksBrake(max_marks)
 
     def marks_braked(self, *, upgrade: bool = False) -> str | None:
         """Why no further mark may be written this run, or None. `upgrade`: the rewrite of an
         older gcjob's mark, no new orphan: outside the marks brake, inside the write brake."""
-        if not upgrade and self.marks >= self.max_marks:
-            return (
-                f"marks brake: --max-marks {self.max_marks} reached this run (if the new "
-                f"orphans are right, raise --max-marks {FOR_ONE_RUN})"
-            )
-        return self.writes.braked()
+        return (None if upgrade else self.brake.holds()) or self.writes.braked()
 
     def _take(self, *, brakable: bool = True) -> str | None:
         """One write, paced when it goes to a server: None, or why it may not go out."""
@@ -104,7 +98,7 @@ class Marker:
             return Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, braked)
         detail = f"{why}: {verdict.detail}" if why else verdict.detail
         if self.target is None:
-            self.marks += not upgrade
+            self._count(upgrade)
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
         ref = verdict.ref
         try:
@@ -117,12 +111,16 @@ class Marker:
             failed = Outcome.of(sweep, verdict, Action.FAILED, Reason.MARK_FAILED, str(exc))
             return self._drop_old_mark(sweep, verdict, resource, failed)
         if result.outcome is Patched.APPLIED:
-            self.marks += not upgrade
+            self._count(upgrade)
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
         skipped = _not_patched(sweep, verdict, result, "mark")
         if result.outcome is Patched.GONE:
             return skipped
         return self._drop_old_mark(sweep, verdict, resource, skipped)
+
+    def _count(self, upgrade: bool) -> None:
+        if not upgrade:  # an older gcjob's mark rewritten is no new mark
+            self.brake.count()
 
     def _drop_old_mark(
         self, sweep: Sweep, verdict: Verdict, resource: Resource, outcome: Outcome

@@ -182,7 +182,7 @@ def _deleting_run(**settings: Any) -> tuple[Run, list[dict[str, Any]]]:
     ("settings", "named"),
     [
         ({"max_marks": 2}, "marks brake: 5 new marks"),
-        ({"max_marks": 6}, "marks brake: --max-marks 6 reached"),
+        ({"max_marks": 6}, "marks brake: 1 new mark (+6 earlier this run) exceeds --max-marks 6"),
         ({"max_writes": 4}, "write brake: --max-writes 4 reached"),
     ],
 )

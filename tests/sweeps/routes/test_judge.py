@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gcjob.brakes import is_suspect, suspect_groups
 from gcjob.decide.trace import Trace
-from gcjob.enumerate.upstream import is_suspect, suspect_groups
 from gcjob.model import (
     ClusterStatus,
     OwnerRead,
