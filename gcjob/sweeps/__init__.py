@@ -21,12 +21,12 @@ from gcjob.sweeps.bindings import explain as bindings_explain
 from gcjob.sweeps.bindings import sweep as bindings
 from gcjob.sweeps.companions import explain as companions_explain
 from gcjob.sweeps.companions import sweep as companions
-from gcjob.sweeps.companions.scan import read_companion_keys
+from gcjob.sweeps.companions.scan import scan_companion_keys
 from gcjob.sweeps.companions.sweep import CompanionsSwept
 from gcjob.sweeps.copies import explain as copies_explain
 from gcjob.sweeps.copies import sweep as copies
 from gcjob.sweeps.copies.scan import Discovering
-from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.routes import sweep as routes
 from gcjob.sweeps.routes.sweep import UpstreamRead
@@ -90,7 +90,7 @@ def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
     if swept.keys is not None:
         return swept.keys
     try:
-        return read_companion_keys(run.hub, run.scope, run.hub_reads)
+        return scan_companion_keys(run.hub, run.scope, run.hub_reads)
     except KubeError:
         return KeySet().freeze()  # every candidate is then confirmed by its own read
 
@@ -99,7 +99,7 @@ def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
 NOT_THE_COPIES_SWEEPS = frozenset({Reason.OUT_OF_SCOPE, Reason.NOT_A_COPY, Reason.LABELS_MISSING})
 
 
-def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
     """One object as this run's sweeps would judge it, in their order: the companions sweep
     acts on a companion's binding before the bindings sweep sees it. Each sweep's explain
     part files its steps and conclusions in `out`; the verdict, for explain's driver."""

@@ -31,7 +31,7 @@ KIND_RESOURCES = JUDGED_RESOURCES
 
 
 @dataclass
-class Explaining:
+class ExplainContext:
     """One explanation's reads and settings, as the sweep's run would have them."""
 
     log: ReadLog

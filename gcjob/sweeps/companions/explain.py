@@ -27,7 +27,7 @@ from gcjob.sweeps.companions.judge import (
     companion_left_scope,
     judge_companion,
 )
-from gcjob.sweeps.explaining import Explaining, out_of_scope
+from gcjob.sweeps.explaining import ExplainContext, out_of_scope
 
 # What the bindings sweep makes of a companion's binding the companions sweep leaves to it
 # (gcjob/sweeps/__init__.py passes it in: the sweeps do not import each other).
@@ -52,7 +52,10 @@ class CompanionByName:
     under the rule it serves (`reads_for`)."""
 
     def __init__(
-        self, ctx: Explaining, reads_for: str = "referrers-gone", proves_secret_type: bool = True
+        self,
+        ctx: ExplainContext,
+        reads_for: str = "referrers-gone",
+        proves_secret_type: bool = True,
     ) -> None:
         self.ctx = ctx
         self.reads_for = reads_for
@@ -69,7 +72,7 @@ class CompanionByName:
         return None if unproven is None else (unproven.reason, unproven.detail)
 
 
-def read_companion(ctx: Explaining, target: Target) -> tuple[str | None, Companion] | None:
+def read_companion(ctx: ExplainContext, target: Target) -> tuple[str | None, Companion] | None:
     """The object and its companion label, by name; None when there is none."""
     resource = COMPANION_RESOURCES[target.kind]
     as_companion = reduce.companion(resource)
@@ -83,7 +86,7 @@ def read_companion(ctx: Explaining, target: Target) -> tuple[str | None, Compani
 
 
 def explain(
-    ctx: Explaining, target: Target, out: Explanation, trace: Trace, bindings: BindingsSweep
+    ctx: ExplainContext, target: Target, out: Explanation, trace: Trace, bindings: BindingsSweep
 ) -> Verdict | None:
     """A ConfigMap or Secret: the companions sweep's judgement, then what the same run does
     to its binding (`bindings`: the bindings sweep's word, where this sweep leaves it)."""
@@ -111,7 +114,7 @@ def explain(
 
 
 def _its_binding(
-    ctx: Explaining,
+    ctx: ExplainContext,
     companion: Companion,
     verdict: Verdict,
     call: GraceCall | None,
@@ -173,7 +176,7 @@ def binding_conclusion(subject: str, follows: BindingCall) -> Conclusion:
     return conclusion(subject, verdict)
 
 
-def binding_of_companion(ctx: Explaining, binding: Binding, trace: Trace) -> Conclusion | None:
+def binding_of_companion(ctx: ExplainContext, binding: Binding, trace: Trace) -> Conclusion | None:
     """The companions sweep runs first: what it does to the binding named after a companion;
     None when it leaves the binding to the bindings sweep."""
     named = companion_bound_by(binding.ref.name)

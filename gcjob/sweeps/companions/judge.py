@@ -116,7 +116,7 @@ def _names_in_detail(names: tuple[str, ...]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
-def decide_companion(
+def companion_verdict(
     companion: Companion,
     live_workloads: Container[str],
     now: datetime,
@@ -300,7 +300,7 @@ def judge_companion(
     """The companions sweep's judgement of one labelled companion, traced."""
     trace = given(trace)
     ref = companion.ref
-    verdict = decide_companion(companion, world.workloads_in(ref.namespace), now, min_age, trace)
+    verdict = companion_verdict(companion, world.workloads_in(ref.namespace), now, min_age, trace)
     if verdict.delete and ref.kind == "Secret" and world.proves_secret_type:
         unproven = world.secret_type_unproven(verdict)
         if unproven is None:

@@ -45,8 +45,8 @@ from gcjob.run import Run
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.copies.act import (
+    MemberDeletion,
     Rechecks,
-    Target,
     delete_member,
     first_read,
 )
@@ -198,7 +198,7 @@ def sweep(run: Run, projects: ProjectReads) -> None:
         state.in_scope += scan.in_scope
         judged.update(scan.judged)
     report_failed(run, SWEEP, scans)
-    sort: GraceSort[Target | None] = GraceSort(Rule.COPY, run.now, settings.grace)
+    sort: GraceSort[MemberDeletion | None] = GraceSort(Rule.COPY, run.now, settings.grace)
 
     def keep_unless_unmarked(verdict: Verdict) -> None:
         if not sort.not_orphan(verdict, None):
@@ -246,15 +246,15 @@ def sweep(run: Run, projects: ProjectReads) -> None:
 
     rechecks = Rechecks(recheck)
 
-    def delete(graced: Graced[Target | None]) -> list[Outcome]:
+    def delete(graced: Graced[MemberDeletion | None]) -> list[Outcome]:
         assert graced.target is not None  # an orphan always has its target
         return [delete_member(graced.verdict, graced.target, run.deleter, rechecks, enforced)]
 
-    def resource(graced: Graced[Target | None]) -> Resource:
+    def resource(graced: Graced[MemberDeletion | None]) -> Resource:
         assert graced.target is not None
         return graced.target.resource
 
-    def owner_of(graced: Graced[Target | None]) -> UpstreamOwner:
+    def owner_of(graced: Graced[MemberDeletion | None]) -> UpstreamOwner:
         assert graced.target is not None
         return graced.target.owner
 
@@ -314,7 +314,7 @@ def _second_read(
 
 
 def _sort_group(
-    sort: GraceSort[Target | None],
+    sort: GraceSort[MemberDeletion | None],
     kinds: HubKinds,
     group: list[Member],
     verdicts: tuple[Verdict, ...],
@@ -334,7 +334,7 @@ def _sort_group(
                 verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail, cluster=verdict.cluster
             )
         anchors = (anchor,) if anchor is not None else member.anchors
-        target = Target(
+        target = MemberDeletion(
             resources[(member.replica.group, member.ref.kind)],
             member.owner,
             anchors,

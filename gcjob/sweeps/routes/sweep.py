@@ -56,7 +56,7 @@ from gcjob.sweeps.routes.scan import (
     IndexedUpstream,
     owners_to_read,
     project_answers,
-    read_marked_outside_routes,
+    scan_marked_outside_routes,
     scan_routes,
 )
 
@@ -235,7 +235,7 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list HTTPRoutes", exc)
     try:
-        left = read_marked_outside_routes(run.hub, run.scope, run.hub_reads)
+        left = scan_marked_outside_routes(run.hub, run.scope, run.hub_reads)
     except KubeError as exc:
         # A mark left behind could be counted from when the labels come back: decide nothing.
         return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
