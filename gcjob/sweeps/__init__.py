@@ -42,7 +42,7 @@ def execute(run: Run) -> None:
     in sweep order, whatever order the answers came in."""
     for sweep in Sweep:
         if sweep in run.settings.sweeps and (sweep is not Sweep.COPIES or copies_possible(run)):
-            run.sweeps[sweep] = SweepState()
+            run.tally.sweeps[sweep] = SweepState()
     run.hub_reads = Reads(run.settings.hub_concurrency, "hub")
     run.upstream_reads = Reads(run.settings.upstream_concurrency, "upstream")
     ahead = Reads(1, "routes")  # not a hub or upstream worker: it may wait on those pools
@@ -52,13 +52,13 @@ def execute(run: Run) -> None:
     projects = ProjectReads(run.projects, run.is_project)
     swept = NOT_SWEPT
     try:
-        if Sweep.ROUTES in run.sweeps and run.upstreams is not None:
+        if Sweep.ROUTES in run.tally.sweeps and run.upstreams is not None:
             upstream = ahead.start(lambda: routes.read(run))
-        for sweep, state in run.sweeps.items():
+        for sweep, state in run.tally.sweeps.items():
             stop = run.budget.stop_reason()
             if stop is not None:
                 state.status, state.detail = "stopped", stop
-                run.codes.add(ExitCode.STOPPED)
+                run.tally.codes.add(ExitCode.STOPPED)
                 continue
             run.reporter.progress(f"{sweep.value}: sweeping")
             if sweep is Sweep.COMPANIONS:
@@ -72,7 +72,7 @@ def execute(run: Run) -> None:
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()
-    if ExitCode.STOPPED in run.codes:
+    if ExitCode.STOPPED in run.tally.codes:
         log.warning("run stopped: %s", run.budget.stop_reason())
 
 

@@ -106,7 +106,7 @@ def act(
     clear = True
     cut = drain_cut(
         sort.due,
-        max(run.settings.max_deletions - run.deleted, 0),
+        max(run.settings.max_deletions - run.tally.deleted, 0),
         run.settings.max_deletions,
         lambda graced: graced.call.since,
         group or id,

@@ -92,7 +92,7 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
     """`labelled`: the labelled companions, as (kind, namespace, name) (empty when they could
     not be read: every candidate is then confirmed by its own read); `reported`: the uids of
     the bindings the companions sweep already reported this run, with their companions."""
-    state = run.sweeps[SWEEP]
+    state = run.tally.sweeps[SWEEP]
     settings = run.settings
 
     def start() -> BindingScan:

@@ -104,7 +104,7 @@ def _ref(judged: CompanionJudgement) -> ObjectRef:
 
 
 def sweep(run: Run) -> CompanionsSwept:
-    state = run.sweeps[SWEEP]
+    state = run.tally.sweeps[SWEEP]
     reported: set[str] = set()
 
     def noting(outcomes: list[Outcome]) -> list[Outcome]:

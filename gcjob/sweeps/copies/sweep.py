@@ -127,7 +127,7 @@ class CopyScan(ObjectScan[Replica]):
 
 def sweep(run: Run, projects: ProjectReads) -> None:
     """`projects`: the run's Project API, shared with the routes sweep."""
-    state = run.sweeps[SWEEP]
+    state = run.tally.sweeps[SWEEP]
     settings = run.settings
     if run.upstreams is None:
         state.status = "not-configured"
@@ -187,7 +187,7 @@ def sweep(run: Run, projects: ProjectReads) -> None:
     facts = {o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners}
     calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
     if any(call.unknown for call in calls.values()):
-        run.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
+        run.tally.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
     try:
         scans = _second_read(run, kinds, calls)
     except KubeError as exc:
