@@ -15,6 +15,8 @@ from typing import Any, Protocol
 from gcjob.act.writes import Writes
 from gcjob.brakes import MarksBrake
 from gcjob.budget import RunBudget
+from gcjob.decide.grace import Next
+from gcjob.decide.plan import plan, removal
 from gcjob.kube import reduce
 from gcjob.kube.access import Patched, PatchResult
 from gcjob.kube.errors import KubeError, Stopped
@@ -96,7 +98,7 @@ class Marker:
         braked = self.marks_braked(upgrade=upgrade) or self._take()
         if braked is not None:
             return Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, braked)
-        detail = f"{why}: {verdict.detail}" if why else verdict.detail
+        detail = plan(verdict, Next.MARK, why).detail
         if self.target is None:
             self._count(upgrade)
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
@@ -143,8 +145,7 @@ class Marker:
     def _unmark(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
         done = Action.WOULD_UNMARK if self.dry_run else Action.UNMARKED
         # A dry run removes nothing, and says so.
-        removed = "mark would be removed" if self.dry_run else "mark removed"
-        detail = f"{removed}: {verdict.detail}" if verdict.detail else removed
+        detail = removal(verdict.detail, dry_run=self.dry_run)
         stopped = self._stopped(sweep, verdict)
         if stopped is not None:
             return stopped
@@ -195,15 +196,10 @@ class Marker:
 
 
 def waiting(sweep: Sweep, verdict: Verdict, detail: str, since: datetime | None) -> Outcome:
-    """An orphan on the same evidence, marked less than the grace period ago: kept, for now."""
-    return Outcome.of(
-        sweep,
-        verdict,
-        Action.SKIPPED,
-        Reason.GRACE_PERIOD,
-        f"{detail}: {verdict.detail}",
-        orphaned_since=since,
-    )
+    """An orphan on the same evidence, marked less than the grace period ago: kept, for now
+    (`detail`: why it waits, before the verdict's)."""
+    waits = plan(verdict, Next.WAIT, detail)
+    return Outcome.of(sweep, verdict, waits.action, waits.reason, waits.detail, since)
 
 
 def _not_patched(sweep: Sweep, verdict: Verdict, result: PatchResult, what: str) -> Outcome:

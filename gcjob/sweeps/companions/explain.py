@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 from typing import Any
 
-from gcjob.decide.explanation import NOT_FOUND, Conclusion, Explanation, Target, conclusion, graced
+from gcjob.decide.explanation import (
+    NOT_FOUND,
+    Conclusion,
+    Explanation,
+    Target,
+    concluded,
+    graced,
+)
 from gcjob.decide.grace import GraceCall, Next
 from gcjob.decide.trace import Trace
 from gcjob.domain import COMPANION_LABEL, binding_name
@@ -20,8 +27,8 @@ from gcjob.model import Binding, Companion, ObjectRef, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.companions.act import prove_secret_type
 from gcjob.sweeps.companions.judge import (
-    WAITS_WITH_ITS_COMPANION,
     BindingCall,
+    binding_plan,
     companion_binding,
     companion_bound_by,
     companion_left_scope,
@@ -165,15 +172,8 @@ def _follows(
 
 
 def binding_conclusion(subject: str, follows: BindingCall) -> Conclusion:
-    """What act.py reports for the binding, as explain says it."""
-    verdict = follows.verdict
-    if follows.next is Next.WAIT:
-        return Conclusion(subject, "skipped", Reason.GRACE_PERIOD, WAITS_WITH_ITS_COMPANION)
-    if follows.next is Next.MARK:
-        return Conclusion(subject, "would-mark", verdict.reason, verdict.detail)
-    if follows.next is Next.UNMARK:
-        return Conclusion(subject, "would-unmark", verdict.reason, verdict.detail)
-    return conclusion(subject, verdict)
+    """What act.py does with the binding and reports, as explain says it: the same plan."""
+    return concluded(subject, follows.verdict, binding_plan(follows))
 
 
 def binding_of_companion(ctx: ExplainContext, binding: Binding, trace: Trace) -> Conclusion | None:

@@ -18,6 +18,7 @@ from gcjob.decide.common import (
     spec_resource_names,
 )
 from gcjob.decide.grace import GraceCall, Graced, Next, due_by, grace_call, left_scope
+from gcjob.decide.plan import Plan, plan
 from gcjob.decide.trace import Trace, given
 from gcjob.domain import (
     COMPANION_LABEL,
@@ -378,6 +379,13 @@ def companion_binding(
         return BindingCall(Next.WAIT, marked)
     trace.hold("grace", Reason.COMPANION_ORPHANED, f"{describe_mark(mark)}: {marked.detail}")
     return BindingCall(Next.MARK, marked, evidence)
+
+
+def binding_plan(follows: BindingCall) -> Plan:
+    """What is done with a companion's binding, and reported (act.py writes it, explain says
+    it): a wait says it goes with its companion."""
+    why = WAITS_WITH_ITS_COMPANION if follows.next is Next.WAIT else ""
+    return plan(follows.verdict, follows.next, why)
 
 
 def companion_bound_by(binding: str) -> tuple[str, str] | None:
