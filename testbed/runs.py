@@ -14,6 +14,8 @@ from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
+from gcjob.decide.explanation import Explanation, Target
+from gcjob.explain import Explainer
 from gcjob.kube.snapshot import Snapshot, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats
 from gcjob.model import Sweep
@@ -76,3 +78,36 @@ def snapshot_run(
     for sweep in sweeps:
         run.tally.sweeps[sweep] = SweepState()
     return SnapshotRun(run, out)
+
+
+def explainer(directory: Path = DEMO, grace: timedelta = timedelta(0)) -> Explainer:
+    """`gcjob explain`'s driver over the same snapshot, with the settings snapshot_run uses."""
+    snapshot = Snapshot(str(directory))
+    config = Settings(grace=grace)
+    assert snapshot.captured_at is not None
+    return Explainer(
+        snapshot.hub,
+        SnapshotUpstreams(snapshot.upstreams),
+        snapshot.captured_at,
+        config.min_age,
+        grace=grace,
+        suspect_min_routes=config.suspect_min_routes,
+        settings=config,
+    )
+
+
+def explained_as_swept(
+    sweeps: tuple[Sweep, ...], only: Sweep, grace: timedelta
+) -> list[tuple[dict[str, Any], Explanation]]:
+    """Every item `only` reported in a run of `sweeps` over the demo, each with what
+    `gcjob explain` says of that object: the pairs to hold to one another."""
+    from gcjob.sweeps import execute  # the sweeps' order, as the lifecycle runs them
+
+    ran = snapshot_run(*sweeps, grace=grace)
+    execute(ran.run)
+    ex = explainer(grace=grace)
+    return [
+        (item, ex.explain(Target(item["kind"], item["namespace"], item["name"])))
+        for item in ran.items()
+        if item["sweep"] == only.value
+    ]
