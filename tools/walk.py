@@ -5,7 +5,7 @@ in order, and how often control climbs back to a file it already left.
     python tools/walk.py --pytest tests/e2e/test_copies_e2e.py::test_... [-- pytest args]
 
 The walk starts when gcjob/lifecycle.py `run_sweep` is entered and ends when it returns (the
-first run only, with --pytest). Every call and return in the main thread that moves control
+first run only, with --pytest). Every call and return in run_sweep's thread that moves control
 from one gcjob file to another is a step; a step into a file already visited is a climb back.
 Calls that stay in one file are not steps. Printed: files visited (distinct), steps, climbs
 back, distinct steps (from -> to pairs) and distinct climbs back, and per file how often the
@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import threading
 from collections import Counter
 from pathlib import Path
 from types import FrameType
@@ -61,11 +60,7 @@ class Walk:
             return
         path = frame.f_code.co_filename
         if not self.active:
-            if (
-                event == "call"
-                and frame.f_code.co_name == "run_sweep"
-                and path.endswith("gcjob/lifecycle.py")
-            ):
+            if event == "call" and frame.f_code.co_name == "run_sweep" and path.startswith(PACKAGE):
                 self.active, self.depth = True, 0
                 self._move(_name(path))
             return
@@ -101,26 +96,32 @@ def _name(path: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    from gcjob import lifecycle
+
     walk = Walk()
-    main_thread = threading.main_thread()
+    run_sweep = lifecycle.run_sweep
 
-    def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if threading.current_thread() is main_thread:
-            walk.profile(frame, event, arg)
+    def walked(*args: Any, **kwargs: Any) -> Any:
+        """The first run_sweep, followed; nothing else is (a profiler slows all it watches)."""
+        if walk.done or walk.active:
+            return run_sweep(*args, **kwargs)
+        sys.setprofile(walk.profile)
+        try:
+            return run_sweep(*args, **kwargs)
+        finally:
+            sys.setprofile(None)
+            walk.done = True
 
-    sys.setprofile(profile)
-    try:
-        if argv and argv[0] == "--pytest":
-            import pytest
+    lifecycle.run_sweep = walked  # the cli imports it when a sweep starts
+    if argv and argv[0] == "--pytest":
+        import pytest
 
-            pytest.main(["-q", "-p", "no:randomly", "-p", "no:xdist", *argv[1:]])
-        else:
-            from gcjob.cli import cli
+        pytest.main(["-q", "-p", "no:randomly", "-p", "no:xdist", *argv[1:]])
+    else:
+        from gcjob.cli import cli
 
-            with contextlib.suppress(SystemExit):
-                cli.main(argv, standalone_mode=False)
-    finally:
-        sys.setprofile(None)
+        with contextlib.suppress(SystemExit):
+            cli.main(argv, standalone_mode=False)
     print(json.dumps(walk.report(), indent=1), file=sys.stderr)
     return 0
 
