@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import socket
 import sys
 import time
@@ -47,7 +46,7 @@ from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
 from gcjob.run import Run, RunContext
-from gcjob.settings import Settings
+from gcjob.settings import IGNORED_VARIABLES, Settings
 from gcjob.sweeps import execute
 from gcjob.times import run_clock
 from gcjob.visible import visible
@@ -66,10 +65,8 @@ def run_sweep(settings: Settings, budget: RunBudget) -> int:
     cli binds them before it imports this module)."""
     run_id = str(uuid.uuid4())  # in every log line and report record of this run
     logs.setup(settings.log_format, run_id)
-    if os.environ.get("GCJOB_DELETE"):
-        log.warning("GCJOB_DELETE is ignored: deleting needs --delete on the command line")
-    if os.environ.get("GCJOB_NOW"):
-        log.warning("GCJOB_NOW is ignored: a run decides by the hub's clock (--now: dry runs)")
+    for variable in settings.ignored_variables:
+        log.warning("%s is ignored: %s", variable, IGNORED_VARIABLES[variable])
     if settings.now is not None:
         log.warning("deciding as of --now %s, not the clock", settings.now.isoformat())
     started = time.monotonic()
@@ -501,8 +498,9 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
     # Only the hub's lists get --list-timeout: a whole large collection is the one answer
     # that can rightly take long. An upstream's Gateway lists are small, and a black-holed
     # upstream must be given up on after --read-timeout.
-    hub_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout, settings.list_timeout)
-    upstream_timeouts = Timeouts(settings.connect_timeout, settings.read_timeout)
+    connect, read = settings.connect_timeout.total_seconds(), settings.read_timeout.total_seconds()
+    hub_timeouts = Timeouts(connect, read, settings.list_timeout.total_seconds())
+    upstream_timeouts = Timeouts(connect, read)
 
     def make_access(
         client: Any,

@@ -59,7 +59,6 @@ class OwnerRef:
     kind: str
     name: str
     controller: bool  # True also where `controller` is not a boolean: fail closed
-    uid: str = ""
 
 
 # An ownerReference that could not be read: decisions treat it as a foreign controller.
@@ -121,7 +120,6 @@ class Binding:
     cluster_policy: bool  # bound by a ClusterPropagationPolicy: never ours to touch
     resource: BoundResource | None = None
     protect: Protect = ()
-    owners: tuple[OwnerRef, ...] = ()  # only its controller ownerReferences (Karmada's)
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,7 +229,8 @@ MEANINGS: Final[Mapping[Reason, str]] = {
         "project gone: kept (a second look that could not be read is `lookup-failed`)"
     ),
     Reason.ANCHOR_OWNS_KEPT_COPY: (
-        "an orphaned anchor that owns a copy which is kept: the garbage collector would take it"
+        "an orphaned anchor that owns a copy which is kept: an anchor goes only after every copy "
+        "it owns"
     ),
 }
 
@@ -353,9 +354,9 @@ def reasons_page() -> str:
         "",
         "Every `reason` gcjob reports: a report item's `reason`, the summary's `counts` and"
         " `marks`, a mark's `gcjob.datumapis.com/orphaned-reason` annotation and"
-        " `gcjob explain`'s conclusion. Codes are stable and machine-readable. *Sweeps*: where"
-        " the code appears (`all`: any sweep; `explain`: `gcjob explain`, which also concludes with"
-        " the codes of the sweeps).",
+        " `gcjob explain`'s conclusion. Codes are stable and machine-readable. The sweeps"
+        " column: where the code appears (`all`: any sweep; `explain`: `gcjob explain`, which"
+        " also concludes with the codes of the sweeps).",
         "",
         "| code | sweeps | meaning |",
         "| --- | --- | --- |",

@@ -1,13 +1,27 @@
-"""Run settings, as plain data, and the parsing of their values."""
+"""Run settings, as plain data that checks itself, and the parsing of their values.
+
+`Settings(...)` is the one way to make them, for the command line, the tests and the benches
+alike: it refuses whatever the command line refuses (a `SettingsError` naming the field at
+fault, which gcjob/cli.py reports as the flag or variable it came from, exit 2), so no run can
+start from settings no command line could give. Durations are timedeltas, every one."""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
+from typing import Final
 
+from gcjob.domain import (
+    REPLICATED_KIND_NAMES,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_reserved_namespace,
+)
 from gcjob.model import Sweep
+from gcjob.urls import outbound_problem, project_api_problem
 
 MAX_DURATION_SECONDS = 365 * 24 * 3600
 
@@ -30,6 +44,45 @@ DEFAULT_CLOCK_SKEW = "5m"
 # `etcd` is the old name of pages, still taken.
 LIST_FROM = ("auto", "cache", "pages")
 LIST_FROM_ALIASES = {"etcd": "pages"}
+LOG_FORMATS = ("json", "text")
+# The bounds of the numeric settings (None: no upper bound). The flags' types are made from
+# them (gcjob/flags.py) and Settings refuses a value outside them: one place.
+BOUNDS: Final[Mapping[str, tuple[float, float | None]]] = {
+    "page_size": (1, 10000),
+    "upstream_concurrency": (1, 256),
+    "upstream_max_pages": (0, None),
+    "upstream_max_items": (1, None),
+    "upstream_max_mib": (1, None),
+    "hub_concurrency": (1, None),
+    "max_deletions": (0, None),
+    "max_delete_percent": (0, 100),
+    "brake_min_objects": (0, None),
+    "suspect_min_routes": (0, None),
+    "write_qps": (0, None),
+    "max_writes": (0, None),
+    "max_marks": (0, None),
+    "max_projects_gone": (0, None),
+}
+# Durations that must be more than 0s: a request timeout of 0s would make every request fail.
+POSITIVE_DURATIONS: Final = frozenset(
+    {"connect_timeout", "read_timeout", "list_timeout", "upstream_max_time"}
+)
+# Settings naming a target or a file: given blank, they would fall back to another one
+# (`--hub-kubeconfig ''` to $KUBECONFIG, then to the pod's own credentials): refused.
+NO_BLANK: Final = (
+    "hub_kubeconfig",
+    "hub_context",
+    "upstream_kubeconfig",
+    "upstream_server_template",
+    "snapshot",
+    "report_file",
+    "record_deletions",
+)
+# The variables that would be --delete's and --now's twins: never read, only warned about.
+IGNORED_VARIABLES: Final[Mapping[str, str]] = {
+    "GCJOB_DELETE": "deleting needs --delete on the command line",
+    "GCJOB_NOW": "a run decides by the hub's clock (--now: dry runs)",
+}
 # ASCII digits only: `\d` and float() would also read Arabic-Indic or full-width digits.
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 _SECONDS = re.compile(_NUMBER)
@@ -58,15 +111,33 @@ def parse_duration(text: str) -> timedelta:
     return duration
 
 
+def _duration_problem(duration: timedelta) -> str | None:
+    """What parse_duration would refuse in a duration given as a timedelta."""
+    if not timedelta(0) <= duration <= timedelta(seconds=MAX_DURATION_SECONDS):
+        return f"{duration} is not a duration between 0 and 1 year"
+    if timedelta(0) < duration < timedelta(milliseconds=1):
+        return f"{duration} is shorter than a millisecond: write 0 for none"
+    return None
+
+
 GRACE = parse_duration(DEFAULT_GRACE)
 MIN_AGE = parse_duration(DEFAULT_MIN_AGE)
 TIMEOUT = parse_duration(DEFAULT_TIMEOUT)
 UPSTREAM_MAX_TIME = parse_duration(DEFAULT_UPSTREAM_MAX_TIME)
 CLOCK_SKEW = parse_duration(DEFAULT_CLOCK_SKEW)
+CONNECT_TIMEOUT = parse_duration(DEFAULT_CONNECT_TIMEOUT)
+READ_TIMEOUT = parse_duration(DEFAULT_READ_TIMEOUT)
+LIST_TIMEOUT = parse_duration(DEFAULT_LIST_TIMEOUT)
 
 
-def _seconds(duration: str) -> float:
-    return parse_duration(duration).total_seconds()
+class SettingsError(ValueError):
+    """Settings the command line would refuse. `field`: the one setting at fault (the command
+    line names its flag or variable); None: settings that contradict each other."""
+
+    def __init__(self, problem: str, field: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -107,9 +178,9 @@ class Settings:
     lock: bool = True
     lock_namespace: str = "default"
     lock_name: str = "gcjob"
-    connect_timeout: float = _seconds(DEFAULT_CONNECT_TIMEOUT)
-    read_timeout: float = _seconds(DEFAULT_READ_TIMEOUT)
-    list_timeout: float = _seconds(DEFAULT_LIST_TIMEOUT)
+    connect_timeout: timedelta = CONNECT_TIMEOUT
+    read_timeout: timedelta = READ_TIMEOUT
+    list_timeout: timedelta = LIST_TIMEOUT
     pushgateway: str | None = None
     notify_webhook: str | None = None
     grace: timedelta = GRACE
@@ -128,3 +199,127 @@ class Settings:
     # only when created after its old anchor by more than this.
     clock_skew: timedelta = CLOCK_SKEW
     now: datetime | None = None  # decide as of this time (--now, for tests and replays)
+    # GCJOB_DELETE and GCJOB_NOW, when set: never read, the run warns that they are ignored.
+    ignored_variables: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_scope(self)
+        _check_values(self)
+        _check_together(self)
+
+
+def _check_scope(settings: Settings) -> None:
+    """--namespace and --exclude-namespace: names, never blank (that would widen the sweep to
+    every namespace), never reserved, never both."""
+    for field in ("namespaces", "exclude_namespaces"):
+        for name in getattr(settings, field):
+            if not is_dns1123_label(name):
+                problem = "an empty namespace" if not name else f"{name!r} is not a namespace name"
+                raise SettingsError(
+                    f"{problem} (a DNS-1123 label: lowercase letters, digits, '-')", field
+                )
+        if field == "namespaces":
+            for name in settings.namespaces:
+                if is_reserved_namespace(name):
+                    raise SettingsError(f"{name} is reserved and never swept", field)
+    both = [ns for ns in settings.namespaces if ns in settings.exclude_namespaces]
+    if both:
+        raise SettingsError(
+            f"{both[0]} is both included and excluded (--exclude-namespace): nothing would be "
+            "swept there",
+            "namespaces",
+        )
+
+
+def _check_values(settings: Settings) -> None:
+    """Each setting on its own: URLs, kinds, the lock's names, numbers, durations, choices."""
+    for field, secret_in_url in (("notify_webhook", True), ("pushgateway", False)):
+        url = getattr(settings, field)
+        problem = url and outbound_problem(url, secret_in_url=secret_in_url)
+        if problem:
+            raise SettingsError(problem, field)
+    unknown = [k for k in settings.drop_copy_kinds if k not in REPLICATED_KIND_NAMES]
+    if unknown:
+        raise SettingsError(
+            f"{unknown[0]!r} is not a kind the copies sweep reads (one of: "
+            + ", ".join(REPLICATED_KIND_NAMES)
+            + ")",
+            "drop_copy_kinds",
+        )
+    problem = settings.project_api and project_api_problem(settings.project_api)
+    if problem:
+        raise SettingsError(problem, "project_api")
+    _check_lock(settings)
+    for field, (low, high) in BOUNDS.items():
+        number = getattr(settings, field)
+        if not math.isfinite(number) or number < low or (high is not None and number > high):
+            upper = "" if high is None else f"<={high}"
+            raise SettingsError(f"{number!r} is not in the range {low}<=x{upper}", field)
+    for item in fields(settings):
+        value = getattr(settings, item.name)
+        if isinstance(value, timedelta):
+            problem = _duration_problem(value)
+            if problem is None and item.name in POSITIVE_DURATIONS and not value:
+                problem = f"{value} must be more than 0s"
+            if problem:
+                raise SettingsError(problem, item.name)
+    _check_choices(settings)
+
+
+def _check_lock(settings: Settings) -> None:
+    if not is_dns1123_label(settings.lock_namespace):
+        raise SettingsError(
+            f"{settings.lock_namespace!r} is not a namespace name (DNS-1123 label)",
+            "lock_namespace",
+        )
+    if is_reserved_namespace(settings.lock_namespace):
+        raise SettingsError(
+            f"{settings.lock_namespace!r} is reserved (kube-*, karmada-*): gcjob writes "
+            "nothing there, its Lease included",
+            "lock_namespace",
+        )
+    if not is_dns1123_subdomain(settings.lock_name):
+        raise SettingsError(
+            f"{settings.lock_name!r} is not a Lease name (DNS-1123 subdomain)", "lock_name"
+        )
+
+
+def _check_choices(settings: Settings) -> None:
+    if not settings.sweeps or not all(isinstance(s, Sweep) for s in settings.sweeps):
+        raise SettingsError(f"{settings.sweeps!r}: name one sweep or more", "sweeps")
+    if not all(isinstance(s, Sweep) for s in settings.enforce):
+        raise SettingsError(f"{settings.enforce!r} are not all sweeps", "enforce")
+    if settings.log_format not in LOG_FORMATS:
+        raise SettingsError(f"{settings.log_format!r} is not one of {LOG_FORMATS}", "log_format")
+    if settings.list_from not in LIST_FROM:
+        raise SettingsError(f"{settings.list_from!r} is not one of {LIST_FROM}", "list_from")
+    if settings.now is not None and settings.now.utcoffset() is None:
+        raise SettingsError(f"{settings.now} is not a time with a zone", "now")
+    unknown = [name for name in settings.ignored_variables if name not in IGNORED_VARIABLES]
+    if unknown:
+        raise SettingsError(f"{unknown[0]} is not a variable gcjob ignores", "ignored_variables")
+
+
+def _check_together(settings: Settings) -> None:
+    """Settings that contradict each other, and targets given blank."""
+    if settings.snapshot and settings.delete:
+        raise SettingsError("--snapshot is a dry run: it cannot be combined with --delete")
+    if settings.now is not None and settings.delete:
+        raise SettingsError(
+            "--now cannot be combined with --delete: a run that deletes uses the hub's clock"
+        )
+    if settings.drain and not settings.delete:
+        raise SettingsError(
+            "--drain needs --delete: a dry run writes no marks, so no grace period can pass"
+        )
+    for field in NO_BLANK:
+        value = getattr(settings, field)
+        if value is not None and not value.strip():
+            raise SettingsError("is empty: name one, or leave the flag out", field)
+    if settings.snapshot and (settings.hub_kubeconfig or settings.hub_context):
+        raise SettingsError("--snapshot replaces the hub: drop --hub-kubeconfig/--hub-context")
+    if settings.snapshot and (settings.upstream_kubeconfig or settings.upstream_server_template):
+        raise SettingsError(
+            "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
+            "--upstream-kubeconfig/--upstream-server-template"
+        )

@@ -79,14 +79,22 @@ def upstream_kubeconfig(upstream_endpoint: Endpoint) -> str:
 
 @pytest.fixture
 def hub(hub_endpoint: Endpoint) -> Iterator[TestCluster]:
-    cluster = TestCluster(hub_endpoint.kubeconfig, hub_endpoint.context)
+    cluster = TestCluster(
+        hub_endpoint.kubeconfig,
+        hub_endpoint.context,
+        collects_garbage=hub_endpoint.collects_garbage,
+    )
     yield cluster
     cluster.cleanup()
 
 
 @pytest.fixture
 def upstream(upstream_endpoint: Endpoint) -> Iterator[TestCluster]:
-    cluster = TestCluster(upstream_endpoint.kubeconfig, upstream_endpoint.context)
+    cluster = TestCluster(
+        upstream_endpoint.kubeconfig,
+        upstream_endpoint.context,
+        collects_garbage=upstream_endpoint.collects_garbage,
+    )
     yield cluster
     cluster.cleanup()
 

@@ -165,6 +165,8 @@ def test_loopback_webhooks_and_plain_pushgateways_are_accepted(flag: str, url: s
         ("--upstream-kubeconfig", "GCJOB_UPSTREAM_KUBECONFIG"),
         ("--upstream-server-template", "GCJOB_UPSTREAM_SERVER_TEMPLATE"),
         ("--report-file", "GCJOB_REPORT_FILE"),
+        ("--record-deletions", "GCJOB_RECORD_DELETIONS"),
+        ("--snapshot", "GCJOB_SNAPSHOT"),
     ],
 )
 @pytest.mark.parametrize("blank", ["", "  "])

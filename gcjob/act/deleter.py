@@ -87,21 +87,6 @@ class Deleter:
         self.record.after(outcome)
         return outcome
 
-    def cascaded(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
-        """An object the hub's garbage collector is deleting because this run deleted its
-        owner (with propagationPolicy Background): deleted by this run, through its owner, and
-        recorded as such (--record-deletions: read and recorded now, while it is terminating);
-        no request of its own is sent, so it takes no write."""
-        assert not self.dry_run and self.access is not None, "only a deletion cascades"
-        outcome = Outcome.of(sweep, verdict, Action.DELETED)
-        if self.record is None:
-            return outcome
-        held = self.record.before(self.access, sweep, verdict, resource)
-        if held is not None:
-            return held
-        self.record.after(outcome)
-        return outcome
-
     def _send(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
         """The pinned delete, its answer as an Outcome."""
         assert self.access is not None, "deleting needs a live API"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from gcjob.domain import (
@@ -142,7 +141,6 @@ def owners(obj: Obj, controllers_only: bool = False) -> tuple[OwnerRef, ...]:
                 kind=sys.intern(_text(ref.get("kind"))),
                 name=_text(ref.get("name")),
                 controller=is_controller,
-                uid=_text(ref.get("uid")),
             )
         )
     return tuple(found)
@@ -202,13 +200,6 @@ def binding(obj: Obj) -> Binding:
         resource=_bound_resource(obj),
         protect=protect(obj),
     )
-
-
-def owned_binding(obj: Obj) -> Binding:
-    """A binding read on its own, with its controller ownerReferences (whose delete it is part
-    of: gcjob/sweeps/companions/judge.py went_with). Lists keep none: one each, at every
-    binding of a large hub, for the few read again after their companion's delete."""
-    return replace(binding(obj), owners=owners(obj, controllers_only=True))
 
 
 def _parent_ref(value: object) -> ParentRef:

@@ -91,12 +91,20 @@ def get(resource: Resource, namespace: str | None, name: str, *, metadata_only: 
     )
 
 
+# A delete takes exactly what was judged: never, through the hub's garbage collector, an
+# object that names it as its owner. With Orphan the collector removes the deleted object's
+# ownerReference from each dependent, then lets it go (docs/rules.md, "A delete takes exactly
+# what was judged").
+PROPAGATION_POLICY = "Orphan"
+
+
 def delete(resource: Resource, namespace: str | None, name: str, uid: str, rv: str) -> Request:
-    """A delete pinned to what was observed: a 409 then means "changed since I looked"."""
+    """A delete pinned to what was observed (a 409 then means "changed since I looked"),
+    orphaning whatever names it as its owner."""
     body = {
         "kind": "DeleteOptions",
         "apiVersion": "v1",
-        "propagationPolicy": "Background",
+        "propagationPolicy": PROPAGATION_POLICY,
         "preconditions": {"uid": uid, "resourceVersion": rv},
     }
     # The answer is the object itself: ask for metadata only (always, for a Secret).

@@ -41,15 +41,6 @@ def test_a_stopped_run_deletes_nothing_and_says_so() -> None:
     assert "deadline" in outcome.detail
 
 
-def test_a_cascade_is_deleted_through_its_owner_without_a_write_of_its_own() -> None:
-    """An object the hub's garbage collector takes with its owner this run deleted: reported
-    deleted, no request sent, no write taken from the run's budget."""
-    deleter = Deleter(object(), dry_run=False, budget=RunBudget(None), qps=5)  # type: ignore[arg-type]
-    outcome = deleter.cascaded(Sweep.COMPANIONS, VERDICT, CONFIGMAPS)
-    assert (outcome.action, outcome.reason) == (Action.DELETED, "orphaned")
-    assert deleter.writes.counted == 0
-
-
 def test_the_rate_limit_spaces_deletions() -> None:
     clock = Clock()
     deleter = Deleter(

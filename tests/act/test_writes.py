@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
@@ -32,8 +30,6 @@ from gcjob.run import Run, RunContext
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
 from testbed.report import sweep_snapshot
-from tests.test_boundary import NAMES, with_configmaps
-from tests.test_boundary import companions as generated_companions
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo"
 
@@ -232,45 +228,3 @@ def test_the_write_limit_keeps_its_old_name(
     [settings] = seen
     assert settings.write_qps == qps
     assert settings.max_writes == 1000
-
-
-@settings(
-    # A whole CLI run per example: costlier than a pure function, so fewer of them.
-    max_examples=max(10, settings().max_examples // 4),
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    objects=st.lists(generated_companions(), min_size=1, max_size=8),
-    names=st.lists(NAMES, min_size=8, max_size=8, unique=True),
-    max_writes=st.integers(0, 12),
-    max_marks=st.integers(0, 12),
-    grace=st.sampled_from(["0", "1h"]),
-)
-def test_generated_marks_and_labels_never_write_past_a_brake(
-    tmp_path: Path,
-    objects: list[dict[str, Any]],
-    names: list[str],
-    max_writes: int,
-    max_marks: int,
-    grace: str,
-) -> None:
-    """Forged labels and marks, generated: what a run writes (here: would write) never passes
-    --max-writes or --max-marks, and the summary counts exactly the writes it reports."""
-    for obj, name in zip(objects, names, strict=False):
-        obj["metadata"]["name"] = f"gen-{name}"
-    snapshot = with_configmaps(tmp_path, objects)
-    args = ["--grace", grace, "--max-writes", str(max_writes), "--max-marks", str(max_marks)]
-    args += ["--max-deletions", "1000", "--max-delete-percent", "100"]
-    run = sweep_snapshot(snapshot, tmp_path / "r.json", *args)
-    assert run.exit_code != 70
-    report = run.report
-    summary = report["summary"]
-    writes = [
-        i
-        for i in report["items"]
-        if i["action"] in ("would-mark", "would-unmark", "would-delete") and i["reason"] != "brake"
-    ]
-    assert summary["writes"]["counted"] == len(writes) <= max_writes
-    marked = [i for i in writes if i["action"] == "would-mark"]
-    assert sum(n for r in summary["marks"].values() for n in r.values()) == len(marked)
-    assert len(marked) <= max_marks

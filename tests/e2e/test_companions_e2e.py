@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from testbed.cluster import TestCluster
-from testbed.faultproxy import FaultProxy
-from testbed.objects import SECRET_VALUE, binding, companion, workload
-from testbed.report import HubSweep, run_gcjob
+import threading
+from typing import Any
+
+from testbed.cluster import TestCluster, wait_for
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.fixtures import Collect
+from testbed.objects import (
+    SECRET_VALUE,
+    binding,
+    binding_for,
+    companion,
+    owned_by,
+    workload,
+)
+from testbed.report import HubSweep, records_of, run_gcjob, start_gcjob, summary_of
 
 
 def test_orphaned_companions_and_their_bindings_are_deleted(
@@ -243,7 +254,7 @@ def test_deletes_are_pinned_to_what_was_observed(
         "uid": created["metadata"]["uid"],
         "resourceVersion": created["metadata"]["resourceVersion"],
     }
-    assert deletes[0].body["propagationPolicy"] == "Background"
+    assert deletes[0].body["propagationPolicy"] == "Orphan"
 
 
 def test_a_protected_binding_stays_when_its_companion_goes(
@@ -286,3 +297,115 @@ def test_empty_lists_on_a_real_server_are_read_as_empty(
     assert result.summary["sweeps"]["bindings"]["status"] == "completed"
     assert result.outcome("ConfigMap", "lonely") == ("deleted", "orphaned")
     assert hub.gone("ConfigMap", ns, "lonely")
+
+
+# -- a delete takes exactly what was judged: a companion's own binding, and nothing else ------
+
+
+def _owner_uids(hub: TestCluster, kind: str, ns: str, name: str) -> set[str]:
+    found = hub.get(kind, ns, name)
+    assert found is not None, f"{kind} {name} is gone"
+    assert not found["metadata"].get("deletionTimestamp"), f"{kind} {name} is being deleted"
+    return {r["uid"] for r in found["metadata"].get("ownerReferences") or ()}
+
+
+def test_a_companions_delete_takes_its_own_binding_and_nothing_else(
+    hub: TestCluster, sweep: HubSweep, faults: FaultProxy, hub_collects_garbage: Collect
+) -> None:
+    """Karmada writes a companion's binding owned by it; gcjob deletes with propagationPolicy
+    Orphan, so the hub's garbage collector takes nothing with a companion: its own binding is
+    judged with it and deleted explicitly; a binding gcjob keeps (protected, or binding another
+    uid) and an unlabelled object it owns stay, without the reference to it. The positive
+    control first (the collector takes these kinds with a Background delete), a sentinel after
+    (it has processed events since gcjob's deletes)."""
+    ns = hub.namespace()
+    control = hub.create(companion("ConfigMap", ns, "control", None, labelled=False))
+    hub_collects_garbage(
+        control,
+        hub.create(binding_for(control)),
+        hub.create(owned_by(companion("Secret", ns, "control-s", None, labelled=False), control)),
+    )
+    goes = hub.create(companion("ConfigMap", ns, "goes", ["default/gone"]))
+    hub.create(binding_for(goes))
+    extra = owned_by(companion("ConfigMap", ns, "goes-extra", None, labelled=False), goes)
+    hub.create(extra)
+    kept = hub.create(companion("ConfigMap", ns, "kept", ["default/gone"]))
+    protected = binding_for(kept)
+    protected["metadata"]["annotations"]["gcjob.datumapis.com/protect"] = "true"
+    hub.create(protected)
+    other = hub.create(companion("Secret", ns, "other", ["default/gone"]))
+    mismatch = binding(ns, "other-secret", kind="Secret", target="other", target_uid="uid-else")
+    hub.create(owned_by(mismatch, other, controller=True))
+    faults.clear_requests()
+
+    result = sweep(ns, "--delete", "--sweep", "companions")
+    sent = [r for r in faults.requests if r.method == "DELETE"]
+
+    assert result.exit_code == 0, result.stderr
+    assert result.outcome("ConfigMap", "goes") == ("deleted", "orphaned")
+    assert result.outcome("ResourceBinding", "goes-configmap") == ("deleted", "companion-deleted")
+    assert result.outcome("ConfigMap", "kept") == ("deleted", "orphaned")
+    assert result.outcome("ResourceBinding", "kept-configmap") == ("skipped", "protected")
+    assert result.outcome("Secret", "other") == ("deleted", "orphaned")
+    assert result.outcome("ResourceBinding", "other-secret") == ("skipped", "binding-mismatch")
+    assert result.item("ConfigMap", "goes-extra") is None
+    for kind, name in (("ConfigMap", "goes"), ("ConfigMap", "kept"), ("Secret", "other")):
+        wait_for(lambda k=kind, n=name: hub.absent(k, ns, n), 60, f"for {kind} {name}")
+    assert hub.gone("ResourceBinding", ns, "goes-configmap")
+    sentinel = hub.create(companion("ConfigMap", ns, "sentinel", None, labelled=False))
+    hub_collects_garbage(
+        sentinel,
+        hub.create(
+            owned_by(companion("ConfigMap", ns, "sentinel-o", None, labelled=False), sentinel)
+        ),
+    )
+    assert goes["metadata"]["uid"] not in _owner_uids(hub, "ConfigMap", ns, "goes-extra")
+    assert kept["metadata"]["uid"] not in _owner_uids(hub, "ResourceBinding", ns, "kept-configmap")
+    assert other["metadata"]["uid"] not in _owner_uids(hub, "ResourceBinding", ns, "other-secret")
+    assert sent and all(r.body["propagationPolicy"] == "Orphan" for r in sent)
+
+
+def test_a_binding_changed_between_its_read_and_its_delete_is_read_again_once(
+    hub: TestCluster, gcjob_hub_args: list[str], faults: FaultProxy, hub_controllers: None
+) -> None:
+    """The companion's Orphan delete has the collector strip its ownerReference from the
+    binding (a new resourceVersion), maybe after gcjob read the binding: its pinned delete then
+    meets a real 409. gcjob reads it again, judges it again, and deletes it pinned to that
+    read, once."""
+    ns = hub.namespace()
+    goes = hub.create(companion("ConfigMap", ns, "goes", ["default/gone"]))
+    hub.create(binding_for(goes))
+    gate = threading.Event()
+    held = faults.add_fault(
+        Fault(method="DELETE", path=f"/namespaces/{ns}/resourcebindings/goes-configmap$", hold=gate)
+    )
+    run = start_gcjob(*gcjob_hub_args, "--namespace", ns, "--delete", "--sweep", "companions")
+    try:
+        wait_for(lambda: held.hits == 1, 60, "for the binding's delete")
+
+        def stripped() -> bool:  # the collector has orphaned it: no reference to the companion
+            return not _owner_uids(hub, "ResourceBinding", ns, "goes-configmap")
+
+        wait_for(stripped, 60, "for the collector to strip the binding's ownerReference")
+        hub.patch("ResourceBinding", ns, "goes-configmap", {"metadata": {"labels": {"x": "y"}}})
+    finally:
+        gate.set()
+    out, err = run.communicate(timeout=60)
+
+    assert run.returncode == 0, err
+    items: list[dict[str, Any]] = [
+        r for r in records_of(out) if r.get("record") == "item" and r["name"] == "goes-configmap"
+    ]
+    assert [(i["action"], i["reason"]) for i in items] == [("deleted", "companion-deleted")]
+    deletes = [
+        r
+        for r in faults.requests
+        if r.method == "DELETE" and r.path.endswith("/resourcebindings/goes-configmap")
+    ]
+    assert [r.status for r in deletes] == [409, 200]
+    assert (
+        deletes[0].body["preconditions"]["resourceVersion"]
+        != (deletes[1].body["preconditions"]["resourceVersion"])
+    )
+    assert hub.gone("ResourceBinding", ns, "goes-configmap")
+    assert summary_of(out)["totals"]["deleted"] == 2

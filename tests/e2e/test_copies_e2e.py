@@ -13,17 +13,22 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gcjob.cli import cli
+from gcjob.domain import COMPANION_LABEL, GATEWAY_SYNC_LABEL
 from testbed import schemas
-from testbed.cluster import TestCluster
+from testbed.cluster import TestCluster, wait_for
 from testbed.endpoints import Endpoint
 from testbed.faultproxy import Fault, FaultProxy
+from testbed.fixtures import Collect
 from testbed.milo import (
     CONNECTORS,
     GATEWAYS,
@@ -47,7 +52,9 @@ from testbed.milo import (
     template,
 )
 from testbed.milo import milo_kubeconfig as make_milo_kubeconfig
-from testbed.objects import gateway, route, upstream_route
+from testbed.objects import binding, companion, gateway, route, upstream_route, workload
+from testbed.objects import binding_for as objects_binding_for
+from testbed.objects import owned_by as owned_by_object
 from testbed.report import Result, run_gcjob
 
 
@@ -557,3 +564,185 @@ def test_an_anchor_named_by_another_owners_copy_stays(
     assert outcome(result, "ConfigMap", name) == ("skipped", "anchor-owns-kept-copy")
     assert present(hub, "ConfigMap", ns, name)
     assert present(hub, "Connector", ns, "kept")
+
+
+# -- a delete takes exactly what was judged (issue 30 "What broke" 2) ------------------------
+#
+# gcjob deletes with propagationPolicy Orphan: the hub's garbage collector removes the deleted
+# object's ownerReference from each dependent and collects none of them. Each test first shows
+# the collector cascading on this hub for the kinds involved (a Background delete of an owner
+# takes them), and after gcjob's run deletes a sentinel owner whose dependent the collector
+# then takes: it has processed the events since gcjob's deletes, so "nothing was collected" is
+# not a collector that had not looked yet.
+
+
+def _connector(ns: str, name: str, owner_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": dict(owner_labels or {})}
+    return {"apiVersion": f"{NET}/v1alpha1", "kind": "Connector", "metadata": meta}
+
+
+def _plain(kind: str, ns: str, name: str, tags: dict[str, str] | None = None) -> dict[str, Any]:
+    """An object of `kind` with no upstream labels (a ConfigMap, an Opaque Secret, ...)."""
+    if kind == "Connector":
+        return _connector(ns, name, tags)
+    if kind == "WorkloadDeployment":
+        return workload(ns, name, labels=tags)
+    if kind == "ResourceBinding":
+        made = binding(ns, name, kind="ConfigMap", target=f"{name}-bound")
+        made["metadata"].setdefault("labels", {}).update(tags or {})
+        return made
+    return companion(kind, ns, name, None, labelled=False, labels=tags)
+
+
+def _collector_cascades(
+    hub: TestCluster, ns: str, collect: Collect, kinds: tuple[str, ...], prefix: str
+) -> None:
+    """The positive control: an owner deleted with propagationPolicy Background takes a
+    dependent of each of `kinds` (the collector may see a kind installed moments ago only
+    after its next discovery: `collect` waits for it)."""
+    owner = hub.create(_plain("ConfigMap", ns, f"{prefix}-owner"))
+    dependents = [
+        hub.create(owned_by_object(_plain(kind, ns, f"{prefix}-{kind.lower()}"), owner))
+        for kind in kinds
+    ]
+    collect(owner, *dependents)
+
+
+def _survives(hub: TestCluster, kind: str, ns: str, name: str, owner_uid: str) -> None:
+    left = hub.get(kind, ns, name)
+    assert left is not None, f"{kind} {name} was collected"
+    meta = left["metadata"]
+    assert not meta.get("deletionTimestamp"), f"{kind} {name} is being deleted"
+    assert owner_uid not in {r["uid"] for r in meta.get("ownerReferences") or ()}, meta
+
+
+def test_an_anchors_delete_takes_nothing_gcjob_did_not_judge(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+    faults: FaultProxy,
+    hub_collects_garbage: Collect,
+) -> None:
+    """An anchor whose copy's upstream owner is gone, and which also owns a ConfigMap and an
+    Opaque Secret without the upstream labels (one of them as its controller): gcjob deletes
+    the copy, then the anchor; the ConfigMap and the Secret stay, with no ownerReference to the
+    gone anchor."""
+    ns = hub.namespace("ns")
+    _collector_cascades(hub, ns, hub_collects_garbage, ("Connector", "ConfigMap", "Secret"), "c")
+    live = project_name()
+    make_project(upstream, live)
+    upstream_ns = upstream.namespace("app")
+    made, _ = connector_group(hub, ns, live, upstream_ns, "tunnel", str(uuid.uuid4()))
+    anchor_name, anchor_uid = made["metadata"]["name"], made["metadata"]["uid"]
+    hub.create(owned_by_object(_plain("ConfigMap", ns, "settings"), made))
+    hub.create(owned_by_object(_plain("Secret", ns, "token"), made, controller=True))
+    faults.clear_requests()
+
+    result = run_gcjob(
+        *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
+    )
+    sent = [r for r in faults.requests if r.method == "DELETE"]
+
+    assert result.exit_code == 0, result.stderr
+    assert outcome(result, "Connector", "tunnel") == ("deleted", "owner-gone")
+    assert outcome(result, "ConfigMap", anchor_name) == ("deleted", "owner-gone")
+    assert {(i["kind"], i["name"]) for i in result.items} == {
+        ("Connector", "tunnel"),
+        ("ConfigMap", anchor_name),
+    }
+    assert [r.path.rsplit("/", 1)[-1] for r in sent] == ["tunnel", anchor_name]
+    # Gone once the collector has orphaned what they owned (the `orphan` finalizer).
+    for kind, name in (("Connector", "tunnel"), ("ConfigMap", anchor_name)):
+        wait_for(partial(hub.absent, kind, ns, name), 60, f"for {kind} {name} to finish")
+    sentinel = hub.create(_plain("ConfigMap", ns, "sentinel"))
+    hub_collects_garbage(
+        sentinel, hub.create(owned_by_object(_plain("ConfigMap", ns, "sentinel-owned"), sentinel))
+    )
+    _survives(hub, "ConfigMap", ns, "settings", anchor_uid)
+    _survives(hub, "Secret", ns, "token", anchor_uid)
+    assert all(r.body["propagationPolicy"] == "Orphan" for r in sent), [r.body for r in sent]
+
+
+DEPENDENT_KINDS = ("ConfigMap", "Secret", "WorkloadDeployment", "Connector", "ResourceBinding")
+COPY_GROUPS = {"ConfigMap": "", "Secret": "", "Connector": NET}
+
+
+@st.composite
+def _dependents(draw: st.DrawFn) -> list[tuple[str, str, str, bool]]:
+    """Dependents (kind, how labelled, owner, controller): any of several kinds, unlabelled,
+    labelled as a copy of the gone owner (a copy gcjob judges), as a companion, or otherwise;
+    owned by the anchor, the copy or a companion, as its controller or not."""
+    drawn = []
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(DEPENDENT_KINDS))
+        labelling = ["none", "other"] + (["copy"] if kind in COPY_GROUPS else [])
+        if kind in ("ConfigMap", "Secret"):
+            labelling.append("companion")
+        owner = draw(st.sampled_from(("anchor", "copy", "companion")))
+        drawn.append((kind, draw(st.sampled_from(labelling)), owner, draw(st.booleans())))
+    return drawn
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(graph=_dependents())
+def test_generated_ownership_graphs_lose_only_what_gcjob_judged(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+    hub_collects_garbage: Collect,
+    graph: list[tuple[str, str, str, bool]],
+) -> None:
+    """Around an anchor and its copy (their upstream owner gone) and an orphaned companion
+    with its binding, dependents of any kind, labelled or not, in any number: after a run
+    that deletes (copies and companions enforced), an object is gone exactly when gcjob
+    reported it deleted; the collector took nothing with what gcjob deleted."""
+    ns = hub.namespace("ns")
+    _collector_cascades(hub, ns, hub_collects_garbage, DEPENDENT_KINDS, "c")
+    live = project_name()
+    make_project(upstream, live)
+    upstream_ns = upstream.namespace("app")
+    made, copied = connector_group(hub, ns, live, upstream_ns, "tunnel", str(uuid.uuid4()))
+    orphaned = hub.create(companion("ConfigMap", ns, "app-config", ["default/gone"]))
+    hub.create(objects_binding_for(orphaned))
+    owners = {"anchor": made, "copy": copied, "companion": orphaned}
+    created = [("Connector", "tunnel"), ("ConfigMap", made["metadata"]["name"])]
+    created += [("ConfigMap", "app-config"), ("ResourceBinding", "app-config-configmap")]
+    for i, (kind, labelling, owner, controller) in enumerate(graph):
+        name = f"d{i}-{kind.lower()}"
+        tags = {"other": {"team": "web"}, "companion": {COMPANION_LABEL: "true"}}.get(labelling)
+        if labelling == "copy":
+            tags = labels(live, COPY_GROUPS[kind], kind, upstream_ns, name)
+            if kind != "Connector":
+                tags[GATEWAY_SYNC_LABEL] = "true"
+        obj = owned_by_object(_plain(kind, ns, name, tags), owners[owner], controller=controller)
+        hub.create(obj)
+        created.append((kind, name))
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        *("--upstream-kubeconfig", milo_kubeconfig, "--upstream-server-template", template(milo)),
+        *("--namespace", ns, "--clock-skew", "0s", "--delete"),
+        *("--sweep", "copies", "--sweep", "companions"),
+        *("--enforce", "copies", "--enforce", "companions"),
+    )
+
+    deleted = {(i["kind"], i["name"]) for i in result.items if i["action"] == "deleted"}
+    assert result.exit_code == 0, result.stderr
+    assert {("Connector", "tunnel"), ("ConfigMap", "app-config")} <= deleted
+    for kind, name in deleted:
+        assert hub.gone(kind, ns, name, 60.0), f"{kind} {name} reported deleted, still there"
+    sentinel = hub.create(_plain("ConfigMap", ns, "sentinel"))
+    hub_collects_garbage(
+        sentinel, hub.create(owned_by_object(_plain("ConfigMap", ns, "sentinel-owned"), sentinel))
+    )
+    for kind, name in created:
+        if (kind, name) not in deleted:
+            assert hub.present(kind, ns, name), f"{kind} {name}: not deleted by gcjob, yet gone"

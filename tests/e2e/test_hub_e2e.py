@@ -81,9 +81,12 @@ def test_a_deleted_namespace_finishes_once_nothing_holds_it(hub: TestCluster) ->
 
     wait_for(partial(hub.absent, "ConfigMap", ns, "app-config"), 60, "for the namespace's content")
     wait_for(partial(hub.absent, "WorkloadDeployment", ns, "web"), 60, "for the workload")
+    wait_for(partial(hub.absent, "Secret", ns, "creds"), 60, "for the companion")
+    # the binding terminating on Karmada's finalizer, whichever controller deleted it first
+    wait_for(partial(hub.gone, "ResourceBinding", ns, rb, 0.0), 60, "for the binding")
     held = hub.get("Namespace", None, ns)
     assert held is not None and held["status"]["phase"] == "Terminating"
-    assert hub.gone("ResourceBinding", ns, rb)  # terminating on Karmada's finalizer
+    assert hub.get("ResourceBinding", ns, rb) is not None
 
     hub.patch("ResourceBinding", ns, rb, {"metadata": {"finalizers": None}})  # as Karmada does
 

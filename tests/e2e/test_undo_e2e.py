@@ -110,6 +110,8 @@ def test_a_delete_run_records_each_object_first_and_restore_puts_them_back(
         ("ResourceBinding", "gone-config-configmap"),
     ):
         assert result.item(kind, name)["action"] == "deleted", (kind, name, result.items)
+    for kind, name in (("ConfigMap", "app-config"), ("Secret", "db-creds")):
+        assert hub.gone(kind, ns, name)  # its Orphan delete finished by the garbage collector
     # The Secret: read as metadata only, every time; its data is in no record.
     secret_requests = [r for r in faults.requests if "/secrets" in r.path]
     assert [r for r in secret_requests if r.method == "GET"], "the Secret was read to record it"

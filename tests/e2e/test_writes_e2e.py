@@ -1,14 +1,20 @@
 """End to end (issue 20 item 6): forged marks on many objects cannot make one run write more
 than its brakes allow, nor faster than --write-qps; the summary counts what the hub shows.
 
-The requests are counted where they arrive: the TLS fault proxy in front of the real hub.
+The requests are counted where they arrive: the TLS fault proxy in front of the real hub. The
+generated case (forged labels and marks, whole CLI runs on a snapshot) is here too: a run per
+example is slow for the unit tests.
 """
 
 from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gcjob import marks
 from gcjob.domain import (
@@ -20,7 +26,9 @@ from gcjob.domain import (
 from testbed.cluster import TestCluster
 from testbed.faultproxy import FaultProxy
 from testbed.objects import companion, workload
-from testbed.report import HubSweep
+from testbed.report import HubSweep, sweep_snapshot
+from tests.test_boundary import NAMES, with_configmaps
+from tests.test_boundary import companions as generated_companions
 
 QPS = 5.0
 
@@ -174,3 +182,46 @@ def test_forged_in_grace_marks_do_not_mark_bindings_past_the_marks_brake(
         assert "marks brake" in summary["exit_reason"]
 
     assert not [i for i in result.items if i["action"] == "deleted"]
+
+
+@settings(
+    # A whole CLI run per example (on a snapshot, no server): costlier than a pure function,
+    # so fewer of them, and here with the end-to-end tests rather than the unit tests.
+    max_examples=max(10, settings().max_examples // 4),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    objects=st.lists(generated_companions(), min_size=1, max_size=8),
+    names=st.lists(NAMES, min_size=8, max_size=8, unique=True),
+    max_writes=st.integers(0, 12),
+    max_marks=st.integers(0, 12),
+    grace=st.sampled_from(["0", "1h"]),
+)
+def test_generated_marks_and_labels_never_write_past_a_brake(
+    tmp_path: Path,
+    objects: list[dict[str, Any]],
+    names: list[str],
+    max_writes: int,
+    max_marks: int,
+    grace: str,
+) -> None:
+    """Forged labels and marks, generated: what a run writes (here: would write) never passes
+    --max-writes or --max-marks, and the summary counts exactly the writes it reports."""
+    for obj, name in zip(objects, names, strict=False):
+        obj["metadata"]["name"] = f"gen-{name}"
+    snapshot = with_configmaps(tmp_path, objects)
+    args = ["--grace", grace, "--max-writes", str(max_writes), "--max-marks", str(max_marks)]
+    args += ["--max-deletions", "1000", "--max-delete-percent", "100"]
+    run = sweep_snapshot(snapshot, tmp_path / "r.json", *args)
+    assert run.exit_code != 70
+    report = run.report
+    summary = report["summary"]
+    writes = [
+        i
+        for i in report["items"]
+        if i["action"] in ("would-mark", "would-unmark", "would-delete") and i["reason"] != "brake"
+    ]
+    assert summary["writes"]["counted"] == len(writes) <= max_writes
+    marked = [i for i in writes if i["action"] == "would-mark"]
+    assert sum(n for r in summary["marks"].values() for n in r.values()) == len(marked)
+    assert len(marked) <= max_marks

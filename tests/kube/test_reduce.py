@@ -107,18 +107,6 @@ def test_realistic_binding() -> None:
     assert record.resource.uid == "79fe62ff-c667-52f3-9e89-927a2484143e"
 
 
-def test_a_binding_read_on_its_own_keeps_its_controller_and_a_listed_one_none() -> None:
-    """Karmada's binding is owned by its companion: read after the companion's delete, its
-    controller's uid tells whether the garbage collector takes it with it."""
-    read = reduce.owned_binding(resourcebinding())
-    assert [(o.kind, o.name, o.uid, o.controller) for o in read.owners] == [
-        ("ConfigMap", "app-config", "79fe62ff-c667-52f3-9e89-927a2484143e", True)
-    ]
-    assert reduce.binding(resourcebinding()).owners == ()  # lists keep no owners
-    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u"}
-    assert reduce.owned_binding(resourcebinding(ownerReferences=[other])).owners == ()
-
-
 def test_binding_policy_in_label_and_cluster_policy() -> None:
     legacy = reduce.binding(
         resourcebinding(annotations={}, labels={"propagationpolicy.karmada.io/name": "city-ord"})

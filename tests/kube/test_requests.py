@@ -10,15 +10,19 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.kube import requests
 from gcjob.kube.requests import JSON, JSON_PATCH, METADATA, METADATA_LIST
 from gcjob.kube.resources import (
+    COMPANION_RESOURCES,
     CONFIGMAPS,
     GATEWAYS,
     HTTPROUTES,
     LEASES,
     NAMESPACES,
+    REPLICATED_RESOURCES,
     RESOURCEBINDINGS,
     SECRETS,
     WORKLOADDEPLOYMENTS,
@@ -143,7 +147,7 @@ def test_metadata_media_types_name_partial_object_metadata() -> None:
 # -- delete body ----------------------------------------------------------------------------
 
 
-def test_delete_is_preconditioned_and_background() -> None:
+def test_delete_is_preconditioned_and_orphans_dependents() -> None:
     request = requests.delete(RESOURCEBINDINGS, NS, "app-config-configmap", "uid-42", "4711")
     assert request.method == "DELETE"
     assert request.path == (
@@ -152,11 +156,74 @@ def test_delete_is_preconditioned_and_background() -> None:
     assert request.body == {
         "kind": "DeleteOptions",
         "apiVersion": "v1",
-        "propagationPolicy": "Background",
+        "propagationPolicy": "Orphan",
         "preconditions": {"uid": "uid-42", "resourceVersion": "4711"},
     }
     assert request.content_type == JSON
     assert request.query == ()
+
+
+# Every resource gcjob deletes: companions, bindings, routes, anchors, and each kind the copies
+# sweep copies (at the version explain names; the sweep takes the hub's from discovery, which
+# `discovered` below stands for: any group, version, plural and kind).
+DELETED = (
+    *COMPANION_RESOURCES.values(),
+    RESOURCEBINDINGS,
+    HTTPROUTES,
+    *REPLICATED_RESOURCES.values(),
+)
+_word = st.from_regex(r"[a-z][a-z0-9.-]{0,20}", fullmatch=True)
+discovered = st.builds(
+    Resource,
+    group=st.one_of(st.just(""), _word),
+    version=_word,
+    plural=_word,
+    kind=st.from_regex(r"[A-Z][A-Za-z0-9]{0,20}", fullmatch=True),
+    namespaced=st.booleans(),
+)
+
+
+@given(
+    resource=st.one_of(st.sampled_from(DELETED), discovered),
+    namespace=st.one_of(st.none(), _word),
+    name=st.text(min_size=1, max_size=60),
+    uid=st.text(min_size=1, max_size=40),
+    resource_version=st.text(min_size=1, max_size=20),
+)
+def test_every_delete_takes_only_its_object_pinned_to_what_was_observed(
+    resource: Resource, namespace: str | None, name: str, uid: str, resource_version: str
+) -> None:
+    """A delete takes exactly what was judged (docs/threat-model.md): whatever gcjob deletes,
+    the request orphans every object that names it as its owner, so the hub's garbage
+    collector takes nothing with it, and is pinned to the uid and resourceVersion observed."""
+    request = requests.delete(resource, namespace, name, uid, resource_version)
+    assert request.method == "DELETE"
+    assert request.path == resource.path(namespace, name)
+    assert request.query == ()  # no propagationPolicy or dryRun in the query to override it
+    assert isinstance(request.body, dict)
+    assert request.body["propagationPolicy"] == "Orphan"
+    assert "orphanDependents" not in request.body  # the old field, which could say otherwise
+    assert request.body["preconditions"] == {"uid": uid, "resourceVersion": resource_version}
+
+
+def test_requests_delete_builds_every_delete_gcjob_sends() -> None:
+    """No other module of gcjob builds a DELETE (or a DeleteOptions): every delete is the one
+    above, Orphan and pinned. The access layer's delete is the only caller."""
+    package = Path(requests.__file__).parent.parent
+    builders = []
+    for path in package.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            method = node.args[0]
+            if isinstance(method, ast.Constant) and method.value == "DELETE":
+                builders.append(path.relative_to(package).as_posix())
+        if path != Path(requests.__file__):
+            assert "DeleteOptions" not in text and "propagationPolicy" not in text, path
+            if path.name != "access.py":
+                assert "requests.delete(" not in text, path
+    assert builders == ["kube/requests.py"]
 
 
 # -- patch ------------------------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""Deleting an orphaned companion: re-read its referrers live, delete it, then its binding."""
+"""Deleting an orphaned companion: re-read its referrers live, delete it, then its binding.
+
+Every delete orphans dependents (gcjob/kube/requests.py): the hub's garbage collector never
+takes a companion's binding with it, so the binding is judged and deleted here, explicitly,
+after its companion (docs/rules.md, "The binding goes second")."""
 
 from __future__ import annotations
 
@@ -28,7 +32,6 @@ from gcjob.sweeps.companions.judge import (
     binding_plan,
     companion_binding,
     referrer_names,
-    went_with,
 )
 
 SWEEP = Sweep.COMPANIONS
@@ -111,7 +114,7 @@ def read_binding(companion: ObjectRef, hub: Reader) -> BindingRead:
             RESOURCEBINDINGS,
             unread.namespace,
             unread.name,
-            reduce.owned_binding,
+            reduce.binding,
             metadata_only=False,
         )
     except KubeError as exc:
@@ -135,18 +138,20 @@ def _binding_follows(
     *,
     upgrade: bool = False,
     ahead: BindingsAhead | None = None,
+    again: bool = False,
+    read: Binding | None = None,
 ) -> list[Outcome]:
     """The binding of a companion just written (deleted, marked, waited on, unmarked): read
     (or taken from a read a moment ahead: a write is pinned to what that read saw, so a
     binding changed since is not written), then the rule for it (judge.py companion_binding),
-    then the write that rule calls for."""
-    read = ahead.take(companion.ref) if ahead is not None else None
-    binding = read.result() if read is not None else read_binding(companion.ref, hub)
+    then the write that rule calls for. `again`: a delete's second try, on the binding
+    `read` after its first met a 409 (no third)."""
+    binding: BindingRead = read
+    if binding is None:
+        taken = ahead.take(companion.ref) if ahead is not None else None
+        binding = taken.result() if taken is not None else read_binding(companion.ref, hub)
     if binding is None or isinstance(binding, Outcome):
-        return [] if binding is None else [binding]  # never bound, or already gone with it
-    taken = _taken_with(companion, binding, writer) if isinstance(writer, Deleter) else None
-    if taken is not None:
-        return [taken]
+        return [] if binding is None else [binding]  # none there, or not read
     follows = companion_binding(binding, companion.ref, companion, call)
     if follows is None:
         return []
@@ -158,26 +163,29 @@ def _binding_follows(
     if isinstance(writer, Deleter):
         assert follows.next is Next.DELETE
         outcome = writer.delete(SWEEP, verdict, RESOURCEBINDINGS)
-        if outcome.reason is Reason.CHANGED_SINCE_OBSERVED:  # taken since it was read?
-            taken = _taken_with(companion, read_binding(companion.ref, hub), writer)
-        return [taken or outcome]
+        if outcome.reason is Reason.CHANGED_SINCE_OBSERVED and not again:
+            return _binding_read_again(companion, call, hub, writer, outcome)
+        return [outcome]
     if follows.next is Next.UNMARK:
         return [writer.unmark(SWEEP, verdict, RESOURCEBINDINGS)]
     assert follows.next is Next.MARK and follows.evidence is not None and since is not None
     return [writer.mark(SWEEP, verdict, RESOURCEBINDINGS, follows.evidence, since, upgrade=upgrade)]
 
 
-def _taken_with(
-    companion: Verdict, binding: Binding | Outcome | None, deleter: Deleter
-) -> Outcome | None:
-    """The binding of a companion this run deleted, taken with it: the hub's garbage
-    collector deletes it too (Karmada writes it owned by the companion, and gcjob deletes with
-    propagationPolicy Background), racing the delete of it that follows. None when it was not
-    (judge.py went_with)."""
-    if not isinstance(binding, Binding):
-        return None
-    taken = went_with(binding, companion.ref)
-    return None if taken is None else deleter.cascaded(SWEEP, taken, RESOURCEBINDINGS)
+def _binding_read_again(
+    companion: Verdict, call: GraceCall, hub: Reader, deleter: Deleter, conflict: Outcome
+) -> list[Outcome]:
+    """A binding whose pinned delete met a 409: the companion's Orphan delete has the hub's
+    garbage collector remove the companion's ownerReference from it, which changes its
+    resourceVersion, maybe between the read and the delete (or Karmada wrote its status).
+    Read, judged and deleted once more, pinned to that read. No longer there: as the
+    conflict said (someone else deleted it); not read: that failure."""
+    binding = read_binding(companion.ref, hub)
+    if binding is None:
+        return [conflict]
+    if isinstance(binding, Outcome):
+        return [binding]
+    return _binding_follows(companion, call, hub, deleter, again=True, read=binding)
 
 
 # -- marks: a companion and its binding are marked, waited on and unmarked together ----------

@@ -231,28 +231,6 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
     )
 
 
-def went_with(binding: Binding, companion: ObjectRef) -> Verdict | None:
-    """A binding of a companion this run deleted, found terminating, naming that companion
-    and owned by it (its controller ownerReference names its uid, as Karmada writes it): the
-    hub's garbage collector is deleting it because the companion was deleted, as Karmada means
-    a binding to go. It went with the companion: deleted by this run, through its owner. None
-    for any other binding (judged by follow_binding)."""
-    ref = binding.ref
-    if not ref.terminating or not companion.uid:
-        return None
-    owned = any(
-        o.controller and (o.uid, o.kind, o.name) == (companion.uid, companion.kind, companion.name)
-        for o in binding.owners
-    )
-    if not owned or follow_binding(binding, companion).reason is Reason.BINDING_MISMATCH:
-        return None
-    detail = (
-        f"binds {companion.kind} {companion.name}, deleted with it: the hub's garbage collector "
-        "deletes what its controller owned"
-    )
-    return Verdict(ref, True, Reason.COMPANION_DELETED, detail)
-
-
 # -- the judgement: one companion against the world -----------------------------------------
 
 # A Secret of any type but those gcjob never deletes: the server filters on `type`, which is

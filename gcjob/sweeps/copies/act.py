@@ -38,8 +38,8 @@ class MemberDeletion:
 @dataclass
 class Rechecks:
     """The live second look at each owner (or its project), once per owner per run, and which
-    anchors keep a copy this run did not delete (the anchor then stays: the garbage collector
-    would take the copy with it)."""
+    anchors keep a copy this run did not delete (the anchor then stays: an anchor goes only
+    after every copy it owns, docs/rules.md)."""
 
     owner_still_gone: Callable[[UpstreamOwner, Reason], SecondLook]
     seen: dict[UpstreamOwner, SecondLook] = field(default_factory=dict)

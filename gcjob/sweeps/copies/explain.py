@@ -84,7 +84,7 @@ def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace)
         and member.anchor_uid is not None
         and (("anchor", "", member.anchor_uid) in named_elsewhere or member.anchor_uid in named)
     ):
-        detail = "owns an object that stays: the garbage collector would take it"
+        detail = "owns an object that stays: an anchor goes only after everything it owns"
         trace.hold("owns-nothing-kept", Reason.ANCHOR_OWNS_KEPT_COPY, detail)
         verdict = Verdict(verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail)
     if brake:

@@ -10,7 +10,8 @@ Each rule closes a way a live object could look orphaned (docs/rules.md, "Downst
   NotFound naming it, or by existing under another UID than the anchor's, once NSO has
   caught up with the new owner;
 - the group goes whole or waits: copies first, the anchor last, and an anchor is kept while
-  any copy it owns is kept (the hub's garbage collector would take that copy with it).
+  any copy it owns is kept (NSO takes a copy away by deleting its anchor: an anchor gone
+  first would leave the copy without that link).
 """
 
 from __future__ import annotations
@@ -252,8 +253,8 @@ def judge_group(
         if kept:
             first = kept[0].ref
             detail = (
-                f"owns {first.kind} {first.name}, which is kept: the garbage collector would "
-                "take it with the anchor"
+                f"owns {first.kind} {first.name}, which is kept: an anchor goes only after "
+                "every copy it owns"
             )
             traces[member.ref.uid].hold("owns-nothing-kept", Reason.ANCHOR_OWNS_KEPT_COPY, detail)
             verdicts[member.ref.uid] = Verdict(

@@ -329,7 +329,7 @@ def _sort_group(
         member = by_uid[verdict.ref.uid]
         anchor = member.anchor_uid
         if verdict.delete and anchor is not None and stays_named(anchor, member.owner):
-            detail = "owns an object that stays: the garbage collector would take it"
+            detail = "owns an object that stays: an anchor goes only after everything it owns"
             verdict = Verdict(
                 verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail, cluster=verdict.cluster
             )

@@ -348,38 +348,6 @@ def test_the_binding_of_a_deleted_companion_goes_only_if_it_is_its_own() -> None
         assert (verdict.delete, verdict.reason) == (False, reason)
 
 
-def test_a_terminating_binding_its_deleted_companion_controls_went_with_it() -> None:
-    """Karmada writes a binding owned by its companion: the hub's garbage collector deletes it
-    once the companion is deleted, racing gcjob's delete of it. Only that binding is taken as
-    gone with the companion: terminating, naming it, and its controller it (by uid)."""
-    from gcjob.model import OwnerRef
-    from gcjob.sweeps.companions.judge import went_with
-
-    owner = ref("ConfigMap", "app-config", uid="uid-1")
-    controller = OwnerRef("v1", "ConfigMap", "app-config", True, uid="uid-1")
-
-    def rb(owners: tuple[OwnerRef, ...] = (controller,), **kwargs: Any) -> Binding:
-        fields: dict[str, Any] = {"resource": bound(uid="uid-1"), "terminating": True, **kwargs}
-        made = binding(**fields)
-        return replace(made, owners=owners)
-
-    taken = went_with(rb(), owner)
-    assert taken is not None and (taken.delete, taken.reason) == (True, "companion-deleted")
-    assert "garbage collector" in taken.detail
-    assert went_with(rb(protected=True), owner) is not None  # the collector takes it all the same
-    for odd in (
-        rb(terminating=False),  # still there: gcjob's own pinned delete follows
-        rb(owners=()),  # nothing owns it: someone else deletes it
-        rb(owners=(replace(controller, controller=False),)),  # not its controller
-        rb(owners=(replace(controller, uid="uid-2"),)),  # a companion of that name before
-        rb(owners=(replace(controller, kind="Secret"),)),
-        rb(resource=bound(uid="uid-2")),  # names another companion
-        rb(resource=None),
-    ):
-        assert went_with(odd, owner) is None, odd
-    assert went_with(rb(), ref("ConfigMap", "app-config", uid="")) is None
-
-
 # --- companion_binding: the rule act.py and explain both apply to a companion's binding -----
 
 
