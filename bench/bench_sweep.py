@@ -9,7 +9,7 @@ measures, each in a fresh subprocess against that same server:
 - ``gcjob sweep --sweep companions --sweep bindings --no-lock --min-age 0s`` as a dry run
   (default brakes), as a dry run with the brakes lifted as for the delete run, then with
   ``--delete`` (wall time, peak RSS, API requests and outcomes from gcjob's summary);
-- the pure decision function ``decide_companion`` over N records (µs per decision).
+- the pure decision function ``companion_verdict`` over N records (µs per decision).
 
 It asserts nothing: it prints a table and writes JSON.
 
@@ -231,11 +231,11 @@ def run_baseline(kubeconfig: str) -> Obj:
 
 
 def decide_main(n: int) -> None:
-    """Child: decide_companion over N records (1% orphans), best of 3. Prints JSON."""
+    """Child: companion_verdict over N records (1% orphans), best of 3. Prints JSON."""
     from datetime import UTC, datetime, timedelta
 
     from gcjob.model import Companion, ObjectRef
-    from gcjob.sweeps.companions.judge import decide_companion
+    from gcjob.sweeps.companions.judge import companion_verdict
 
     now = datetime(2026, 11, 21, tzinfo=UTC)
     live_created = datetime(2026, 3, 1, tzinfo=UTC)
@@ -270,7 +270,7 @@ def decide_main(n: int) -> None:
     orphans = 0
     for _ in range(3):
         start = time.perf_counter()
-        verdicts = [decide_companion(c, live, now, min_age) for c, live in records]
+        verdicts = [companion_verdict(c, live, now, min_age) for c, live in records]
         runs.append(time.perf_counter() - start)
         orphans = sum(v.delete for v in verdicts)
     best = min(runs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 COMPANION_LABEL = "compute.datumapis.com/referenced-data"
@@ -191,23 +192,61 @@ def decode_cluster_label(value: str) -> str | None:
     return sys.intern(name) if name else None
 
 
-# (group, kind): NSO's resource replicator's defaults (ConfigMaps and Secrets only when
-# labelled gateway-sync; anchors are ConfigMaps), and what its gateway controller writes.
-REPLICATED_KINDS: tuple[tuple[str, str], ...] = (
-    ("", "ConfigMap"),
-    ("", "Secret"),
-    ("gateway.envoyproxy.io", "Backend"),
-    ("gateway.envoyproxy.io", "BackendTrafficPolicy"),
-    ("gateway.envoyproxy.io", "SecurityPolicy"),
-    ("gateway.envoyproxy.io", "HTTPRouteFilter"),
-    (GATEWAY_GROUP, "BackendTLSPolicy"),
-    (GATEWAY_GROUP, "Gateway"),
-    ("networking.datumapis.com", "TrafficProtectionPolicy"),
-    ("networking.datumapis.com", "HTTPProxy"),
-    ("networking.datumapis.com", "NetworkContext"),
-    ("networking.datumapis.com", "Subnet"),
-    ("networking.datumapis.com", "Connector"),
-    ("discovery.k8s.io", "EndpointSlice"),
+@dataclass(frozen=True, slots=True)
+class JudgedKind:
+    """One kind a sweep judges: the one table of them (docs/rules.md), from which the
+    replicated kinds, their plurals, gcjob/kube/resources.py's resources, the sweep each kind
+    belongs to (decide/explanation.py SWEEP_OF) and the names explain takes are derived, and
+    against which the report schema's kinds are tested."""
+
+    group: str  # "" for the core group
+    kind: str
+    plural: str  # its resource's name, as RBAC names it
+    # The version gcjob names it by before reading it (explain, restore, the companions and
+    # bindings sweeps); the copies sweep takes versions from discovery.
+    version: str
+    sweep: str  # the sweep that judges it by its kind (model.Sweep's value)
+    # NSO's resource replicator copies it (the copies sweep reads it): its defaults
+    # (ConfigMaps and Secrets only when labelled gateway-sync; anchors are ConfigMaps), and
+    # what its gateway controller writes.
+    replicated: bool = True
+    short_names: tuple[str, ...] = ()  # kubectl's, which explain and restore take too
+
+
+_ENVOY = "gateway.envoyproxy.io"
+_DATUM_NET = "networking.datumapis.com"
+JUDGED_KINDS: tuple[JudgedKind, ...] = (
+    JudgedKind("", "ConfigMap", "configmaps", "v1", "companions", short_names=("cm",)),
+    JudgedKind("", "Secret", "secrets", "v1", "companions"),
+    JudgedKind(
+        "work.karmada.io",
+        "ResourceBinding",
+        "resourcebindings",
+        "v1alpha2",
+        "bindings",
+        replicated=False,
+        short_names=("rb",),
+    ),
+    JudgedKind(GATEWAY_GROUP, HTTPROUTE_KIND, "httproutes", "v1", "routes", replicated=False),
+    JudgedKind(_ENVOY, "Backend", "backends", "v1alpha1", "copies"),
+    JudgedKind(_ENVOY, "BackendTrafficPolicy", "backendtrafficpolicies", "v1alpha1", "copies"),
+    JudgedKind(_ENVOY, "SecurityPolicy", "securitypolicies", "v1alpha1", "copies"),
+    JudgedKind(_ENVOY, "HTTPRouteFilter", "httproutefilters", "v1alpha1", "copies"),
+    JudgedKind(GATEWAY_GROUP, "BackendTLSPolicy", "backendtlspolicies", "v1alpha3", "copies"),
+    JudgedKind(GATEWAY_GROUP, GATEWAY_KIND, "gateways", "v1", "copies"),
+    JudgedKind(
+        _DATUM_NET, "TrafficProtectionPolicy", "trafficprotectionpolicies", "v1alpha", "copies"
+    ),
+    JudgedKind(_DATUM_NET, "HTTPProxy", "httpproxies", "v1alpha", "copies"),
+    JudgedKind(_DATUM_NET, "NetworkContext", "networkcontexts", "v1alpha", "copies"),
+    JudgedKind(_DATUM_NET, "Subnet", "subnets", "v1alpha", "copies"),
+    JudgedKind(_DATUM_NET, "Connector", "connectors", "v1alpha1", "copies"),
+    JudgedKind("discovery.k8s.io", "EndpointSlice", "endpointslices", "v1", "copies"),
+)
+
+# (group, kind) of what NSO copies to the hub: the kinds the copies sweep reads.
+REPLICATED_KINDS: tuple[tuple[str, str], ...] = tuple(
+    (k.group, k.kind) for k in JUDGED_KINDS if k.replicated
 )
 
 
@@ -219,39 +258,14 @@ def kind_name(group: str, kind: str) -> str:
 REPLICATED_KIND_NAMES = tuple(kind_name(group, kind) for group, kind in REPLICATED_KINDS)
 # Their resources' names, as RBAC names them (the sweep itself takes them from discovery).
 REPLICATED_PLURALS: dict[tuple[str, str], str] = {
-    ("", "ConfigMap"): "configmaps",
-    ("", "Secret"): "secrets",
-    ("gateway.envoyproxy.io", "Backend"): "backends",
-    ("gateway.envoyproxy.io", "BackendTrafficPolicy"): "backendtrafficpolicies",
-    ("gateway.envoyproxy.io", "SecurityPolicy"): "securitypolicies",
-    ("gateway.envoyproxy.io", "HTTPRouteFilter"): "httproutefilters",
-    (GATEWAY_GROUP, "BackendTLSPolicy"): "backendtlspolicies",
-    (GATEWAY_GROUP, "Gateway"): "gateways",
-    ("networking.datumapis.com", "TrafficProtectionPolicy"): "trafficprotectionpolicies",
-    ("networking.datumapis.com", "HTTPProxy"): "httpproxies",
-    ("networking.datumapis.com", "NetworkContext"): "networkcontexts",
-    ("networking.datumapis.com", "Subnet"): "subnets",
-    ("networking.datumapis.com", "Connector"): "connectors",
-    ("discovery.k8s.io", "EndpointSlice"): "endpointslices",
+    (k.group, k.kind): k.plural for k in JUDGED_KINDS if k.replicated
 }
 
 # How `gcjob explain` and `gcjob restore` name an object's kind (TARGET is KIND/NAMESPACE/NAME,
 # KIND in any case): every kind a sweep judges, by its kind, its plural and kubectl's short
 # name where it has one.
 TARGET_KINDS: dict[str, str] = {
-    "configmap": "ConfigMap",
-    "configmaps": "ConfigMap",
-    "cm": "ConfigMap",
-    "secret": "Secret",
-    "secrets": "Secret",
-    "resourcebinding": "ResourceBinding",
-    "resourcebindings": "ResourceBinding",
-    "rb": "ResourceBinding",
-    "httproute": "HTTPRoute",
-    "httproutes": "HTTPRoute",
-    # The kinds the copies sweep reads (ConfigMaps and Secrets among them): kind, plural.
-    **{kind.lower(): kind for _, kind in REPLICATED_KINDS},
-    **{REPLICATED_PLURALS[key]: key[1] for key in REPLICATED_KINDS},
+    name: k.kind for k in JUDGED_KINDS for name in (k.kind.lower(), k.plural, *k.short_names)
 }
 
 

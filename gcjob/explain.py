@@ -24,7 +24,7 @@ from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
 from gcjob.reasons import Reason
 from gcjob.settings import Settings
-from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.explaining import ExplainContext
 
 __all__ = ["Explainer", "Explanation", "Target", "parse_target"]
 
@@ -66,7 +66,7 @@ class Explainer:
         Milo's Project API, which clusters are projects)."""
         log = ReadLog()
         copies = settings if settings is not None else Settings()
-        self.ctx = Explaining(
+        self.ctx = ExplainContext(
             log,
             RecordingReader(hub, log),
             None if upstreams is None else RecordingUpstreams(upstreams, log),

@@ -41,11 +41,12 @@ from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
+from gcjob.preflight import NotAHub, check_hub
 from gcjob.publish import metrics, webhook
 from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
-from gcjob.run import NotAHub, Run, check_hub
+from gcjob.run import Run, RunContext
 from gcjob.settings import IGNORED_VARIABLES, Settings
 from gcjob.sweeps import execute
 from gcjob.times import run_clock
@@ -153,25 +154,25 @@ def _new_run(
         writes=writes,
         max_marks=settings.max_marks,
     )
-    return Run(
+    context = RunContext(
         settings,
         sources.hub,
         deleter,
         reporter,
         budget,
         stats,
-        sources.now,
         sources.upstreams,
         run_id,
         marker,
         projects=sources.projects,
         is_project=sources.is_project,
     )
+    return Run(context, sources.now)
 
 
 def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
     """The hub check and its clock, the lock, the sweeps, the lock released. Returns the error
-    that ended the run early ("" if none), its exit code in `run.codes`; and when another run
+    that ended the run early ("" if none), its exit code in the run's tally; and when another run
     held the lock, for how long (for the metrics; zero when it did not)."""
     settings, hub, access = run.settings, run.hub, sources.access
     error = ""
@@ -204,27 +205,27 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
             assert access is not None  # --drain needs --delete: never a snapshot
             _drain(run, access, lock)
     except NotAHub as exc:
-        run.codes.add(ExitCode.USAGE)
+        run.tally.codes.add(ExitCode.USAGE)
         error = str(exc)
     except LockHeld as exc:
         lock_held_for = exc.held_for
         if exc.by_drain and not settings.drain:
             # The rollout Job is draining the backlog: this run's work is being done.
-            run.skipped = f"rollout holds the lock ({exc})"
-            log.info("%s: skipped", run.skipped)
+            run.tally.skipped = f"rollout holds the lock ({exc})"
+            log.info("%s: skipped", run.tally.skipped)
         else:
-            run.codes.add(ExitCode.LOCKED)
+            run.tally.codes.add(ExitCode.LOCKED)
             error = str(exc)
     except ConfigError as exc:
-        run.codes.add(ExitCode.USAGE)
+        run.tally.codes.add(ExitCode.USAGE)
         error = str(exc)
     except KubeError as exc:
-        run.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
+        run.tally.codes.add(ExitCode.STOPPED if run.budget.stop_reason() else ExitCode.INCOMPLETE)
         error = f"cannot use the hub: {exc}"
     except Exception as exc:  # a bug: say so in one line, keep the report's summary
         # The message goes through redact() like every other: it can hold a header value.
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        run.codes.add(ExitCode.INTERNAL)
+        run.tally.codes.add(ExitCode.INTERNAL)
         error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
     finally:
         if lock is not None:
@@ -256,35 +257,35 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         if run.exit_code() is not ExitCode.OK:
             finished = f"round {rounds} did not end cleanly: {run.exit_code().name.lower()}"
             break
-        if not run.backlog and run.next_due is None:
+        if not run.tally.backlog and run.tally.next_due is None:
             finished = "clear"
             break
-        if run.backlog and not run.deleted:  # --max-deletions 0: another round cannot help
+        if run.tally.backlog and not run.tally.deleted:  # --max-deletions 0: no round can help
             finished = "backlog left: this round deleted nothing (--max-deletions)"
             break
-        wake = run.now if run.backlog else run.next_due
+        wake = run.now if run.tally.backlog else run.tally.next_due
         assert wake is not None
         elapsed = time.monotonic() - round_started
         # The Date header counts whole seconds: a second more, so the mark is surely due.
         pause = max((wake - run.now).total_seconds() - elapsed, 0.0) + (
-            0.0 if run.backlog else DRAIN_MARGIN
+            0.0 if run.tally.backlog else DRAIN_MARGIN
         )
         left = budget.remaining()
         if left is not None and pause + DRAIN_MARGIN >= left:
             finished = "deadline"
-            run.codes.add(ExitCode.STOPPED)
+            run.tally.codes.add(ExitCode.STOPPED)
             log.warning(
                 "drain: %d orphans waiting and %d past the cap when --timeout comes: left to "
                 "the CronJob's runs",
-                run.waiting,
-                run.backlog,
+                run.tally.waiting,
+                run.tally.backlog,
             )
             break
         log.info(
             "drain round %d: %d waiting, %d past the drain cap; sleeping %.1fs",
             rounds,
-            run.waiting,
-            run.backlog,
+            run.tally.waiting,
+            run.tally.backlog,
             pause,
         )
         budget.sleep(pause)
@@ -292,7 +293,7 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         stop = budget.stop_reason()
         if stop is not None:
             finished = f"stopped: {stop}"
-            run.codes.add(ExitCode.STOPPED)
+            run.tally.codes.add(ExitCode.STOPPED)
             break
         round_started = time.monotonic()
         check_hub(run.hub, run.settings.sweeps)  # a fresh answer: its Date is the round's time
@@ -302,11 +303,11 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
         _renew_read_budgets(run)
         execute(run)
         rounds += 1
-    run.drain = {
+    run.tally.drain = {
         "rounds": rounds,
         "slept_seconds": round(slept, 3),
-        "waiting": run.waiting,
-        "backlog": run.backlog,
+        "waiting": run.tally.waiting,
+        "backlog": run.tally.backlog,
         "finished": finished,
     }
     log.info("drain: %s after %d rounds", finished, rounds)
@@ -331,7 +332,7 @@ def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:
     try:
         run.reporter.finish(upstream_records, summary)
     except OSError as exc:  # the report file could not be written after all
-        run.codes.add(ExitCode.ITEM_FAILED)
+        run.tally.codes.add(ExitCode.ITEM_FAILED)
         code = run.exit_code()
         error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
         summary = run.summary(code, error)

@@ -1,4 +1,5 @@
-"""Before a --delete run touches anything: may the hub identity send every request it will?
+"""Before a run touches anything: is the target a Karmada hub (check_hub, every run and
+explain), and, before a --delete run, may the hub identity send every request it will (check)?
 
 A verb missing from the RBAC would otherwise surface half-way through a run, after some
 deletions and not others. The hub answers for itself (SelfSubjectAccessReview, allowed to
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 
 from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.kube.access import KubeAccess
-from gcjob.kube.errors import ConfigError, KubeError
+from gcjob.kube.errors import ApiError, ConfigError, KubeError, TlsFailure
+from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
     CONFIGMAPS,
     HTTPROUTES,
@@ -145,3 +147,45 @@ def check(access: KubeAccess, settings: Settings) -> None:
             + "; ".join(denied)
             + ": grant it (cronjobs/rbac/hub) or run without --delete; nothing was touched"
         )
+
+
+class NotAHub(Exception):
+    """The target does not serve the hub's APIs: refuse before touching anything."""
+
+
+def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> str:
+    """Raises NotAHub; ConfigError when the hub refuses the credentials, cannot be verified,
+    or answers with something else than Kubernetes (a login page); KubeError when it cannot
+    be asked (unreachable, 5xx: maybe better on the next run). Returns what it saw."""
+    required = [RESOURCEBINDINGS]
+    if Sweep.COMPANIONS in sweeps:
+        required.append(WORKLOADDEPLOYMENTS)
+    for resource in required:
+        try:
+            served = hub.served(resource)
+        except KubeError as exc:
+            problem = configuration_problem(exc)
+            if problem is None:
+                raise
+            raise ConfigError(f"the hub {hub.server} {problem}: {exc}") from exc
+        if not served:
+            raise NotAHub(
+                f"{hub.server} is not a Karmada hub: it does not serve "
+                f"{resource.api_version} {resource.plural}"
+            )
+    return f"{hub.server} serves " + ", ".join(f"{r.api_version} {r.plural}" for r in required)
+
+
+def configuration_problem(exc: KubeError) -> str | None:
+    """What a failed first request says about the configuration, if anything: retrying
+    the same kubeconfig cannot help, so it is exit 2, not 3."""
+    if isinstance(exc, ApiError):
+        if exc.status == 401:
+            return "refuses the credentials"
+        if exc.status == 403:
+            return "refuses discovery to these credentials"
+        if 300 <= exc.status < 400 or exc.reason == "Malformed" or "not a Kubernetes" in str(exc):
+            return "does not answer as a Kubernetes API server (a login page or proxy?)"
+    elif isinstance(exc, TlsFailure):
+        return "cannot be verified (TLS)"
+    return None

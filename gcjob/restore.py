@@ -25,10 +25,8 @@ from gcjob.kube import reduce
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, KubeError
 from gcjob.kube.resources import (
-    CONFIGMAPS,
-    HTTPROUTES,
+    JUDGED_RESOURCES,
     NAMESPACES,
-    REPLICATED_RESOURCES,
     RESOURCEBINDINGS,
     SECRETS,
     WORKLOADDEPLOYMENTS,
@@ -142,8 +140,7 @@ def select(
 # and NSO's copies, all namespaced. Anything else in a record was not written by gcjob (a
 # hand-edited file): restore never creates it (a ClusterRoleBinding, a Pod, ...).
 RESTORABLE: Mapping[tuple[str, str], Resource] = {
-    (r.group, r.kind): r
-    for r in (CONFIGMAPS, SECRETS, RESOURCEBINDINGS, HTTPROUTES, *REPLICATED_RESOURCES.values())
+    (r.group, r.kind): r for r in JUDGED_RESOURCES.values()
 }
 # The kinds whose owners restore looks up by name (metadata only): what gcjob itself reads.
 KNOWN_OWNERS: Mapping[tuple[str, str], Resource] = {

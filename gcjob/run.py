@@ -1,4 +1,8 @@
-"""One run: check the hub, take the lock, then each sweep enumerate -> decide -> act -> report."""
+"""One run's state: its context (what it reads by and writes through, fixed once the lifecycle
+has opened the sources), the facts of its round (the hub's clock, how lists are read), and its
+tallies (outcomes, each sweep's state, the brakes engaged, the exit codes), from which the
+summary is made. The lifecycle (gcjob/lifecycle.py) checks the hub and takes the lock; the
+sweeps (gcjob/sweeps/) record what they did here."""
 
 from __future__ import annotations
 
@@ -8,19 +12,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcjob import __version__
-from gcjob.act.brake import BrakeLimits, percent_brake
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
+from gcjob.brakes import BrakeLimits, deletion_brake, percent_brake
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
-from gcjob.exitcodes import DESCRIPTIONS, FOR_ONE_RUN, ExitCode, most_severe
-from gcjob.kube.errors import ApiError, ConfigError, KubeError, Stopped, TlsFailure
+from gcjob.exitcodes import DESCRIPTIONS, ExitCode, most_severe
+from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.liststrategy import Choice
 from gcjob.kube.reader import Reader
-from gcjob.kube.resources import RESOURCEBINDINGS, WORKLOADDEPLOYMENTS
 from gcjob.kube.transport import RequestStats
 from gcjob.logs import log
 from gcjob.model import (
@@ -44,48 +47,6 @@ from gcjob.settings import Settings
 PROJECT_API_FAILED = "the Project API could not be read"
 
 
-class NotAHub(Exception):
-    """The target does not serve the hub's APIs: refuse before touching anything."""
-
-
-def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> str:
-    """Raises NotAHub; ConfigError when the hub refuses the credentials, cannot be verified,
-    or answers with something else than Kubernetes (a login page); KubeError when it cannot
-    be asked (unreachable, 5xx: maybe better on the next run). Returns what it saw."""
-    required = [RESOURCEBINDINGS]
-    if Sweep.COMPANIONS in sweeps:
-        required.append(WORKLOADDEPLOYMENTS)
-    for resource in required:
-        try:
-            served = hub.served(resource)
-        except KubeError as exc:
-            problem = configuration_problem(exc)
-            if problem is None:
-                raise
-            raise ConfigError(f"the hub {hub.server} {problem}: {exc}") from exc
-        if not served:
-            raise NotAHub(
-                f"{hub.server} is not a Karmada hub: it does not serve "
-                f"{resource.api_version} {resource.plural}"
-            )
-    return f"{hub.server} serves " + ", ".join(f"{r.api_version} {r.plural}" for r in required)
-
-
-def configuration_problem(exc: KubeError) -> str | None:
-    """What a failed first request says about the configuration, if anything: retrying
-    the same kubeconfig cannot help, so it is exit 2, not 3."""
-    if isinstance(exc, ApiError):
-        if exc.status == 401:
-            return "refuses the credentials"
-        if exc.status == 403:
-            return "refuses discovery to these credentials"
-        if 300 <= exc.status < 400 or exc.reason == "Malformed" or "not a Kubernetes" in str(exc):
-            return "does not answer as a Kubernetes API server (a login page or proxy?)"
-    elif isinstance(exc, TlsFailure):
-        return "cannot be verified (TLS)"
-    return None
-
-
 @dataclass
 class SweepState:
     status: str = "not-run"
@@ -94,24 +55,42 @@ class SweepState:
     in_scope: int = 0
 
 
-@dataclass
-class Run:
+@dataclass(frozen=True)
+class RunContext:
+    """What one run reads by and writes through: set once, when the lifecycle has opened the
+    sources, and never changed."""
+
     settings: Settings
     hub: Reader
     deleter: Deleter
     reporter: Reporter
     budget: RunBudget
     stats: RequestStats
-    now: datetime
     upstreams: UpstreamSource | None
     run_id: str
     marker: Marker
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    clock_problem: str = ""  # why `now` is not the hub's: then nothing is deleted or marked
+    projects: Reader | None = None  # Milo's Project API, when there is one
+    is_project: Callable[[str], bool] = never_a_project  # reached through the template
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.settings.namespaces, frozenset(self.settings.exclude_namespaces))
+
+    @property
+    def limits(self) -> BrakeLimits:
+        s = self.settings
+        return BrakeLimits(s.max_deletions, s.max_delete_percent, s.brake_min_objects)
+
+
+@dataclass
+class Tally:
+    """What one run counted, as it went: the summary is made of it."""
+
     codes: set[ExitCode] = field(default_factory=set)
     sweeps: dict[Sweep, SweepState] = field(default_factory=dict)
-    deleted: int = 0  # deletions this run, for --max-deletions (a companion + binding: one)
-    backlog: int = 0  # due orphans left past the drain cap this run
+    deleted: int = 0  # deletions this round, for --max-deletions (a companion + binding: one)
+    backlog: int = 0  # due orphans left past the drain cap this round
     next_due: datetime | None = None  # when the first orphan still waiting becomes due
     waiting: int = 0  # orphans marked, not yet due
     skipped: str = ""  # why this run swept nothing and exits 0 (a drain holds the lock)
@@ -123,23 +102,77 @@ class Run:
     # a companion's binding too; a mark held back by a brake is no mark.
     marks: dict[str, dict[str, int]] = field(default_factory=dict)
     brakes: list[str] = field(default_factory=list)  # each brake that engaged, named, once
-    namespace_check: NamespaceCheck = field(default_factory=NamespaceCheck)  # --namespace found?
-    upstream_index: UpstreamIndex | None = None
-    projects: Reader | None = None  # Milo's Project API, when there is one
-    is_project: Callable[[str], bool] = never_a_project  # reached through the template
-    hub_reads: Reads = SERIAL  # set by sweeps.execute for the run's length
-    upstream_reads: Reads = SERIAL
-    list_strategy: Choice | None = None  # how the hub's lists were read; None: not chosen
     project_counts: dict[str, str] = field(default_factory=dict)  # project -> counted state
+
+
+@dataclass
+class Run:
+    """One run: its context (read-only), the facts of its round, which the lifecycle sets
+    before the sweeps (the hub's clock, the namespaces found, how lists are read) and
+    sweeps.execute for a round's length (the read pools), and its tallies."""
+
+    context: RunContext
+    now: datetime  # the hub's clock, as of which this round decides
+    clock_problem: str = ""  # why `now` is not the hub's: then nothing is deleted or marked
+    namespace_check: NamespaceCheck = field(default_factory=NamespaceCheck)  # --namespace found?
+    list_strategy: Choice | None = None  # how the hub's lists were read; None: not chosen
+    hub_reads: Reads = SERIAL  # set by sweeps.execute for the round's length
+    upstream_reads: Reads = SERIAL
+    upstream_index: UpstreamIndex | None = None  # what the routes sweep read upstream
+    tally: Tally = field(default_factory=Tally)
+
+    # The context, read-only, as the sweeps read it.
+    @property
+    def settings(self) -> Settings:
+        return self.context.settings
+
+    @property
+    def hub(self) -> Reader:
+        return self.context.hub
+
+    @property
+    def deleter(self) -> Deleter:
+        return self.context.deleter
+
+    @property
+    def reporter(self) -> Reporter:
+        return self.context.reporter
+
+    @property
+    def budget(self) -> RunBudget:
+        return self.context.budget
+
+    @property
+    def stats(self) -> RequestStats:
+        return self.context.stats
+
+    @property
+    def upstreams(self) -> UpstreamSource | None:
+        return self.context.upstreams
+
+    @property
+    def run_id(self) -> str:
+        return self.context.run_id
+
+    @property
+    def marker(self) -> Marker:
+        return self.context.marker
+
+    @property
+    def projects(self) -> Reader | None:
+        return self.context.projects
+
+    @property
+    def is_project(self) -> Callable[[str], bool]:
+        return self.context.is_project
 
     @property
     def scope(self) -> Scope:
-        return Scope(self.settings.namespaces, frozenset(self.settings.exclude_namespaces))
+        return self.context.scope
 
     @property
     def limits(self) -> BrakeLimits:
-        s = self.settings
-        return BrakeLimits(s.max_deletions, s.max_delete_percent, s.brake_min_objects)
+        return self.context.limits
 
     # -- reporting ---------------------------------------------------------------------
 
@@ -150,13 +183,13 @@ class Run:
             or outcome.reason in ERROR_REASONS
             or outcome.reason == Reason.RECORD_FAILED  # kept, but the undo it needs is broken
         ):
-            self.codes.add(ExitCode.ITEM_FAILED)
+            self.tally.codes.add(ExitCode.ITEM_FAILED)
         if outcome.reason == Reason.STOPPED:
-            self.codes.add(ExitCode.STOPPED)
+            self.tally.codes.add(ExitCode.STOPPED)
         if outcome.reason == Reason.INTERNAL_ERROR:
-            self.codes.add(ExitCode.INCOMPLETE)
+            self.tally.codes.add(ExitCode.INCOMPLETE)
         if outcome.action in (Action.MARKED, Action.WOULD_MARK) and outcome.reason != Reason.BRAKE:
-            by_reason = self.marks.setdefault(outcome.sweep.value, {})
+            by_reason = self.tally.marks.setdefault(outcome.sweep.value, {})
             by_reason[outcome.reason] = by_reason.get(outcome.reason, 0) + 1
         if outcome.reason == Reason.BRAKE:
             self._brake_held(outcome.sweep, outcome.detail)
@@ -169,17 +202,17 @@ class Run:
         """A brake held something of `sweep` back: said in its state (once per brake), and
         exit 4 for a run that deletes."""
         said = f"{sweep.value} sweep: {reason}"
-        if said not in self.brakes:
-            self.brakes.append(said)
+        if said not in self.tally.brakes:
+            self.tally.brakes.append(said)
             if self.settings.delete:
                 log.warning("%s", said)
-        state = self.sweeps.get(sweep)
+        state = self.tally.sweeps.get(sweep)
         if state is not None:
             state.status = "braked"
             if reason not in state.detail:
                 state.detail = "; ".join(filter(None, [state.detail, reason]))
         if self.settings.delete:
-            self.codes.add(ExitCode.BRAKE)
+            self.tally.codes.add(ExitCode.BRAKE)
 
     def project_api_failed(self, sweep: Sweep, detail: str) -> None:
         """A read of Milo's Project API that `sweep` rests on failed, was refused or ran out
@@ -187,8 +220,8 @@ class Run:
         says so, in the sweep's detail (the first such failure) and with exit 1."""
         if not detail:
             return
-        self.codes.add(ExitCode.ITEM_FAILED)
-        state = self.sweeps.get(sweep)
+        self.tally.codes.add(ExitCode.ITEM_FAILED)
+        state = self.tally.sweeps.get(sweep)
         if state is None or PROJECT_API_FAILED in state.detail:
             return
         said = f"{PROJECT_API_FAILED}: {detail}"
@@ -199,7 +232,7 @@ class Run:
         """The end of a sweep that went through its candidates: `completed`, unless a stop
         (--timeout, SIGTERM) left some undone; then it is `stopped`, never `completed` with
         items `stopped`."""
-        state = self.sweeps[sweep]
+        state = self.tally.sweeps[sweep]
         if state.status == "braked":
             return  # a write or marks brake held back its last objects: said so already
         actions = self.reporter.tally.counts.get(sweep.value, {})
@@ -231,14 +264,14 @@ class Run:
         self.record(Outcome.of(sweep, verdict, Action.SKIPPED))
 
     def incomplete(self, sweep: Sweep, detail: str, exc: KubeError | None = None) -> None:
-        state = self.sweeps[sweep]
+        state = self.tally.sweeps[sweep]
         if isinstance(exc, Stopped):
             state.status, state.detail = "stopped", f"{detail}: {exc}"
-            self.codes.add(ExitCode.STOPPED)
+            self.tally.codes.add(ExitCode.STOPPED)
         else:
             state.status = "incomplete"
             state.detail = f"{detail}: {exc}; nothing deleted" if exc else detail
-            self.codes.add(ExitCode.INCOMPLETE)
+            self.tally.codes.add(ExitCode.INCOMPLETE)
         log.error("%s sweep %s: %s", sweep.value, state.status, state.detail)
 
     # -- acting ------------------------------------------------------------------------
@@ -249,27 +282,27 @@ class Run:
         --drain run the collection is the larger of this round's and the first round's: each
         round is held to its cap's share of the hub the drain began on, so the breaker trips
         on a mass of orphans, not on a backlog being cleared (the marks brake held round 1)."""
-        collection = max(in_scope, self.first_scope.setdefault(sweep, in_scope))
+        collection = max(in_scope, self.tally.first_scope.setdefault(sweep, in_scope))
         reason = percent_brake(candidates, collection, self.limits)
-        return None if reason is None else f"deletion brake: {reason}"
+        return None if reason is None else deletion_brake(reason)
 
     def note_due(self, dues: Iterable[datetime | None]) -> None:
         """When orphans still waiting become due: the earliest is when a drain looks again."""
         for due in dues:
             if due is None:
                 continue
-            self.waiting += 1
-            if self.next_due is None or due < self.next_due:
-                self.next_due = due
+            self.tally.waiting += 1
+            if self.tally.next_due is None or due < self.tally.next_due:
+                self.tally.next_due = due
 
     def next_round(self, now: datetime) -> None:
         """A --drain run's next round: a full sweep again, with its own drain cap, as of the
         hub's `now`; what was reported stays reported."""
         self.now = now
-        self.deleted = 0
-        self.backlog = 0
-        self.next_due = None
-        self.waiting = 0
+        self.tally.deleted = 0
+        self.tally.backlog = 0
+        self.tally.next_due = None
+        self.tally.waiting = 0
 
     def hold_back(self, sweep: Sweep, candidates: list[Verdict], reason: str) -> None:
         """A deletion brake holds these back: each reported, the brake engaged."""
@@ -289,19 +322,14 @@ class Run:
                     sweep, verdict, Action.SKIPPED, Reason.BACKLOG, detail, orphaned_since=since
                 )
             )
-        self.backlog += len(backlog)
+        self.tally.backlog += len(backlog)
 
     def marks_braked(self, sweep: Sweep, candidates: list[Verdict]) -> bool:
         """The marks brake: a mass of new orphans is the early warning to send, so a sweep
         that would mark too many marks none of them."""
-        written = self.marker.marks
-        if not candidates or written + len(candidates) <= self.settings.max_marks:
+        reason = self.marker.brake.holds(len(candidates))
+        if reason is None:
             return False
-        reason = (
-            f"marks brake: {len(candidates)} new marks (+{written} earlier this run) exceed "
-            f"--max-marks {self.settings.max_marks}: if these new orphans are right (a dry run "
-            f"lists them), raise --max-marks {FOR_ONE_RUN}"
-        )
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, reason))
         return True
@@ -318,7 +346,7 @@ class Run:
             and first.action in (Action.DELETED, Action.WOULD_DELETE)
             and first.reason != Reason.BRAKE
         ):
-            self.deleted += 1
+            self.tally.deleted += 1
         for outcome in outcomes:
             self.record(outcome)
 
@@ -332,16 +360,16 @@ class Run:
                 state = PROJECT_BRAKE_HELD
             else:
                 state = PROJECT_COUNTED_AS[call.state]
-            before = self.project_counts.get(name)
+            before = self.tally.project_counts.get(name)
             if before is None or PROJECT_COUNT_STATES.index(state) < PROJECT_COUNT_STATES.index(
                 before
             ):
-                self.project_counts[name] = state
+                self.tally.project_counts[name] = state
 
     # -- summary -----------------------------------------------------------------------
 
     def exit_code(self) -> ExitCode:
-        return most_severe(self.codes)
+        return most_severe(self.tally.codes)
 
     def summary(self, exit_code: ExitCode, error: str = "") -> dict[str, Any]:
         """Totals and counts only: what grows with the hub (per-cluster states) has its own
@@ -359,7 +387,7 @@ class Run:
             "version": __version__,
             "hub": redact(self.hub.server),
             "dry_run": not self.settings.delete,
-            "started": rfc3339(self.started),
+            "started": rfc3339(self.context.started),
             "finished": rfc3339(finished),
             "decided_at": rfc3339(self.now),
             "min_age_seconds": int(self.settings.min_age.total_seconds()),
@@ -376,18 +404,18 @@ class Run:
                     "scanned": st.scanned,
                     "in_scope": st.in_scope,
                 }
-                for sweep, st in self.sweeps.items()
+                for sweep, st in self.tally.sweeps.items()
             },
             "counts": self.reporter.tally.as_dict(),
-            "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.marks.items()},
-            "would_delete": self.reporter.due.as_dict([sweep.value for sweep in self.sweeps]),
+            "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.tally.marks.items()},
+            "would_delete": self.reporter.due.as_dict([sweep.value for sweep in self.tally.sweeps]),
             "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
             "list_strategy": self.list_strategy.as_dict() if self.list_strategy else None,
-            "deletion_backlog": self.backlog,
+            "deletion_backlog": self.tally.backlog,
             "upstream_counts": dict(sorted(upstream_counts.items())),
             "projects": {
-                state: sum(1 for s in self.project_counts.values() if s == state)
+                state: sum(1 for s in self.tally.project_counts.values() if s == state)
                 for state in PROJECT_COUNT_STATES
             },
             "api_requests": {
@@ -397,18 +425,18 @@ class Run:
             "exit_code": int(exit_code),
             "exit_reason": redact(error or self._exit_reason(exit_code)),
         }
-        if self.skipped:
-            summary["skipped"] = redact(self.skipped)
-        if self.drain is not None:
-            summary["drain"] = self.drain
+        if self.tally.skipped:
+            summary["skipped"] = redact(self.tally.skipped)
+        if self.tally.drain is not None:
+            summary["drain"] = self.tally.drain
         return summary
 
     def _exit_reason(self, exit_code: ExitCode) -> str:
         """The exit code's description; for a brake, which brakes engaged, by name."""
-        if exit_code is ExitCode.BRAKE and self.brakes:
-            return "safety brake engaged: " + "; ".join(self.brakes)
-        if exit_code is ExitCode.OK and self.skipped:
-            return f"skipped: {self.skipped}"
+        if exit_code is ExitCode.BRAKE and self.tally.brakes:
+            return "safety brake engaged: " + "; ".join(self.tally.brakes)
+        if exit_code is ExitCode.OK and self.tally.skipped:
+            return f"skipped: {self.tally.skipped}"
         return DESCRIPTIONS[exit_code]
 
     def upstream_records(self) -> list[dict[str, Any]]:

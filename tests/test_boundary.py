@@ -171,7 +171,7 @@ def test_explain_on_an_object_that_raises_is_one_line_and_exit_3(
 ) -> None:
     from gcjob.sweeps.companions import judge
 
-    monkeypatch.setattr(judge, "decide_companion", _boom)
+    monkeypatch.setattr(judge, "companion_verdict", _boom)
     args = ["explain", f"cm/{SHOP}/orphan-app-config", "--snapshot", str(DEMO)]
     result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=False)
     assert result.return_value == 3

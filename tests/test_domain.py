@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import json
+from importlib import resources
+
 import pytest
 
+from gcjob.decide.explanation import SWEEP_OF
 from gcjob.domain import (
+    JUDGED_KINDS,
+    REPLICATED_KINDS,
+    REPLICATED_PLURALS,
+    TARGET_KINDS,
     binding_name,
     decode_cluster_label,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_reserved_namespace,
 )
+from gcjob.kube.resources import COMPANION_RESOURCES, JUDGED_RESOURCES, REPLICATED_RESOURCES
+from gcjob.model import Sweep
 
 
 @pytest.mark.parametrize(
@@ -120,3 +130,37 @@ def test_decode_cluster_label(label: str, expected: str) -> None:
 @pytest.mark.parametrize("label", ["single", "", "proj-cluster-a", "clusters-a", "org_proj"])
 def test_decode_cluster_label_rejects_values_without_prefix(label: str) -> None:
     assert decode_cluster_label(label) is None
+
+
+def _schema_item_kinds() -> list[str]:
+    text = resources.files("gcjob.report").joinpath("schema.json").read_text("utf-8")
+    kinds: list[str] = json.loads(text)["$defs"]["item"]["properties"]["kind"]["enum"]
+    return kinds
+
+
+def test_the_report_schema_names_the_judged_kinds_in_their_order() -> None:
+    """The schema is JSON, so it cannot import the table: it is held to it here."""
+    assert _schema_item_kinds() == [k.kind for k in JUDGED_KINDS]
+
+
+def test_every_list_of_kinds_is_the_one_table() -> None:
+    """A kind added to the table is swept, named by explain and restore, and sent to its
+    sweep: no second list can leave it out."""
+    kinds = [k.kind for k in JUDGED_KINDS]
+    assert len(set(kinds)) == len(kinds)
+    assert list(SWEEP_OF) == kinds
+    assert {k.kind: SWEEP_OF[k.kind].value for k in JUDGED_KINDS} == {
+        k.kind: k.sweep for k in JUDGED_KINDS
+    }
+    assert {s.value for s in Sweep} == {k.sweep for k in JUDGED_KINDS}
+    assert list(JUDGED_RESOURCES) == kinds
+    for k in JUDGED_KINDS:
+        resource = JUDGED_RESOURCES[k.kind]
+        assert (resource.group, resource.plural, resource.version) == (k.group, k.plural, k.version)
+        assert TARGET_KINDS[k.kind.lower()] == TARGET_KINDS[k.plural] == k.kind
+        assert all(TARGET_KINDS[short] == k.kind for short in k.short_names)
+    replicated = [(k.group, k.kind) for k in JUDGED_KINDS if k.replicated]
+    assert list(REPLICATED_KINDS) == replicated
+    assert set(REPLICATED_PLURALS) == set(replicated)
+    assert set(REPLICATED_RESOURCES) | set(COMPANION_RESOURCES) == {kind for _, kind in replicated}
+    assert set(TARGET_KINDS.values()) == set(kinds)

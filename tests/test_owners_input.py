@@ -18,8 +18,8 @@ from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, SECRETS
 from gcjob.kube.snapshot import _fields_match
 from gcjob.model import ClusterStatus, OwnerRef, RouteTarget, UpstreamView
-from gcjob.sweeps.companions.judge import decide_companion
-from gcjob.sweeps.routes.judge import decide_route
+from gcjob.sweeps.companions.judge import companion_verdict
+from gcjob.sweeps.routes.judge import route_verdict
 from testbed.model import MIN_AGE
 from testbed.objects import configmap, httproute
 
@@ -52,7 +52,7 @@ def _with_owners(obj: dict[str, Any], refs: Any, present: bool) -> dict[str, Any
 @given(OWNER_REFS, st.booleans())
 def test_a_companion_with_any_owner_is_never_deleted(refs: Any, present: bool) -> None:
     obj = _with_owners(configmap(), refs, present)
-    verdict = decide_companion(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
     if verdict.delete:
         assert not present or refs is None or refs == []
     elif present and refs not in (None, []):
@@ -77,7 +77,7 @@ def test_a_route_a_controller_owns_is_never_deleted_unless_it_is_an_anchor(
     obj = _with_owners(httproute(), refs, present)
     target = RouteTarget("single", "default", ("web-gateway",))
     view = UpstreamView(ClusterStatus.OK, gateways=frozenset())
-    verdict = decide_route(reduce.route(obj), target, view, NOW, MIN_AGE)
+    verdict = route_verdict(reduce.route(obj), target, view, NOW, MIN_AGE)
     foreign = present and (
         (refs is not None and not isinstance(refs, list))
         or (isinstance(refs, list) and any(_foreign_controller(r) for r in refs))
@@ -122,7 +122,7 @@ def test_the_metadata_marks_of_a_secret_gcjob_never_deletes(
         else:
             obj["metadata"][key] = value
     secret = reduce.companion(SECRETS)(obj)
-    verdict = decide_companion(secret, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(secret, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is not kept
     if kept:
         assert verdict.reason == "owned-secret-type"

@@ -25,9 +25,9 @@ from gcjob.model import (
     RouteTarget,
     UpstreamView,
 )
-from gcjob.sweeps.bindings.judge import Presence, decide_binding
-from gcjob.sweeps.companions.judge import decide_companion
-from gcjob.sweeps.routes.judge import decide_route, route_target
+from gcjob.sweeps.bindings.judge import Existence, binding_verdict
+from gcjob.sweeps.companions.judge import companion_verdict
+from gcjob.sweeps.routes.judge import route_target, route_verdict
 from testbed.model import HUB_NS, MIN_AGE, NOW, OLD, ref
 
 PROPERTY = settings(max_examples=200, deadline=None)
@@ -171,7 +171,7 @@ def test_companion_deleted_only_when_spec_says_orphan(
         raw,
         protect=protect,
     )
-    verdict = decide_companion(c, live, NOW, MIN_AGE)
+    verdict = companion_verdict(c, live, NOW, MIN_AGE)
     event(f"delete={verdict.delete}")
     keys = spec_keys(raw)
     orphan = keys is not None and not any(k.split("/")[1] in live for k in keys)
@@ -284,7 +284,7 @@ def test_route_deleted_only_when_every_gateway_proven_gone(
     )
     target = route_target(r)
     if isinstance(target, RouteTarget):
-        verdict = decide_route(r, target, view, NOW, MIN_AGE)
+        verdict = route_verdict(r, target, view, NOW, MIN_AGE)
     else:
         verdict = target
     cluster = labels.get(CLUSTER_LABEL, "")
@@ -335,7 +335,9 @@ SUFFIXES = ["-configmap", "-secret", "-httproute", "-workloaddeployment", "", "-
     annotation=st.one_of(st.just("city-dfw"), st.sampled_from(POLICIES)),
     label=st.sampled_from(POLICIES),
     cluster_policy=flag_st,
-    presence=st.sampled_from([Presence.ABSENT, Presence.ABSENT, Presence.EXISTS, Presence.UNKNOWN]),
+    presence=st.sampled_from(
+        [Existence.ABSENT, Existence.ABSENT, Existence.EXISTS, Existence.UNKNOWN]
+    ),
     created=created_st,
     terminating=flag_st,
     protect=protect_st,
@@ -353,7 +355,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
     annotation: str | None,
     label: str | None,
     cluster_policy: bool,
-    presence: Presence,
+    presence: Existence,
     created: datetime | None,
     terminating: bool,
     protect: Protect,
@@ -384,11 +386,11 @@ def test_binding_deleted_only_when_city_object_proven_absent(
         resource=resource,
         protect=protect,
     )
-    verdict = decide_binding(b, presence, NOW, MIN_AGE)
+    verdict = binding_verdict(b, presence, NOW, MIN_AGE)
     event(f"delete={verdict.delete}")
     policy = annotation or label  # an empty annotation names no policy
     spec_orphan = bool(
-        presence is Presence.ABSENT
+        presence is Existence.ABSENT
         and policy is not None
         and policy.startswith("city-")
         and not cluster_policy
@@ -408,7 +410,7 @@ def test_binding_deleted_only_when_city_object_proven_absent(
     assert verdict.delete is spec_orphan, (name, annotation, label, presence, verdict)
     if verdict.delete:
         assert verdict.reason == "orphaned"
-        assert presence is Presence.ABSENT
+        assert presence is Existence.ABSENT
         assert policy is not None and policy.startswith("city-")
         assert not cluster_policy
         assert name.endswith(("-configmap", "-secret"))

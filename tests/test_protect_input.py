@@ -18,9 +18,9 @@ from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.model import ClusterStatus, RouteTarget, UpstreamView
 from gcjob.reasons import Reason
-from gcjob.sweeps.bindings.judge import Presence, decide_binding
-from gcjob.sweeps.companions.judge import decide_companion, follow_binding
-from gcjob.sweeps.routes.judge import decide_route
+from gcjob.sweeps.bindings.judge import Existence, binding_verdict
+from gcjob.sweeps.companions.judge import companion_verdict, follow_binding
+from gcjob.sweeps.routes.judge import route_verdict
 from testbed.model import MIN_AGE
 from testbed.objects import configmap, httproute, resourcebinding
 
@@ -76,7 +76,7 @@ def test_a_companion_is_deleted_only_when_protect_is_absent_or_false(
     obj = with_protect(configmap(), places)
     if labels_broken and not places:
         obj["metadata"]["labels"] = ["not", "a", "map"]
-    verdict = decide_companion(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
     assert verdict.delete is lets_go(obj)
     if not verdict.delete:
         assert verdict.reason in ("protected", Reason.PROTECT_NOT_UNDERSTOOD)
@@ -89,7 +89,7 @@ def test_a_binding_is_deleted_only_when_protect_is_absent_or_false(
 ) -> None:
     obj = with_protect(resourcebinding(), places)
     record = reduce.binding(obj)
-    verdict = decide_binding(record, Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(record, Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is lets_go(obj)
     # a companion's binding, deleted with it, follows the same rule
     companion = reduce.companion(CONFIGMAPS)(configmap())
@@ -104,7 +104,7 @@ def test_a_route_is_deleted_only_when_protect_is_absent_or_false(
     record = reduce.route(obj)
     target = RouteTarget("single", "default", ("web-gateway",))
     view = UpstreamView(ClusterStatus.OK, gateways=frozenset())
-    assert decide_route(record, target, view, NOW, MIN_AGE).delete is lets_go(obj)
+    assert route_verdict(record, target, view, NOW, MIN_AGE).delete is lets_go(obj)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,7 +23,7 @@ from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats
 from gcjob.model import Action, ObjectRef, Outcome, ProjectCall, ProjectState, Sweep, Verdict
 from gcjob.report.emitter import Reporter
-from gcjob.run import Run, SweepState
+from gcjob.run import Run, RunContext, SweepState
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
 
@@ -223,18 +224,18 @@ def run_world(hub_objects: list[dict[str, Any]], upstream_objects: list[dict[str
         report_file=None,
         stream=out,
     )
-    run = Run(
+    context = RunContext(
         config,
         hub,
         Deleter(None, dry_run=True, budget=budget, qps=0),
         reporter,
         budget,
         RequestStats(),
-        NOW,
         SnapshotUpstreams({"single": upstream}),
         "r",
         Marker(None, dry_run=True, budget=budget),
     )
+    run = Run(context, NOW)
     execute(run)
     items = [json.loads(line) for line in out.getvalue().splitlines()]
     return run, items
@@ -293,13 +294,14 @@ def test_a_quiet_world_reports_nothing_and_exits_zero() -> None:
     run, items = run_world([], [])
     assert items == []
     assert run.exit_code() == 0
-    assert {s.status for s in run.sweeps.values()} == {"completed"}
+    assert {s.status for s in run.tally.sweeps.values()} == {"completed"}
 
 
 def test_the_summary_never_carries_userinfo_or_a_token() -> None:
     """issue 12 A: `server:` with user:password@, and an exception's header value."""
     run, _ = run_world([], [])
-    run.hub = SnapshotStore("https://admin:hunter2@hub.example:6443", [], every_kind=True)
+    hub = SnapshotStore("https://admin:hunter2@hub.example:6443", [], every_kind=True)
+    run.context = replace(run.context, hub=hub)
     error = "internal error: ValueError: Invalid header value b'Bearer s3cr3t\\n'\nsecond line"
     summary = run.summary(run.exit_code(), error)
     text = json.dumps(summary)
@@ -375,8 +377,8 @@ def test_a_sweep_with_candidates_left_undone_by_a_stop_is_stopped_not_completed(
     run, _ = run_world([], [])
     victim = ObjectRef("v1", "ConfigMap", "ns-a", "app", "u1", "1", NOW - timedelta(days=1))
     verdict = Verdict(victim, True, "orphaned", "no WorkloadDeployment named web in ns-a")
-    run.sweeps[Sweep.COMPANIONS] = SweepState()
-    run.sweeps[Sweep.BINDINGS] = SweepState()
+    run.tally.sweeps[Sweep.COMPANIONS] = SweepState()
+    run.tally.sweeps[Sweep.BINDINGS] = SweepState()
     run.budget.request_stop("SIGTERM")
     run.record(Outcome.of(Sweep.COMPANIONS, verdict, Action.SKIPPED, "stopped", "left undone"))
     run.record(Outcome.of(Sweep.COMPANIONS, verdict, Action.SKIPPED, "stopped", "left undone"))
@@ -385,7 +387,7 @@ def test_a_sweep_with_candidates_left_undone_by_a_stop_is_stopped_not_completed(
     companions = run.summary(run.exit_code())["sweeps"]["companions"]
     assert companions["status"] == "stopped"
     assert companions["detail"] == "2 objects left undone: run stopped (SIGTERM)"
-    assert run.sweeps[Sweep.BINDINGS].status == "completed"
+    assert run.tally.sweeps[Sweep.BINDINGS].status == "completed"
     assert run.exit_code() == 5
 
 
@@ -395,8 +397,9 @@ def test_a_drains_later_rounds_weigh_their_deletions_against_the_collection_it_b
     of what earlier rounds left, so a backlog being cleared does not trip it as it shrinks. A
     round that would take more than that share still does."""
     run, _ = run_world([], [])
-    run.settings = Settings(max_deletions=200, max_delete_percent=50, brake_min_objects=0)
-    run.first_scope.clear()
+    config = Settings(max_deletions=200, max_delete_percent=50, brake_min_objects=0)
+    run.context = replace(run.context, settings=config)
+    run.tally.first_scope.clear()
     assert run.percent_braked(Sweep.COMPANIONS, 0, 660) is None  # round 1: all marked, none due
     assert run.percent_braked(Sweep.COMPANIONS, 200, 660) is None  # 30%
     assert run.percent_braked(Sweep.COMPANIONS, 200, 460) is None  # 30% of 660, not 43% of 460

@@ -13,8 +13,10 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from gcjob.act.writes import Writes
+from gcjob.brakes import MarksBrake
 from gcjob.budget import RunBudget
-from gcjob.exitcodes import FOR_ONE_RUN
+from gcjob.decide.grace import Next
+from gcjob.decide.plan import plan, removal
 from gcjob.kube import reduce
 from gcjob.kube.access import Patched, PatchResult
 from gcjob.kube.errors import KubeError, Stopped
@@ -62,18 +64,12 @@ class Marker:
         self.dry_run = dry_run
         self.budget = budget
         self.writes = writes or Writes(budget, qps=0, max_writes=sys.maxsize)
-        self.max_marks = max_marks
-        self.marks = 0  # marks written this run (a dry run: that it would write)
+        self.brake = MarksBrake(max_marks)
 
     def marks_braked(self, *, upgrade: bool = False) -> str | None:
         """Why no further mark may be written this run, or None. `upgrade`: the rewrite of an
         older gcjob's mark, no new orphan: outside the marks brake, inside the write brake."""
-        if not upgrade and self.marks >= self.max_marks:
-            return (
-                f"marks brake: --max-marks {self.max_marks} reached this run (if the new "
-                f"orphans are right, raise --max-marks {FOR_ONE_RUN})"
-            )
-        return self.writes.braked()
+        return (None if upgrade else self.brake.holds()) or self.writes.braked()
 
     def _take(self, *, brakable: bool = True) -> str | None:
         """One write, paced when it goes to a server: None, or why it may not go out."""
@@ -102,9 +98,9 @@ class Marker:
         braked = self.marks_braked(upgrade=upgrade) or self._take()
         if braked is not None:
             return Outcome.of(sweep, verdict, Action.WOULD_MARK, Reason.BRAKE, braked)
-        detail = f"{why}: {verdict.detail}" if why else verdict.detail
+        detail = plan(verdict, Next.MARK, why).detail
         if self.target is None:
-            self.marks += not upgrade
+            self._count(upgrade)
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
         ref = verdict.ref
         try:
@@ -117,12 +113,16 @@ class Marker:
             failed = Outcome.of(sweep, verdict, Action.FAILED, Reason.MARK_FAILED, str(exc))
             return self._drop_old_mark(sweep, verdict, resource, failed)
         if result.outcome is Patched.APPLIED:
-            self.marks += not upgrade
+            self._count(upgrade)
             return Outcome.of(sweep, verdict, done, detail=detail, orphaned_since=since)
         skipped = _not_patched(sweep, verdict, result, "mark")
         if result.outcome is Patched.GONE:
             return skipped
         return self._drop_old_mark(sweep, verdict, resource, skipped)
+
+    def _count(self, upgrade: bool) -> None:
+        if not upgrade:  # an older gcjob's mark rewritten is no new mark
+            self.brake.count()
 
     def _drop_old_mark(
         self, sweep: Sweep, verdict: Verdict, resource: Resource, outcome: Outcome
@@ -145,8 +145,7 @@ class Marker:
     def _unmark(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
         done = Action.WOULD_UNMARK if self.dry_run else Action.UNMARKED
         # A dry run removes nothing, and says so.
-        removed = "mark would be removed" if self.dry_run else "mark removed"
-        detail = f"{removed}: {verdict.detail}" if verdict.detail else removed
+        detail = removal(verdict.detail, dry_run=self.dry_run)
         stopped = self._stopped(sweep, verdict)
         if stopped is not None:
             return stopped
@@ -197,15 +196,10 @@ class Marker:
 
 
 def waiting(sweep: Sweep, verdict: Verdict, detail: str, since: datetime | None) -> Outcome:
-    """An orphan on the same evidence, marked less than the grace period ago: kept, for now."""
-    return Outcome.of(
-        sweep,
-        verdict,
-        Action.SKIPPED,
-        Reason.GRACE_PERIOD,
-        f"{detail}: {verdict.detail}",
-        orphaned_since=since,
-    )
+    """An orphan on the same evidence, marked less than the grace period ago: kept, for now
+    (`detail`: why it waits, before the verdict's)."""
+    waits = plan(verdict, Next.WAIT, detail)
+    return Outcome.of(sweep, verdict, waits.action, waits.reason, waits.detail, since)
 
 
 def _not_patched(sweep: Sweep, verdict: Verdict, result: PatchResult, what: str) -> Outcome:

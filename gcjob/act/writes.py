@@ -18,8 +18,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from gcjob.brakes import WriteBrake
 from gcjob.budget import RunBudget
-from gcjob.exitcodes import FOR_ONE_RUN
 
 
 class Writes:
@@ -33,21 +33,20 @@ class Writes:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.budget = budget
-        self.max_writes = max_writes
-        self.counted = 0  # writes sent (a dry run: that it would send) this run
+        self.brake = WriteBrake(max_writes)
         self._interval = 1.0 / qps if qps > 0 else 0.0
         self._clock = clock
         self._sleep = sleep
         self._last: float | None = None
 
+    @property
+    def counted(self) -> int:
+        """Writes sent (a dry run: that it would send) this run."""
+        return self.brake.counted
+
     def braked(self) -> str | None:
-        """Why no further write may go out this run, or None."""
-        if self.counted >= self.max_writes:
-            return (
-                f"write brake: --max-writes {self.max_writes} reached this run (the next run "
-                f"goes on; to do more at once, raise --max-writes {FOR_ONE_RUN})"
-            )
-        return None
+        """Why no further write may go out this run, or None (gcjob/brakes.py)."""
+        return self.brake.holds()
 
     def take(self, *, send: bool, brakable: bool = True) -> str | None:
         """One write: None when it may go out (after its turn, when `send`), else why not.
@@ -55,7 +54,7 @@ class Writes:
         braked = self.braked() if brakable else None
         if braked is not None:
             return braked
-        self.counted += 1
+        self.brake.count()
         if send:
             self._pace()
         return None

@@ -7,37 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from gcjob.decide.grace import GraceCall, Next
+from gcjob.decide.grace import GraceCall
+from gcjob.decide.plan import Plan, graced_plan, plan
 from gcjob.decide.trace import Step
+from gcjob.domain import JUDGED_KINDS
 from gcjob.model import Sweep, Verdict
 from gcjob.reasons import ERROR_REASONS, Reason
 
 # explain's action for an object that does not exist (the others are the report's actions)
 NOT_FOUND = "not-found"
 
-SWEEP_OF = {
-    "ConfigMap": Sweep.COMPANIONS,
-    "Secret": Sweep.COMPANIONS,
-    "ResourceBinding": Sweep.BINDINGS,
-    "HTTPRoute": Sweep.ROUTES,
-    **dict.fromkeys(
-        (
-            "Backend",
-            "BackendTrafficPolicy",
-            "SecurityPolicy",
-            "HTTPRouteFilter",
-            "BackendTLSPolicy",
-            "Gateway",
-            "TrafficProtectionPolicy",
-            "HTTPProxy",
-            "NetworkContext",
-            "Subnet",
-            "Connector",
-            "EndpointSlice",
-        ),
-        Sweep.COPIES,
-    ),
-}
+# The sweep that judges each kind, by its kind (gcjob/domain.py JUDGED_KINDS).
+SWEEP_OF = {k.kind: Sweep(k.sweep) for k in JUDGED_KINDS}
 
 
 @dataclass(frozen=True)
@@ -96,25 +77,19 @@ class Explanation:
         )
 
 
-def conclusion(subject: str, verdict: Verdict) -> Conclusion:
+def concluded(subject: str, verdict: Verdict, planned: Plan) -> Conclusion:
+    """What explain says the run does with `verdict`: the plan the sweep acts on
+    (gcjob/decide/plan.py), as a dry run reports it; `unknown` when a read it needs failed."""
     if verdict.reason in ERROR_REASONS:
-        action = "unknown"
-    else:
-        action = "would-delete" if verdict.delete else "skipped"
-    return Conclusion(subject, action, verdict.reason, verdict.detail)
+        return Conclusion(subject, "unknown", verdict.reason, verdict.detail)
+    return Conclusion(subject, planned.action.value, planned.reason, planned.detail)
+
+
+def conclusion(subject: str, verdict: Verdict) -> Conclusion:
+    """The conclusion of a verdict the grace rule has nothing to say about."""
+    return concluded(subject, verdict, plan(verdict, None))
 
 
 def graced(subject: str, verdict: Verdict, call: GraceCall | None) -> Conclusion:
-    """The conclusion once the grace rule had its say, as the sweep would report it."""
-    base = conclusion(subject, verdict)
-    if call is None or base.action == "unknown":
-        return base
-    if call.next is Next.MARK:
-        return Conclusion(subject, "would-mark", verdict.reason, f"{call.detail}: {verdict.detail}")
-    if call.next is Next.WAIT:
-        return Conclusion(
-            subject, "skipped", Reason.GRACE_PERIOD, f"{call.detail}: {verdict.detail}"
-        )
-    if call.next is Next.UNMARK:
-        return Conclusion(subject, "would-unmark", verdict.reason, verdict.detail)
-    return base
+    """The conclusion once the grace rule had its say: the sweep's plan for it."""
+    return concluded(subject, verdict, graced_plan(verdict, call))

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gcjob.brakes import projects_brake
 from gcjob.domain import is_dns1123_label
-from gcjob.exitcodes import FOR_ONE_RUN
 from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
 PROJECT_GROUP = "resourcemanager.miloapis.com"
@@ -109,13 +109,9 @@ def project_calls(
         for c in clusters
     }
     gone = sorted(c for c, call in calls.items() if call.state is ProjectState.GONE)
-    if len(gone) <= max_gone:
+    reason = projects_brake(len(gone), max_gone)
+    if reason is None:
         return calls, ""
-    reason = (
-        f"projects brake: {len(gone)} projects found gone in one run exceed "
-        f"--max-projects-gone {max_gone}; none is taken as gone this run (check Milo's "
-        f"Project API for them, then raise --max-projects-gone {FOR_ONE_RUN})"
-    )
     for c in gone:
         calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)
     return calls, reason

@@ -85,7 +85,7 @@ def scan_in_scope(
     )
 
 
-def read_in_scope(
+def listed_in_scope(
     reader: Reader,
     resource: Resource,
     reduce_item: Reduce[R],

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
+from gcjob.brakes import suspect_detail, suspect_groups
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.kube import reduce
@@ -29,31 +30,6 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.resources import GATEWAYS, NAMESPACES
 from gcjob.model import ClusterStatus, RouteTarget, UpstreamView
 from gcjob.redact import redact
-
-
-# The suspect rule grades what was read, as UNKNOWN and UNAVAILABLE do: it lives with the
-# index that sets ClusterStatus, and decide_route reads only the status (UpstreamView).
-def is_suspect(routes_checked: int, gateways_found: int, min_routes: int) -> bool:
-    """An upstream where many routes hang on Gateways and not one is found is distrusted:
-    a wrong endpoint or an emptied cluster looks exactly like that."""
-    return min_routes > 0 and routes_checked >= min_routes and gateways_found == 0
-
-
-G = TypeVar("G", bound=Hashable)
-
-
-def suspect_groups(groups: Mapping[G, tuple[int, int]], min_routes: int) -> frozenset[G]:
-    """The groups of one cluster's routes (by hub namespace: a tenant's) that are distrusted.
-    `groups`: group -> (routes, Gateways those routes asked for that were found).
-
-    A Gateway found vouches only for the group that asked for it: one tenant's route naming
-    another tenant's cluster, with parents that exist there, must not make that cluster look
-    healthy for the other tenant's routes. So the routes of every group that found nothing
-    are counted together; when they reach `min_routes`, each of those groups is suspect, as
-    a whole cluster that found nothing was before."""
-    unvouched = frozenset(group for group, (_, found) in groups.items() if found == 0)
-    routes = sum(groups[group][0] for group in unvouched)
-    return unvouched if is_suspect(routes, 0, min_routes) else frozenset()
 
 
 class UpstreamSource(Protocol):
@@ -231,11 +207,7 @@ class UpstreamIndex:
             state.vouched = frozenset(ns for ns, count in found.items() if count)
             state.status = ClusterStatus.SUSPECT
             held = sum(groups[ns].routes for ns in suspect)
-            state.detail = (
-                f"{held} routes in {len(suspect)} hub namespaces hang on Gateways here and "
-                f"none of theirs was found; suspected wrong endpoint or emptied cluster "
-                f"(--suspect-min-routes): check its endpoint and credentials"
-            )
+            state.detail = suspect_detail(held, len(suspect))
 
     def _found(self, cluster: str, namespace: str, name: str) -> bool:
         entry = self._namespaces.get((cluster, namespace))

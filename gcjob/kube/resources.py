@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from gcjob.domain import JUDGED_KINDS, REPLICATED_KINDS
+
 
 @dataclass(frozen=True, slots=True)
 class Resource:
@@ -39,15 +41,20 @@ class Resource:
         return "/".join(parts)
 
 
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-SECRETS = Resource("", "v1", "secrets", "Secret")
+# Every kind a sweep judges, by its kind, at the version gcjob names it by before reading it
+# (gcjob/domain.py JUDGED_KINDS, the one table of them).
+JUDGED_RESOURCES: dict[str, Resource] = {
+    k.kind: Resource(k.group, k.version, k.plural, k.kind) for k in JUDGED_KINDS
+}
+CONFIGMAPS = JUDGED_RESOURCES["ConfigMap"]
+SECRETS = JUDGED_RESOURCES["Secret"]
+RESOURCEBINDINGS = JUDGED_RESOURCES["ResourceBinding"]
+HTTPROUTES = JUDGED_RESOURCES["HTTPRoute"]
+GATEWAYS = JUDGED_RESOURCES["Gateway"]
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 WORKLOADDEPLOYMENTS = Resource(
     "compute.datumapis.com", "v1alpha", "workloaddeployments", "WorkloadDeployment"
 )
-RESOURCEBINDINGS = Resource("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding")
-HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
-GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 # Milo's projects (cluster-scoped): a project's upstream control plane is served below its own.
 PROJECTS = Resource(
     "resourcemanager.miloapis.com", "v1alpha1", "projects", "Project", namespaced=False
@@ -58,28 +65,7 @@ COMPANION_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
 # The kinds NSO copies beyond ConfigMaps and Secrets, at the versions NSO writes: how explain
 # names a target before reading it (the copies sweep itself takes versions from discovery).
 REPLICATED_RESOURCES = {
-    r.kind: r
-    for r in (
-        Resource("gateway.envoyproxy.io", "v1alpha1", "backends", "Backend"),
-        Resource(
-            "gateway.envoyproxy.io", "v1alpha1", "backendtrafficpolicies", "BackendTrafficPolicy"
-        ),
-        Resource("gateway.envoyproxy.io", "v1alpha1", "securitypolicies", "SecurityPolicy"),
-        Resource("gateway.envoyproxy.io", "v1alpha1", "httproutefilters", "HTTPRouteFilter"),
-        Resource("gateway.networking.k8s.io", "v1alpha3", "backendtlspolicies", "BackendTLSPolicy"),
-        GATEWAYS,
-        Resource(
-            "networking.datumapis.com",
-            "v1alpha",
-            "trafficprotectionpolicies",
-            "TrafficProtectionPolicy",
-        ),
-        Resource("networking.datumapis.com", "v1alpha", "httpproxies", "HTTPProxy"),
-        Resource("networking.datumapis.com", "v1alpha", "networkcontexts", "NetworkContext"),
-        Resource("networking.datumapis.com", "v1alpha", "subnets", "Subnet"),
-        Resource("networking.datumapis.com", "v1alpha1", "connectors", "Connector"),
-        Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
-    )
+    kind: JUDGED_RESOURCES[kind] for _, kind in REPLICATED_KINDS if kind not in COMPANION_RESOURCES
 }
 SELFSUBJECTACCESSREVIEWS = Resource(
     "authorization.k8s.io",

@@ -22,12 +22,12 @@ from gcjob.sweeps.bindings import explain as bindings_explain
 from gcjob.sweeps.bindings import sweep as bindings
 from gcjob.sweeps.companions import explain as companions_explain
 from gcjob.sweeps.companions import sweep as companions
-from gcjob.sweeps.companions.scan import read_companion_keys
+from gcjob.sweeps.companions.scan import scan_companion_keys
 from gcjob.sweeps.companions.sweep import CompanionsSwept
 from gcjob.sweeps.copies import explain as copies_explain
 from gcjob.sweeps.copies import sweep as copies
 from gcjob.sweeps.copies.scan import Discovering
-from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.routes import sweep as routes
 from gcjob.sweeps.routes.sweep import UpstreamRead
@@ -43,7 +43,7 @@ def execute(run: Run) -> None:
     in sweep order, whatever order the answers came in."""
     for sweep in Sweep:
         if sweep in run.settings.sweeps and (sweep is not Sweep.COPIES or copies_possible(run)):
-            run.sweeps[sweep] = SweepState()
+            run.tally.sweeps[sweep] = SweepState()
     run.hub_reads = Reads(run.settings.hub_concurrency, "hub")
     run.upstream_reads = Reads(run.settings.upstream_concurrency, "upstream")
     ahead = Reads(1, "routes")  # not a hub or upstream worker: it may wait on those pools
@@ -52,16 +52,16 @@ def execute(run: Run) -> None:
     # --drain: each round calls execute).
     projects = ProjectReads(run.projects, run.is_project)
     # The Gateways the routes sweep finds upstream, not read again by the copies sweep.
-    found = Found() if {Sweep.ROUTES, Sweep.COPIES} <= run.sweeps.keys() else None
+    found = Found() if {Sweep.ROUTES, Sweep.COPIES} <= run.tally.sweeps.keys() else None
     swept = NOT_SWEPT
     try:
-        if Sweep.ROUTES in run.sweeps and run.upstreams is not None:
+        if Sweep.ROUTES in run.tally.sweeps and run.upstreams is not None:
             upstream = ahead.start(lambda: routes.read(run, found))
-        for sweep, state in run.sweeps.items():
+        for sweep, state in run.tally.sweeps.items():
             stop = run.budget.stop_reason()
             if stop is not None:
                 state.status, state.detail = "stopped", stop
-                run.codes.add(ExitCode.STOPPED)
+                run.tally.codes.add(ExitCode.STOPPED)
                 continue
             run.reporter.progress(f"{sweep.value}: sweeping")
             if sweep is Sweep.COMPANIONS:
@@ -75,7 +75,7 @@ def execute(run: Run) -> None:
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()
-    if ExitCode.STOPPED in run.codes:
+    if ExitCode.STOPPED in run.tally.codes:
         log.warning("run stopped: %s", run.budget.stop_reason())
 
 
@@ -93,7 +93,7 @@ def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
     if swept.keys is not None:
         return swept.keys
     try:
-        return read_companion_keys(run.hub, run.scope, run.hub_reads)
+        return scan_companion_keys(run.hub, run.scope, run.hub_reads)
     except KubeError:
         return KeySet().freeze()  # every candidate is then confirmed by its own read
 
@@ -102,7 +102,7 @@ def companion_keys(run: Run, swept: CompanionsSwept) -> KeySet:
 NOT_THE_COPIES_SWEEPS = frozenset({Reason.OUT_OF_SCOPE, Reason.NOT_A_COPY, Reason.LABELS_MISSING})
 
 
-def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
     """One object as this run's sweeps would judge it, in their order: the companions sweep
     acts on a companion's binding before the bindings sweep sees it. Each sweep's explain
     part files its steps and conclusions in `out`; the verdict, for explain's driver."""

@@ -19,12 +19,7 @@ from gcjob.enumerate.recording import ReadLog, RecordingReader, RecordingUpstrea
 from gcjob.enumerate.scope import Scope
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
-from gcjob.kube.resources import (
-    COMPANION_RESOURCES,
-    HTTPROUTES,
-    REPLICATED_RESOURCES,
-    RESOURCEBINDINGS,
-)
+from gcjob.kube.resources import JUDGED_RESOURCES
 from gcjob.marks import Evidence, Rule
 from gcjob.model import ObjectRef, Verdict
 from gcjob.reasons import Reason
@@ -32,16 +27,11 @@ from gcjob.settings import CLOCK_SKEW
 
 T = TypeVar("T")
 
-KIND_RESOURCES = {
-    **COMPANION_RESOURCES,
-    "ResourceBinding": RESOURCEBINDINGS,
-    "HTTPRoute": HTTPROUTES,
-    **REPLICATED_RESOURCES,
-}
+KIND_RESOURCES = JUDGED_RESOURCES
 
 
 @dataclass
-class Explaining:
+class ExplainContext:
     """One explanation's reads and settings, as the sweep's run would have them."""
 
     log: ReadLog

@@ -9,8 +9,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from gcjob.act.brake import PAST_GROUP, drain_cut
 from gcjob.act.mark_writer import waiting
+from gcjob.brakes import drain_cut, group_brake
 from gcjob.decide.grace import Graced, GraceSort, deletes_at
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, ObjectRef, Outcome, Sweep
@@ -108,7 +108,7 @@ def act(
     clear = True
     cut = drain_cut(
         sort.due,
-        max(run.settings.max_deletions - run.deleted, 0),
+        max(run.settings.max_deletions - run.tally.deleted, 0),
         run.settings.max_deletions,
         lambda graced: graced.call.since,
         group or id,
@@ -118,8 +118,7 @@ def act(
         run.hold_back(
             sweep,
             [g.verdict for g in members],
-            f"deletion brake: a group of {len(members)} that goes whole or not at all exceeds "
-            f"--max-deletions {run.settings.max_deletions}: {PAST_GROUP}",
+            group_brake(len(members), run.settings.max_deletions),
         )
     breaker = run.percent_braked(sweep, len(cut.now), in_scope)
     if breaker is not None:

@@ -26,7 +26,7 @@ from gcjob.kube.snapshot import Snapshot, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats
 from gcjob.model import Action, Sweep
 from gcjob.report.emitter import Reporter
-from gcjob.run import Run
+from gcjob.run import Run, RunContext
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
 from testbed.report import sweep_snapshot
@@ -156,20 +156,20 @@ def _deleting_run(**settings: Any) -> tuple[Run, list[dict[str, Any]]]:
     )
     writes = Writes(budget, qps=0, max_writes=config.max_writes)
     assert snapshot.captured_at is not None
-    run = Run(
+    context = RunContext(
         config,
         snapshot.hub,
         Deleter(None, dry_run=False, budget=budget, writes=writes),
         reporter,
         budget,
         RequestStats(),
-        snapshot.captured_at,
         SnapshotUpstreams(snapshot.upstreams),
         "r",
         Marker(
             snapshot.hub, dry_run=False, budget=budget, writes=writes, max_marks=config.max_marks
         ),
     )
+    run = Run(context, snapshot.captured_at)
     execute(run)
     return run, [json.loads(line) for line in out.getvalue().splitlines()]
 
@@ -178,7 +178,7 @@ def _deleting_run(**settings: Any) -> tuple[Run, list[dict[str, Any]]]:
     ("settings", "named"),
     [
         ({"max_marks": 2}, "marks brake: 5 new marks"),
-        ({"max_marks": 6}, "marks brake: --max-marks 6 reached"),
+        ({"max_marks": 6}, "marks brake: 1 new mark (+6 earlier this run) exceeds --max-marks 6"),
         ({"max_writes": 4}, "write brake: --max-writes 4 reached"),
     ],
 )

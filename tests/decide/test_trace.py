@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from gcjob.decide.common import hold_back
 from gcjob.decide.trace import StepOutcome, Trace
 from gcjob.model import Companion, ObjectRef
-from gcjob.sweeps.companions.judge import decide_companion
+from gcjob.sweeps.companions.judge import companion_verdict
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 MIN_AGE = timedelta(minutes=5)
@@ -29,7 +29,7 @@ def ref(**kwargs: object) -> ObjectRef:
 
 def test_orphan_companion_passes_every_rule_in_sweep_order() -> None:
     trace = Trace()
-    verdict = decide_companion(
+    verdict = companion_verdict(
         Companion(ref(), '["default/web"]'), frozenset(), NOW, MIN_AGE, trace
     )
     assert verdict.delete
@@ -48,7 +48,7 @@ def test_orphan_companion_passes_every_rule_in_sweep_order() -> None:
 
 def test_live_referrer_stops_the_trace_at_the_rule_that_held_it() -> None:
     trace = Trace()
-    verdict = decide_companion(
+    verdict = companion_verdict(
         Companion(ref(), '["default/web"]'), frozenset({"web"}), NOW, MIN_AGE, trace
     )
     assert verdict.reason == "referrer-live"

@@ -91,14 +91,14 @@ def test_a_rule_that_raises_for_one_object_keeps_it_and_deletes_its_neighbour(
     ns = hub.namespace("boundary")
     _orphan(hub, ns, "unlucky", None)
     _orphan(hub, ns, "plain-orphan", None)
-    real = judge.decide_companion
+    real = judge.companion_verdict
 
     def decide(companion_: Companion, *args: Any) -> Verdict:
         if companion_.ref.name == "unlucky":
             raise RuntimeError("injected: one object's bad luck")
         return real(companion_, *args)
 
-    monkeypatch.setattr(judge, "decide_companion", decide)
+    monkeypatch.setattr(judge, "companion_verdict", decide)
     result = sweep(ns, "--delete")
 
     assert result.exit_code == 3, result.stderr

@@ -25,7 +25,7 @@ from gcjob.domain import (
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, RESOURCEBINDINGS, SECRETS
 from gcjob.model import Mark, ParentRef, Verdict
-from gcjob.sweeps.companions.judge import binding_names_companion, decide_companion
+from gcjob.sweeps.companions.judge import binding_names_companion, companion_verdict
 from gcjob.sweeps.routes.judge import is_gateway, route_target
 from testbed.model import HUB_NS, MIN_AGE
 from testbed.objects import configmap, httproute, resourcebinding
@@ -34,7 +34,7 @@ NOW = datetime(2026, 11, 20, 12, 0, 0, tzinfo=UTC)
 
 
 def _decide(obj: dict[str, Any]) -> Verdict:
-    return decide_companion(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
+    return companion_verdict(reduce.companion(CONFIGMAPS)(obj), frozenset(), NOW, MIN_AGE)
 
 
 # -- realistic objects ----------------------------------------------------------------------

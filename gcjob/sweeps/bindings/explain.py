@@ -15,12 +15,12 @@ from gcjob.model import Binding, Verdict
 from gcjob.sweeps.bindings.judge import (
     LEFT_BINDING,
     Answered,
-    Presence,
+    Existence,
     binding_left_scope,
     judge_binding,
 )
 from gcjob.sweeps.bindings.scan import bound_object_exists
-from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.explaining import ExplainContext
 
 # What the companions sweep, which runs first, does to a binding named after a companion:
 # None when it leaves it to this sweep (gcjob/sweeps/__init__.py passes it in).
@@ -31,20 +31,20 @@ class ObjectsByName:
     """explain's world for judge.py (BoundObjects): a GET of that name, filed under
     `object-absent`."""
 
-    def __init__(self, ctx: Explaining) -> None:
+    def __init__(self, ctx: ExplainContext) -> None:
         self.ctx = ctx
 
-    def presence(self, kind: str, namespace: str, name: str) -> tuple[Presence, str]:
+    def presence(self, kind: str, namespace: str, name: str) -> tuple[Existence, str]:
         self.ctx.reads_for("object-absent")
         try:
             exists = bound_object_exists(self.ctx.hub, kind, namespace, name)
         except KubeError as exc:
-            return Presence.UNKNOWN, str(exc)
-        return (Presence.EXISTS if exists else Presence.ABSENT), ""
+            return Existence.UNKNOWN, str(exc)
+        return (Existence.EXISTS if exists else Existence.ABSENT), ""
 
 
 def explain(
-    ctx: Explaining,
+    ctx: ExplainContext,
     target: Target,
     out: Explanation,
     trace: Trace,
@@ -62,7 +62,7 @@ def explain(
         return binding
     judged = judge_binding(binding, ObjectsByName(ctx), ctx.now, ctx.min_age, trace)
     verdict = judged.verdict
-    if judged.target is None or judged.presence is Presence.EXISTS:
+    if judged.target is None or judged.presence is Existence.EXISTS:
         # The companions sweep runs first, whatever the policy: what it does to the
         # companion it does to the binding named after it.
         followed = companions_first(binding, trace)
@@ -84,12 +84,14 @@ def explain(
     return verdict
 
 
-def after_companion(ctx: Explaining, binding: Binding, subject: str, trace: Trace) -> Conclusion:
+def after_companion(
+    ctx: ExplainContext, binding: Binding, subject: str, trace: Trace
+) -> Conclusion:
     """A companion's binding the companions sweep leaves to this one: its object (the
     companion) exists."""
     leaving = binding_left_scope(binding)
     if leaving is not None:
         trace.held_at("in-scope", f"{describe_mark(binding.ref.mark)}: {LEFT_BINDING}")
         return graced(subject, leaving.verdict, leaving.call)
-    kept = judge_binding(binding, Answered(Presence.EXISTS), ctx.now, ctx.min_age, trace).verdict
+    kept = judge_binding(binding, Answered(Existence.EXISTS), ctx.now, ctx.min_age, trace).verdict
     return graced(subject, kept, ctx.grace_call(kept, Rule.BINDING, None, trace))

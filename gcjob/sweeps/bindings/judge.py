@@ -21,7 +21,7 @@ CORE_API_VERSION = "v1"
 LEFT_BINDING = "no longer a city-* ConfigMap/Secret binding: out of the sweep, its mark with it"
 
 
-class Presence(Enum):
+class Existence(Enum):
     EXISTS = "exists"
     ABSENT = "absent"  # proven: a NotFound for that very name
     UNKNOWN = "unknown"  # the read failed: never a reason to delete
@@ -66,9 +66,9 @@ def bound_target(binding: Binding, trace: Trace | None = None) -> tuple[str, str
     return None
 
 
-def decide_binding(
+def binding_verdict(
     binding: Binding,
-    presence: Presence,
+    presence: Existence,
     now: datetime,
     min_age: timedelta,
     lookup_error: str = "",
@@ -87,13 +87,13 @@ def decide_binding(
     def where(found: str) -> str:
         return f"{kind} {name} in {ref.namespace} (by name, labelled or not): {found}"
 
-    if presence is Presence.EXISTS:
+    if presence is Existence.EXISTS:
         return trace.held(
             "object-absent",
             lambda: where("exists"),
             Verdict(ref, False, Reason.OBJECT_EXISTS, f"{kind} {name} exists", healthy=True),
         )
-    if presence is Presence.UNKNOWN:
+    if presence is Existence.UNKNOWN:
         detail = f"could not read {kind} {name}: {lookup_error}"
         return trace.unknown(
             "object-absent",
@@ -129,7 +129,7 @@ class BoundObjects(Protocol):
     by name, labelled or not. The batch sweep answers from the labelled companions, then a
     read of each name they do not hold; explain reads the name."""
 
-    def presence(self, kind: str, namespace: str, name: str) -> tuple[Presence, str]:
+    def presence(self, kind: str, namespace: str, name: str) -> tuple[Existence, str]:
         """(presence, why a read failed) of that object."""
         ...
 
@@ -138,10 +138,10 @@ class BoundObjects(Protocol):
 class Answered:
     """A world whose one answer was read already (BoundObjects)."""
 
-    answer: Presence
+    answer: Existence
     error: str = ""
 
-    def presence(self, kind: str, namespace: str, name: str) -> tuple[Presence, str]:
+    def presence(self, kind: str, namespace: str, name: str) -> tuple[Existence, str]:
         return self.answer, self.error
 
 
@@ -153,7 +153,7 @@ class BindingJudgement:
 
     verdict: Verdict
     target: tuple[str, str] | None
-    presence: Presence
+    presence: Existence
     evidence: Evidence | None
 
 
@@ -166,10 +166,10 @@ def judge_binding(
 ) -> BindingJudgement:
     """The bindings sweep's judgement of one binding, traced."""
     target = bound_target(binding)
-    presence, error = Presence.ABSENT, ""
+    presence, error = Existence.ABSENT, ""
     if target is not None:
         presence, error = world.presence(target[0], binding.ref.namespace, target[1])
-    verdict = decide_binding(binding, presence, now, min_age, error, trace)
+    verdict = binding_verdict(binding, presence, now, min_age, error, trace)
     evidence = binding_evidence(*target) if verdict.delete and target is not None else None
     return BindingJudgement(verdict, target, presence, evidence)
 

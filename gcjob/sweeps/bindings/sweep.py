@@ -19,7 +19,7 @@ from gcjob.sweeps import grace_actions
 from gcjob.sweeps.bindings.act import delete_binding
 from gcjob.sweeps.bindings.judge import (
     Answered,
-    Presence,
+    Existence,
     binding_left_scope,
     bound_target,
     judge_binding,
@@ -28,8 +28,8 @@ from gcjob.sweeps.bindings.scan import bound_object_exists, scan_bindings
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 
 SWEEP = Sweep.BINDINGS
-LABELLED = Answered(Presence.EXISTS)  # a labelled companion of that name exists
-Target = tuple[str, str]  # (kind, name) of the object a binding is for
+LABELLED = Answered(Existence.EXISTS)  # a labelled companion of that name exists
+BoundName = tuple[str, str]  # (kind, name) of the object a binding is for
 
 
 class BindingScan(ObjectScan[Binding]):
@@ -51,10 +51,10 @@ class BindingScan(ObjectScan[Binding]):
         self.min_age = min_age
         self.keep_healthy = keep_healthy
         self.in_scope = 0
-        self.unconfirmed: list[tuple[Binding, Target]] = []
+        self.unconfirmed: list[tuple[Binding, BoundName]] = []
         self.kept: list[Verdict] = []
         self.healthy: Counter[Reason] = Counter()
-        self.marked: list[tuple[Verdict, Target]] = []  # healthy, yet carrying a mark
+        self.marked: list[tuple[Verdict, BoundName]] = []  # healthy, yet carrying a mark
         self.left: list[Verdict] = []  # out of the sweep, carrying its mark
 
     def take(self, binding: Binding) -> None:
@@ -92,7 +92,7 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
     """`labelled`: the labelled companions, as (kind, namespace, name) (empty when they could
     not be read: every candidate is then confirmed by its own read); `reported`: the uids of
     the bindings the companions sweep already reported this run, with their companions."""
-    state = run.sweeps[SWEEP]
+    state = run.tally.sweeps[SWEEP]
     settings = run.settings
 
     def start() -> BindingScan:
@@ -102,17 +102,17 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
         scans = scan_bindings(run.hub, run.scope, start, run.hub_reads)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
-    sort: GraceSort[Target] = GraceSort(Rule.BINDING, run.now, settings.grace)
+    sort: GraceSort[BoundName] = GraceSort(Rule.BINDING, run.now, settings.grace)
 
     def unmark_left(verdict: Verdict) -> None:
         run.record(run.marker.unmark(SWEEP, verdict, RESOURCEBINDINGS))
 
-    def keep_unless_unmarked(marked: tuple[Verdict, Target]) -> None:
+    def keep_unless_unmarked(marked: tuple[Verdict, BoundName]) -> None:
         verdict, target = marked
         if not sort.not_orphan(verdict, target):
             run.keep(SWEEP, verdict)
 
-    def confirm(unconfirmed: tuple[Binding, Target]) -> None:
+    def confirm(unconfirmed: tuple[Binding, BoundName]) -> None:
         """A labelled list only nominates: an unlabelled object still owns the binding."""
         binding, (kind, name) = unconfirmed
         error = ""
@@ -121,10 +121,10 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
         except Stopped:
             raise
         except KubeError as exc:
-            presence, error = Presence.UNKNOWN, str(exc)
+            presence, error = Existence.UNKNOWN, str(exc)
         else:
-            presence = Presence.EXISTS if found else Presence.ABSENT
-        if presence is Presence.ABSENT:
+            presence = Existence.EXISTS if found else Existence.ABSENT
+        if presence is Existence.ABSENT:
             # The list was metadata only: read this binding in full for its spec.resource.
             try:
                 live = run.hub.get(
@@ -137,7 +137,7 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
             except Stopped:
                 raise
             except KubeError as exc:
-                presence, error = Presence.UNKNOWN, f"cannot read the binding: {exc}"
+                presence, error = Existence.UNKNOWN, f"cannot read the binding: {exc}"
             else:
                 if live is None:
                     return  # gone since it was listed: nothing to decide
@@ -165,7 +165,7 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
         except Stopped as exc:
             return run.incomplete(SWEEP, "stopped while confirming absences", exc)
 
-    def delete(graced: Graced[Target]) -> list[Outcome]:
+    def delete(graced: Graced[BoundName]) -> list[Outcome]:
         return [delete_binding(graced.verdict, graced.target, run.hub, run.deleter)]
 
     if grace_actions.act(run, SWEEP, sort, state.in_scope, lambda _: RESOURCEBINDINGS, delete):

@@ -29,7 +29,7 @@ from gcjob.reasons import Reason
 from gcjob.redact import error_line
 from gcjob.sweeps.companions.judge import (
     DELETABLE_SECRET_TYPES,
-    WAITS_WITH_ITS_COMPANION,
+    binding_plan,
     companion_binding,
     referrer_names,
 )
@@ -156,10 +156,10 @@ def _binding_follows(
     if follows is None:
         return []
     verdict, since = follows.verdict, call.since
-    if follows.next is Next.NOTHING:
-        return [Outcome.of(SWEEP, verdict, Action.SKIPPED)]
-    if follows.next is Next.WAIT:
-        return [waiting(SWEEP, verdict, WAITS_WITH_ITS_COMPANION, since)]
+    planned = binding_plan(follows)
+    if planned.next in (Next.NOTHING, Next.WAIT):  # reported, nothing written
+        waited = since if planned.next is Next.WAIT else None
+        return [Outcome.of(SWEEP, verdict, planned.action, planned.reason, planned.detail, waited)]
     if isinstance(writer, Deleter):
         assert follows.next is Next.DELETE
         outcome = writer.delete(SWEEP, verdict, RESOURCEBINDINGS)

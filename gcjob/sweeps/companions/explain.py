@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 from typing import Any
 
-from gcjob.decide.explanation import NOT_FOUND, Conclusion, Explanation, Target, conclusion, graced
+from gcjob.decide.explanation import (
+    NOT_FOUND,
+    Conclusion,
+    Explanation,
+    Target,
+    concluded,
+    graced,
+)
 from gcjob.decide.grace import GraceCall, Next
 from gcjob.decide.trace import Trace
 from gcjob.domain import COMPANION_LABEL, binding_name
@@ -20,14 +27,14 @@ from gcjob.model import Binding, Companion, ObjectRef, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.companions.act import prove_secret_type
 from gcjob.sweeps.companions.judge import (
-    WAITS_WITH_ITS_COMPANION,
     BindingCall,
+    binding_plan,
     companion_binding,
     companion_bound_by,
     companion_left_scope,
     judge_companion,
 )
-from gcjob.sweeps.explaining import Explaining, out_of_scope
+from gcjob.sweeps.explaining import ExplainContext, out_of_scope
 
 # What the bindings sweep makes of a companion's binding the companions sweep leaves to it
 # (gcjob/sweeps/__init__.py passes it in: the sweeps do not import each other).
@@ -52,7 +59,10 @@ class CompanionByName:
     under the rule it serves (`reads_for`)."""
 
     def __init__(
-        self, ctx: Explaining, reads_for: str = "referrers-gone", proves_secret_type: bool = True
+        self,
+        ctx: ExplainContext,
+        reads_for: str = "referrers-gone",
+        proves_secret_type: bool = True,
     ) -> None:
         self.ctx = ctx
         self.reads_for = reads_for
@@ -69,7 +79,7 @@ class CompanionByName:
         return None if unproven is None else (unproven.reason, unproven.detail)
 
 
-def read_companion(ctx: Explaining, target: Target) -> tuple[str | None, Companion] | None:
+def read_companion(ctx: ExplainContext, target: Target) -> tuple[str | None, Companion] | None:
     """The object and its companion label, by name; None when there is none."""
     resource = COMPANION_RESOURCES[target.kind]
     as_companion = reduce.companion(resource)
@@ -83,7 +93,7 @@ def read_companion(ctx: Explaining, target: Target) -> tuple[str | None, Compani
 
 
 def explain(
-    ctx: Explaining, target: Target, out: Explanation, trace: Trace, bindings: BindingsSweep
+    ctx: ExplainContext, target: Target, out: Explanation, trace: Trace, bindings: BindingsSweep
 ) -> Verdict | None:
     """A ConfigMap or Secret: the companions sweep's judgement, then what the same run does
     to its binding (`bindings`: the bindings sweep's word, where this sweep leaves it)."""
@@ -111,7 +121,7 @@ def explain(
 
 
 def _its_binding(
-    ctx: Explaining,
+    ctx: ExplainContext,
     companion: Companion,
     verdict: Verdict,
     call: GraceCall | None,
@@ -162,18 +172,11 @@ def _follows(
 
 
 def binding_conclusion(subject: str, follows: BindingCall) -> Conclusion:
-    """What act.py reports for the binding, as explain says it."""
-    verdict = follows.verdict
-    if follows.next is Next.WAIT:
-        return Conclusion(subject, "skipped", Reason.GRACE_PERIOD, WAITS_WITH_ITS_COMPANION)
-    if follows.next is Next.MARK:
-        return Conclusion(subject, "would-mark", verdict.reason, verdict.detail)
-    if follows.next is Next.UNMARK:
-        return Conclusion(subject, "would-unmark", verdict.reason, verdict.detail)
-    return conclusion(subject, verdict)
+    """What act.py does with the binding and reports, as explain says it: the same plan."""
+    return concluded(subject, follows.verdict, binding_plan(follows))
 
 
-def binding_of_companion(ctx: Explaining, binding: Binding, trace: Trace) -> Conclusion | None:
+def binding_of_companion(ctx: ExplainContext, binding: Binding, trace: Trace) -> Conclusion | None:
     """The companions sweep runs first: what it does to the binding named after a companion;
     None when it leaves the binding to the bindings sweep."""
     named = companion_bound_by(binding.ref.name)

@@ -18,6 +18,7 @@ from gcjob.decide.common import (
     spec_resource_names,
 )
 from gcjob.decide.grace import GraceCall, Graced, Next, due_by, grace_call, left_scope
+from gcjob.decide.plan import Plan, plan
 from gcjob.decide.trace import Trace, given
 from gcjob.domain import (
     COMPANION_LABEL,
@@ -116,7 +117,7 @@ def _names_in_detail(names: tuple[str, ...]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
-def decide_companion(
+def companion_verdict(
     companion: Companion,
     live_workloads: Container[str],
     now: datetime,
@@ -278,7 +279,7 @@ def judge_companion(
     """The companions sweep's judgement of one labelled companion, traced."""
     trace = given(trace)
     ref = companion.ref
-    verdict = decide_companion(companion, world.workloads_in(ref.namespace), now, min_age, trace)
+    verdict = companion_verdict(companion, world.workloads_in(ref.namespace), now, min_age, trace)
     if verdict.delete and ref.kind == "Secret" and world.proves_secret_type:
         unproven = world.secret_type_unproven(verdict)
         if unproven is None:
@@ -356,6 +357,13 @@ def companion_binding(
         return BindingCall(Next.WAIT, marked)
     trace.hold("grace", Reason.COMPANION_ORPHANED, f"{describe_mark(mark)}: {marked.detail}")
     return BindingCall(Next.MARK, marked, evidence)
+
+
+def binding_plan(follows: BindingCall) -> Plan:
+    """What is done with a companion's binding, and reported (act.py writes it, explain says
+    it): a wait says it goes with its companion."""
+    why = WAITS_WITH_ITS_COMPANION if follows.next is Next.WAIT else ""
+    return plan(follows.verdict, follows.next, why)
 
 
 def companion_bound_by(binding: str) -> tuple[str, str] | None:

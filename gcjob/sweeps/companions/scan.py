@@ -8,7 +8,7 @@ from functools import partial
 from typing import TypeVar
 
 from gcjob.domain import COMPANION_LABEL, ORPHANED_LABEL
-from gcjob.enumerate.hub import folds_in_scope, read_in_scope
+from gcjob.enumerate.hub import folds_in_scope, listed_in_scope
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
@@ -49,7 +49,7 @@ def scan_companions(
     return reads.all(folds)
 
 
-def read_marked_outside_companions(
+def scan_marked_outside_companions(
     reader: Reader, scope: Scope, reads: Reads = SERIAL
 ) -> list[Companion]:
     """Marked ConfigMaps and Secrets in the namespaces in scope that are not labelled as
@@ -57,7 +57,7 @@ def read_marked_outside_companions(
     return [
         record
         for resource in COMPANION_RESOURCES.values()
-        for record in read_in_scope(
+        for record in listed_in_scope(
             reader,
             resource,
             reduce.companion(resource),
@@ -86,7 +86,7 @@ class _WorkloadKeys:
             self.nowhere = name
 
 
-def read_workload_index(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> KeySet:
+def scan_workload_index(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> KeySet:
     """Every WorkloadDeployment, as (namespace, name): read unfiltered (nothing guarantees a
     label on them). Raises KubeError when the read fails: then there is no index at all."""
     targets = scope.list_targets()
@@ -124,7 +124,7 @@ class CompanionKeys:
         self.keys.add(ref.kind, ref.namespace, ref.name)
 
 
-def read_companion_keys(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> KeySet:
+def scan_companion_keys(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> KeySet:
     """Labelled companions, as (kind, namespace, name): what the bindings sweep needs of them
     when the companions sweep did not read them this run. Raises KubeError."""
     keys = KeySet()
@@ -135,7 +135,7 @@ def read_companion_keys(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> 
 
 class WorkloadIndex:
     """The batch sweep's world for judge.py (CompanionWorld): every WorkloadDeployment, read
-    once (read_workload_index)."""
+    once (scan_workload_index)."""
 
     proves_secret_type = False  # act.py proves it right before each mark and each delete
 

@@ -34,9 +34,9 @@ from gcjob.sweeps.companions.judge import (
 )
 from gcjob.sweeps.companions.scan import (
     WorkloadIndex,
-    read_marked_outside_companions,
-    read_workload_index,
     scan_companions,
+    scan_marked_outside_companions,
+    scan_workload_index,
 )
 
 SWEEP = Sweep.COMPANIONS
@@ -104,7 +104,7 @@ def _ref(judged: CompanionJudgement) -> ObjectRef:
 
 
 def sweep(run: Run) -> CompanionsSwept:
-    state = run.sweeps[SWEEP]
+    state = run.tally.sweeps[SWEEP]
     reported: set[str] = set()
 
     def noting(outcomes: list[Outcome]) -> list[Outcome]:
@@ -118,10 +118,10 @@ def sweep(run: Run) -> CompanionsSwept:
     # Beside the index: two lists the server filters from every ConfigMap and Secret, read
     # one after another in one of the hub's readers (SERIAL: it waits on no pool).
     reading_left = run.hub_reads.start(
-        partial(read_marked_outside_companions, run.hub, run.scope, SERIAL)
+        partial(scan_marked_outside_companions, run.hub, run.scope, SERIAL)
     )
     try:
-        workloads = read_workload_index(run.hub, run.scope, run.hub_reads)
+        workloads = scan_workload_index(run.hub, run.scope, run.hub_reads)
     except KubeError as exc:
         # No index is not an empty index: every companion would look orphaned.
         run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)

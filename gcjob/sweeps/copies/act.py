@@ -25,7 +25,7 @@ GONE = (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE)
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class MemberDeletion:
     """What deleting one member needs: its resource, its owner, the anchor UIDs it names (an
     anchor: its own), and whether it is an anchor."""
 
@@ -53,7 +53,7 @@ class Rechecks:
 
 def delete_member(
     verdict: Verdict,
-    target: Target,
+    target: MemberDeletion,
     deleter: Deleter,
     rechecks: Rechecks,
     enforced: bool,
@@ -80,7 +80,7 @@ def delete_member(
     return outcome
 
 
-def _keeping(rechecks: Rechecks, target: Target) -> None:
+def _keeping(rechecks: Rechecks, target: MemberDeletion) -> None:
     if not target.is_anchor:
         rechecks.anchors_keeping.update(target.anchors)
 

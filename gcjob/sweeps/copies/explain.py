@@ -21,10 +21,10 @@ from gcjob.sweeps.copies.scan import (
     hub_kinds,
     replica,
 )
-from gcjob.sweeps.explaining import Explaining, out_of_scope
+from gcjob.sweeps.explaining import ExplainContext, out_of_scope
 
 
-def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
     hub = ctx.hub
     if ctx.upstreams is None or not isinstance(hub, Discovering):
         return out_of_scope(
@@ -96,7 +96,7 @@ def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> 
     return verdict
 
 
-def _group(ctx: Explaining, kinds: HubKinds, member: Member) -> tuple[list[Member], set[str]]:
+def _group(ctx: ExplainContext, kinds: HubKinds, member: Member) -> tuple[list[Member], set[str]]:
     """The target's group as the sweep gathers it (every member of its owner in its
     namespace), and the anchors named by the namespace's other copies."""
     group: list[Member] = []

@@ -23,7 +23,7 @@ from gcjob.domain import (
     UPSTREAM_LABELS,
     kind_name,
 )
-from gcjob.enumerate.hub import Seen, read_in_scope, scan_in_scope
+from gcjob.enumerate.hub import Seen, listed_in_scope, scan_in_scope
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube import reduce
@@ -110,7 +110,7 @@ def scan_kind(
     )
 
 
-def read_marked_outside_copies(
+def scan_marked_outside_copies(
     hub: Reader, kinds: Iterable[Resource], scope: Scope, reads: Reads = SERIAL
 ) -> list[tuple[Resource, ObjectRef]]:
     """The marked objects of the swept kinds in scope that carry no `upstream-kind` label (any
@@ -122,7 +122,7 @@ def read_marked_outside_copies(
         def seen(obj: dict[str, Any], resource: Resource = resource) -> Seen:
             return Seen(reduce.object_ref(obj, resource))
 
-        marked = read_in_scope(
+        marked = listed_in_scope(
             hub, resource, seen, scope, label_selector=LEFT_COPIES_SELECTOR, reads=reads
         )
         found += [(resource, each.ref) for each in marked]

@@ -48,8 +48,8 @@ from gcjob.run import Run
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.copies.act import (
+    MemberDeletion,
     Rechecks,
-    Target,
     delete_member,
     first_read,
 )
@@ -68,8 +68,8 @@ from gcjob.sweeps.copies.scan import (
     Discovering,
     HubKinds,
     hub_kinds,
-    read_marked_outside_copies,
     scan_kind,
+    scan_marked_outside_copies,
 )
 
 SWEEP = Sweep.COPIES
@@ -147,7 +147,7 @@ class CopyScan(ObjectScan[Replica]):
 def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     """`projects`: the run's Project API, shared with the routes sweep; `found`: what the
     routes sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
-    state = run.sweeps[SWEEP]
+    state = run.tally.sweeps[SWEEP]
     settings = run.settings
     if run.upstreams is None:
         state.status = "not-configured"
@@ -207,13 +207,13 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     facts = {o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners}
     calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
     if any(call.unknown for call in calls.values()):
-        run.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
+        run.tally.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
     try:
         scans = _second_read(run, kinds, calls)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
     try:
-        left = read_marked_outside_copies(run.hub, kinds.swept, run.scope, run.hub_reads)
+        left = scan_marked_outside_copies(run.hub, kinds.swept, run.scope, run.hub_reads)
     except KubeError as exc:
         # A mark left behind could be counted from when the label comes back: decide nothing.
         return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
@@ -228,7 +228,7 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
         judged.update(scan.judged)
     report_failed(run, SWEEP, scans)
     # A kept object's target is its resource alone: what removing an earlier run's mark needs.
-    sort: GraceSort[Target | Resource] = GraceSort(Rule.COPY, run.now, settings.grace)
+    sort: GraceSort[MemberDeletion | Resource] = GraceSort(Rule.COPY, run.now, settings.grace)
 
     def keep_unless_unmarked(kept: tuple[Verdict, Resource]) -> None:
         verdict, resource = kept
@@ -282,11 +282,13 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
         owner, reason = key
         return _recheck(projects, lookups, facts[owner], owner, reason)
 
-    def read_ahead(due: list[Graced[Target | Resource]]) -> None:
+    def read_ahead(due: list[Graced[MemberDeletion | Resource]]) -> None:
         """The owners of the groups about to go, their second looks read a few at once on the
         upstream readers, in the order their groups are deleted."""
         nonlocal looks
-        keys = [(g.target.owner, g.verdict.reason) for g in due if isinstance(g.target, Target)]
+        keys = [
+            (g.target.owner, g.verdict.reason) for g in due if isinstance(g.target, MemberDeletion)
+        ]
         looks = ReadAhead(run.upstream_reads, list(dict.fromkeys(keys)), live_look, AHEAD)
 
     def recheck(owner: UpstreamOwner, reason: Reason) -> SecondLook:
@@ -298,16 +300,16 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
 
     rechecks = Rechecks(recheck)
 
-    def delete(graced: Graced[Target | Resource]) -> list[Outcome]:
-        assert isinstance(graced.target, Target)  # an orphan always has its target
+    def delete(graced: Graced[MemberDeletion | Resource]) -> list[Outcome]:
+        assert isinstance(graced.target, MemberDeletion)  # an orphan always has its target
         return [delete_member(graced.verdict, graced.target, run.deleter, rechecks, enforced)]
 
-    def resource(graced: Graced[Target | Resource]) -> Resource:
+    def resource(graced: Graced[MemberDeletion | Resource]) -> Resource:
         target = graced.target
         return target if isinstance(target, Resource) else target.resource
 
-    def owner_of(graced: Graced[Target | Resource]) -> UpstreamOwner:
-        assert isinstance(graced.target, Target)  # only orphans are grouped
+    def owner_of(graced: Graced[MemberDeletion | Resource]) -> UpstreamOwner:
+        assert isinstance(graced.target, MemberDeletion)  # only orphans are grouped
         return graced.target.owner
 
     # An owner's anchors and copies pass the drain cap together or wait together.
@@ -376,7 +378,7 @@ def _second_read(
 
 
 def _sort_group(
-    sort: GraceSort[Target | Resource],
+    sort: GraceSort[MemberDeletion | Resource],
     kinds: HubKinds,
     group: list[Member],
     verdicts: tuple[Verdict, ...],
@@ -400,7 +402,7 @@ def _sort_group(
                 verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail, cluster=verdict.cluster
             )
         anchors = (anchor,) if anchor is not None else member.anchors
-        target = Target(
+        target = MemberDeletion(
             resources[(member.replica.group, member.ref.kind)],
             member.owner,
             anchors,

@@ -26,7 +26,7 @@ from gcjob.model import (
     Verdict,
 )
 from gcjob.reasons import Reason
-from gcjob.sweeps.explaining import Explaining
+from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.routes.judge import (
     LEFT_ROUTE,
     before_delete,
@@ -35,7 +35,7 @@ from gcjob.sweeps.routes.judge import (
     route_left_scope,
     route_target,
 )
-from gcjob.sweeps.routes.scan import load_owners, project_answers, read_routes
+from gcjob.sweeps.routes.scan import listed_routes, load_owners, project_answers
 
 
 class UpstreamByName:
@@ -44,7 +44,7 @@ class UpstreamByName:
     the sweep loads it, with every in-scope route of the hub that hangs on it (the suspect
     rule counts them)."""
 
-    def __init__(self, ctx: Explaining, route: Route) -> None:
+    def __init__(self, ctx: ExplainContext, route: Route) -> None:
         assert ctx.upstreams is not None, "explaining a route needs an upstream"
         self.ctx = ctx
         self.route = route
@@ -82,7 +82,7 @@ class UpstreamByName:
         assert ctx.upstreams is not None
         targets = [
             shaped
-            for other in read_routes(ctx.hub, ctx.scope)
+            for other in listed_routes(ctx.hub, ctx.scope)
             if in_scope(other) and isinstance(shaped := route_target(other), RouteTarget)
         ]
         every = UpstreamIndex(ctx.upstreams)
@@ -106,7 +106,7 @@ class UpstreamByName:
         ctx.reads_for("cluster-trusted")
         route = self.route.ref
         same_cluster = [target]
-        for other in read_routes(ctx.hub, ctx.scope):
+        for other in listed_routes(ctx.hub, ctx.scope):
             if (other.ref.namespace, other.ref.name) == (route.namespace, route.name):
                 continue
             shaped = route_target(other) if in_scope(other) else None
@@ -123,7 +123,7 @@ class UpstreamByName:
         return self.index.namespace_exists(target.cluster, target.namespace)
 
 
-def explain(ctx: Explaining, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
     route = ctx.read_target(
         target,
         out,

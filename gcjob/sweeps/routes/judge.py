@@ -161,7 +161,7 @@ def describe_owner(owner: UpstreamOwner | None, read: OwnerRead | None) -> str:
     return f"{owner}: {read.owner.value}"
 
 
-def decide_route(
+def route_verdict(
     route: Route,
     target: RouteTarget,
     view: UpstreamView,
@@ -348,7 +348,7 @@ def judge_route(
     if view is None:
         verdict = not_looked_up(route, target)
     else:
-        verdict = decide_route(route, target, view, now, min_age, trace)
+        verdict = route_verdict(route, target, view, now, min_age, trace)
     evidence = None
     if verdict.delete:
         t = target

@@ -14,7 +14,7 @@ from gcjob.domain import (
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
 )
-from gcjob.enumerate.hub import Seen, read_in_scope, scan_in_scope
+from gcjob.enumerate.hub import Seen, listed_in_scope, scan_in_scope
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
@@ -44,14 +44,14 @@ LEFT_ROUTES_SELECTORS = (
 )
 
 
-def read_marked_outside_routes(
+def scan_marked_outside_routes(
     reader: Reader, scope: Scope, reads: Reads = SERIAL
 ) -> list[ObjectRef]:
     """Marked HTTPRoutes in the namespaces in scope that are not (any more) routes NSO copied,
     metadata only, selected on the server; each once."""
     found: dict[tuple[str, str], ObjectRef] = {}
     for selector in LEFT_ROUTES_SELECTORS:
-        for seen in read_in_scope(
+        for seen in listed_in_scope(
             reader,
             HTTPROUTES,
             lambda obj: Seen(reduce.object_ref(obj, HTTPROUTES)),
@@ -80,8 +80,8 @@ def scan_routes(
     )
 
 
-def read_routes(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> list[Route]:
-    return read_in_scope(
+def listed_routes(reader: Reader, scope: Scope, reads: Reads = SERIAL) -> list[Route]:
+    return listed_in_scope(
         reader,
         HTTPROUTES,
         reduce.route,

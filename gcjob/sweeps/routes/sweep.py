@@ -57,7 +57,7 @@ from gcjob.sweeps.routes.scan import (
     IndexedUpstream,
     owners_to_read,
     project_answers,
-    read_marked_outside_routes,
+    scan_marked_outside_routes,
     scan_routes,
 )
 
@@ -192,7 +192,7 @@ def _ref(judged: RouteJudgement) -> ObjectRef:
 def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None) -> None:
     """`projects`: the run's Project API, shared with the copies sweep; `ahead`: the upstream
     read started before the first sweep (`read`), if it was."""
-    state = run.sweeps[SWEEP]
+    state = run.tally.sweeps[SWEEP]
     if run.upstreams is None:
         state.status = "not-configured"
         state.detail = "no upstream configured (--upstream-kubeconfig)"
@@ -227,7 +227,7 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     ):
         # A cluster that failed is a failure of the run, whatever its routes' items say; a
         # deleted project's control plane is gone with it, and that is no failure.
-        run.codes.add(ExitCode.ITEM_FAILED)
+        run.tally.codes.add(ExitCode.ITEM_FAILED)
 
     world = IndexedUpstream(index, calls, upstream.owners)
 
@@ -239,7 +239,7 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list HTTPRoutes", exc)
     try:
-        left = read_marked_outside_routes(run.hub, run.scope, run.hub_reads)
+        left = scan_marked_outside_routes(run.hub, run.scope, run.hub_reads)
     except KubeError as exc:
         # A mark left behind could be counted from when the labels come back: decide nothing.
         return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
@@ -252,7 +252,7 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     def file(judged: RouteJudgement) -> None:
         verdict = judged.verdict
         if verdict.reason == Reason.UPSTREAM_SUSPECT and settings.delete:
-            run.codes.add(ExitCode.BRAKE)
+            run.tally.codes.add(ExitCode.BRAKE)
         if not sort.take(verdict, judged.evidence, judged.call, judged.target):
             run.keep(SWEEP, verdict)
 

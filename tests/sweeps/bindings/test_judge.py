@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gcjob.model import Binding, BoundResource
-from gcjob.sweeps.bindings.judge import Presence, bound_target, decide_binding
+from gcjob.sweeps.bindings.judge import Existence, binding_verdict, bound_target
 from testbed import model as builders
 from testbed.model import HUB_NS, MIN_AGE, NOW, YOUNG, bound
 
@@ -105,71 +105,71 @@ def test_cluster_propagation_policy_out_of_scope() -> None:
     assert bound_target(b) is None
 
 
-# --- decide_binding ----------------------------------------------------------------------
+# --- binding_verdict ----------------------------------------------------------------------
 
 
 def test_absent_object_binding_deleted() -> None:
     b = binding("app-config-configmap")
-    verdict = decide_binding(b, Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(b, Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
     assert verdict.ref == b.ref
 
 
 def test_absent_secret_binding_deleted() -> None:
-    verdict = decide_binding(binding("db-creds-secret"), Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(binding("db-creds-secret"), Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
 
 
 def test_label_only_policy_binding_deleted_when_absent() -> None:
     b = binding(policy_annotation=None, policy_label="city-dfw")
-    verdict = decide_binding(b, Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(b, Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
 
 
 def test_existing_object_keeps_binding() -> None:
-    verdict = decide_binding(binding(), Presence.EXISTS, NOW, MIN_AGE)
+    verdict = binding_verdict(binding(), Existence.EXISTS, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "object-exists"
     assert verdict.healthy is True
 
 
 def test_unknown_presence_keeps_binding() -> None:
-    verdict = decide_binding(binding(), Presence.UNKNOWN, NOW, MIN_AGE, "403 Forbidden")
+    verdict = binding_verdict(binding(), Existence.UNKNOWN, NOW, MIN_AGE, "403 Forbidden")
     assert verdict.delete is False
     assert verdict.reason == "lookup-failed"
     assert "403 Forbidden" in verdict.detail
 
 
 def test_young_binding_kept() -> None:
-    verdict = decide_binding(binding(created=YOUNG), Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(binding(created=YOUNG), Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "too-young"
 
 
 def test_terminating_binding_left_alone_and_reported_as_such() -> None:
-    verdict = decide_binding(binding(terminating=True), Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(binding(terminating=True), Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "terminating"
 
 
-@pytest.mark.parametrize("presence", list(Presence))
-def test_terminating_binding_never_deleted_again(presence: Presence) -> None:
-    verdict = decide_binding(binding(terminating=True), presence, NOW, MIN_AGE)
+@pytest.mark.parametrize("presence", list(Existence))
+def test_terminating_binding_never_deleted_again(presence: Existence) -> None:
+    verdict = binding_verdict(binding(terminating=True), presence, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason in {"terminating", "object-exists", "lookup-failed"}
 
 
 def test_protected_binding_kept() -> None:
-    verdict = decide_binding(binding(protected=True), Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(binding(protected=True), Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "protected"
 
 
 def test_unpinnable_binding_kept() -> None:
-    verdict = decide_binding(binding(uid=""), Presence.ABSENT, NOW, MIN_AGE)
+    verdict = binding_verdict(binding(uid=""), Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "unpinnable"
 
@@ -186,9 +186,9 @@ def test_unpinnable_binding_kept() -> None:
         ),
     ],
 )
-@pytest.mark.parametrize("presence", list(Presence))
-def test_out_of_scope_binding_never_deleted(b: Binding, presence: Presence) -> None:
-    verdict = decide_binding(b, presence, NOW, MIN_AGE)
+@pytest.mark.parametrize("presence", list(Existence))
+def test_out_of_scope_binding_never_deleted(b: Binding, presence: Existence) -> None:
+    verdict = binding_verdict(b, presence, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "out-of-scope"
 
@@ -209,24 +209,26 @@ def test_out_of_scope_binding_never_deleted(b: Binding, presence: Presence) -> N
         (BoundResource("", "ConfigMap", HUB_NS, "app-config", "u"), "apiVersion ''"),
     ],
 )
-@pytest.mark.parametrize("presence", list(Presence))
+@pytest.mark.parametrize("presence", list(Existence))
 def test_a_binding_whose_resource_names_another_object_is_never_deleted(
-    resource: BoundResource | None, why: str, presence: Presence
+    resource: BoundResource | None, why: str, presence: Existence
 ) -> None:
-    v = decide_binding(binding(resource=resource), presence, NOW, MIN_AGE)
+    v = binding_verdict(binding(resource=resource), presence, NOW, MIN_AGE)
     assert not v.delete
-    if presence is Presence.ABSENT:
+    if presence is Existence.ABSENT:
         assert v.reason == "resource-mismatch"
         assert why in v.detail
 
 
 def test_foo_secret_binding_a_deployment_is_kept() -> None:
     b = binding("foo-secret", resource=bound("Deployment", "important"))
-    v = decide_binding(b, Presence.ABSENT, NOW, MIN_AGE)
+    v = binding_verdict(b, Existence.ABSENT, NOW, MIN_AGE)
     assert (v.delete, v.reason) == (False, "resource-mismatch")
 
 
 def test_a_resource_without_namespace_or_uid_still_matches_by_kind_and_name() -> None:
     resource = BoundResource("v1", "Secret", "", "db-creds", "")
-    v = decide_binding(binding("db-creds-secret", resource=resource), Presence.ABSENT, NOW, MIN_AGE)
+    v = binding_verdict(
+        binding("db-creds-secret", resource=resource), Existence.ABSENT, NOW, MIN_AGE
+    )
     assert (v.delete, v.reason) == (True, "orphaned")

@@ -19,7 +19,7 @@ from gcjob.sweeps.companions.judge import (
     binding_names_companion,
     companion_binding,
     companion_bound_by,
-    decide_companion,
+    companion_verdict,
     parse_referrers,
 )
 from testbed.model import (
@@ -55,7 +55,7 @@ def test_duplicate_keys_count_once() -> None:
 
 def test_an_orphan_detail_names_a_few_referrers_and_counts_the_rest() -> None:
     keys = [f"p-{i}/web-{i}" for i in range(MAX_REFERRER_KEYS)]
-    verdict = decide_companion(companion(referrers=json.dumps(keys)), frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(companion(referrers=json.dumps(keys)), frozenset(), NOW, MIN_AGE)
     assert verdict.reason == "orphaned"
     assert verdict.detail.startswith("no WorkloadDeployment named web-0, web-1, web-2")
     assert f"and {MAX_REFERRER_KEYS - 5} more" in verdict.detail
@@ -112,17 +112,17 @@ def test_parse_referrers_rejects(raw: str | None, reason: str) -> None:
 @pytest.mark.parametrize(("raw", "reason"), UNREADABLE)
 def test_unreadable_referrers_preserve_the_companion(raw: str | None, reason: str) -> None:
     # No WorkloadDeployment exists at all: still an odd annotation proves nothing.
-    verdict = decide_companion(companion(raw), frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(companion(raw), frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == reason
 
 
-# --- decide_companion --------------------------------------------------------------------
+# --- companion_verdict --------------------------------------------------------------------
 
 
 def test_orphan_when_every_referrer_absent() -> None:
     c = companion('["default/api", "default/web"]')
-    verdict = decide_companion(c, frozenset({"other", "web-dfw"}), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset({"other", "web-dfw"}), NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
     assert verdict.referrers == ("default/api", "default/web")
@@ -131,20 +131,20 @@ def test_orphan_when_every_referrer_absent() -> None:
 
 def test_secret_companion_orphan() -> None:
     c = companion('["default/web"]', kind="Secret", name="db-creds")
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
 
 
 def test_legacy_prefixed_companion_orphan() -> None:
     c = companion('["default/web"]', name="configmap.app-config")
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
 
 
 def test_live_when_referrer_name_exists() -> None:
-    verdict = decide_companion(companion('["default/web"]'), frozenset({"web"}), NOW, MIN_AGE)
+    verdict = companion_verdict(companion('["default/web"]'), frozenset({"web"}), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "referrer-live"
     assert verdict.healthy is True
@@ -152,7 +152,7 @@ def test_live_when_referrer_name_exists() -> None:
 
 def test_live_when_any_one_referrer_exists() -> None:
     c = companion('["default/api", "default/web", "default/worker"]')
-    verdict = decide_companion(c, frozenset({"worker"}), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset({"worker"}), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "referrer-live"
 
@@ -161,7 +161,7 @@ def test_live_when_any_one_referrer_exists() -> None:
 def test_live_lookup_is_by_name_only_whatever_the_key_namespace(project_ns: str) -> None:
     # The key's namespace part is the project namespace, never the hub namespace.
     c = companion(json.dumps([f"{project_ns}/web"]))
-    verdict = decide_companion(c, frozenset({"web"}), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset({"web"}), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "referrer-live"
 
@@ -169,70 +169,70 @@ def test_live_lookup_is_by_name_only_whatever_the_key_namespace(project_ns: str)
 def test_key_namespace_is_not_matched_against_live_names() -> None:
     # A WD named like the key's namespace part is not a referrer.
     c = companion('["web/api"]')
-    verdict = decide_companion(c, frozenset({"web"}), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset({"web"}), NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
 
 
 def test_too_young_companion_preserved() -> None:
     c = companion('["default/web"]', created=YOUNG)
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "too-young"
 
 
 def test_companion_just_under_min_age_preserved() -> None:
     c = companion('["default/web"]', created=NOW - MIN_AGE + timedelta(seconds=1))
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "too-young"
 
 
 def test_companion_exactly_min_age_is_not_younger() -> None:
     c = companion('["default/web"]', created=NOW - MIN_AGE)
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is True
     assert verdict.reason == "orphaned"
 
 
 def test_companion_created_in_the_future_preserved() -> None:
     c = companion('["default/web"]', created=NOW + timedelta(minutes=10))
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "too-young"
 
 
 def test_companion_without_creation_time_never_deleted() -> None:
     c = companion('["default/web"]', created=None)
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "age-unknown"
 
 
 def test_terminating_companion_preserved() -> None:
     c = companion('["default/web"]', terminating=True)
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "terminating"
 
 
 def test_protected_companion_preserved() -> None:
     c = companion('["default/web"]', protected=True)
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "protected"
 
 
 def test_companion_without_uid_never_deleted() -> None:
     c = companion('["default/web"]', uid="")
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "unpinnable"
 
 
 def test_companion_without_resource_version_never_deleted() -> None:
     c = companion('["default/web"]', resource_version="")
-    verdict = decide_companion(c, frozenset(), NOW, MIN_AGE)
+    verdict = companion_verdict(c, frozenset(), NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "unpinnable"
 
@@ -304,7 +304,7 @@ def test_binding_of_a_custom_kind_of_the_same_name_does_not_name_companion() -> 
 def test_no_minimum_age_holds_nothing_back_even_on_clock_skew() -> None:
     from datetime import timedelta
 
-    from gcjob.sweeps.companions.judge import decide_companion as decide
+    from gcjob.sweeps.companions.judge import companion_verdict as decide
 
     ahead = companion('["default/gone"]', created=NOW + timedelta(seconds=2))
     assert decide(ahead, frozenset(), NOW, timedelta(0)).delete is True

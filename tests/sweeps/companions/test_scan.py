@@ -12,7 +12,7 @@ from gcjob.enumerate.scope import Scope
 from gcjob.kube.access import Collected
 from gcjob.kube.errors import KubeError
 from gcjob.kube.snapshot import SnapshotStore
-from gcjob.sweeps.companions.scan import read_workload_index, scan_companions
+from gcjob.sweeps.companions.scan import scan_companions, scan_workload_index
 from testbed.objects import companion, workload
 
 
@@ -35,7 +35,7 @@ def store(*objects: dict[str, Any]) -> SnapshotStore:
 
 
 def test_index_is_names_by_namespace() -> None:
-    index = read_workload_index(
+    index = scan_workload_index(
         store(workload("ns-a", "web"), workload("ns-a", "api"), workload("ns-b", "web")), Scope()
     )
     assert len(index) == 3
@@ -49,7 +49,7 @@ def test_an_item_without_a_namespace_leaves_no_index_at_all() -> None:
     nowhere = workload("ns-a", "api")
     del nowhere["metadata"]["namespace"]
     with pytest.raises(KubeError, match="no namespace"):
-        read_workload_index(store(workload("ns-a", "web"), nowhere), Scope())
+        scan_workload_index(store(workload("ns-a", "web"), nowhere), Scope())
 
 
 class SlowStore(SnapshotStore):

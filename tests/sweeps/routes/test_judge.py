@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gcjob.brakes import is_suspect, suspect_groups
 from gcjob.decide.trace import Trace
-from gcjob.enumerate.upstream import is_suspect, suspect_groups
 from gcjob.model import (
     ClusterStatus,
     OwnerRead,
@@ -26,10 +26,10 @@ from gcjob.model import (
 from gcjob.reasons import Reason
 from gcjob.sweeps.routes.judge import (
     before_delete,
-    decide_route,
     in_scope,
     is_gateway,
     route_target,
+    route_verdict,
 )
 from testbed.model import HUB_NS, MIN_AGE, NOW, YOUNG, parent, route, route_labels
 
@@ -55,7 +55,7 @@ def target_of(r: Route) -> RouteTarget:
 
 
 def decide(r: Route, view: UpstreamView) -> Verdict:
-    return decide_route(r, target_of(r), view, NOW, MIN_AGE)
+    return route_verdict(r, target_of(r), view, NOW, MIN_AGE)
 
 
 # --- in_scope ----------------------------------------------------------------------------
@@ -264,7 +264,7 @@ def test_multiple_gateways_all_listed() -> None:
     assert sorted(target.gateways) == ["a", "b"]
 
 
-# --- decide_route: the seed test plan ----------------------------------------------------
+# --- route_verdict: the seed test plan ----------------------------------------------------
 
 
 def test_orphaned_route_deleted_when_upstream_gateway_missing() -> None:
@@ -302,7 +302,7 @@ def test_route_with_multiple_parent_refs_deleted_when_every_gateway_gone() -> No
     assert verdict.reason == "upstream-gateways-gone"
 
 
-# --- decide_route: upstream views --------------------------------------------------------
+# --- route_verdict: upstream views --------------------------------------------------------
 
 
 def test_gateway_of_another_name_does_not_keep_route() -> None:
@@ -498,7 +498,7 @@ def test_a_route_of_a_project_proven_gone_is_an_orphan_even_with_its_cluster_unr
     target = route_target(r)
     assert isinstance(target, RouteTarget)
     view = _project_view(ProjectState.GONE, ClusterStatus.UNAVAILABLE)
-    verdict = decide_route(r, target, view, NOW, MIN_AGE)
+    verdict = route_verdict(r, target, view, NOW, MIN_AGE)
     assert verdict.delete and verdict.reason is Reason.PROJECT_GONE
 
 
@@ -506,11 +506,11 @@ def test_a_route_of_a_terminating_or_unknown_project_is_kept():
     r = route(labels=route_labels("cluster-p1"))
     target = route_target(r)
     assert isinstance(target, RouteTarget)
-    terminating = decide_route(
+    terminating = route_verdict(
         r, target, _project_view(ProjectState.TERMINATING, ClusterStatus.OK), NOW, MIN_AGE
     )
     assert not terminating.delete and terminating.reason is Reason.PROJECT_TERMINATING
-    unknown = decide_route(
+    unknown = route_verdict(
         r, target, _project_view(ProjectState.UNKNOWN, ClusterStatus.UNAVAILABLE), NOW, MIN_AGE
     )
     assert not unknown.delete and unknown.reason is Reason.UPSTREAM_UNAVAILABLE
@@ -521,7 +521,7 @@ def test_a_young_or_protected_route_of_a_gone_project_is_still_held_back():
     target = route_target(young)
     assert isinstance(target, RouteTarget)
     view = _project_view(ProjectState.GONE, ClusterStatus.UNAVAILABLE)
-    assert decide_route(young, target, view, NOW, MIN_AGE).reason is Reason.TOO_YOUNG
+    assert route_verdict(young, target, view, NOW, MIN_AGE).reason is Reason.TOO_YOUNG
 
 
 # --- the owner-gone rule: NSO ties a route to its upstream HTTPRoute, not to the Gateway ---
@@ -608,7 +608,7 @@ def test_a_route_whose_labels_may_be_cut_short_or_are_not_its_own_is_kept_unjudg
 def test_the_trace_says_what_was_read_of_the_upstream_httproute() -> None:
     r = route()
     trace = Trace()
-    decide_route(
+    route_verdict(
         r, target_of(r), replace(ok({"gw"}), owner=_owner(Presence.PRESENT)), NOW, MIN_AGE, trace
     )
     step = next(s for s in trace.steps if s.rule == "upstream-route")

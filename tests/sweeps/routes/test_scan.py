@@ -7,7 +7,7 @@ from gcjob.enumerate.upstream import Group, Wanted
 from gcjob.kube.snapshot import SnapshotStore
 from gcjob.model import RouteTarget
 from gcjob.sweeps.routes.judge import route_target
-from gcjob.sweeps.routes.scan import read_routes, scan_routes
+from gcjob.sweeps.routes.scan import listed_routes, scan_routes
 from gcjob.sweeps.routes.sweep import RouteTargets, _merged
 from testbed.objects import route
 
@@ -26,7 +26,7 @@ def test_routes_come_in_name_order_within_each_listed_namespace() -> None:
                 "metadata": {"namespace": namespace, "name": name, "labels": labels},
             }
         )
-    routes = read_routes(hub, Scope(("ns-b", "ns-a")))
+    routes = listed_routes(hub, Scope(("ns-b", "ns-a")))
     assert [(r.ref.namespace, r.ref.name) for r in routes] == [
         ("ns-b", "r1"),
         ("ns-b", "r2"),
@@ -56,7 +56,7 @@ def test_the_first_reads_scans_merge_into_one_and_are_dropped() -> None:
         )
     scans = scan_routes(hub, Scope(("ns-a", "ns-b", "ns-c")), RouteTargets)
     assert len(scans) == 3
-    every = read_routes(hub, Scope(("ns-a", "ns-b", "ns-c")))
+    every = listed_routes(hub, Scope(("ns-a", "ns-b", "ns-c")))
     targets = [t for t in map(route_target, every) if isinstance(t, RouteTarget)]
     wanted, owned = _merged(scans)
     assert scans == []

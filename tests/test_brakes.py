@@ -1,11 +1,22 @@
-"""gcjob.act.brake: the drain cap takes whole groups, oldest marks first; the percent breaker
+"""gcjob.brakes: the drain cap takes whole groups, oldest marks first; the percent breaker
 holds a sweep's deletions back when they are too large a share of its collection."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gcjob.act.brake import BrakeLimits, DrainCut, drain_cut, percent_brake
+from gcjob.brakes import (
+    PAST_GROUP,
+    BrakeLimits,
+    DrainCut,
+    MarksBrake,
+    WriteBrake,
+    deletion_brake,
+    drain_cut,
+    group_brake,
+    percent_brake,
+    projects_brake,
+)
 
 LIMITS = BrakeLimits(max_deletions=50, max_percent=50.0, min_objects=50)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -132,3 +143,50 @@ def test_a_cap_of_zero_takes_nothing_and_leaves_it_all_to_the_backlog() -> None:
     result = cut([("a", "g", 1), ("b", "g", 1)], room=0, cap=0)
     assert result.now == [] and result.oversized == []
     assert names(result.later) == ["a", "b"]
+
+
+# -- the marks brake, the write brake, the projects brake: one decision and one message each --
+
+
+def test_the_marks_brake_says_one_message_for_a_sweep_and_for_one_mark() -> None:
+    """A sweep's new orphans all at once, and one more mark (a companion's binding) past the
+    limit, are held by the same rule, in the same words."""
+    brake = MarksBrake(max_marks=6)
+    assert brake.holds(6) is None
+    sweep = brake.holds(7)
+    assert sweep is not None
+    assert sweep.startswith("marks brake: 7 new marks (+0 earlier this run) exceed --max-marks 6")
+    for _ in range(6):
+        assert brake.holds() is None
+        brake.count()
+    one = brake.holds()
+    assert one is not None
+    assert one.startswith("marks brake: 1 new mark (+6 earlier this run) exceeds --max-marks 6")
+    assert sweep.partition(": if ")[2] == one.partition(": if ")[2]
+    assert "raise --max-marks for one run" in one
+    assert brake.holds(0) is None  # nothing new to mark: nothing held
+
+
+def test_the_write_brake_counts_and_holds_at_its_limit() -> None:
+    brake = WriteBrake(max_writes=2)
+    for _ in range(2):
+        assert brake.holds() is None
+        brake.count()
+    held = brake.holds()
+    assert held is not None and held.startswith("write brake: --max-writes 2 reached this run")
+    assert brake.counted == 2
+
+
+def test_the_projects_brake_holds_only_past_its_limit() -> None:
+    assert projects_brake(3, 3) is None
+    held = projects_brake(4, 3)
+    assert held is not None
+    assert held.startswith("projects brake: 4 projects found gone in one run exceed")
+    assert "raise --max-projects-gone for one run" in held
+
+
+def test_a_group_larger_than_the_cap_is_the_deletion_brakes() -> None:
+    said = group_brake(7, 5)
+    assert said.startswith("deletion brake: a group of 7 that goes whole or not at all exceeds")
+    assert said.endswith(PAST_GROUP)
+    assert deletion_brake("x") == "deletion brake: x"
