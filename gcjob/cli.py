@@ -372,7 +372,8 @@ EXCLUDE_NAMESPACE = _opt(
     default=DEFAULTS.max_delete_percent,
     show_default=True,
     help="Breaker: a sweep whose deletions this run would exceed this % of its scope "
-    "deletes none (exit 4).",
+    "deletes none (exit 4). With --drain, a pace: each round deletes at most this % of the "
+    "scope the drain first found.",
 )
 @_opt(
     "brake-min-objects",

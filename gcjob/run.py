@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcjob import __version__
-from gcjob.act.brake import BrakeLimits, percent_brake
+from gcjob.act.brake import BrakeLimits, drain_pace, percent_brake
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
@@ -253,6 +253,13 @@ class Run:
         reason = percent_brake(candidates, collection, self.limits)
         return None if reason is None else f"deletion brake: {reason}"
 
+    def drain_pace(self, sweep: Sweep, in_scope: int) -> int | None:
+        """In a --drain run, the most deletions of `sweep` this round (`drain_pace`), else
+        None: the CronJob's runs have the breaker, never a pace."""
+        if not self.settings.drain:
+            return None
+        return drain_pace(self.first_scope.setdefault(sweep, in_scope), self.limits)
+
     def note_due(self, dues: Iterable[datetime | None]) -> None:
         """When orphans still waiting become due: the earliest is when a drain looks again."""
         for due in dues:
@@ -264,7 +271,10 @@ class Run:
 
     def next_round(self, now: datetime) -> None:
         """A --drain run's next round: a full sweep again, with its own drain cap, as of the
-        hub's `now`; what was reported stays reported."""
+        hub's `now`; what was reported stays reported. The summary describes the hub as the
+        last round left it, with every round's marks and deletions added up."""
+        self.reporter.next_round()
+        self.project_counts.clear()
         self.now = now
         self.deleted = 0
         self.backlog = 0
@@ -276,14 +286,21 @@ class Run:
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason))
 
-    def drain_backlog(self, sweep: Sweep, backlog: list[tuple[Verdict, datetime | None]]) -> None:
-        """Due orphans past the drain cap: reported, left for the next run; no brake."""
-        cap = self.settings.max_deletions
+    def drain_backlog(
+        self, sweep: Sweep, backlog: list[tuple[Verdict, datetime | None]], paced: int | None = None
+    ) -> None:
+        """Due orphans past the drain cap (or, `paced`, past a --drain round's pace): reported,
+        left for the next run or round; no brake."""
+        s = self.settings
+        past = (
+            f"past the drain cap (--max-deletions {s.max_deletions} this run): a later run"
+            if paced is None
+            else f"past this round's pace (--max-delete-percent {s.max_delete_percent:g} of "
+            f"the {sweep.value} sweep's {self.first_scope.get(sweep, 0)} objects as the drain "
+            f"found them: {paced} a round): a later round"
+        )
         for verdict, since in backlog:
-            detail = (
-                f"due, past the drain cap (--max-deletions {cap} this run): a later run deletes "
-                f"it, oldest marks first: {verdict.detail}"
-            )
+            detail = f"due, {past} deletes it, oldest marks first: {verdict.detail}"
             self.record(
                 Outcome.of(
                     sweep, verdict, Action.SKIPPED, Reason.BACKLOG, detail, orphaned_since=since

@@ -78,6 +78,12 @@ class Reporter:
         else:
             self._write(_text_line(capped(record)) + "\n")
 
+    def next_round(self) -> None:
+        """A --drain run's next round: the counts keep the earlier rounds' actions only, and
+        what is left on its way out is the last round's (`Tally.next_round`)."""
+        self.tally.next_round()
+        self.due = DueTally()
+
     def count_healthy(self, sweep: Sweep, reason: Reason, count: int) -> None:
         """Healthy objects decided without keeping an Outcome for each: counts only."""
         self.tally.add_count(sweep, Action.SKIPPED, reason, count)

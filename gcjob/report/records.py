@@ -78,6 +78,14 @@ def upstream_record(
     }
 
 
+# What a run did to the hub: a --drain run's rounds add these up. Every other count (kept,
+# waiting, past the cap, held back, would-delete) says what a round found, so only the last
+# round's is true of the hub the run left.
+ACTIONS_ADDED_UP = frozenset(
+    {Action.DELETED, Action.ALREADY_GONE, Action.FAILED, Action.MARKED, Action.UNMARKED}
+)
+
+
 class Tally:
     """Counts by sweep, action and reason: every outcome, reported or not."""
 
@@ -91,6 +99,13 @@ class Tally:
 
     def add_count(self, sweep: Sweep, action: Action, reason: Reason, count: int = 1) -> None:
         self.counts[sweep.value][action.value][str(reason)] += count
+
+    def next_round(self) -> None:
+        """A --drain run's next round: what the earlier rounds did to the hub stays counted,
+        what they found is found again."""
+        for actions in self.counts.values():
+            for action in [a for a in actions if Action(a) not in ACTIONS_ADDED_UP]:
+                del actions[action]
 
     def total(self, action: Action) -> int:
         return sum(

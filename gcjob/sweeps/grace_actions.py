@@ -104,9 +104,12 @@ def act(
         run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
         return False
     clear = True
+    room = max(run.settings.max_deletions - run.deleted, 0)
+    pace = run.drain_pace(sweep, in_scope)
+    paced = pace is not None and pace < room
     cut = drain_cut(
         sort.due,
-        max(run.settings.max_deletions - run.deleted, 0),
+        min(room, pace) if pace is not None else room,
         run.settings.max_deletions,
         lambda graced: graced.call.since,
         group or id,
@@ -125,7 +128,8 @@ def act(
         run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker)
     else:
         each(run, sweep, cut.now, _ref, delete_and_record)
-        run.drain_backlog(sweep, [(g.verdict, g.call.since) for g in cut.later])
+        backlog = [(g.verdict, g.call.since) for g in cut.later]
+        run.drain_backlog(sweep, backlog, pace if paced else None)
     run.note_due(g.call.due for g in [*sort.waiting, *sort.to_mark])
     # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
     each(run, sweep, sort.upgrades, _ref, upgrade_and_record)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gcjob.act.brake import BrakeLimits, DrainCut, drain_cut, percent_brake
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gcjob.act.brake import BrakeLimits, DrainCut, drain_cut, drain_pace, percent_brake
 
 LIMITS = BrakeLimits(max_deletions=50, max_percent=50.0, min_objects=50)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -132,3 +135,29 @@ def test_a_cap_of_zero_takes_nothing_and_leaves_it_all_to_the_backlog() -> None:
     result = cut([("a", "g", 1), ("b", "g", 1)], room=0, cap=0)
     assert result.now == [] and result.oversized == []
     assert names(result.later) == ["a", "b"]
+
+
+@given(
+    collection=st.integers(0, 100_000),
+    percent=st.floats(0, 100, allow_nan=False),
+    min_objects=st.integers(0, 200),
+)
+def test_a_drain_round_within_its_pace_never_trips_the_breaker_against_the_same_collection(
+    collection: int, percent: float, min_objects: int
+) -> None:
+    limits = BrakeLimits(10_000, percent, min_objects)
+    pace = drain_pace(collection, limits)
+    if collection < min_objects or collection == 0:
+        assert pace is None  # below the breaker's floor: no pace either
+        return
+    assert pace is not None and 0 <= pace <= collection
+    assert percent_brake(pace, collection, limits) is None
+    # The pace is the most the breaker lets through: one more would trip it.
+    if pace < collection:
+        assert percent_brake(pace + 1, collection, limits) is not None
+
+
+def test_the_issue_34_collection_is_paced_at_half_of_it() -> None:
+    limits = BrakeLimits(200, 50.0, 50)
+    assert drain_pace(360, limits) == 180  # 300 orphans among 60 live: 180, then 120
+    assert drain_pace(49, limits) is None

@@ -315,3 +315,21 @@ def test_the_summary_schema_holds_would_delete(validator: Draft202012Validator) 
     assert not sub.is_valid(
         {"companions": {"this_run": -1, "later": 0, "earliest": None, "latest": None}}
     )
+
+
+def test_a_drains_next_round_keeps_what_the_rounds_did_and_forgets_what_they_found() -> None:
+    tally = Tally()
+    tally.add(outcome(Sweep.COMPANIONS, Action.MARKED, "orphaned"))
+    tally.add(outcome(Sweep.COMPANIONS, Action.SKIPPED, "referrer-live", healthy=True))
+    tally.add(outcome(Sweep.COMPANIONS, Action.SKIPPED, "grace-period"))
+    tally.next_round()
+    tally.add(outcome(Sweep.COMPANIONS, Action.DELETED, "orphaned"))
+    tally.add(outcome(Sweep.COMPANIONS, Action.SKIPPED, "referrer-live", healthy=True))
+
+    assert tally.as_dict() == {
+        "companions": {
+            "marked": {"orphaned": 1},
+            "deleted": {"orphaned": 1},
+            "skipped": {"referrer-live": 1},  # the live object, once: not once a round
+        }
+    }
