@@ -37,7 +37,7 @@ from gcjob.model import (
 from gcjob.reasons import ERROR_REASONS, Reason
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
-from gcjob.report.records import rfc3339, upstream_record
+from gcjob.report.records import DueTally, rfc3339, upstream_record
 from gcjob.settings import Settings
 
 # How a sweep's detail says that a Project API read it rests on failed (once a sweep).
@@ -397,7 +397,13 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.marks.items()},
-            "would_delete": self.reporter.due.as_dict([sweep.value for sweep in self.sweeps]),
+            "would_delete": self.reporter.due.as_dict(
+                [sweep.value for sweep in self.sweeps if sweep in self.settings.enforce]
+            ),
+            # What the sweeps that are not enforced (report-only) would delete, were they.
+            "would_delete_if_enforced": (self.reporter.due.if_enforced or DueTally()).as_dict(
+                [sweep.value for sweep in self.sweeps if sweep not in self.settings.enforce]
+            ),
             "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
             "list_strategy": self.list_strategy.as_dict() if self.list_strategy else None,

@@ -83,6 +83,18 @@ def registry_of(
     # items: its status says so.
     if any(state.get("status") == "braked" for state in summary["sweeps"].values()):
         brake = 1
+    pending = Gauge(
+        "gcjob_run_would_delete",
+        "Orphans the last run left on their way out, by sweep, when they are due (this-run, "
+        "later), and whether the sweep is enforced: an enforced=\"false\" sweep deletes "
+        "none of them until it is.",
+        ["sweep", "due", "enforced"],
+        registry=registry,
+    )
+    for key, enforced in (("would_delete", "true"), ("would_delete_if_enforced", "false")):
+        for sweep, due in (summary.get(key) or {}).items():
+            pending.labels(sweep, "this-run", enforced).set(due["this_run"])
+            pending.labels(sweep, "later", enforced).set(due["later"])
     requests = Gauge(
         "gcjob_run_api_requests",
         "API requests sent in the last run, by target.",

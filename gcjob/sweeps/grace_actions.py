@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from gcjob.act.brake import PAST_GROUP, drain_cut
 from gcjob.act.mark_writer import waiting
-from gcjob.decide.grace import Graced, GraceSort, deletes_at
+from gcjob.decide.grace import Graced, GraceSort, deletes_at, due_by, due_if_enforced
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, ObjectRef, Outcome, Sweep
 from gcjob.reasons import Reason
@@ -62,8 +62,13 @@ def act(
     def unmark_one(graced: Graced[T]) -> list[Outcome]:
         return [run.marker.unmark(sweep, graced.verdict, resource(graced))]
 
+    enforced = sweep in run.settings.enforce
+
     def when(graced: Graced[T], outcomes: list[Outcome]) -> list[Outcome]:
-        return on_its_way(outcomes, deletes_at(graced.call, run.now))
+        at = deletes_at(graced.call, run.now)
+        if enforced:
+            return on_its_way(outcomes, at)
+        return [not_enforced(o, graced.call.due) for o in on_its_way(outcomes, at)]
 
     def unmark_and_record(graced: Graced[T]) -> None:
         for outcome in (unmark or unmark_one)(graced):
@@ -149,6 +154,17 @@ def on_its_way(outcomes: list[Outcome], at: datetime | None) -> list[Outcome]:
     if at is None:
         return outcomes
     return [replace(o, would_delete_at=at) if _left_on_its_way(o) else o for o in outcomes]
+
+
+def not_enforced(outcome: Outcome, due: datetime | None) -> Outcome:
+    """An outcome of a sweep that is not enforced (report-only): its time on its way out is
+    when it would go were the sweep enforced (`if_enforced`), and its detail says so."""
+    if outcome.would_delete_at is None:
+        return outcome
+    detail = outcome.detail
+    if due is not None:
+        detail = detail.replace(due_by(due), due_if_enforced(due, outcome.sweep.value))
+    return replace(outcome, if_enforced=True, detail=detail)
 
 
 def _left_on_its_way(outcome: Outcome) -> bool:

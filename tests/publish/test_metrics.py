@@ -281,3 +281,30 @@ def test_an_unreachable_pushgateway_changes_nothing_but_a_warning() -> None:
     assert result.return_value == plain.return_value == 0
     assert "could not push metrics to the Pushgateway" in result.stderr
     assert len(result.stdout.splitlines()) == len(plain.stdout.splitlines())
+
+
+def test_what_a_sweep_not_enforced_would_delete_is_its_own_series(pushgateway: Pushgateway) -> None:
+    """issue 34 item 2: an enforced sweep's pending deletions and a report-only sweep's (were
+    it enforced) are told apart by `enforced`."""
+    due = {"this_run": 1, "later": 4, "earliest": None, "latest": None}
+    apart = {"this_run": 2, "later": 18, "earliest": None, "latest": None}
+    run = {
+        **summary(),
+        "would_delete": {"companions": due},
+        "would_delete_if_enforced": {"copies": apart},
+    }
+
+    assert push(pushgateway.url, run, duration=1.0, finished=1_700_000_000.0)
+
+    got = held(pushgateway)
+    pending = {
+        tuple(v for _, v in labels): value
+        for (name, labels), value in got.items()
+        if name == "gcjob_run_would_delete"
+    }
+    assert pending == {
+        ("later", "true", "companions"): 4,
+        ("this-run", "true", "companions"): 1,
+        ("later", "false", "copies"): 18,
+        ("this-run", "false", "copies"): 2,
+    }
