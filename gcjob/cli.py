@@ -293,7 +293,9 @@ EXCLUDE_NAMESPACE = _opt(
 )
 @_opt(
     "project-api",
-    help="Milo's Project API (URL); default: derived from a Milo --upstream-server-template.",
+    help="Milo's Project API (URL: one server, no {cluster}); default: derived from a Milo "
+    "--upstream-server-template. A list of projects that answers 404 or not as Kubernetes is "
+    "exit 2.",
 )
 @_opt(
     "max-projects-gone",

@@ -27,6 +27,7 @@ from gcjob.act.record import DeletionRecord, check_record_dir
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
@@ -45,7 +46,7 @@ from gcjob.publish import metrics, webhook
 from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
-from gcjob.run import NotAHub, Run, check_hub
+from gcjob.run import NotAHub, Run, check_hub, check_project_api
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
 from gcjob.times import run_clock
@@ -201,7 +202,11 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
                 settings.timeout + LEASE_MARGIN,
             )
             lock.acquire(datetime.now(UTC))
-        execute(run)
+        # The run's one list of Milo's projects, read now: a Project API that cannot be right
+        # is a configuration error before anything is touched.
+        projects = ProjectReads(run.projects, run.is_project)
+        check_project_api(projects, settings.sweeps)
+        execute(run, projects)
         if settings.drain:
             assert access is not None  # --drain needs --delete: never a snapshot
             _drain(run, access, lock)

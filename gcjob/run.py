@@ -13,6 +13,7 @@ from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -69,6 +70,25 @@ def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> str:
                 f"{resource.api_version} {resource.plural}"
             )
     return f"{hub.server} serves " + ", ".join(f"{r.api_version} {r.plural}" for r in required)
+
+
+def check_project_api(reads: ProjectReads, sweeps: Iterable[Sweep]) -> None:
+    """The run's one list of Milo's projects, read at start by the sweeps that rest on it
+    (routes, copies): a Project API that answers 404 there or does not answer as Kubernetes
+    cannot be right (ConfigError, exit 2); a 5xx, a timeout or a 403 leaves the projects asked
+    about not-answered (exit 1, said by the sweeps that ask)."""
+    if not {Sweep.ROUTES, Sweep.COPIES} & set(sweeps):
+        return
+    exc = reads.list_at_start()
+    if exc is None:
+        return
+    problem = configuration_problem(exc)
+    if isinstance(exc, ApiError) and exc.status == 404:
+        problem = "does not serve Milo's projects (HTTP 404): is --project-api the right server?"
+    elif isinstance(exc, ApiError) and exc.status == 403:
+        problem = None  # what to grant is the preflight's to say; the projects not-answered
+    if problem is not None:
+        raise ConfigError(f"the Project API {problem}: {exc}")
 
 
 def configuration_problem(exc: KubeError) -> str | None:

@@ -207,9 +207,12 @@ def test_a_project_api_that_answers_404_everywhere_proves_nothing(
     result = run_gcjob(
         *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
     )
-    assert outcome(result, "Connector", "web") == ("skipped", "upstream-unavailable")
+    # A Project API whose list of projects answers 404 cannot be right: a configuration error
+    # at start (issue 34 item 6), before anything is judged.
+    assert result.exit_code == 2
+    assert "the Project API does not serve Milo's projects" in result.summary["exit_reason"]
+    assert not result.items
     assert present(hub, "Connector", ns, "web")
-    assert result.exit_code == 1
 
 
 def test_a_forbidden_project_api_proves_nothing(

@@ -308,3 +308,41 @@ def test_what_a_sweep_not_enforced_would_delete_is_its_own_series(pushgateway: P
         ("later", "false", "copies"): 18,
         ("this-run", "false", "copies"): 2,
     }
+
+
+def test_a_run_that_steps_aside_for_the_rollout_job_keeps_the_last_sweeps_metrics(
+    pushgateway: Pushgateway,
+) -> None:
+    """issue 34 item 6: while the rollout Job drains, the CronJob's skipped runs must not make
+    the counts vanish: they add when they stepped aside and how long the lock has been held."""
+    assert push(pushgateway.url, summary(4), duration=2.0, finished=100.0)
+    before = held(pushgateway)
+    skipped = {**summary(0, {}), "skipped": "rollout holds the lock (drain/pod/run)"}
+
+    assert push(pushgateway.url, skipped, duration=0.2, finished=400.0, lock_held_seconds=240.0)
+
+    got = held(pushgateway)
+    kept = {k: v for k, v in got.items() if k[0] not in SKIPPED_SETS}
+    assert kept == {k: v for k, v in before.items() if k[0] not in SKIPPED_SETS}
+    assert (
+        got[
+            (
+                "gcjob_run_objects",
+                (("action", "deleted"), ("reason", "orphaned"), ("sweep", "companions")),
+            )
+        ]
+        == 3
+    )
+    assert got[("gcjob_run_exit_code", ())] == 4  # the last sweep's, until the drain's own
+    assert got[("gcjob_run_skipped_timestamp_seconds", ())] == 400.0
+    assert got[("gcjob_lock_held_seconds", ())] == 240.0
+    assert got[("gcjob_last_success_timestamp_seconds", ())] == 400.0  # it exited 0
+
+
+SKIPPED_SETS = {
+    "gcjob_run_skipped_timestamp_seconds",
+    "gcjob_lock_held_seconds",
+    "gcjob_last_success_timestamp_seconds",
+    "push_time_seconds",
+    "push_failure_time_seconds",
+}
