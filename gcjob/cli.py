@@ -419,6 +419,12 @@ EXCLUDE_NAMESPACE = _opt(
 )
 @_opt("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 @_opt(
+    "no-events",
+    is_flag=True,
+    help="Post no Kubernetes Event for a mark, unmark or delete (a --delete run posts one on "
+    "the object's namespace, best effort, outside --max-writes).",
+)
+@_opt(
     "lock-namespace",
     default=DEFAULTS.lock_namespace,
     show_default=True,
@@ -676,6 +682,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         write_qps=options["write_qps"],
         max_writes=options["max_writes"],
         lock=not options["no_lock"],
+        events=not options["no_events"],
         lock_namespace=options["lock_namespace"],
         lock_name=options["lock_name"],
         connect_timeout=options["connect_timeout"].total_seconds(),

@@ -22,6 +22,7 @@ import click
 
 from gcjob import logs, preflight, restore, undo
 from gcjob.act.deleter import Deleter
+from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
 from gcjob.act.record import DeletionRecord, check_record_dir
 from gcjob.act.writes import Writes
@@ -190,6 +191,8 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
             log.warning("%s", warning)
         if access is not None and settings.delete:
             preflight.check(access, settings)
+            if settings.events and preflight.events_allowed(access, settings):
+                run.events = Events(access, run.run_id)
         if access is not None and settings.delete and settings.lock:
             # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
             lock_access = sources.make_access(access.transport.api_client, "hub", RunBudget(None))
@@ -234,6 +237,8 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
         run.codes.add(ExitCode.INTERNAL)
         error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
     finally:
+        if run.events is not None:  # after every write, the lock still held: best effort
+            run.events.finish()
         if lock is not None:
             try:
                 lock.release()
@@ -294,6 +299,10 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
             run.backlog,
             pause,
         )
+        if run.events is not None:  # the round's Events, in the time it sleeps anyway
+            started_sending = time.monotonic()
+            run.events.send(pause)
+            pause = max(pause - (time.monotonic() - started_sending), 0.0)
         budget.sleep(pause)
         slept += pause
         stop = budget.stop_reason()

@@ -16,6 +16,7 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.resources import (
     CONFIGMAPS,
+    EVENTS,
     HTTPROUTES,
     LEASES,
     PROJECTS,
@@ -59,6 +60,11 @@ COPIES_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = (
 # What Milo's Project API identity reads (cluster-scoped): one list of projects a run and a GET
 # of each project the list does not show (gcjob/enumerate/owners.py); cronjobs/rbac/projects.
 PROJECT_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = ((PROJECTS, READ),)
+
+
+# A --delete run's Events on each object's namespace (gcjob/act/events.py): best effort, so a
+# run without the permission sends none and says so, never exit 2.
+EVENT_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = ((EVENTS, ("create",)),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +135,25 @@ def missing(access: KubeAccess, permissions: Iterable[Permission], lock_name: st
         if not (isinstance(status, dict) and status.get("allowed") is True):
             denied.append(str(permission))
     return denied
+
+
+def events_allowed(access: KubeAccess, settings: Settings) -> bool:
+    """May the hub identity post the run's Events (`create` events.k8s.io events in every
+    namespace the run sweeps)? False, with a warning, when it may not: the run goes on without
+    them. A hub that cannot say is let through (each Event fails safe on its own)."""
+    try:
+        denied = missing(access, needed_for(EVENT_NEEDS, settings), settings.lock_name)
+    except KubeError as exc:
+        log.warning("cannot check the hub identity's permission to post Events (%s)", exc)
+        return True
+    if denied:
+        log.warning(
+            "no Events this run: the hub identity may not %s (grant it: cronjobs/rbac/hub; or "
+            "--no-events)",
+            "; ".join(denied),
+        )
+        return False
+    return True
 
 
 def check(access: KubeAccess, settings: Settings) -> None:

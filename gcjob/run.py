@@ -10,6 +10,7 @@ from typing import Any
 from gcjob import __version__
 from gcjob.act.brake import BrakeLimits, drain_pace, percent_brake
 from gcjob.act.deleter import Deleter
+from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
@@ -151,6 +152,7 @@ class Run:
     upstream_reads: Reads = SERIAL
     list_strategy: Choice | None = None  # how the hub's lists were read; None: not chosen
     project_counts: dict[str, str] = field(default_factory=dict)  # project -> counted state
+    events: Events | None = None  # a --delete run's Events (act/events.py), sent after writes
 
     @property
     def scope(self) -> Scope:
@@ -165,6 +167,8 @@ class Run:
 
     def record(self, outcome: Outcome) -> None:
         self.reporter.outcome(outcome, self.now)
+        if self.events is not None:
+            self.events.note(outcome, datetime.now(UTC))
         if (
             outcome.action is Action.FAILED
             or outcome.reason in ERROR_REASONS

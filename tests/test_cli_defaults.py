@@ -21,7 +21,7 @@ from gcjob.settings import EXPLAIN_TIMEOUT, Settings, parse_duration
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 DEFAULTS = Settings()
 # Options whose Settings field has another name or sense; every other option is its field.
-NEGATED = {"no_lock": "lock"}
+NEGATED = {"no_lock": "lock", "no_events": "events"}
 # The fields kept in seconds (a float), whose flags take a duration.
 SECONDS = {"connect_timeout", "read_timeout", "list_timeout"}
 # Options that are not a setting of the run.
