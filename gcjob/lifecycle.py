@@ -299,12 +299,11 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
             run.backlog,
             pause,
         )
-        if run.events is not None:  # the round's Events, in the time it sleeps anyway
-            started_sending = time.monotonic()
+        waited = time.monotonic()
+        if run.events is not None:  # the round's Events, in the time it waits anyway
             run.events.send(pause)
-            pause = max(pause - (time.monotonic() - started_sending), 0.0)
-        budget.sleep(pause)
-        slept += pause
+        budget.sleep(max(pause - (time.monotonic() - waited), 0.0))
+        slept += time.monotonic() - waited
         stop = budget.stop_reason()
         if stop is not None:
             finished = f"stopped: {stop}"
