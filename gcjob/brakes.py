@@ -19,6 +19,8 @@ Each message names its brake first and says how an operator gets past it (docs/o
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -63,6 +65,17 @@ def percent_brake(candidates: int, in_scope: int, limits: BrakeLimits) -> str | 
         f"{candidates} of {in_scope} objects ({percent:.0f}%) exceed "
         f"--max-delete-percent {limits.max_percent:g}: {PAST_PERCENT}"
     )
+
+
+def drain_pace(collection: int, limits: BrakeLimits) -> int | None:
+    """A --drain round's most deletions of one sweep: --max-delete-percent of its collection
+    as the drain first found it (None: no pace, below --brake-min-objects as the breaker).
+    The rollout Job clears a known backlog on purpose, so the percentage paces its rounds
+    instead of tripping; marks, the grace period and each object's live re-read stay its
+    safety, and within the pace the percent breaker cannot trip."""
+    if collection < limits.min_objects or collection <= 0:
+        return None
+    return math.floor(limits.max_percent * collection / 100.0)
 
 
 def deletion_brake(reason: str) -> str:

@@ -76,6 +76,7 @@ def cli() -> None:
 @flags.WRITE_QPS
 @flags.MAX_WRITES
 @flags.NO_LOCK
+@flags.NO_EVENTS
 @flags.LOCK_NAMESPACE
 @flags.LOCK_NAME
 @flags.CONNECT_TIMEOUT
@@ -237,6 +238,8 @@ def _mapped(params: dict[str, Any]) -> dict[str, Any]:
         fields["enforce"] = tuple(Sweep(s) for s in params["enforce"])
     if "no_lock" in params:
         fields["lock"] = not params["no_lock"]
+    if "no_events" in params:
+        fields["events"] = not params["no_events"]
     if "list_from" in params:
         fields["list_from"] = LIST_FROM_ALIASES.get(params["list_from"], params["list_from"])
     for name in ("namespaces", "exclude_namespaces"):

@@ -292,7 +292,9 @@ DROP_COPY_KIND = option(
 )
 PROJECT_API = option(
     "project-api",
-    help="Milo's Project API (URL); default: derived from a Milo --upstream-server-template.",
+    help="Milo's Project API (URL: one server, no {cluster}); default: derived from a Milo "
+    "--upstream-server-template. A list of projects that answers 404 or not as Kubernetes is "
+    "exit 2.",
 )
 MAX_PROJECTS_GONE = option(
     "max-projects-gone",
@@ -336,7 +338,8 @@ MAX_DELETIONS = option(
 MAX_DELETE_PERCENT = option(
     "max-delete-percent",
     help="Breaker: a sweep whose deletions this run would exceed this % of its scope "
-    "deletes none (exit 4).",
+    "deletes none (exit 4). With --drain, a pace: each round deletes at most this % of the "
+    "scope the drain first found.",
 )
 BRAKE_MIN_OBJECTS = option(
     "brake-min-objects", help="The % brake applies to sweeps with at least this many objects."
@@ -358,6 +361,12 @@ WRITE_QPS = option(
 )
 MAX_WRITES = option("max-writes", help="Brake: most writes per run (marks, unmarks, deletions).")
 NO_LOCK = option("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
+NO_EVENTS = option(
+    "no-events",
+    is_flag=True,
+    help="Post no Kubernetes Event for a mark, unmark or delete (a --delete run posts one on "
+    "the object's namespace, best effort, outside --max-writes).",
+)
 LOCK_NAMESPACE = option(
     "lock-namespace",
     default=DEFAULTS.lock_namespace,

@@ -21,12 +21,14 @@ import click
 
 from gcjob import logs, preflight, restore, undo
 from gcjob.act.deleter import Deleter
+from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
 from gcjob.act.record import DeletionRecord, check_record_dir
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
 from gcjob.domain import GATEWAY_GROUP, REPLICATED_KINDS
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
@@ -41,7 +43,7 @@ from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld
 from gcjob.logs import log
 from gcjob.model import Sweep
-from gcjob.preflight import NotAHub, check_hub
+from gcjob.preflight import NotAHub, check_hub, check_project_list
 from gcjob.publish import metrics, webhook
 from gcjob.redact import error_line, redact
 from gcjob.report.emitter import Reporter, silence
@@ -188,6 +190,8 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
             log.warning("%s", warning)
         if access is not None and settings.delete:
             preflight.check(access, settings)
+            if settings.events and preflight.events_allowed(access, settings):
+                run.events = Events(access, run.run_id)
         if access is not None and settings.delete and settings.lock:
             # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
             lock_access = sources.make_access(access.transport.api_client, "hub", RunBudget(None))
@@ -200,7 +204,11 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
                 settings.timeout + LEASE_MARGIN,
             )
             lock.acquire(datetime.now(UTC))
-        execute(run)
+        # The run's one list of Milo's projects, read now: a Project API that cannot be right
+        # is a configuration error before anything is touched.
+        projects = ProjectReads(run.projects, run.is_project)
+        check_project_list(projects, settings.sweeps)
+        execute(run, projects)
         if settings.drain:
             assert access is not None  # --drain needs --delete: never a snapshot
             _drain(run, access, lock)
@@ -228,6 +236,8 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
         run.tally.codes.add(ExitCode.INTERNAL)
         error = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
     finally:
+        if run.events is not None:  # after every write, the lock still held: best effort
+            run.events.finish()
         if lock is not None:
             try:
                 lock.release()
@@ -288,8 +298,11 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
             run.tally.backlog,
             pause,
         )
-        budget.sleep(pause)
-        slept += pause
+        waited = time.monotonic()
+        if run.events is not None:  # the round's Events, in the time it waits anyway
+            run.events.send(pause)
+        budget.sleep(max(pause - (time.monotonic() - waited), 0.0))
+        slept += time.monotonic() - waited
         stop = budget.stop_reason()
         if stop is not None:
             finished = f"stopped: {stop}"

@@ -171,6 +171,9 @@ class Outcome:
     # An orphan left in place this run: when it goes if it stays orphaned (decide/grace.py
     # deletes_at), in a dry run as in a --delete run.
     would_delete_at: datetime | None = None
+    # The sweep is not enforced (report-only, --enforce): `would_delete_at` is when it would
+    # go if it were, never a pending deletion.
+    if_enforced: bool = False
 
     @classmethod
     def of(

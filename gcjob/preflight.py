@@ -13,11 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, ConfigError, KubeError, TlsFailure
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
     CONFIGMAPS,
+    EVENTS,
     HTTPROUTES,
     LEASES,
     PROJECTS,
@@ -61,6 +63,11 @@ COPIES_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = (
 # What Milo's Project API identity reads (cluster-scoped): one list of projects a run and a GET
 # of each project the list does not show (gcjob/enumerate/owners.py); cronjobs/rbac/projects.
 PROJECT_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = ((PROJECTS, READ),)
+
+
+# A --delete run's Events on each object's namespace (gcjob/act/events.py): best effort, so a
+# run without the permission sends none and says so, never exit 2.
+EVENT_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = ((EVENTS, ("create",)),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +140,25 @@ def missing(access: KubeAccess, permissions: Iterable[Permission], lock_name: st
     return denied
 
 
+def events_allowed(access: KubeAccess, settings: Settings) -> bool:
+    """May the hub identity post the run's Events (`create` events.k8s.io events in every
+    namespace the run sweeps)? False, with a warning, when it may not: the run goes on without
+    them. A hub that cannot say is let through (each Event fails safe on its own)."""
+    try:
+        denied = missing(access, needed_for(EVENT_NEEDS, settings), settings.lock_name)
+    except KubeError as exc:
+        log.warning("cannot check the hub identity's permission to post Events (%s)", exc)
+        return True
+    if denied:
+        log.warning(
+            "no Events this run: the hub identity may not %s (grant it: cronjobs/rbac/hub; or "
+            "--no-events)",
+            "; ".join(denied),
+        )
+        return False
+    return True
+
+
 def check(access: KubeAccess, settings: Settings) -> None:
     """Raises ConfigError naming what the hub identity lacks; a hub that cannot say is let
     through with a warning (each request still fails safe on its own 403)."""
@@ -189,3 +215,22 @@ def configuration_problem(exc: KubeError) -> str | None:
     elif isinstance(exc, TlsFailure):
         return "cannot be verified (TLS)"
     return None
+
+
+def check_project_list(reads: ProjectReads, sweeps: Iterable[Sweep]) -> None:
+    """The run's one list of Milo's projects, read at start by the sweeps that rest on it
+    (routes, copies): a Project API that answers 404 there or does not answer as Kubernetes
+    cannot be right (ConfigError, exit 2); a 5xx, a timeout or a 403 leaves the projects asked
+    about not-answered (exit 1, said by the sweeps that ask)."""
+    if not {Sweep.ROUTES, Sweep.COPIES} & set(sweeps):
+        return
+    exc = reads.list_at_start()
+    if exc is None:
+        return
+    problem = configuration_problem(exc)
+    if isinstance(exc, ApiError) and exc.status == 404:
+        problem = "does not serve Milo's projects (HTTP 404): is --project-api the right server?"
+    elif isinstance(exc, ApiError) and exc.status == 403:
+        problem = None  # what to grant is the preflight's to say; the projects not-answered
+    if problem is not None:
+        raise ConfigError(f"the Project API {problem}: {exc}")

@@ -338,6 +338,15 @@ _SWEEPS: Final[Mapping[Reason, tuple[str, ...]]] = {
 
 # A read failed: the run exits 1, and `explain` concludes "unknown".
 ERROR_REASONS: Final = frozenset({Reason.LOOKUP_FAILED, Reason.UPSTREAM_UNAVAILABLE})
+# Kept because something the run needs to judge the object is not configured or could not be
+# read (no endpoint for its upstream cluster, a lookup that failed, an owner kind
+# that maps to nothing upstream): never swept, run after run, until an operator fixes it. The
+# metric gcjob_run_not_swept counts them, and an alert fires on it (GcjobObjectsNotSwept).
+NOT_SWEPT_REASONS: Final = (
+    Reason.UPSTREAM_CLUSTER_UNKNOWN,
+    Reason.LOOKUP_FAILED,
+    Reason.OWNER_UNRESOLVED,
+)  # upstream-unavailable has its own, by cluster: GcjobUpstreamUnavailable
 # Held back by a brake: a webhook notifies, a metric counts.
 BRAKE_REASONS: Final = (Reason.BRAKE, Reason.UPSTREAM_SUSPECT)
 # Every reason the sweep's report can carry (the report schema's `reason` enum).

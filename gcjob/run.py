@@ -13,10 +13,12 @@ from typing import Any
 
 from gcjob import __version__
 from gcjob.act.deleter import Deleter
+from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
-from gcjob.brakes import BrakeLimits, deletion_brake, percent_brake
+from gcjob.brakes import BrakeLimits, deletion_brake, drain_pace, percent_brake
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -40,7 +42,7 @@ from gcjob.model import (
 from gcjob.reasons import ERROR_REASONS, Reason
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
-from gcjob.report.records import rfc3339, upstream_record
+from gcjob.report.records import DueTally, rfc3339, upstream_record
 from gcjob.settings import Settings
 
 # How a sweep's detail says that a Project API read it rests on failed (once a sweep).
@@ -119,6 +121,7 @@ class Run:
     hub_reads: Reads = SERIAL  # set by sweeps.execute for the round's length
     upstream_reads: Reads = SERIAL
     upstream_index: UpstreamIndex | None = None  # what the routes sweep read upstream
+    events: Events | None = None  # a --delete run's Events (act/events.py), sent after writes
     tally: Tally = field(default_factory=Tally)
 
     # The context, read-only, as the sweeps read it.
@@ -178,6 +181,8 @@ class Run:
 
     def record(self, outcome: Outcome) -> None:
         self.reporter.outcome(outcome, self.now)
+        if self.events is not None:
+            self.events.note(outcome, datetime.now(UTC))
         if (
             outcome.action is Action.FAILED
             or outcome.reason in ERROR_REASONS
@@ -286,6 +291,13 @@ class Run:
         reason = percent_brake(candidates, collection, self.limits)
         return None if reason is None else deletion_brake(reason)
 
+    def drain_pace(self, sweep: Sweep, in_scope: int) -> int | None:
+        """In a --drain run, the most deletions of `sweep` this round (`drain_pace`), else
+        None: the CronJob's runs have the breaker, never a pace."""
+        if not self.settings.drain:
+            return None
+        return drain_pace(self.tally.first_scope.setdefault(sweep, in_scope), self.limits)
+
     def note_due(self, dues: Iterable[datetime | None]) -> None:
         """When orphans still waiting become due: the earliest is when a drain looks again."""
         for due in dues:
@@ -297,7 +309,10 @@ class Run:
 
     def next_round(self, now: datetime) -> None:
         """A --drain run's next round: a full sweep again, with its own drain cap, as of the
-        hub's `now`; what was reported stays reported."""
+        hub's `now`; what was reported stays reported. The summary describes the hub as the
+        last round left it, with every round's marks and deletions added up."""
+        self.reporter.next_round()
+        self.tally.project_counts.clear()
         self.now = now
         self.tally.deleted = 0
         self.tally.backlog = 0
@@ -309,14 +324,21 @@ class Run:
         for verdict in candidates:
             self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason))
 
-    def drain_backlog(self, sweep: Sweep, backlog: list[tuple[Verdict, datetime | None]]) -> None:
-        """Due orphans past the drain cap: reported, left for the next run; no brake."""
-        cap = self.settings.max_deletions
+    def drain_backlog(
+        self, sweep: Sweep, backlog: list[tuple[Verdict, datetime | None]], paced: int | None = None
+    ) -> None:
+        """Due orphans past the drain cap (or, `paced`, past a --drain round's pace): reported,
+        left for the next run or round; no brake."""
+        s = self.settings
+        past = (
+            f"past the drain cap (--max-deletions {s.max_deletions} this run): a later run"
+            if paced is None
+            else f"past this round's pace (--max-delete-percent {s.max_delete_percent:g} of "
+            f"the {sweep.value} sweep's {self.tally.first_scope.get(sweep, 0)} objects as the drain "
+            f"found them: {paced} a round): a later round"
+        )
         for verdict, since in backlog:
-            detail = (
-                f"due, past the drain cap (--max-deletions {cap} this run): a later run deletes "
-                f"it, oldest marks first: {verdict.detail}"
-            )
+            detail = f"due, {past} deletes it, oldest marks first: {verdict.detail}"
             self.record(
                 Outcome.of(
                     sweep, verdict, Action.SKIPPED, Reason.BACKLOG, detail, orphaned_since=since
@@ -408,7 +430,13 @@ class Run:
             },
             "counts": self.reporter.tally.as_dict(),
             "marks": {sweep: dict(sorted(r.items())) for sweep, r in self.tally.marks.items()},
-            "would_delete": self.reporter.due.as_dict([sweep.value for sweep in self.tally.sweeps]),
+            "would_delete": self.reporter.due.as_dict(
+                [sweep.value for sweep in self.tally.sweeps if sweep in self.settings.enforce]
+            ),
+            # What the sweeps that are not enforced (report-only) would delete, were they.
+            "would_delete_if_enforced": (self.reporter.due.if_enforced or DueTally()).as_dict(
+                [sweep.value for sweep in self.tally.sweeps if sweep not in self.settings.enforce]
+            ),
             "writes": {"counted": self.marker.writes.counted, "max": self.settings.max_writes},
             "totals": self.reporter.tally.totals(),
             "list_strategy": self.list_strategy.as_dict() if self.list_strategy else None,

@@ -176,6 +176,7 @@ class Settings:
     write_qps: float = 10.0  # every write (mark, unmark, delete), one limiter
     max_writes: int = DEFAULT_MAX_WRITES  # the write brake: most writes per run
     lock: bool = True
+    events: bool = True  # a --delete run posts an Event for each mark, unmark and delete
     lock_namespace: str = "default"
     lock_name: str = "gcjob"
     connect_timeout: timedelta = CONNECT_TIMEOUT

@@ -28,6 +28,14 @@ def project_api_problem(url: str) -> str | None:
         return "must be https:// (http:// would send the upstream token in cleartext)"
     if parts.query or parts.fragment:
         return "must not have a query or fragment"
+    if "{" in url or "}" in url:
+        # One server answers for every project: a template would make every project
+        # not-answered, and nothing ever proven gone.
+        return (
+            "is a template: it must be the one server of Milo's Project API (the part of "
+            "--upstream-server-template before /apis/resourcemanager.miloapis.com/...), "
+            "without {cluster}"
+        )
     return None
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gcjob.brakes import (
     PAST_GROUP,
     BrakeLimits,
@@ -13,6 +16,7 @@ from gcjob.brakes import (
     WriteBrake,
     deletion_brake,
     drain_cut,
+    drain_pace,
     group_brake,
     percent_brake,
     projects_brake,
@@ -190,3 +194,29 @@ def test_a_group_larger_than_the_cap_is_the_deletion_brakes() -> None:
     assert said.startswith("deletion brake: a group of 7 that goes whole or not at all exceeds")
     assert said.endswith(PAST_GROUP)
     assert deletion_brake("x") == "deletion brake: x"
+
+
+@given(
+    collection=st.integers(0, 100_000),
+    percent=st.floats(0, 100, allow_nan=False),
+    min_objects=st.integers(0, 200),
+)
+def test_a_drain_round_within_its_pace_never_trips_the_breaker_against_the_same_collection(
+    collection: int, percent: float, min_objects: int
+) -> None:
+    limits = BrakeLimits(10_000, percent, min_objects)
+    pace = drain_pace(collection, limits)
+    if collection < min_objects or collection == 0:
+        assert pace is None  # below the breaker's floor: no pace either
+        return
+    assert pace is not None and 0 <= pace <= collection
+    assert percent_brake(pace, collection, limits) is None
+    # The pace is the most the breaker lets through: one more would trip it.
+    if pace < collection:
+        assert percent_brake(pace + 1, collection, limits) is not None
+
+
+def test_the_issue_34_collection_is_paced_at_half_of_it() -> None:
+    limits = BrakeLimits(200, 50.0, 50)
+    assert drain_pace(360, limits) == 180  # 300 orphans among 60 live: 180, then 120
+    assert drain_pace(49, limits) is None

@@ -146,6 +146,14 @@ def test_a_url_gcjob_would_leak_a_secret_to_is_refused(
     assert "S3cret" not in line and "SECRET" not in line
 
 
+def test_a_project_api_that_is_a_template_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 34 item 6: one server answers for every project; a template would leave every
+    project not-answered and nothing ever proven gone."""
+    template = "https://milo.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/{cluster}"
+    line = usage_error(capsys, "sweep", "--snapshot", DEMO, "--project-api", template)
+    assert "--project-api" in line and "is a template" in line
+
+
 @pytest.mark.parametrize(
     ("flag", "url"),
     [

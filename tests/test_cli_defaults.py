@@ -21,7 +21,7 @@ from gcjob.settings import EXPLAIN_TIMEOUT, Settings, parse_duration
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 DEFAULTS = Settings()
 # Options whose Settings field has another name or sense; every other option is its field.
-NEGATED = {"no_lock": "lock"}
+NEGATED = {"no_lock": "lock", "no_events": "events"}
 # Options that are not a setting of the run.
 NOT_SETTINGS = {"help", "output"}
 

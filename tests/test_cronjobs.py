@@ -502,6 +502,7 @@ def test_without_secrets_grants_no_secret_and_exactly_what_a_routes_only_run_sen
     assert cluster == {
         ("gateway.networking.k8s.io", "httproutes"): set(preflight.READ_DELETE),
         ("", "namespaces"): {"get"},
+        ("events.k8s.io", "events"): {"create"},
     }
     assert (
         granted["coordination.k8s.io", "leases"]
@@ -559,3 +560,13 @@ def test_the_documented_storage_overlay_names_a_class_for_both_claims(tmp_path: 
     claims = render("storage", mine)
     assert {c["metadata"]["name"] for c in claims} == {"gcjob-deletions", "gcjob-rollout-deletions"}
     assert {c["spec"]["storageClassName"] for c in claims} == {"standard-rwo"}
+
+
+@pytest.mark.parametrize("directory", ["rbac/hub", "rbac/hub-without-secrets"])
+def test_the_hub_identity_may_post_exactly_the_events_a_delete_run_asks_for(directory: str) -> None:
+    """issue 34 item 8: `create` on events.k8s.io events (preflight.EVENT_NEEDS), nothing more of
+    them: no update, no delete, no read of anyone's Events."""
+    granted = granted_verbs(directory)
+    for resource, verbs in preflight.EVENT_NEEDS:
+        assert granted[(resource.group, resource.plural)] == set(verbs)
+    assert ("", "events") not in granted

@@ -11,7 +11,7 @@ import yaml
 
 from gcjob.kube.resources import HTTPROUTES, LEASES, SECRETS
 from gcjob.model import Sweep
-from gcjob.preflight import COPIES_NEEDS, Permission, needed, needed_for, review
+from gcjob.preflight import COPIES_NEEDS, EVENT_NEEDS, Permission, needed, needed_for, review
 from gcjob.settings import Settings
 
 HUB_RBAC = Path(__file__).parents[1] / "cronjobs/rbac/hub"
@@ -51,6 +51,8 @@ def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
     settings = Settings(delete=True, enforce=tuple(Sweep))
     # The copies sweep asks for its kinds' permissions itself, once discovery named them.
     permissions = needed(settings) + needed_for(COPIES_NEEDS, settings)
+    # Its Events are asked for apart (a warning when denied, not exit 2).
+    permissions += needed_for(EVENT_NEEDS, settings)
 
     for permission in permissions:
         name = settings.lock_name if permission.resource is LEASES else None

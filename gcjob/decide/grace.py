@@ -118,6 +118,15 @@ def due_by(due: datetime) -> str:
     return f"due for deletion at {since_value(due)} if still orphaned"
 
 
+def due_if_enforced(due: datetime, sweep: str) -> str:
+    """`due_by` for an orphan of a sweep that is not enforced (report-only): no run deletes
+    it until an operator enforces that sweep."""
+    return (
+        f"would be due for deletion at {since_value(due)} if still orphaned, were this sweep "
+        f"enforced (--enforce {sweep})"
+    )
+
+
 def deletes_at(call: GraceCall, now: datetime) -> datetime | None:
     """When an orphan the grace rule called goes if it stays orphaned (a report's
     `would_delete_at`): its grace period's end, or `now` once that passed; None for an

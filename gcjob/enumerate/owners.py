@@ -282,6 +282,7 @@ class ProjectReads:
         self._listed: dict[str, Seen] | None = None
         self._answers: dict[str, ProjectAnswer] = {}
         self._failed: dict[str, str] = {}  # project -> why it could not be read ("": the list)
+        self._list_error: KubeError | None = None
 
     def answers(self, clusters: Iterable[str]) -> dict[str, ProjectAnswer]:
         """What the Project API says of every project among `clusters` (UNREAD without an
@@ -294,6 +295,15 @@ class ProjectReads:
             if name not in self._answers:
                 self._answers[name] = self._answer(self.api, name, listed)
         return {name: self._answers[name] for name in names}
+
+    def list_at_start(self) -> KubeError | None:
+        """The run's one list of projects, read before any sweep asks: the error it failed
+        with (then every project it is asked about is not-answered), None when it answered
+        or there is no Project API. Raises Stopped."""
+        if self.api is None:
+            return None
+        self._list(self.api)
+        return self._list_error
 
     def failed(self, clusters: Iterable[str]) -> str:
         """Why the Project API could not answer for some project among `clusters`: its list's
@@ -327,6 +337,7 @@ class ProjectReads:
             except Stopped:
                 raise
             except KubeError as exc:
+                self._list_error = exc
                 self._failed[""] = f"listing projects: {redact(str(exc))}"
         return self._listed
 

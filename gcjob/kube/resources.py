@@ -60,6 +60,7 @@ PROJECTS = Resource(
     "resourcemanager.miloapis.com", "v1alpha1", "projects", "Project", namespaced=False
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 
 COMPANION_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
 # The kinds NSO copies beyond ConfigMaps and Secrets, at the versions NSO writes: how explain

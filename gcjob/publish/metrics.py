@@ -3,7 +3,9 @@
 A batch job is gone before Prometheus could scrape it, so it pushes. Every run of one install
 pushes to one group, job="gcjob", hub=<the hub's server>: a dry run and an enforcing run
 replace the same series, so switching modes leaves no frozen group behind for an alert to
-find. Every run sets every metric but one; only a run that exited 0 sets
+find. A run that steps aside for the rollout Job (skipped) adds three metrics only (when it
+stepped aside, how long the lock has been held, its success) and leaves the last sweep's
+counts in place. Every run sets every metric but one; only a run that exited 0 sets
 gcjob_last_success_timestamp_seconds. A failed run adds its metrics with POST, which replaces
 only the metrics it pushes and so keeps the last success from an earlier push: an alert on its
 age fires when runs keep failing, and a group with runs but no last success is an install
@@ -19,12 +21,17 @@ from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd
 
 from gcjob.logs import log
 from gcjob.model import PROJECT_COUNT_STATES, ClusterStatus
-from gcjob.reasons import BRAKE_REASONS
+from gcjob.reasons import BRAKE_REASONS, NOT_SWEPT_REASONS
 from gcjob.redact import redact
 
 JOB = "gcjob"
 PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
 UPSTREAM_STATUSES = tuple(status.value for status in ClusterStatus)
+LOCK_HELD_HELP = (
+    "How long another run had held the lock when the last run found it held (exit 6, or "
+    "skipped for the rollout Job), as far as the lease shows; 0 when the last run was not kept "
+    "out."
+)
 
 
 def grouping(summary: dict[str, Any]) -> dict[str, str]:
@@ -51,6 +58,20 @@ def registry_of(
                 objects.labels(sweep, action, reason).set(count)
                 if reason in BRAKE_REASONS:
                     brake = 1
+    not_swept = Gauge(
+        "gcjob_run_not_swept",
+        "Objects the last run kept because what it needs to judge them is not configured or "
+        "could not be read (an unknown or unavailable upstream cluster, a failed lookup, an "
+        "owner kind that maps to nothing): never swept until fixed, by sweep and reason.",
+        ["sweep", "reason"],
+        registry=registry,
+    )
+    # Every sweep that ran and every such reason, 0 included: the alert must see it resolve.
+    for sweep in summary["sweeps"]:
+        actions = summary["counts"].get(sweep, {}).values()
+        for reason in NOT_SWEPT_REASONS:
+            count = sum(reasons.get(reason.value, 0) for reasons in actions)
+            not_swept.labels(sweep, reason.value).set(count)
     seen = Gauge(
         "gcjob_run_objects_seen",
         "Objects read by each sweep in the last run.",
@@ -83,6 +104,18 @@ def registry_of(
     # items: its status says so.
     if any(state.get("status") == "braked" for state in summary["sweeps"].values()):
         brake = 1
+    pending = Gauge(
+        "gcjob_run_would_delete",
+        "Orphans the last run left on their way out, by sweep, when they are due (this-run, "
+        'later), and whether the sweep is enforced: an enforced="false" sweep deletes '
+        "none of them until it is.",
+        ["sweep", "due", "enforced"],
+        registry=registry,
+    )
+    for key, enforced in (("would_delete", "true"), ("would_delete_if_enforced", "false")):
+        for sweep, due in (summary.get(key) or {}).items():
+            pending.labels(sweep, "this-run", enforced).set(due["this_run"])
+            pending.labels(sweep, "later", enforced).set(due["later"])
     requests = Gauge(
         "gcjob_run_api_requests",
         "API requests sent in the last run, by target.",
@@ -100,15 +133,29 @@ def registry_of(
         "gcjob_run_brake_engaged": ("1 if the last run hit the safety brake.", brake),
         "gcjob_run_finished_timestamp_seconds": ("When the last run finished.", finished),
         "gcjob_run_dry_run": ("1 if the last run was a dry run.", int(summary["dry_run"])),
-        "gcjob_lock_held_seconds": (
-            "How long another run had held the lock when the last run found it held (exit 6),"
-            " as far as the lease shows; 0 when the last run was not kept out.",
-            lock_held_seconds,
-        ),
+        "gcjob_lock_held_seconds": (LOCK_HELD_HELP, lock_held_seconds),
     }
     if summary["exit_code"] == 0:
         single["gcjob_last_success_timestamp_seconds"] = ("When a run last exited 0.", finished)
     for name, (help_text, value) in single.items():
+        Gauge(name, help_text, registry=registry).set(value)
+    return registry
+
+
+def skipped_registry(finished: float, lock_held_seconds: float) -> CollectorRegistry:
+    """The metrics of a run that stepped aside for the rollout Job (the summary's `skipped`):
+    it swept nothing, so it says only that, and how long the lock has been held; the last
+    run that swept keeps its numbers until the drain pushes its own."""
+    registry = CollectorRegistry()
+    for name, help_text, value in (
+        (
+            "gcjob_run_skipped_timestamp_seconds",
+            "When a run last stepped aside for the rollout Job (--drain holds the lock).",
+            finished,
+        ),
+        ("gcjob_lock_held_seconds", LOCK_HELD_HELP, lock_held_seconds),
+        ("gcjob_last_success_timestamp_seconds", "When a run last exited 0.", finished),
+    ):
         Gauge(name, help_text, registry=registry).set(value)
     return registry
 
@@ -121,11 +168,19 @@ def push(
     finished: float,
     lock_held_seconds: float = 0.0,
 ) -> bool:
-    """Push the run's metrics; False (and a warning) when the Pushgateway did not take them."""
-    registry = registry_of(
-        summary, duration=duration, finished=finished, lock_held_seconds=lock_held_seconds
+    """Push the run's metrics; False (and a warning) when the Pushgateway did not take them.
+    A run that swept nothing, stepping aside for the rollout Job, adds its few (POST) to the
+    group and leaves the rest as the last run that swept pushed them: replacing the group
+    would make every count vanish for the drain's length."""
+    skipped = bool(summary.get("skipped"))
+    registry = (
+        skipped_registry(finished, lock_held_seconds)
+        if skipped
+        else registry_of(
+            summary, duration=duration, finished=finished, lock_held_seconds=lock_held_seconds
+        )
     )
-    send = push_to_gateway if summary["exit_code"] == 0 else pushadd_to_gateway
+    send = push_to_gateway if summary["exit_code"] == 0 and not skipped else pushadd_to_gateway
     try:
         send(url, job=JOB, registry=registry, grouping_key=grouping(summary), timeout=PUSH_TIMEOUT)
     except Exception as exc:  # any failure to push is a warning: the sweep itself is done

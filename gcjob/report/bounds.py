@@ -28,6 +28,7 @@ ELLIPSIS = "…"
 UNCUT = frozenset(
     {"record", "run_id", "time", "version", "sweep", "action", "reason", "status"}
     | {"started", "finished", "decided_at", "orphaned_since", "would_delete_at"}
+    | {"would_delete_if_enforced_at"}
     | {"earliest", "latest"}
 )
 

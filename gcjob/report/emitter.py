@@ -78,6 +78,12 @@ class Reporter:
         else:
             self._write(_text_line(capped(record)) + "\n")
 
+    def next_round(self) -> None:
+        """A --drain run's next round: the counts keep the earlier rounds' actions only, and
+        what is left on its way out is the last round's (`Tally.next_round`)."""
+        self.tally.next_round()
+        self.due = DueTally()
+
     def count_healthy(self, sweep: Sweep, reason: Reason, count: int) -> None:
         """Healthy objects decided without keeping an Outcome for each: counts only."""
         self.tally.add_count(sweep, Action.SKIPPED, reason, count)
@@ -174,17 +180,25 @@ def _text_line(record: dict[str, Any]) -> str:
 
 def _would_delete(summary: dict[str, Any]) -> str:
     """All sweeps' `would_delete` together, at the head of the last line: what a dry run
-    would delete this run, and what it would delete later, from when to when."""
-    sweeps = list(summary.get("would_delete", {}).values())
-    if not sweeps:
-        return ""
+    would delete this run, and what it would delete later, from when to when; then, apart,
+    what the sweeps that are not enforced would delete if they were."""
+    enforced = summary.get("would_delete", {})
+    if_enforced = summary.get("would_delete_if_enforced", {})
+    said = _pending("would delete", list(enforced.values())) if enforced else ""
+    if if_enforced:
+        names = ", ".join(if_enforced)
+        said += _pending(f"would delete if enforced ({names})", list(if_enforced.values()))
+    return said
+
+
+def _pending(what: str, sweeps: list[dict[str, Any]]) -> str:
     this_run = sum(s["this_run"] for s in sweeps)
     later = sum(s["later"] for s in sweeps)
     # RFC 3339 times, all UTC and written alike: they sort as text.
     earliest = min((s["earliest"] for s in sweeps if s["earliest"]), default=None)
     latest = max((s["latest"] for s in sweeps if s["latest"]), default=None)
     when = f" ({earliest} to {latest})" if earliest and latest else ""
-    return f"would delete: {this_run} this run, {later} later{when}; "
+    return f"{what}: {this_run} this run, {later} later{when}; "
 
 
 def _cut(record: dict[str, Any]) -> str:

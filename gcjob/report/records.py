@@ -5,6 +5,7 @@ pipeline can route, order and join them without context."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,7 +59,8 @@ def item_record(
     if outcome.orphaned_since is not None:
         record["orphaned_since"] = rfc3339(outcome.orphaned_since)
     if outcome.would_delete_at is not None:
-        record["would_delete_at"] = rfc3339(outcome.would_delete_at)
+        key = "would_delete_if_enforced_at" if outcome.if_enforced else "would_delete_at"
+        record[key] = rfc3339(outcome.would_delete_at)
     return record
 
 
@@ -78,6 +80,14 @@ def upstream_record(
     }
 
 
+# What a run did to the hub: a --drain run's rounds add these up. Every other count (kept,
+# waiting, past the cap, held back, would-delete) says what a round found, so only the last
+# round's is true of the hub the run left.
+ACTIONS_ADDED_UP = frozenset(
+    {Action.DELETED, Action.ALREADY_GONE, Action.FAILED, Action.MARKED, Action.UNMARKED}
+)
+
+
 class Tally:
     """Counts by sweep, action and reason: every outcome, reported or not."""
 
@@ -91,6 +101,13 @@ class Tally:
 
     def add_count(self, sweep: Sweep, action: Action, reason: Reason, count: int = 1) -> None:
         self.counts[sweep.value][action.value][str(reason)] += count
+
+    def next_round(self) -> None:
+        """A --drain run's next round: what the earlier rounds did to the hub stays counted,
+        what they found is found again."""
+        for actions in self.counts.values():
+            for action in [a for a in actions if Action(a) not in ACTIONS_ADDED_UP]:
+                del actions[action]
 
     def total(self, action: Action) -> int:
         return sum(
@@ -114,17 +131,24 @@ class DueTally:
     """The orphans a run left in place on their way out, per sweep, by when each goes if it
     stays orphaned (`would_delete_at`): due this run (a dry run's or a sweep not enforced's
     would-delete), or later (marked, or waiting out its grace period), the earliest and the
-    latest of those. What enforcing would do, in a dry run; what is coming, in a --delete run."""
+    latest of those. What enforcing would do, in a dry run; what is coming, in a --delete run.
+    A sweep that is not enforced (report-only) deletes nothing: what it would delete were it
+    enforced is counted apart (`if_enforced`), never as pending."""
 
     def __init__(self) -> None:
         self.this_run: dict[str, int] = defaultdict(int)
         self.later: dict[str, list[datetime]] = defaultdict(list)
+        self.if_enforced: DueTally | None = None
 
     def add(self, outcome: Outcome, now: datetime) -> None:
         at = outcome.would_delete_at
         if at is None:
             return
-        if at <= now:
+        if outcome.if_enforced:
+            if self.if_enforced is None:
+                self.if_enforced = DueTally()
+            self.if_enforced.add(replace(outcome, if_enforced=False), now)
+        elif at <= now:
             self.this_run[outcome.sweep.value] += 1
         else:
             self.later[outcome.sweep.value].append(at)

@@ -35,7 +35,7 @@ from gcjob.sweeps.routes.sweep import UpstreamRead
 NOT_SWEPT = CompanionsSwept(None, frozenset())
 
 
-def execute(run: Run) -> None:
+def execute(run: Run, projects: ProjectReads | None = None) -> None:
     """Every requested sweep, companions first: their bindings go with them. Reads that
     depend on nothing run at once: the routes sweep's (hub routes, then every upstream
     cluster) start before the first sweep and go on beside the others; each sweep's own
@@ -49,8 +49,8 @@ def execute(run: Run) -> None:
     ahead = Reads(1, "routes")  # not a hub or upstream worker: it may wait on those pools
     upstream: Future[UpstreamRead] | None = None
     # Milo's Project API, listed once for the routes and copies sweeps alike (once a round of
-    # --drain: each round calls execute).
-    projects = ProjectReads(run.projects, run.is_project)
+    # --drain: each round calls execute); the first round's was read at start (`projects`).
+    projects = projects or ProjectReads(run.projects, run.is_project)
     # The Gateways the routes sweep finds upstream, not read again by the copies sweep.
     found = Found() if {Sweep.ROUTES, Sweep.COPIES} <= run.tally.sweeps.keys() else None
     swept = NOT_SWEPT

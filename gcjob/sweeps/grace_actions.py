@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from gcjob.act.mark_writer import waiting
 from gcjob.brakes import drain_cut, group_brake
-from gcjob.decide.grace import Graced, GraceSort, deletes_at
+from gcjob.decide.grace import Graced, GraceSort, deletes_at, due_by, due_if_enforced
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, ObjectRef, Outcome, Sweep
 from gcjob.reasons import Reason
@@ -64,8 +64,13 @@ def act(
     def unmark_one(graced: Graced[T]) -> list[Outcome]:
         return [run.marker.unmark(sweep, graced.verdict, resource(graced))]
 
+    enforced = sweep in run.settings.enforce
+
     def when(graced: Graced[T], outcomes: list[Outcome]) -> list[Outcome]:
-        return on_its_way(outcomes, deletes_at(graced.call, run.now))
+        at = deletes_at(graced.call, run.now)
+        if enforced:
+            return on_its_way(outcomes, at)
+        return [not_enforced(o, graced.call.due) for o in on_its_way(outcomes, at)]
 
     def unmark_and_record(graced: Graced[T]) -> None:
         for outcome in (unmark or unmark_one)(graced):
@@ -106,9 +111,12 @@ def act(
         run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
         return False
     clear = True
+    room = max(run.settings.max_deletions - run.tally.deleted, 0)
+    pace = run.drain_pace(sweep, in_scope)
+    paced = pace is not None and pace < room
     cut = drain_cut(
         sort.due,
-        max(run.settings.max_deletions - run.tally.deleted, 0),
+        min(room, pace) if pace is not None else room,
         run.settings.max_deletions,
         lambda graced: graced.call.since,
         group or id,
@@ -128,7 +136,8 @@ def act(
         if before_delete is not None:
             before_delete(cut.now)
         each(run, sweep, cut.now, _ref, delete_and_record)
-        run.drain_backlog(sweep, [(g.verdict, g.call.since) for g in cut.later])
+        backlog = [(g.verdict, g.call.since) for g in cut.later]
+        run.drain_backlog(sweep, backlog, pace if paced else None)
     run.note_due(g.call.due for g in [*sort.waiting, *sort.to_mark])
     # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
     each(run, sweep, sort.upgrades, _ref, upgrade_and_record)
@@ -148,6 +157,17 @@ def on_its_way(outcomes: list[Outcome], at: datetime | None) -> list[Outcome]:
     if at is None:
         return outcomes
     return [replace(o, would_delete_at=at) if _left_on_its_way(o) else o for o in outcomes]
+
+
+def not_enforced(outcome: Outcome, due: datetime | None) -> Outcome:
+    """An outcome of a sweep that is not enforced (report-only): its time on its way out is
+    when it would go were the sweep enforced (`if_enforced`), and its detail says so."""
+    if outcome.would_delete_at is None:
+        return outcome
+    detail = outcome.detail
+    if due is not None:
+        detail = detail.replace(due_by(due), due_if_enforced(due, outcome.sweep.value))
+    return replace(outcome, if_enforced=True, detail=detail)
 
 
 def _left_on_its_way(outcome: Outcome) -> bool:

@@ -127,10 +127,19 @@ def test_a_deleted_projects_copies_and_anchors_go_copies_first(
     assert outcome(result, "Gateway", "edge") == ("would-delete", "project-gone")
     assert present(hub, "Gateway", ns, "edge")
     assert result.summary["sweeps"]["copies"]["status"] == "completed", result.summary
-    # It says when enforcing would delete them, as a dry run does (issue 23 item 2): now.
+    # It says when they would go were the sweep enforced (issue 23 item 2): now; counted and
+    # worded apart, never as a pending deletion (issue 34 item 2).
     due = [i for i in result.items if i["action"] == "would-delete"]
-    assert due and {i.get("would_delete_at") for i in due} == {result.summary["decided_at"]}
-    assert result.summary["would_delete"]["copies"]["this_run"] == len(due)
+    at = {i.get("would_delete_if_enforced_at") for i in due}
+    assert due and at == {result.summary["decided_at"]}
+    assert not [i for i in result.items if i["sweep"] == "copies" and "would_delete_at" in i]
+    assert "copies" not in result.summary["would_delete"]
+    assert result.summary["would_delete_if_enforced"]["copies"]["this_run"] == len(due)
+    waiting = [i for i in result.items if "would_delete_if_enforced_at" in i and i not in due]
+    assert all("were this sweep enforced (--enforce copies)" in i["detail"] for i in waiting)
+    assert not any(
+        "due for deletion at" in i["detail"] for i in result.items if i["sweep"] == "copies"
+    )
 
     result = run_gcjob(*run, "--enforce", "copies")
     assert result.exit_code == 0, (result.stdout, result.stderr)
@@ -205,9 +214,12 @@ def test_a_project_api_that_answers_404_everywhere_proves_nothing(
     result = run_gcjob(
         *args(gcjob_hub_args, milo_kubeconfig, milo, ns, "--delete", "--enforce", "copies")
     )
-    assert outcome(result, "Connector", "web") == ("skipped", "upstream-unavailable")
+    # A Project API whose list of projects answers 404 cannot be right: a configuration error
+    # at start (issue 34 item 6), before anything is judged.
+    assert result.exit_code == 2
+    assert "the Project API does not serve Milo's projects" in result.summary["exit_reason"]
+    assert not result.items
     assert present(hub, "Connector", ns, "web")
-    assert result.exit_code == 1
 
 
 def test_a_forbidden_project_api_proves_nothing(

@@ -362,3 +362,59 @@ def test_no_reason_claims_what_no_read_of_the_project_api_backs(
     for n in lists[:-1]:  # retried only after an answer that can be retried
         assert injected[n] in ("reset", "503"), (sequence, after)
     assert present(hub, "Connector", world.ns, "other")  # the live project's copy stays
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(404, None), (200, "<html><body>Sign in</body></html>")],
+    ids=["not-served", "a-login-page"],
+)
+def test_a_project_api_that_cannot_be_right_is_refused_at_start_exit_2(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+    status: int,
+    body: str | None,
+) -> None:
+    """issue 34 item 6: a Project API that answers its projects' list with a 404 (a path it
+    does not serve) or with something that is not Kubernetes is a configuration error: one
+    line, exit 2, before anything is marked or deleted; the run's one list, no second."""
+    world = make_world(hub, upstream, milo, groups=1)
+    milo.add_fault(Fault(method="GET", path=rf"^{re.escape(MILO)}$", status=status, body=body))
+    milo.clear_requests()
+
+    result = run_gcjob(*world.args(gcjob_hub_args, milo_kubeconfig, milo))
+
+    assert result.exit_code == 2, result.stderr
+    assert "the Project API" in result.summary["exit_reason"]
+    error = [line for line in result.stderr.splitlines() if line.startswith("gcjob: error:")]
+    assert len(error) == 1 and "Project API" in error[0]
+    assert not result.items  # nothing judged, marked or deleted
+    assert present(hub, "Connector", world.ns, "web-0")
+    assert len(project_lists(milo)) == 1
+
+
+def test_a_project_api_that_fails_at_start_leaves_its_projects_not_answered_exit_1(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+) -> None:
+    """A 5xx on the run's one list: maybe better next run, so no configuration error: the
+    projects asked about are not-answered, their copies and routes kept, exit 1, and the
+    metric the alert (GcjobProjectsNotAnswered) watches counts them."""
+    world = make_world(hub, upstream, milo, groups=1)
+    milo.add_fault(Fault(path=PROJECT_API, status=503, times=None))
+    milo.clear_requests()
+
+    result = run_gcjob(*world.args(gcjob_hub_args, milo_kubeconfig, milo))
+
+    assert result.exit_code == 1, result.stderr
+    assert result.summary["projects"]["not-answered"] == 2  # the live project and the gone one
+    assert metric(result, "gcjob_run_projects", state="not-answered") == 2
+    assert not [i for i in result.items if i["action"] == "deleted"]
+    assert present(hub, "Connector", world.ns, "web-0")
+    assert hub.present("HTTPRoute", world.ns, "gone-route")

@@ -275,6 +275,36 @@ def test_a_full_delete_sweep_needs_nothing_but_the_rendered_rbac(
     assert any(m == "POST" and p.endswith("/leases") for m, p, _ in hub_log)
     assert any(m == "PUT" and "/leases/" in p for m, p, _ in hub_log)
     assert not [r for r in upstream_log if r[0] != "GET"]
+    # Its Events too (issue 34 item 8): one for each mark and each delete, on their namespaces.
+    posted = [(p, status) for m, p, status in hub_log if m == "POST" and p.endswith("/events")]
+    assert posted and all(status == 201 for _, status in posted), posted
+
+
+def test_without_the_events_permission_a_delete_run_warns_and_deletes_as_before(
+    hub_side: Side, upstream_side: Side
+) -> None:
+    """issue 34 item 8: Events are a courtesy: an identity that may not post them gets a
+    warning, no Event request, and the run's marks and deletes, exit 0."""
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+    rendered = render("rbac/hub")
+    done = hub_side.apply(without_verb(rendered, "events", "create"), "--server-side")
+    assert done.returncode == 0, done.stderr
+    try:
+        wait_for(lambda: not hub_side.allowed("create", "events.events.k8s.io", "default"))
+        hub_side.proxy.clear_requests()
+
+        result = run_gcjob(*gcjob_args(hub_side, upstream_side))
+    finally:
+        restored = hub_side.apply(rendered, "--server-side")
+        assert restored.returncode == 0, restored.stderr
+        wait_for(lambda: hub_side.allowed("create", "events.events.k8s.io", "default"))
+
+    assert result.exit_code == 0, result.stderr
+    assert "no Events this run" in result.stderr
+    assert "'create' on events.events.k8s.io" in result.stderr
+    for kind, (ns, name, _) in orphans.items():
+        assert hub_side.cluster.gone(kind, ns, name), (kind, name)
+    assert not [r for r in hub_side.proxy.requests if r.path.endswith("/events")]
 
 
 def test_explain_needs_nothing_but_the_rendered_rbac(hub_side: Side, upstream_side: Side) -> None:

@@ -281,3 +281,68 @@ def test_an_unreachable_pushgateway_changes_nothing_but_a_warning() -> None:
     assert result.return_value == plain.return_value == 0
     assert "could not push metrics to the Pushgateway" in result.stderr
     assert len(result.stdout.splitlines()) == len(plain.stdout.splitlines())
+
+
+def test_what_a_sweep_not_enforced_would_delete_is_its_own_series(pushgateway: Pushgateway) -> None:
+    """issue 34 item 2: an enforced sweep's pending deletions and a report-only sweep's (were
+    it enforced) are told apart by `enforced`."""
+    due = {"this_run": 1, "later": 4, "earliest": None, "latest": None}
+    apart = {"this_run": 2, "later": 18, "earliest": None, "latest": None}
+    run = {
+        **summary(),
+        "would_delete": {"companions": due},
+        "would_delete_if_enforced": {"copies": apart},
+    }
+
+    assert push(pushgateway.url, run, duration=1.0, finished=1_700_000_000.0)
+
+    got = held(pushgateway)
+    pending = {
+        tuple(v for _, v in labels): value
+        for (name, labels), value in got.items()
+        if name == "gcjob_run_would_delete"
+    }
+    assert pending == {
+        ("later", "true", "companions"): 4,
+        ("this-run", "true", "companions"): 1,
+        ("later", "false", "copies"): 18,
+        ("this-run", "false", "copies"): 2,
+    }
+
+
+def test_a_run_that_steps_aside_for_the_rollout_job_keeps_the_last_sweeps_metrics(
+    pushgateway: Pushgateway,
+) -> None:
+    """issue 34 item 6: while the rollout Job drains, the CronJob's skipped runs must not make
+    the counts vanish: they add when they stepped aside and how long the lock has been held."""
+    assert push(pushgateway.url, summary(4), duration=2.0, finished=100.0)
+    before = held(pushgateway)
+    skipped = {**summary(0, {}), "skipped": "rollout holds the lock (drain/pod/run)"}
+
+    assert push(pushgateway.url, skipped, duration=0.2, finished=400.0, lock_held_seconds=240.0)
+
+    got = held(pushgateway)
+    kept = {k: v for k, v in got.items() if k[0] not in SKIPPED_SETS}
+    assert kept == {k: v for k, v in before.items() if k[0] not in SKIPPED_SETS}
+    assert (
+        got[
+            (
+                "gcjob_run_objects",
+                (("action", "deleted"), ("reason", "orphaned"), ("sweep", "companions")),
+            )
+        ]
+        == 3
+    )
+    assert got[("gcjob_run_exit_code", ())] == 4  # the last sweep's, until the drain's own
+    assert got[("gcjob_run_skipped_timestamp_seconds", ())] == 400.0
+    assert got[("gcjob_lock_held_seconds", ())] == 240.0
+    assert got[("gcjob_last_success_timestamp_seconds", ())] == 400.0  # it exited 0
+
+
+SKIPPED_SETS = {
+    "gcjob_run_skipped_timestamp_seconds",
+    "gcjob_lock_held_seconds",
+    "gcjob_last_success_timestamp_seconds",
+    "push_time_seconds",
+    "push_failure_time_seconds",
+}

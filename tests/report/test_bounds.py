@@ -187,6 +187,7 @@ def test_summary_caps_namespaces_and_messages(validator: Draft202012Validator) -
         "counts": {},
         "marks": {},
         "would_delete": {},
+        "would_delete_if_enforced": {},
         "writes": {"counted": 0, "max": 1000},
         "totals": {"deleted": 0},
         "upstream_counts": {"ok": 1000},

@@ -72,6 +72,7 @@ def summary(reporter: Reporter, exit_code: int = 0) -> dict[str, Any]:
         "grace_seconds": 600,
         "marks": {},
         "would_delete": reporter.due.as_dict(["companions", "bindings", "routes"]),
+        "would_delete_if_enforced": {},
         "writes": {"counted": 0, "max": 1000},
         "sweeps": {
             "companions": {"status": "completed", "detail": "", "scanned": 2, "in_scope": 2},
@@ -448,3 +449,21 @@ def test_a_run_with_no_orphans_says_none_would_go() -> None:
     rep.outcome(healthy(), NOW)
     rep.finish(upstreams(), summary(rep))
     assert stream.getvalue().splitlines()[-1].startswith("would delete: 0 this run, 0 later; ")
+
+
+def test_the_text_line_says_what_a_sweep_not_enforced_would_delete_apart() -> None:
+    """Issue 34 item 2: a report-only sweep's would-delete is never counted as pending."""
+    stream = io.StringIO()
+    rep = reporter(stream, log_format="text")
+    rep.outcome(replace(orphan(), would_delete_at=NOW), NOW)
+    copy = replace(orphan(), sweep=Sweep.COPIES, would_delete_at=NOW, if_enforced=True)
+    rep.outcome(copy, NOW)
+    assert rep.due.if_enforced is not None
+    document = {**summary(rep), "would_delete_if_enforced": rep.due.if_enforced.as_dict(["copies"])}
+    rep.finish(upstreams(), document)
+
+    last = stream.getvalue().splitlines()[-1]
+    assert last.startswith(
+        "would delete: 1 this run, 0 later; would delete if enforced (copies): 1 this run, "
+        "0 later; API requests: 7"
+    ), last

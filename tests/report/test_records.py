@@ -315,3 +315,44 @@ def test_the_summary_schema_holds_would_delete(validator: Draft202012Validator) 
     assert not sub.is_valid(
         {"companions": {"this_run": -1, "later": 0, "earliest": None, "latest": None}}
     )
+
+
+def test_a_drains_next_round_keeps_what_the_rounds_did_and_forgets_what_they_found() -> None:
+    tally = Tally()
+    tally.add(outcome(Sweep.COMPANIONS, Action.MARKED, "orphaned"))
+    tally.add(outcome(Sweep.COMPANIONS, Action.SKIPPED, "referrer-live", healthy=True))
+    tally.add(outcome(Sweep.COMPANIONS, Action.SKIPPED, "grace-period"))
+    tally.next_round()
+    tally.add(outcome(Sweep.COMPANIONS, Action.DELETED, "orphaned"))
+    tally.add(outcome(Sweep.COMPANIONS, Action.SKIPPED, "referrer-live", healthy=True))
+
+    assert tally.as_dict() == {
+        "companions": {
+            "marked": {"orphaned": 1},
+            "deleted": {"orphaned": 1},
+            "skipped": {"referrer-live": 1},  # the live object, once: not once a round
+        }
+    }
+
+
+def test_what_a_sweep_not_enforced_would_delete_is_counted_apart() -> None:
+    due = DueTally()
+    later = NOW + timedelta(minutes=10)
+    due.add(outcome(Sweep.COMPANIONS, would_delete_at=NOW), NOW)
+    due.add(outcome(Sweep.COPIES, would_delete_at=NOW, if_enforced=True), NOW)
+    due.add(outcome(Sweep.COPIES, Action.MARKED, would_delete_at=later, if_enforced=True), NOW)
+
+    assert due.as_dict(["companions"])["companions"]["this_run"] == 1
+    assert due.of("copies") == {"this_run": 0, "later": 0, "earliest": None, "latest": None}
+    assert due.if_enforced is not None
+    assert due.if_enforced.of("copies") == {
+        "this_run": 1,
+        "later": 1,
+        "earliest": rfc3339(later),
+        "latest": rfc3339(later),
+    }
+    record = item_record(
+        outcome(Sweep.COPIES, would_delete_at=NOW, if_enforced=True), RUN_ID, NOW, True, EMITTED
+    )
+    assert "would_delete_at" not in record
+    assert record["would_delete_if_enforced_at"] == rfc3339(NOW)

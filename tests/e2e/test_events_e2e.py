@@ -1,0 +1,123 @@
+"""End to end, on the real API server (issue 34 item 8): a --delete run posts an Event
+(events.k8s.io/v1) on the object's namespace when it marks, unmarks or deletes it, which
+`kubectl get events` shows: gcjob's reason code, the run id, when a marked object goes; no
+label or annotation value. A dry run posts none, nor a run with --no-events."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from typing import Any
+
+from testbed.cluster import TestCluster
+from testbed.objects import companion, workload
+from testbed.report import Result, run_gcjob
+
+SECRET_LOOKING = "label-value-7f3a"  # a label value no Event may carry
+NOTE_VALUE = "annotation-value-9c2e"  # nor an annotation value
+
+
+def events_of(hub: TestCluster, ns: str) -> list[dict[str, Any]]:
+    status, listed = hub._call("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")
+    assert status == 200, listed
+    items: list[dict[str, Any]] = listed["items"]
+    return items
+
+
+def by_object(events: list[dict[str, Any]], name: str) -> list[str]:
+    """The reasons of the Events regarding `name`, oldest first."""
+    mine = [e for e in events if e["regarding"]["name"] == name]
+    return [e["reason"] for e in sorted(mine, key=lambda e: e["eventTime"])]
+
+
+def test_marks_unmarks_and_deletes_post_events_on_the_objects_namespace(
+    hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    ns = hub.namespace("events")
+    hub.create(workload(ns, "web"))
+    labels = {"team": SECRET_LOOKING}
+    notes = {"example.com/note": NOTE_VALUE}
+    gone = companion("ConfigMap", ns, "orphan", [f"{ns}/gone"], labels=labels, annotations=notes)
+    hub.create(gone)
+    hub.create(companion("ConfigMap", ns, "revives", [f"{ns}/later"]))
+    hub.create(companion("ConfigMap", ns, "live", [f"{ns}/web"]))
+    args = (
+        *("--hub-kubeconfig", hub_kubeconfig, "--namespace", ns, "--no-lock"),
+        *("--min-age", "0s", "--sweep", "companions"),
+    )
+
+    dry = run_gcjob(*args, "--grace", "2s")
+    assert dry.exit_code == 0 and dry.outcome("ConfigMap", "orphan") == ("would-mark", "orphaned")
+    assert events_of(hub, ns) == []  # a dry run posts nothing
+    quiet = run_gcjob(*args, "--grace", "2s", "--delete", "--no-events")
+    assert quiet.outcome("ConfigMap", "orphan") == ("marked", "orphaned")
+    assert events_of(hub, ns) == []  # --no-events
+    hub.patch(  # its mark removed again, by hand: the next run marks it anew
+        "ConfigMap",
+        ns,
+        "orphan",
+        {"metadata": {"labels": {"gcjob.datumapis.com/orphaned": None}}},
+    )
+    hub.patch(
+        "ConfigMap", ns, "revives", {"metadata": {"labels": {"gcjob.datumapis.com/orphaned": None}}}
+    )
+
+    marking = run_gcjob(*args, "--grace", "2s", "--delete")
+    hub.create(workload(ns, "later"))  # "revives" has its referrer back
+    time.sleep(2.5)
+    deleting = run_gcjob(*args, "--grace", "2s", "--delete")
+
+    assert marking.outcome("ConfigMap", "orphan") == ("marked", "orphaned"), marking.stderr
+    assert deleting.outcome("ConfigMap", "orphan") == ("deleted", "orphaned"), deleting.stderr
+    assert deleting.outcome("ConfigMap", "revives") == ("unmarked", "referrer-live")
+    events = events_of(hub, ns)
+    assert by_object(events, "orphan") == ["OrphanMarked", "OrphanDeleted"]
+    assert by_object(events, "revives") == ["OrphanMarked", "OrphanUnmarked"]
+    assert by_object(events, "live") == []
+    [marked] = [
+        e for e in events if e["reason"] == "OrphanMarked" and e["regarding"]["name"] == "orphan"
+    ]
+    item = marking.item("ConfigMap", "orphan")
+    assert item is not None
+    assert marked["regarding"]["uid"] == item["uid"]
+    assert marked["regarding"]["kind"] == "ConfigMap" and marked["action"] == "Mark"
+    assert marked["reportingController"] == "gcjob.datumapis.com/gcjob"
+    assert "reason orphaned" in marked["note"] and marking.summary["run_id"] in marked["note"]
+    assert f"deleted at {item['would_delete_at']} if still orphaned" in marked["note"]
+    [deleted] = [e for e in events if e["reason"] == "OrphanDeleted"]
+    assert deleting.summary["run_id"] in deleted["note"]
+    text = str(events)
+    assert SECRET_LOOKING not in text and NOTE_VALUE not in text
+    # Where operators look: `kubectl get events` shows them.
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        shown = subprocess.run(
+            [kubectl, "--kubeconfig", hub_kubeconfig, "-n", ns, "get", "events"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        assert "OrphanDeleted" in shown and "configmap/orphan" in shown
+
+
+def test_events_never_take_from_the_write_budget(hub: TestCluster, hub_kubeconfig: str) -> None:
+    """--max-writes counts marks, unmarks and deletes only: with Events on, a run that may
+    write 3 objects marks 3, and posts their 3 Events besides."""
+    ns = hub.namespace("budget")
+    for i in range(5):
+        hub.create(companion("ConfigMap", ns, f"orphan-{i}", [f"{ns}/gone"]))
+
+    result: Result = run_gcjob(
+        *("--hub-kubeconfig", hub_kubeconfig, "--namespace", ns, "--no-lock"),
+        *("--min-age", "0s", "--grace", "1h", "--sweep", "companions", "--delete"),
+        *("--max-writes", "3"),
+    )
+
+    marked = [i for i in result.items if i["action"] == "marked"]
+    assert len(marked) == 3, result.stderr
+    assert result.summary["writes"]["counted"] == 3
+    assert sorted(e["regarding"]["name"] for e in events_of(hub, ns)) == sorted(
+        i["name"] for i in marked
+    )
