@@ -20,7 +20,6 @@ Each message names its brake first and says how an operator gets past it (docs/o
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime

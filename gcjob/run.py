@@ -18,7 +18,6 @@ from gcjob.act.mark_writer import Marker
 from gcjob.brakes import BrakeLimits, deletion_brake, drain_pace, percent_brake
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
-from gcjob.enumerate.owners import ProjectReads
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -334,8 +333,8 @@ class Run:
             f"past the drain cap (--max-deletions {s.max_deletions} this run): a later run"
             if paced is None
             else f"past this round's pace (--max-delete-percent {s.max_delete_percent:g} of "
-            f"the {sweep.value} sweep's {self.tally.first_scope.get(sweep, 0)} objects as the drain "
-            f"found them: {paced} a round): a later round"
+            f"the {sweep.value} sweep's {self.tally.first_scope.get(sweep, 0)} objects as the "
+            f"drain found them: {paced} a round): a later round"
         )
         for verdict, since in backlog:
             detail = f"due, {past} deletes it, oldest marks first: {verdict.detail}"
