@@ -33,7 +33,12 @@ from gcjob.enumerate.scope import Scope, check_namespaces
 from gcjob.exitcodes import ExitCode
 from gcjob.explain import Explainer, Target
 from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
-from gcjob.kube.connect import UpstreamResolver, hub_client, project_api_from_template
+from gcjob.kube.connect import (
+    UpstreamClient,
+    UpstreamResolver,
+    hub_client,
+    project_api_from_template,
+)
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.liststrategy import Choice, ListStrategy, choose
 from gcjob.kube.reader import Reader
@@ -554,12 +559,13 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         seconds=settings.upstream_max_time.total_seconds(),
     )
 
-    def make_upstream_access(client: Any, target: str) -> KubeAccess:
+    def make_upstream_access(upstream: UpstreamClient, target: str) -> KubeAccess:
         """Each upstream cluster on its own read budget: a hostile or broken one runs out of
         it and is unavailable; the others go on."""
         transport = Transport(
-            client,
+            upstream.client,
             target,
+            server=upstream.server,
             stats=stats,
             budget=budget,
             timeouts=upstream_timeouts,

@@ -62,6 +62,8 @@ class Collected(Generic[T]):
 class ListsByFolding:
     """`list` for any reader that can `fold`: one way to list, live or from a snapshot."""
 
+    __slots__ = ()
+
     def fold(
         self,
         resource: Resource,
@@ -125,6 +127,8 @@ class BudgetExhausted(Unavailable):
 class ReadBudget:
     """Counts what one cluster's answers cost, against its ReadLimits. Shared by the reads of
     that cluster (its reader thread; a deletion's live read later), hence the lock."""
+
+    __slots__ = ("_lock", "bytes", "clock", "items", "limits", "pages", "seconds", "target")
 
     def __init__(
         self, limits: ReadLimits, target: str, clock: Callable[[], float] = time.monotonic
@@ -204,6 +208,19 @@ class PatchResult:
 
 
 class KubeAccess(ListsByFolding):
+    # One for each upstream cluster, kept for the run: slots, not a dict each.
+    __slots__ = (
+        "_discovery_lock",
+        "_groups",
+        "aggregated_discovery",
+        "budget",
+        "discovery_groups",
+        "list_from_cache",
+        "max_value_chars",
+        "page_size",
+        "transport",
+    )
+
     def __init__(
         self,
         transport: Transport,

@@ -145,6 +145,21 @@ class RequestStats:
 
 
 class Transport:
+    # One for each upstream cluster, kept for the run: slots, not a dict each.
+    __slots__ = (
+        "_rng",
+        "_server",
+        "_sleep",
+        "api_client",
+        "budget",
+        "last_date",
+        "max_body_bytes",
+        "retry",
+        "stats",
+        "target",
+        "timeouts",
+    )
+
     def __init__(
         self,
         api_client: ApiClient,
@@ -157,9 +172,12 @@ class Transport:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
+        server: str | None = None,
     ) -> None:
         """`max_body_bytes`: the largest answer read whole (an upstream's is far smaller
-        than the hub's: it answers a handful of Gateways, and a hostile one is decoded too)."""
+        than the hub's: it answers a handful of Gateways, and a hostile one is decoded too).
+        `server`: where requests go when not the client's own host (the templated upstream
+        clusters share one client, connect.UpstreamClient)."""
         self.api_client = api_client
         self.max_body_bytes = max_body_bytes
         self.target = target
@@ -171,7 +189,7 @@ class Transport:
         self._rng = rng or _JITTER
         # Pinned now: the client's token refresh hook re-applies the kubeconfig, host included,
         # on every request, which would silently send a templated upstream's requests elsewhere.
-        self._server = str(api_client.configuration.host).rstrip("/")
+        self._server = (server or str(api_client.configuration.host)).rstrip("/")
         # The `Date` of the latest answer: a live run's clock is the hub's (times.run_clock).
         self.last_date: str | None = None
 
