@@ -302,7 +302,7 @@ class KubeAccess(ListsByFolding):
         with self._discovery_lock:  # one reader's discovery, asked from several threads
             if group not in self._groups:
                 core = not group
-                document = self._aggregated(core)
+                document = self._aggregated(core, {group, *self.discovery_groups})
                 if document is not None:
                     for kept in {group, *self.discovery_groups} - document.unsure:
                         if (not kept) == core and kept not in self._groups:
@@ -311,11 +311,11 @@ class KubeAccess(ListsByFolding):
                     self._groups[group] = discovery.interned(self._group_versions(group))
             return self._groups[group]
 
-    def _aggregated(self, core: bool) -> discovery.Aggregated | None:
-        """`/api`'s or `/apis`'s aggregated document; None when the server answered another
-        (the legacy one) or one too large to read whole: each group is then read alone. A
-        404 is a document that serves nothing: a deleted project's control plane answers so
-        for every path, and so does a wrong URL."""
+    def _aggregated(self, core: bool, groups: set[str]) -> discovery.Aggregated | None:
+        """`/api`'s or `/apis`'s aggregated document, read for `groups` only; None when the
+        server answered another (the legacy one) or one too large to read whole: each group is
+        then read alone. A 404 is a document that serves nothing: a deleted project's control
+        plane answers so for every path, and so does a wrong URL."""
         request = requests.aggregated_discovery(core)
         try:
             response = self._send(request)
@@ -325,7 +325,7 @@ class KubeAccess(ListsByFolding):
             return discovery.Aggregated({})
         body = _expect_ok(response, request)
         try:
-            return discovery.aggregated(body, core)
+            return discovery.aggregated(body, core, groups)
         except ValueError as exc:
             raise ApiError(response.status, "Malformed", str(exc), request.path) from None
 

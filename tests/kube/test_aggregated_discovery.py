@@ -294,3 +294,30 @@ def test_the_core_document_serves_the_core_group_only() -> None:
     assert read is not None
     assert discovery.serves(read.versions(""), CONFIGMAPS)
     assert read.versions("apps") is None
+
+
+@given(
+    JSON.map(
+        lambda items: {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "items": items,
+        }
+    ),
+    st.sets(st.text(max_size=8), max_size=3),
+)
+def test_a_document_read_for_some_groups_says_of_them_what_the_whole_says(
+    body: Any, only: set[str]
+) -> None:
+    """The rest of a document is skipped unread; the groups asked about read as from the
+    whole: the same versions, the same doubt (named twice, stale)."""
+    try:
+        whole = discovery.aggregated(body, core=False)
+    except ValueError:
+        with pytest.raises(ValueError):
+            discovery.aggregated(body, core=False, only=only)
+        return
+    part = discovery.aggregated(body, core=False, only=only)
+    assert whole is not None and part is not None
+    assert part.groups == {g: v for g, v in whole.groups.items() if g in only}
+    assert part.unsure == whole.unsure & only
