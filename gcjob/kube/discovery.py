@@ -108,9 +108,7 @@ class Aggregated:
         return self.groups.get(group)
 
 
-def aggregated(
-    body: Any, core: bool, only: Collection[str] | None = None
-) -> Aggregated | None:
+def aggregated(body: Any, core: bool, only: Collection[str] | None = None) -> Aggregated | None:
     """An APIGroupDiscoveryList answer, read; None when `body` is none (the server answered the
     legacy document: it does not serve aggregated discovery). What cannot be read of an item
     is skipped, as resources_by_kind skips it: a kind it does not name is not served, which
