@@ -292,7 +292,7 @@ class KubeAccess(ListsByFolding):
         )
         if versions is None:
             return None
-        return discovery.merge_versions([kinds for _, kinds in versions])
+        return discovery.kinds_of(versions)
 
     def _discovered(self, group: str) -> discovery.Versions | None:
         """The group's versions from what this reader's discovery said, read on first need:

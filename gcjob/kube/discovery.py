@@ -212,4 +212,21 @@ def interned(versions: Versions | None) -> Versions | None:
             return found
         if len(_INTERNED) < MAX_INTERNED:
             _INTERNED[key] = versions
+            # Kept as long as `versions` (for the process): no other object takes its id.
+            _MERGED[id(versions)] = merge_versions([kinds for _, kinds in versions])
     return versions
+
+
+# The kinds of each interned answer, merged once (kinds_of): a reader asked for a group's
+# kinds gets the one mapping, not a copy each (a copy of a group's kinds was kept by every
+# upstream cluster's owner lookups for the run).
+_MERGED: dict[int, Mapping[str, tuple[Resource, ...]]] = {}
+
+
+def kinds_of(versions: Versions) -> Mapping[str, tuple[Resource, ...]]:
+    """merge_versions over the group's versions: shared when `versions` was interned."""
+    with _INTERNED_LOCK:
+        found = _MERGED.get(id(versions))
+    if found is not None:
+        return found
+    return merge_versions([kinds for _, kinds in versions])

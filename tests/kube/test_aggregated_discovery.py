@@ -321,3 +321,17 @@ def test_a_document_read_for_some_groups_says_of_them_what_the_whole_says(
     assert whole is not None and part is not None
     assert part.groups == {g: v for g, v in whole.groups.items() if g in only}
     assert part.unsure == whole.unsure & only
+
+
+def test_equal_answers_are_one_answer_and_one_mapping_of_kinds() -> None:
+    """Every upstream cluster serving the same group holds one copy of its kinds, not one
+    each (kept for the run by each cluster's owner lookups)."""
+    resource = Resource("interned.example", "v1", "things", "Thing", True)
+    first = (("v1", {"Thing": (resource,)}),)
+    second = (("v1", {"Thing": (Resource("interned.example", "v1", "things", "Thing", True),)}),)
+    one, other = discovery.interned(first), discovery.interned(second)
+    assert one is other is first
+    assert one is not None and other is not None
+    assert discovery.kinds_of(one) is discovery.kinds_of(other)  # not merged again a reader
+    assert discovery.kinds_of(one) == discovery.merge_versions([{"Thing": (resource,)}])
+    assert discovery.kinds_of(second) == discovery.kinds_of(one)  # not interned: merged anew
