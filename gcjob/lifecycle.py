@@ -345,7 +345,7 @@ def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:
     """The report's end and its summary, the error on stderr: the exit code and the summary."""
     error = redact(error)
     code = run.exit_code()
-    upstream_records = run.upstream_records()
+    upstream_records = run.upstream_records()  # made as they are written, stamped now
     summary = run.summary(code, error)
     try:
         run.reporter.finish(upstream_records, summary)
@@ -354,7 +354,7 @@ def _finish(run: Run, error: str) -> tuple[ExitCode, dict[str, Any]]:
         code = run.exit_code()
         error = redact("; ".join(filter(None, [error, f"cannot write --report-file: {exc}"])))
         summary = run.summary(code, error)
-        run.reporter.print_summary(upstream_records, summary)
+        run.reporter.print_summary(run.upstream_records(), summary)
     if error:
         click.echo(f"gcjob: error: {visible(error)}", err=True)
     return code, summary

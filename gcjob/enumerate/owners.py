@@ -51,7 +51,7 @@ class DiscoveringReader(Reader, Protocol):
 SECRET_OWNER = ("", "Secret")
 
 
-@dataclass
+@dataclass(slots=True)  # one per upstream cluster, for the run
 class _Cluster:
     available: bool
     detail: str = ""
