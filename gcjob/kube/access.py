@@ -323,9 +323,12 @@ class KubeAccess(ListsByFolding):
             return None  # many groups: each one's own documents are small
         if response.status == 404:
             return discovery.Aggregated({})
-        body = _expect_ok(response, request)
+        if not 200 <= response.status < 300:
+            raise _api_error(response, request)
         try:
-            return discovery.aggregated(body, core, groups)
+            return discovery.read_aggregated(
+                response.body, core, frozenset(groups), lambda: _expect_ok(response, request)
+            )
         except ValueError as exc:
             raise ApiError(response.status, "Malformed", str(exc), request.path) from None
 

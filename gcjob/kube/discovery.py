@@ -12,7 +12,8 @@ and one per version) where a server does not serve those, or cannot vouch for a 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +149,35 @@ def aggregated(body: Any, core: bool, only: Collection[str] | None = None) -> Ag
         else:
             unsure.add(name)
     return Aggregated(groups, frozenset(unsure))
+
+
+# The documents read last, by their exact bytes: a fleet of control planes serving the same
+# groups answers the same document, and decoding it (tens of KB of JSON, a millisecond or
+# more) was most of an upstream cluster's CPU. Each cluster still asks its own and is judged
+# on its own answer: only reading equal bytes is done once. A few, so hostile documents
+# (each its own) cost what they did, and memory stays a few documents.
+_READ: OrderedDict[tuple[bytes, bool, frozenset[str]], Aggregated | None] = OrderedDict()
+READ_KEPT = 4
+_READ_LOCK = threading.Lock()
+
+
+def read_aggregated(
+    body: bytes, core: bool, only: frozenset[str], decode: Callable[[], Any]
+) -> Aggregated | None:
+    """`aggregated(decode(), core, only)`, shared by equal answers (the same bytes): `body` is
+    the answer as received, `decode` decodes it (raising what the caller raises for JSON it
+    cannot read). Raises ValueError as `aggregated` does."""
+    key = (body, core, only)
+    with _READ_LOCK:
+        if key in _READ:
+            _READ.move_to_end(key)
+            return _READ[key]
+    read = aggregated(decode(), core, only)
+    with _READ_LOCK:
+        _READ[key] = read
+        while len(_READ) > READ_KEPT:
+            _READ.popitem(last=False)
+    return read
 
 
 def _versions(group: str, listed: Any) -> tuple[Versions, bool]:
