@@ -235,6 +235,9 @@ def interned(versions: Versions | None) -> Versions | None:
     """`versions`, or an equal answer kept before: one object for every equal answer."""
     if versions is None:
         return None
+    with _INTERNED_LOCK:
+        if id(versions) in _MERGED:  # the kept answer itself (a document read once, shared)
+            return versions
     key = tuple((v, tuple(sorted(kinds.items()))) for v, kinds in versions)
     with _INTERNED_LOCK:
         found = _INTERNED.get(key)
