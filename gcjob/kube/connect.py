@@ -275,7 +275,7 @@ class SharedPoolManager(urllib3.PoolManager):
 
 
 # Kept-alive connections of the shared pool: one for each reader thread at the default
-# --upstream-concurrency (16) and well past it. Above this many threads, the extra ones make
+# --upstream-concurrency (32) and well past it. Above this many threads, the extra ones make
 # and drop a connection per request (what every cluster did before the pool was shared).
 SHARED_POOL_CONNECTIONS = 64
 
