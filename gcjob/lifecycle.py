@@ -5,8 +5,10 @@ sweeps, release the lock, finish the report, publish (metrics, webhook), return 
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import json
+import os
 import socket
 import sys
 import time
@@ -67,11 +69,33 @@ HUB_RETRY = RetryPolicy()
 UPSTREAM_RETRY = RetryPolicy(attempts=3, max_total=10.0)
 
 
+# glibc's mallopt parameter for the most malloc arenas (M_ARENA_MAX in malloc.h).
+M_ARENA_MAX = -8
+MALLOC_ARENAS = 2
+
+
+def few_malloc_arenas() -> bool:
+    """At most MALLOC_ARENAS malloc arenas for the rest of the process, as MALLOC_ARENA_MAX=2
+    would: glibc gives each thread that allocates while another does an arena of its own (up
+    to 8 a core), and each arena keeps what it grew. gcjob's reader and exchange threads
+    allocate their answers at once; their arenas were a few MiB of the run's peak at 1,000
+    upstream clusters (70.3 MiB, 67.5 with two). Whether it was set: not on another C
+    library, nor where the operator's MALLOC_ARENA_MAX already says."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(M_ARENA_MAX, MALLOC_ARENAS))
+    except (OSError, AttributeError):  # no mallopt here (musl, macOS): its own allocator
+        return False
+
+
 def run_sweep(settings: Settings, budget: RunBudget) -> int:
     """One run of `gcjob sweep`, Settings to exit code: each phase below, in this order.
     `budget`: the run's, SIGTERM and SIGINT already bound to it (budget.stop_on_signals: the
     cli binds them before it imports this module)."""
     run_id = str(uuid.uuid4())  # in every log line and report record of this run
+    few_malloc_arenas()  # before the run's reader threads
     logs.setup(settings.log_format, run_id)
     for variable in settings.ignored_variables:
         log.warning("%s is ignored: %s", variable, IGNORED_VARIABLES[variable])
