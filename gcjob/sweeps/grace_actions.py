@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from gcjob.act.mark_writer import waiting
-from gcjob.brakes import drain_cut, group_brake
+from gcjob.brakes import drain_cut, group_brake, limit_said
 from gcjob.decide.grace import Graced, GraceSort, deletes_at, due_by, due_if_enforced
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, ObjectRef, Outcome, Sweep
@@ -111,13 +111,14 @@ def act(
         run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
         return False
     clear = True
-    room = max(run.settings.max_deletions - run.tally.deleted, 0)
+    cap = run.limits.max_deletions  # with --shard, this shard's share of --max-deletions
+    room = max(cap - run.tally.deleted, 0)
     pace = run.drain_pace(sweep, in_scope)
     paced = pace is not None and pace < room
     cut = drain_cut(
         sort.due,
         min(room, pace) if pace is not None else room,
-        run.settings.max_deletions,
+        cap,
         lambda graced: graced.call.since,
         group or id,
     )
@@ -126,7 +127,11 @@ def act(
         run.hold_back(
             sweep,
             [g.verdict for g in members],
-            group_brake(len(members), run.settings.max_deletions),
+            group_brake(
+                len(members),
+                cap,
+                limit_said("--max-deletions", run.settings.max_deletions, run.shard),
+            ),
         )
     breaker = run.percent_braked(sweep, len(cut.now), in_scope)
     if breaker is not None:

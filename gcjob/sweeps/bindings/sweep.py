@@ -15,6 +15,7 @@ from gcjob.marks import Rule
 from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.bindings.act import delete_binding
 from gcjob.sweeps.bindings.judge import (
@@ -43,8 +44,9 @@ class BindingScan(ObjectScan[Binding]):
         now: datetime,
         min_age: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.labelled = labelled
         self.handled = handled
         self.now = now
@@ -63,8 +65,10 @@ class BindingScan(ObjectScan[Binding]):
         target = bound_target(binding)
         if target is None:  # not ours; a mark of ours goes, or it would count from its time
             leaving = binding_left_scope(binding)
-            if leaving is not None:
+            if leaving is not None and self.shard.judges(binding.ref.namespace):
                 self.left.append(leaving.verdict)
+            return
+        if self.judged_elsewhere(binding):
             return
         self.in_scope += 1
         kind, name = target
@@ -96,7 +100,9 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
     settings = run.settings
 
     def start() -> BindingScan:
-        return BindingScan(labelled, reported, run.now, settings.min_age, settings.report_healthy)
+        return BindingScan(
+            labelled, reported, run.now, settings.min_age, settings.report_healthy, run.shard
+        )
 
     try:
         scans = scan_bindings(run.hub, run.scope, start, run.hub_reads)
@@ -152,6 +158,7 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope + len(scan.failed)
+        state.other_shards += scan.elsewhere
         report_failed(run, SWEEP, [scan])
         each(run, SWEEP, sorted(scan.left, key=_in_order), _ref, unmark_left)
         each(run, SWEEP, sorted(scan.kept, key=_in_order), _ref, lambda v: run.keep(SWEEP, v))

@@ -16,6 +16,7 @@ from gcjob.marks import Rule
 from gcjob.model import Companion, ObjectRef, Outcome, Sweep
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.companions.act import (
@@ -66,8 +67,9 @@ class CompanionScan(ObjectScan[Companion]):
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.world = world
         self.now = now
         self.min_age = min_age
@@ -81,8 +83,11 @@ class CompanionScan(ObjectScan[Companion]):
 
     def take(self, companion: Companion) -> None:
         ref = companion.ref
-        # First: a companion that cannot be judged still exists for the bindings sweep.
+        # First: a companion that cannot be judged (or another shard judges) still exists
+        # for the bindings sweep.
         self.keys.add(ref.kind, ref.namespace, ref.name)
+        if self.judged_elsewhere(companion):
+            return
         judged = judge_companion(companion, self.world, self.now, self.min_age, self.grace)
         verdict = judged.verdict
         if verdict.delete:
@@ -133,7 +138,8 @@ def sweep(run: Run) -> CompanionsSwept:
         # A mark left behind could be counted from when the label comes back: decide nothing.
         run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
         return swept()
-    for graced in filter(None, map(companion_left_scope, left)):
+    mine = [companion for companion in left if run.shard.judges(companion.ref.namespace)]
+    for graced in filter(None, map(companion_left_scope, mine)):
         for outcome in noting(unmark_companion(graced, run.hub, run.marker)):
             run.record(outcome)
     settings = run.settings
@@ -142,7 +148,7 @@ def sweep(run: Run) -> CompanionsSwept:
 
     def start() -> CompanionScan:
         return CompanionScan(
-            world, run.now, settings.min_age, settings.grace, settings.report_healthy
+            world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
         )
 
     try:
@@ -160,6 +166,7 @@ def sweep(run: Run) -> CompanionsSwept:
     for scan in scans:
         keys.update(scan.keys)
         state.scanned += scan.scanned
+        state.other_shards += scan.elsewhere
         report_failed(run, SWEEP, [scan])
         kept = sorted([*scan.kept, *scan.marked], key=_in_order)
         each(run, SWEEP, kept, _ref, sort)
@@ -167,7 +174,7 @@ def sweep(run: Run) -> CompanionsSwept:
             run.reporter.count_healthy(SWEEP, reason, count)
         each(run, SWEEP, sorted(scan.candidates, key=_in_order), _ref, sort)
     keys.freeze()
-    state.in_scope = state.scanned
+    state.in_scope = state.scanned - state.other_shards
     ahead: BindingsAhead | None = None
 
     def read_ahead(graced: list[Graced[None]]) -> None:

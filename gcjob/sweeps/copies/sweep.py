@@ -45,6 +45,7 @@ from gcjob.model import (
 )
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.copies.act import (
@@ -99,16 +100,28 @@ class Judged:
 
 class CopyScan(ObjectScan[Replica]):
     def __init__(
-        self, resource: Resource, calls: dict[UpstreamOwner, GroupCall], keep_healthy: bool
+        self,
+        resource: Resource,
+        calls: dict[UpstreamOwner, GroupCall],
+        keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.resource = resource
         self.calls = calls
         self.keep_healthy = keep_healthy
         self.judged = Judged()
         self.in_scope = 0
 
+    def shard_key(self, record: Replica) -> str:
+        return copy_key(record.labels, record.ref.namespace)
+
     def take(self, replica: Replica) -> None:
+        if self.judged_elsewhere(replica):
+            # Another shard judges it; the anchors it names stay (as an anchor named by
+            # another owner's copy stays, whatever that copy's judgement).
+            self._names(replica)
+            return
         self.in_scope += 1
         member = understand(replica)
         if isinstance(member, Verdict):
@@ -184,7 +197,7 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
         log.warning("copies sweep not run: %s", state.detail)
         return None
     try:
-        wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
+        wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads, run.shard)
     except KubeError as exc:
         return run.incomplete(SWEEP, "cannot list the copies", exc)
     lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets, found)
@@ -193,12 +206,19 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     except Stopped as exc:
         return run.incomplete(SWEEP, "stopped while reading upstream owners", exc)
     clusters = {o.cluster for o in wanted.owners}
+    run.tally.clusters_read[SWEEP.value] = len(clusters)
     try:
-        answers = projects.answers(clusters)
+        # With --shard, the projects brake counts the projects gone in the whole hub.
+        answers = projects.answers(clusters | wanted.elsewhere_clusters)
     except Stopped as exc:
         return run.incomplete(SWEEP, "stopped while reading the Project API", exc)
     calls_by_cluster, brake = project_calls(
-        clusters, run.is_project, answers, lookups.answered(), settings.max_projects_gone
+        clusters,
+        run.is_project,
+        answers,
+        lookups.answered(),
+        settings.max_projects_gone,
+        elsewhere=wanted.elsewhere_clusters,
     )
     run.count_projects(calls_by_cluster, brake)
     run.project_api_failed(SWEEP, projects.failed(clusters))
@@ -217,7 +237,7 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     except KubeError as exc:
         # A mark left behind could be counted from when the label comes back: decide nothing.
         return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-    for kind, ref in left:
+    for kind, ref in [(kind, ref) for kind, ref in left if run.shard.judges(ref.namespace)]:
         leaving = copy_left_scope(ref)
         if leaving is not None:
             run.record(run.marker.unmark(SWEEP, leaving.verdict, kind))
@@ -225,6 +245,7 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope
+        state.other_shards += scan.elsewhere
         judged.update(scan.judged)
     report_failed(run, SWEEP, scans)
     # A kept object's target is its resource alone: what removing an earlier run's mark needs.
@@ -371,7 +392,7 @@ def _second_read(
     for resource in kinds.swept:
 
         def start(resource: Resource = resource) -> CopyScan:
-            return CopyScan(resource, calls, run.settings.report_healthy)
+            return CopyScan(resource, calls, run.settings.report_healthy, run.shard)
 
         scans += scan_kind(run.hub, resource, run.scope, start, run.hub_reads)
     return scans

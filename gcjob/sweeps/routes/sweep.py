@@ -15,6 +15,7 @@ from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from gcjob.decide.grace import Graced, GraceSort
 from gcjob.decide.projects import project_calls
@@ -41,6 +42,7 @@ from gcjob.model import (
 )
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps import grace_actions
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
 from gcjob.sweeps.routes.act import LiveRead, delete_route, read_again
@@ -69,16 +71,26 @@ AHEAD = 16
 
 class RouteTargets(ObjectScan[Route]):
     """The first read: what the in-scope routes ask of their upstream clusters. A route that
-    fails here is asked about by nobody: the second read keeps it (`upstream-not-read`)."""
+    fails here is asked about by nobody: the second read keeps it (`upstream-not-read`).
+    With --shard, only this shard's projects are asked about; the others' are only named,
+    for the projects brake (it holds for the whole hub)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, shard: Shard = WHOLE) -> None:
+        super().__init__(shard)
         self.wanted = Wanted()
         self.owned: set[RouteTarget] = set()  # the targets whose upstream route is asked for
+        self.elsewhere_clusters: set[str] = set()  # the clusters other shards ask
+
+    def shard_key(self, record: Route) -> str:
+        return copy_key(record.labels, record.ref.namespace)
 
     def take(self, route: Route) -> None:
         if in_scope(route):
             target = route_target(route)
+            if self.judged_elsewhere(route):
+                if isinstance(target, RouteTarget):
+                    self.elsewhere_clusters.add(target.cluster)
+                return
             if isinstance(target, RouteTarget):
                 self.wanted.add(target)
                 if target.owner is not None:
@@ -94,6 +106,7 @@ class UpstreamRead:
     owners: OwnerLookups | None = None  # the upstream HTTPRoutes, once the Gateways are read
     failed: str = ""  # what could not be read: the sweep is then incomplete (or stopped)
     error: KubeError | None = None
+    elsewhere: frozenset[str] = frozenset()  # with --shard: the clusters other shards read
 
 
 def read(run: Run, found: Found | None = None) -> UpstreamRead:
@@ -103,15 +116,16 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     try:
         if not run.hub.served(HTTPROUTES):
             return UpstreamRead(failed=f"hub does not serve {HTTPROUTES.api_version} httproutes")
-        scans = scan_routes(run.hub, run.scope, RouteTargets, run.hub_reads)
+        scans = scan_routes(run.hub, run.scope, partial(RouteTargets, run.shard), run.hub_reads)
     except KubeError as exc:
         return UpstreamRead(failed="cannot list HTTPRoutes", error=exc)
+    elsewhere = frozenset(c for scan in scans for c in scan.elsewhere_clusters)
     wanted, owned = _merged(scans)
     index = UpstreamIndex(run.upstreams, found)
     try:
         index.load(wanted, run.settings.suspect_min_routes, run.upstream_reads)
     except Stopped as exc:
-        return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc)
+        return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc, elsewhere)
     # What the routes asked (a group per cluster and hub namespace, a target per route) is
     # not held through the owners' reads, the longest part of the run: at 25,000 routes it
     # was about 25 MiB of the sweep's peak.
@@ -122,8 +136,9 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     try:
         lookups.load(owners)
     except Stopped as exc:
-        return UpstreamRead(index, None, "stopped while reading upstream HTTPRoutes", exc)
-    return UpstreamRead(index, lookups)
+        failed = "stopped while reading upstream HTTPRoutes"
+        return UpstreamRead(index, None, failed, exc, elsewhere)
+    return UpstreamRead(index, lookups, elsewhere=elsewhere)
 
 
 def _merged(scans: list[RouteTargets]) -> tuple[Wanted, set[RouteTarget]]:
@@ -152,8 +167,9 @@ class RouteScan(ObjectScan[Route]):
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.world = world
         self.now = now
         self.min_age = min_age
@@ -165,9 +181,14 @@ class RouteScan(ObjectScan[Route]):
         self.candidates: list[RouteJudgement] = []
         self.healthy: Counter[Reason] = Counter()
 
+    def shard_key(self, record: Route) -> str:
+        return copy_key(record.labels, record.ref.namespace)
+
     def take(self, route: Route) -> None:
         if not in_scope(route):
             return  # another owner's route
+        if self.judged_elsewhere(route):
+            return
         self.in_scope += 1
         judged = judge_route(route, self.world, self.now, self.min_age, self.grace)
         verdict = judged.verdict
@@ -206,15 +227,23 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     if upstream.index is None:
         return run.incomplete(SWEEP, upstream.failed, upstream.error)
     index = run.upstream_index = upstream.index
+    run.tally.clusters_read[SWEEP.value] = len(index.clusters)
     if upstream.failed:  # stopped while reading upstream
         return run.incomplete(SWEEP, upstream.failed, upstream.error)
     settings = run.settings
     try:
         answers, answered = project_answers(index, projects)
+        # With --shard, the projects brake counts the projects gone in the whole hub.
+        answers |= projects.answers(upstream.elsewhere)
     except Stopped as exc:
         return run.incomplete(SWEEP, "stopped while reading the Project API", exc)
     calls, brake = project_calls(
-        index.clusters, run.is_project, answers, answered, settings.max_projects_gone
+        index.clusters,
+        run.is_project,
+        answers,
+        answered,
+        settings.max_projects_gone,
+        elsewhere=upstream.elsewhere,
     )
     run.count_projects(calls, brake)
     run.project_api_failed(SWEEP, projects.failed(index.clusters))
@@ -232,7 +261,9 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     world = IndexedUpstream(index, calls, upstream.owners)
 
     def start() -> RouteScan:
-        return RouteScan(world, run.now, settings.min_age, settings.grace, settings.report_healthy)
+        return RouteScan(
+            world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
+        )
 
     try:
         scans = scan_routes(run.hub, run.scope, start, run.hub_reads)
@@ -243,7 +274,7 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     except KubeError as exc:
         # A mark left behind could be counted from when the labels come back: decide nothing.
         return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-    for ref in left:
+    for ref in [ref for ref in left if run.shard.judges(ref.namespace)]:
         leaving = route_left_scope(ref)
         if leaving is not None:
             run.record(run.marker.unmark(SWEEP, leaving.verdict, HTTPROUTES))
@@ -259,6 +290,7 @@ def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None =
     for scan in scans:
         state.scanned += scan.scanned
         state.in_scope += scan.in_scope
+        state.other_shards += scan.elsewhere
         report_failed(run, SWEEP, [scan])
         each(run, SWEEP, sorted(scan.shapeless, key=_in_order), _ref, file)
     for scan in scans:
