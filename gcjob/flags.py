@@ -386,7 +386,7 @@ SHARD = option(
     help=f"Judge only this part of the hub (an Indexed Job's pod, COUNT up to {MAX_SHARDS}): "
     "routes and copies by their project, companions and bindings by their namespace, "
     "sha256-hashed; the limits are split between the shards. In an Indexed Job: "
-    f"--shard=$({COMPLETION_INDEX})/COUNT (docs/operating.md#sharding).",
+    f"--shard=$({COMPLETION_INDEX})/COUNT (docs/operating.md#sharding-past-one-pod).",
 )
 NO_LOCK = option("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 NO_EVENTS = option(
