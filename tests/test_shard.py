@@ -191,13 +191,18 @@ def test_the_command_line_refuses_a_bad_shard_with_exit_2(
     assert '"record": "summary"' not in result.output  # refused before anything is read
 
 
-def test_four_shards_of_the_demo_report_what_one_run_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("count", [4, 2, 7])
+def test_four_shards_of_the_demo_report_what_one_run_does(tmp_path: Path, count: int) -> None:
+    """And so do two, and seven: each COUNT splits the demo's objects otherwise."""
     def items(run: Any) -> Counter[tuple[Any, ...]]:
         keys = ("sweep", "kind", "namespace", "name", "action", "reason", "detail")
         return Counter(tuple(item.get(k) for k in keys) for item in run.report["items"])
 
     whole = sweep_snapshot(DEMO, tmp_path / "whole.json")
-    shards = [sweep_snapshot(DEMO, tmp_path / f"{i}.json", "--shard", f"{i}/4") for i in range(4)]
+    shards = [
+        sweep_snapshot(DEMO, tmp_path / f"{i}.json", "--shard", f"{i}/{count}")
+        for i in range(count)
+    ]
     assert whole.exit_code == 0 and all(shard.exit_code == 0 for shard in shards)
     together: Counter[tuple[Any, ...]] = Counter()
     for shard in shards:
@@ -210,7 +215,7 @@ def test_four_shards_of_the_demo_report_what_one_run_does(tmp_path: Path) -> Non
         assert all(part["scanned"] == state["scanned"] for part in parts)  # read whole
     for index, shard in enumerate(shards):
         said = shard.report["summary"]["shard"]
-        assert (said["index"], said["count"]) == (index, 4)
+        assert (said["index"], said["count"]) == (index, count)
     assert "shard" not in whole.report["summary"]
     healthy = Counter[str]()
     for shard in shards:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -26,11 +27,15 @@ import pytest
 from gcjob.shard import Shard, shard_of
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy
+from testbed.milo import connector_group, delete_project, live_owner, make_project, project_name
 from testbed.objects import companion, route, upstream_route, workload
 from testbed.report import Result, records_of, run_gcjob, start_gcjob
+from tests.e2e.test_copies_e2e import args as copies_args
+from tests.e2e.test_copies_e2e import milo, milo_kubeconfig, served
 from tests.e2e.test_upstream_concurrency_e2e import clusters_proxy, template_kubeconfig
 
-__all__ = ["clusters_proxy", "template_kubeconfig"]  # the fixtures this module uses
+# The fixtures this module uses, from the modules that define them.
+__all__ = ["clusters_proxy", "milo", "milo_kubeconfig", "served", "template_kubeconfig"]
 
 COUNT = 4
 CLUSTERS = tuple(f"c-{i}" for i in range(8))  # sha256 puts at least one in every shard
@@ -322,3 +327,66 @@ def test_the_shards_keep_an_unsharded_run_and_a_drain_out(
         assert result.exit_code == 6, result.stderr
         assert not [i for i in result.items if i["action"] == "deleted"]
     assert holder(hub, ns, "gcjob") == f"shards/{COUNT}"
+
+
+# -- the copies sweep: by project, and the projects brake over the whole hub -----------------
+
+
+def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """Live projects in every shard (each a group whose owner exists, every other one a group
+    whose owner is gone too) and two deleted projects: four shards report what one run does; with
+    `--max-projects-gone 1` every shard counts the whole hub's two and holds them all, as one
+    run does, whichever shard the deleted projects fall in."""
+    names: list[str] = []
+    while {shard_of(name, COUNT) for name in names} != set(range(COUNT)):
+        assert len(names) < 60
+        names.append(project_name())
+    for name in names:
+        make_project(upstream, name)
+    ns = hub.namespace("copies-shard")
+    upstream_ns = upstream.namespace("app")
+    for i, name in enumerate(names):
+        owner = live_owner(upstream, upstream_ns, f"api-{i}")
+        connector_group(hub, ns, name, upstream_ns, f"api-{i}", owner)
+        if i % 2 == 0:
+            connector_group(hub, ns, name, upstream_ns, f"gone-{i}", str(uuid.uuid4()))
+    # Deleted beside them: every shard keeps a live project, whose answer vouches for the
+    # Project API (each shard trusts it on its own projects only).
+    deleted = [project_name(), project_name()]
+    for i, name in enumerate(deleted):
+        make_project(upstream, name)
+        connector_group(hub, ns, name, upstream_ns, f"web-{i}", str(uuid.uuid4()))
+        delete_project(upstream, milo, name)
+
+    def compare(*more: str) -> tuple[Result, list[Result]]:
+        given = copies_args(gcjob_hub_args, milo_kubeconfig, milo, ns, *more)
+        one = run_gcjob(*given)
+        shards = at_once(given)
+        together: Counter[Item] = Counter()
+        for result in shards:
+            together.update(items(result))
+        assert together == items(one)
+        return one, shards
+
+    one, shards = compare()
+    assert one.exit_code == 0, one.stderr
+    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
+    reasons = Counter(i[5] for i in items(one) if i[4] == "would-delete")
+    assert reasons["project-gone"] >= 2 * len(deleted) and reasons["owner-gone"] > 0, reasons
+    assert sum(len(r.items) > 0 for r in shards) >= 2  # the world is split, not in one shard
+    for result in shards:
+        assert result.summary["projects"]["gone"] == sum(
+            shard_of(name, COUNT) == result.summary["shard"]["index"] for name in deleted
+        )
+
+    one, shards = compare("--max-projects-gone", "1")
+    for result in (one, *shards):
+        assert result.summary["sweeps"]["copies"]["status"] == "braked", result.summary
+        assert "projects brake: 2 projects" in result.summary["sweeps"]["copies"]["detail"]
+        assert not [i for i in result.items if i["reason"] == "project-gone"]
