@@ -205,5 +205,5 @@ class Bindings(Declaration[BindingJudged, BoundName]):
 
 
 def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
-    """The bindings sweep alone, as gcjob/sweeps/__init__.py runs it."""
+    """The bindings sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
     drive(run, Bindings(run, labelled, reported))

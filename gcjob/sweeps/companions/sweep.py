@@ -210,7 +210,7 @@ class Companions(Declaration[CompanionJudgement, None]):
 
 
 def sweep(run: Run) -> CompanionsSwept:
-    """The companions sweep alone, as gcjob/sweeps/__init__.py runs it."""
+    """The companions sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
     declared = Companions(run)
     drive(run, declared)
     return declared.swept()

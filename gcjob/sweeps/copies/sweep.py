@@ -407,7 +407,7 @@ class Copies(Declaration[Kept, CopyTarget]):
 
 
 def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
-    """The copies sweep alone, as gcjob/sweeps/__init__.py runs it."""
+    """The copies sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
     drive(run, Copies(run, projects, found))
 
 

@@ -353,5 +353,5 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
 
 
 def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None) -> None:
-    """The routes sweep alone, as gcjob/sweeps/__init__.py runs it."""
+    """The routes sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
     drive(run, Routes(run, projects, ahead))
