@@ -189,42 +189,10 @@ class Copies(Declaration[Kept, CopyTarget]):
 
     def scan(self) -> Scan[Kept, CopyTarget]:
         run, settings = self.run, self.run.settings
-        state = run.tally.sweeps[SWEEP]
-        if run.upstreams is None:
-            state.status = "not-configured"
-            state.detail = "no upstream configured (--upstream-kubeconfig)"
-            log.warning("copies sweep not configured: %s", state.detail)
+        kinds = self.swept_kinds()
+        if kinds is None:
             return False
-        if not isinstance(run.hub, Discovering) or run.settings.snapshot:
-            # A dump of collections says which kinds were dumped, not which the hub serves.
-            state.status = "not-configured"
-            state.detail = "not swept from a snapshot: it needs the hub's and upstreams' discovery"
-            log.warning("copies sweep not run: %s", state.detail)
-            return False
-        try:
-            kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
-        except KubeError as exc:
-            run.incomplete(SWEEP, "cannot tell which kinds the hub serves", exc)
-            return False
-        state.detail = "; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served)
-        denied = _denied(run, kinds)
-        if denied:
-            state.status = "not-configured"
-            state.detail = (
-                f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
-                "sweep downstream copies"
-            )
-            log.warning("copies sweep not run: %s", state.detail)
-            return False
-        denied = _projects_denied(run)
-        if denied:
-            state.status = "not-configured"
-            state.detail = (
-                f"the Project API identity may not {'; '.join(denied)}: grant it "
-                "(cronjobs/rbac/projects) to sweep downstream copies"
-            )
-            log.warning("copies sweep not run: %s", state.detail)
-            return False
+        assert run.upstreams is not None  # swept_kinds said so otherwise
         try:
             wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
         except KubeError as exc:
@@ -309,6 +277,49 @@ class Copies(Declaration[Kept, CopyTarget]):
 
         yield Candidates(sorted(judged.members), first_member, group_plans)
         return True
+
+    def swept_kinds(self) -> HubKinds | None:
+        """The kinds this run sweeps, read from the hub's discovery; None when the sweep
+        cannot run here (no upstream, a snapshot, discovery failed, permissions missing): its
+        state says why."""
+        run, settings = self.run, self.run.settings
+        state = run.tally.sweeps[SWEEP]
+        if run.upstreams is None:
+            state.status = "not-configured"
+            state.detail = "no upstream configured (--upstream-kubeconfig)"
+            log.warning("copies sweep not configured: %s", state.detail)
+            return None
+        if not isinstance(run.hub, Discovering) or run.settings.snapshot:
+            # A dump of collections says which kinds were dumped, not which the hub serves.
+            state.status = "not-configured"
+            state.detail = "not swept from a snapshot: it needs the hub's and upstreams' discovery"
+            log.warning("copies sweep not run: %s", state.detail)
+            return None
+        try:
+            kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
+        except KubeError as exc:
+            run.incomplete(SWEEP, "cannot tell which kinds the hub serves", exc)
+            return None
+        state.detail = "; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served)
+        denied = _denied(run, kinds)
+        if denied:
+            state.status = "not-configured"
+            state.detail = (
+                f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
+                "sweep downstream copies"
+            )
+            log.warning("copies sweep not run: %s", state.detail)
+            return None
+        denied = _projects_denied(run)
+        if denied:
+            state.status = "not-configured"
+            state.detail = (
+                f"the Project API identity may not {'; '.join(denied)}: grant it "
+                "(cronjobs/rbac/projects) to sweep downstream copies"
+            )
+            log.warning("copies sweep not run: %s", state.detail)
+            return None
+        return kinds
 
     def plan(self, kept: Kept) -> Planned[CopyTarget]:
         verdict, resource = kept

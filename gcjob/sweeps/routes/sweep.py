@@ -32,6 +32,7 @@ from gcjob.model import (
     Looked,
     ObjectRef,
     Outcome,
+    ProjectCall,
     ProjectState,
     Route,
     RouteTarget,
@@ -241,27 +242,9 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
         if upstream.failed:  # stopped while reading upstream
             run.incomplete(SWEEP, upstream.failed, upstream.error)
             return False
-        try:
-            answers, answered = project_answers(index, self.projects)
-        except Stopped as exc:
-            run.incomplete(SWEEP, "stopped while reading the Project API", exc)
+        calls = self.projects_named(index)
+        if calls is None:
             return False
-        calls, brake = project_calls(
-            index.clusters, run.is_project, answers, answered, settings.max_projects_gone
-        )
-        run.count_projects(calls, brake)
-        run.project_api_failed(SWEEP, self.projects.failed(index.clusters))
-        if brake:
-            run.hold_brake(SWEEP, brake)
-        gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
-        if any(
-            state.status is ClusterStatus.UNAVAILABLE and name not in gone
-            for name, state in index.clusters.items()
-        ):
-            # A cluster that failed is a failure of the run, whatever its routes' items say; a
-            # deleted project's control plane is gone with it, and that is no failure.
-            run.tally.codes.add(ExitCode.ITEM_FAILED)
-
         world = IndexedUpstream(index, calls, upstream.owners)
 
         def start() -> RouteScan:
@@ -298,6 +281,33 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
             yield Healthy(scan.healthy)
             yield Judged(sorted(scan.candidates, key=_in_order), _ref)
         return True
+
+    def projects_named(self, index: UpstreamIndex) -> dict[str, ProjectCall] | None:
+        """What the Project API says of the projects the routes name, behind the projects
+        brake, counted for the summary; a cluster that failed fails the run. None: stopped
+        while reading it (said so)."""
+        run = self.run
+        try:
+            answers, answered = project_answers(index, self.projects)
+        except Stopped as exc:
+            run.incomplete(SWEEP, "stopped while reading the Project API", exc)
+            return None
+        calls, brake = project_calls(
+            index.clusters, run.is_project, answers, answered, run.settings.max_projects_gone
+        )
+        run.count_projects(calls, brake)
+        run.project_api_failed(SWEEP, self.projects.failed(index.clusters))
+        if brake:
+            run.hold_brake(SWEEP, brake)
+        gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
+        if any(
+            state.status is ClusterStatus.UNAVAILABLE and name not in gone
+            for name, state in index.clusters.items()
+        ):
+            # A cluster that failed is a failure of the run, whatever its routes' items say; a
+            # deleted project's control plane is gone with it, and that is no failure.
+            run.tally.codes.add(ExitCode.ITEM_FAILED)
+        return calls
 
     def plan(self, judged: RouteJudgement) -> Planned[RouteTarget | None]:
         return Planned(judged.verdict, judged.evidence, judged.call, judged.target)
