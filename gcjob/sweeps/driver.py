@@ -6,9 +6,11 @@
   end the scan: the sweep said why (`run.incomplete`, or `not-configured`) and nothing is
   acted on.
 - `plan`: what follows from one judgement (`Planned`): its verdict, the evidence an orphan's
-  verdict rests on, the grace rule's call and what acting on it needs (its resource, its
-  group, its linked objects). decide/plan.py turns the verdict and call into the write and the
-  reported action, for this driver and for `gcjob explain` alike.
+  verdict rests on, the grace rule's call and what acting on it needs (a copy's owner and the
+  anchors it names, a route's upstream target, a binding's object). decide/plan.py turns the
+  verdict and call into the write and the reported action, for this driver and for
+  `gcjob explain` alike; a companion's binding, the one linked object written after its
+  companion, gets its plan the same way (companions/judge.py `binding_plan`).
 - its writes: the delete, and where the object alone is not all (a companion's binding goes
   with it) the mark, unmark and wait; what goes whole or not at all (`group`); the reads made
   a moment ahead of the waits and marks, or of the deletes.
