@@ -2,9 +2,11 @@
 
 - `scan`: what it reads, in report order, and what it found, as steps (`Step`): the objects it
   could not judge, the marks of objects that left the sweep, its judgements, its healthy
-  counts, and the candidates it judges one by one after the reads each needs. Reads that fail
-  end the scan: the sweep said why (`run.incomplete`, or `not-configured`) and nothing is
-  acted on.
+  counts, the candidates it judges one by one after the reads each needs, what the Project API
+  said and the exit codes its reads call for. A scan that cannot read what it needs raises
+  `Incomplete` or `NotConfigured` (kopf's handlers raise their outcome too): the driver says
+  so in the sweep's state, and nothing is acted on. A declaration writes nothing to the run:
+  the driver does.
 - `plan`: what follows from one judgement (`Planned`): its verdict, the evidence an orphan's
   verdict rests on, the grace rule's call and what acting on it needs (a copy's owner and the
   anchors it names, a route's upstream target, a binding's object). decide/plan.py turns the
@@ -24,7 +26,7 @@ sweep's state. Adding a sweep is adding a folder that declares these: nothing he
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Generator, Hashable, Sequence
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
@@ -41,10 +43,12 @@ from gcjob.decide.grace import (
     due_if_enforced,
 )
 from gcjob.decide.plan import Plan, graced_plan
-from gcjob.kube.errors import Stopped
+from gcjob.exitcodes import ExitCode
+from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import Resource
+from gcjob.logs import log
 from gcjob.marks import Evidence, Rule
-from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.model import Action, ObjectRef, Outcome, ProjectCall, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps.boundary import ObjectScan, each, report_failed
@@ -122,10 +126,59 @@ class Candidates(Generic[C, T]):
     stopped: str | None = None
 
 
-Step: TypeAlias = Counted | Failed | Leaving | Judged[J] | Healthy | Candidates[Any, T]
-# A scan: its steps; it returns True when it read all it needs, False when it could not (and
-# said so): nothing is then acted on.
-Scan: TypeAlias = Generator[Step[J, T], None, bool]
+@dataclass(frozen=True, slots=True)
+class Projects:
+    """What Milo's Project API said of the projects the sweep's objects name (`calls`),
+    behind the projects brake (`brake`: its reason, "" when it held nothing), and the read of
+    it that failed (`failed`, "" when none did): counted for the summary, said in the sweep's
+    state."""
+
+    calls: Mapping[str, ProjectCall]
+    brake: str
+    failed: str
+
+
+@dataclass(frozen=True, slots=True)
+class Exits:
+    """The run exits with this code at least (a failed upstream read; a brake that held
+    something back in a run that deletes), whatever its items say."""
+
+    code: ExitCode
+
+
+Step: TypeAlias = (
+    Counted | Failed | Leaving | Judged[J] | Healthy | Candidates[Any, T] | Projects | Exits
+)
+# A scan: its steps, in report order. One that cannot read what its judgements need raises
+# Incomplete or NotConfigured instead: nothing is then acted on.
+Scan: TypeAlias = Generator[Step[J, T], None, None]
+
+
+class Unswept(Exception):
+    """What ends a sweep's scan before it read all its judgements need (as kopf's handlers
+    raise their outcome): the sweep's state says why, and nothing is acted on."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class Incomplete(Unswept):
+    """A read failed (`error`, when one was raised) or a stop came: `incomplete` (exit 3),
+    or `stopped`."""
+
+    def __init__(self, detail: str, error: KubeError | None = None) -> None:
+        super().__init__(detail)
+        self.error = error
+
+
+class NotConfigured(Unswept):
+    """The sweep cannot run here (no upstream, a snapshot, no permission): `not-configured`,
+    and a warning (`said`: how it says it)."""
+
+    def __init__(self, detail: str, said: str = "not configured") -> None:
+        super().__init__(detail)
+        self.said = said
 
 
 class Declaration(Generic[J, T]):
@@ -206,10 +259,14 @@ def drive(run: Run, declared: Declaration[J, T]) -> None:
     while True:
         try:
             step = next(steps)
-        except StopIteration as end:
-            if not end.value:
-                return None
+        except StopIteration:
             break
+        except Incomplete as unswept:
+            return run.incomplete(sweep, unswept.detail, unswept.error)
+        except NotConfigured as unswept:
+            state.status, state.detail = "not-configured", unswept.detail
+            log.warning("%s sweep %s: %s", sweep.value, unswept.said, unswept.detail)
+            return None
         if isinstance(step, Counted):
             state.scanned += step.scanned
             state.in_scope += step.in_scope
@@ -222,6 +279,13 @@ def drive(run: Run, declared: Declaration[J, T]) -> None:
         elif isinstance(step, Healthy):
             for reason, count in sorted(step.counts.items()):
                 run.reporter.count_healthy(sweep, reason, count)
+        elif isinstance(step, Projects):
+            run.count_projects(step.calls, step.brake)
+            run.project_api_failed(sweep, step.failed)
+            if step.brake:
+                run.hold_brake(sweep, step.brake)
+        elif isinstance(step, Exits):
+            run.tally.codes.add(step.code)
         else:
             candidates: Candidates[Any, T] = step
 

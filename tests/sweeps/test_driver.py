@@ -11,21 +11,36 @@ from typing import Any
 import pytest
 
 from gcjob.decide.grace import Graced, grace_call
-from gcjob.kube.errors import Stopped
+from gcjob.exitcodes import ExitCode
+from gcjob.kube.errors import ApiError, Stopped
 from gcjob.kube.resources import CONFIGMAPS, Resource
 from gcjob.marks import Rule, companion_evidence
-from gcjob.model import Action, ObjectRef, Outcome, Sweep, Verdict
+from gcjob.model import (
+    PROJECT_COUNTED_AS,
+    Action,
+    ObjectRef,
+    Outcome,
+    ProjectCall,
+    ProjectState,
+    Sweep,
+    Verdict,
+)
 from gcjob.reasons import Reason
 from gcjob.run import Run
 from gcjob.sweeps.driver import (
     Candidates,
     Counted,
     Declaration,
+    Exits,
     Healthy,
+    Incomplete,
     Judged,
+    NotConfigured,
     Planned,
+    Projects,
     Scan,
     Step,
+    Unswept,
     drive,
     on_its_way,
 )
@@ -90,16 +105,19 @@ class Toy(Declaration[Verdict, None]):
     sweep = Sweep.COMPANIONS
     rule = Rule.COMPANION
 
-    def __init__(self, run: Run, steps: list[Step[Verdict, None]], read_all: bool = True) -> None:
+    def __init__(
+        self, run: Run, steps: list[Step[Verdict, None]], unswept: Unswept | None = None
+    ) -> None:
         super().__init__(run)
         self.steps = steps
-        self.read_all = read_all
+        self.unswept = unswept
         self.deleted: list[str] = []
         self.marked: list[str] = []
 
     def scan(self) -> Scan[Verdict, None]:
         yield from self.steps
-        return self.read_all
+        if self.unswept is not None:
+            raise self.unswept
 
     def plan(self, judged: Verdict) -> Planned[None]:
         if judged.ref.name == "plan-raises":
@@ -134,9 +152,11 @@ def _ref_of(verdict: Verdict) -> ObjectRef:
     return verdict.ref
 
 
-def _drive(grace: timedelta, steps: list[Step[Verdict, None]], read_all: bool = True) -> Any:
+def _drive(
+    grace: timedelta, steps: list[Step[Verdict, None]], unswept: Unswept | None = None
+) -> Any:
     ran = snapshot_run(Sweep.COMPANIONS, grace=grace)
-    toy = Toy(ran.run, steps, read_all)
+    toy = Toy(ran.run, steps, unswept)
     drive(ran.run, toy)
     return ran, toy
 
@@ -191,8 +211,35 @@ def test_a_stop_while_judging_candidates_acts_on_nothing_and_says_so() -> None:
     assert toy.deleted == [] and ran.items() == []
 
 
-def test_a_scan_that_could_not_read_all_acts_on_nothing() -> None:
+def test_a_scan_that_could_not_read_all_acts_on_nothing_and_says_why() -> None:
     steps: list[Step[Verdict, None]] = [Judged([_orphan("read", "u8")], _ref_of)]
-    ran, toy = _drive(timedelta(0), steps, read_all=False)
+    failed = ApiError(500, "InternalError", "etcd is away", "configmaps")
+    ran, toy = _drive(timedelta(0), steps, Incomplete("cannot list ConfigMaps", failed))
+    # What was judged before it is neither written nor reported.
+    assert toy.deleted == [] and toy.marked == [] and ran.items() == []
+    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    assert state.status == "incomplete"
+    assert state.detail.startswith("cannot list ConfigMaps: ")
+    assert state.detail.endswith("; nothing deleted")
+    assert ExitCode.INCOMPLETE in ran.run.tally.codes
+
+
+def test_a_sweep_that_cannot_run_here_says_so_and_reads_nothing_more() -> None:
+    ran, toy = _drive(timedelta(0), [], NotConfigured("no upstream configured"))
+    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    assert (state.status, state.detail) == ("not-configured", "no upstream configured")
     assert toy.deleted == [] and ran.items() == []
-    assert ran.run.tally.sweeps[Sweep.COMPANIONS].status == "not-run"
+
+
+def test_what_the_project_api_said_and_the_exit_codes_a_scan_calls_for_reach_the_run() -> None:
+    gone = ProjectCall(ProjectState.GONE, "project gone")
+    steps: list[Step[Verdict, None]] = [
+        Projects({"proj-a": gone}, "", "timed out"),
+        Exits(ExitCode.ITEM_FAILED),
+    ]
+    ran, _ = _drive(timedelta(0), steps)
+    assert ran.run.tally.project_counts == {"proj-a": PROJECT_COUNTED_AS[ProjectState.GONE]}
+    assert "the Project API could not be read: timed out" in (
+        ran.run.tally.sweeps[Sweep.COMPANIONS].detail
+    )
+    assert ExitCode.ITEM_FAILED in ran.run.tally.codes

@@ -31,6 +31,7 @@ from gcjob.sweeps.driver import (
     Declaration,
     Failed,
     Healthy,
+    Incomplete,
     Judged,
     Leaving,
     Planned,
@@ -138,8 +139,7 @@ class Bindings(Declaration[BindingJudged, BoundName]):
         try:
             scans = scan_bindings(run.hub, run.scope, start, run.hub_reads)
         except KubeError as exc:
-            run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
-            return False
+            raise Incomplete("cannot list ResourceBindings", exc) from exc
         for scan in scans:
             yield Counted(scan.scanned, scan.in_scope + len(scan.failed))
             yield Failed([scan])
@@ -155,7 +155,6 @@ class Bindings(Declaration[BindingJudged, BoundName]):
             yield Candidates(
                 unconfirmed, _unconfirmed_ref, self.confirm, "stopped while confirming absences"
             )
-        return True
 
     def confirm(self, unconfirmed: Unconfirmed) -> list[Planned[BoundName]]:
         """A labelled list only nominates: an unlabelled object still owns the binding."""

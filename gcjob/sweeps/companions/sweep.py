@@ -42,6 +42,7 @@ from gcjob.sweeps.driver import (
     Declaration,
     Failed,
     Healthy,
+    Incomplete,
     Judged,
     Leaving,
     Planned,
@@ -143,15 +144,13 @@ class Companions(Declaration[CompanionJudgement, None]):
             workloads = scan_workload_index(run.hub, run.scope, run.hub_reads)
         except KubeError as exc:
             # No index is not an empty index: every companion would look orphaned.
-            run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
             wait_all([reading_left])  # unused, but no read of this sweep outlives it
-            return False
+            raise Incomplete("cannot read WorkloadDeployments", exc) from exc
         try:
             left = result_of(reading_left, "the list of marked objects that left the sweep")
         except KubeError as exc:
             # A mark left behind could be counted from when the label comes back: decide nothing.
-            run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-            return False
+            raise Incomplete("cannot list marked objects that left the sweep", exc) from exc
         yield Leaving(list(filter(None, map(companion_left_scope, left))))
         world = WorkloadIndex(workloads)
 
@@ -163,8 +162,7 @@ class Companions(Declaration[CompanionJudgement, None]):
         try:
             scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
         except KubeError as exc:
-            run.incomplete(SWEEP, "cannot list companions", exc)
-            return False
+            raise Incomplete("cannot list companions", exc) from exc
         keys = KeySet()
         for scan in scans:
             keys.update(scan.keys)
@@ -174,7 +172,6 @@ class Companions(Declaration[CompanionJudgement, None]):
             yield Healthy(scan.healthy)
             yield Judged(sorted(scan.candidates, key=_in_order), _ref)
         self.keys = keys.freeze()
-        return True
 
     def plan(self, judged: CompanionJudgement) -> Planned[None]:
         return Planned(judged.verdict, judged.evidence, judged.call, None)

@@ -74,11 +74,15 @@ from gcjob.sweeps.driver import (
     Candidates,
     Counted,
     Declaration,
+    Exits,
     Failed,
     Healthy,
+    Incomplete,
     Judged,
     Leaving,
+    NotConfigured,
     Planned,
+    Projects,
     Scan,
     drive,
 )
@@ -190,52 +194,42 @@ class Copies(Declaration[Kept, CopyTarget]):
     def scan(self) -> Scan[Kept, CopyTarget]:
         run, settings = self.run, self.run.settings
         kinds = self.swept_kinds()
-        if kinds is None:
-            return False
         assert run.upstreams is not None  # swept_kinds said so otherwise
         try:
             wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
         except KubeError as exc:
-            run.incomplete(SWEEP, "cannot list the copies", exc)
-            return False
+            raise Incomplete("cannot list the copies", exc) from exc
         lookups = self.lookups = OwnerLookups(
             run.upstreams, run.upstream_reads, settings.read_upstream_secrets, self.found
         )
         try:
             lookups.load(wanted.owners)
         except Stopped as exc:
-            run.incomplete(SWEEP, "stopped while reading upstream owners", exc)
-            return False
+            raise Incomplete("stopped while reading upstream owners", exc) from exc
         clusters = {o.cluster for o in wanted.owners}
         try:
             answers = self.projects.answers(clusters)
         except Stopped as exc:
-            run.incomplete(SWEEP, "stopped while reading the Project API", exc)
-            return False
+            raise Incomplete("stopped while reading the Project API", exc) from exc
         calls_by_cluster, brake = project_calls(
             clusters, run.is_project, answers, lookups.answered(), settings.max_projects_gone
         )
-        run.count_projects(calls_by_cluster, brake)
-        run.project_api_failed(SWEEP, self.projects.failed(clusters))
-        if brake:
-            run.hold_brake(SWEEP, brake)
+        yield Projects(calls_by_cluster, brake, self.projects.failed(clusters))
         facts = self.facts = {
             o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners
         }
         calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
         if any(call.unknown for call in calls.values()):
-            run.tally.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
+            yield Exits(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
         try:
             scans = _second_read(run, kinds, calls)
         except KubeError as exc:
-            run.incomplete(SWEEP, "cannot list the copies", exc)
-            return False
+            raise Incomplete("cannot list the copies", exc) from exc
         try:
             left = scan_marked_outside_copies(run.hub, kinds.swept, run.scope, run.hub_reads)
         except KubeError as exc:
             # A mark left behind could be counted from when the label comes back: decide nothing.
-            run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-            return False
+            raise Incomplete("cannot list marked objects that left the sweep", exc) from exc
         leaving = [(copy_left_scope(ref), kind) for kind, ref in left]
         yield Leaving([Graced(g.verdict, g.call, None, kind) for g, kind in leaving if g])
         judged = SecondRead()
@@ -276,49 +270,42 @@ class Copies(Declaration[Kept, CopyTarget]):
             return judged.members[owner][0].ref
 
         yield Candidates(sorted(judged.members), first_member, group_plans)
-        return True
 
-    def swept_kinds(self) -> HubKinds | None:
-        """The kinds this run sweeps, read from the hub's discovery; None when the sweep
-        cannot run here (no upstream, a snapshot, discovery failed, permissions missing): its
-        state says why."""
+    def swept_kinds(self) -> HubKinds:
+        """The kinds this run sweeps, read from the hub's discovery. Raises NotConfigured
+        where the sweep cannot run (no upstream, a snapshot, permissions missing), Incomplete
+        when discovery failed."""
         run, settings = self.run, self.run.settings
-        state = run.tally.sweeps[SWEEP]
         if run.upstreams is None:
-            state.status = "not-configured"
-            state.detail = "no upstream configured (--upstream-kubeconfig)"
-            log.warning("copies sweep not configured: %s", state.detail)
-            return None
+            raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
         if not isinstance(run.hub, Discovering) or run.settings.snapshot:
             # A dump of collections says which kinds were dumped, not which the hub serves.
-            state.status = "not-configured"
-            state.detail = "not swept from a snapshot: it needs the hub's and upstreams' discovery"
-            log.warning("copies sweep not run: %s", state.detail)
-            return None
+            raise NotConfigured(
+                "not swept from a snapshot: it needs the hub's and upstreams' discovery",
+                "not run",
+            )
         try:
             kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
         except KubeError as exc:
-            run.incomplete(SWEEP, "cannot tell which kinds the hub serves", exc)
-            return None
-        state.detail = "; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served)
+            raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
+        # Said in the sweep's state (what a refusal below says instead, if one does).
+        run.tally.sweeps[SWEEP].detail = "; ".join(
+            f"{name} skipped: {why}" for name, why in kinds.not_served
+        )
         denied = _denied(run, kinds)
         if denied:
-            state.status = "not-configured"
-            state.detail = (
+            raise NotConfigured(
                 f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
-                "sweep downstream copies"
+                "sweep downstream copies",
+                "not run",
             )
-            log.warning("copies sweep not run: %s", state.detail)
-            return None
         denied = _projects_denied(run)
         if denied:
-            state.status = "not-configured"
-            state.detail = (
+            raise NotConfigured(
                 f"the Project API identity may not {'; '.join(denied)}: grant it "
-                "(cronjobs/rbac/projects) to sweep downstream copies"
+                "(cronjobs/rbac/projects) to sweep downstream copies",
+                "not run",
             )
-            log.warning("copies sweep not run: %s", state.detail)
-            return None
         return kinds
 
     def plan(self, kept: Kept) -> Planned[CopyTarget]:

@@ -12,6 +12,7 @@ appeared or changed between the two reads may name a Gateway nobody asked about:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,7 +26,6 @@ from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import HTTPROUTES, Resource
-from gcjob.logs import log
 from gcjob.marks import Rule
 from gcjob.model import (
     ClusterStatus,
@@ -46,12 +46,17 @@ from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.driver import (
     Counted,
     Declaration,
+    Exits,
     Failed,
     Healthy,
+    Incomplete,
     Judged,
     Leaving,
+    NotConfigured,
     Planned,
+    Projects,
     Scan,
+    Step,
     drive,
 )
 from gcjob.sweeps.routes.act import LiveRead, delete_route, read_again
@@ -224,27 +229,19 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
 
     def scan(self) -> Scan[RouteJudgement, RouteTarget | None]:
         run, settings = self.run, self.run.settings
-        state = run.tally.sweeps[SWEEP]
         if run.upstreams is None:
-            state.status = "not-configured"
-            state.detail = "no upstream configured (--upstream-kubeconfig)"
-            log.warning("routes sweep not configured: %s", state.detail)
-            return False
+            raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
         if self.ahead is not None:
             wait_all([self.ahead])
             upstream = self.upstream = self.ahead.result()
         else:
             upstream = self.upstream = read(run)
         if upstream.index is None:
-            run.incomplete(SWEEP, upstream.failed, upstream.error)
-            return False
+            raise Incomplete(upstream.failed, upstream.error)
         index = run.upstream_index = upstream.index
         if upstream.failed:  # stopped while reading upstream
-            run.incomplete(SWEEP, upstream.failed, upstream.error)
-            return False
-        calls = self.projects_named(index)
-        if calls is None:
-            return False
+            raise Incomplete(upstream.failed, upstream.error)
+        calls = yield from self.projects_named(index)
         world = IndexedUpstream(index, calls, upstream.owners)
 
         def start() -> RouteScan:
@@ -255,14 +252,12 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
         try:
             scans = scan_routes(run.hub, run.scope, start, run.hub_reads)
         except KubeError as exc:
-            run.incomplete(SWEEP, "cannot list HTTPRoutes", exc)
-            return False
+            raise Incomplete("cannot list HTTPRoutes", exc) from exc
         try:
             left = scan_marked_outside_routes(run.hub, run.scope, run.hub_reads)
         except KubeError as exc:
             # A mark left behind could be counted from when the labels come back: decide nothing.
-            run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-            return False
+            raise Incomplete("cannot list marked objects that left the sweep", exc) from exc
         yield Leaving(list(filter(None, map(route_left_scope, left))))
         if settings.delete and any(
             judged.verdict.reason == Reason.UPSTREAM_SUSPECT
@@ -271,7 +266,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
         ):
             # The suspect-cluster brake: held back, the routes of a cluster that answered with
             # too few Gateways are kept (upstream-suspect); a run that deletes says so (exit 4).
-            run.tally.codes.add(ExitCode.BRAKE)
+            yield Exits(ExitCode.BRAKE)
         for scan in scans:
             yield Counted(scan.scanned, scan.in_scope)
             yield Failed([scan])
@@ -280,25 +275,21 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
             yield Judged(sorted(scan.kept, key=_in_order), _ref)
             yield Healthy(scan.healthy)
             yield Judged(sorted(scan.candidates, key=_in_order), _ref)
-        return True
 
-    def projects_named(self, index: UpstreamIndex) -> dict[str, ProjectCall] | None:
+    def projects_named(
+        self, index: UpstreamIndex
+    ) -> Generator[Step[RouteJudgement, RouteTarget | None], None, dict[str, ProjectCall]]:
         """What the Project API says of the projects the routes name, behind the projects
-        brake, counted for the summary; a cluster that failed fails the run. None: stopped
-        while reading it (said so)."""
+        brake; a cluster that failed fails the run."""
         run = self.run
         try:
             answers, answered = project_answers(index, self.projects)
         except Stopped as exc:
-            run.incomplete(SWEEP, "stopped while reading the Project API", exc)
-            return None
+            raise Incomplete("stopped while reading the Project API", exc) from exc
         calls, brake = project_calls(
             index.clusters, run.is_project, answers, answered, run.settings.max_projects_gone
         )
-        run.count_projects(calls, brake)
-        run.project_api_failed(SWEEP, self.projects.failed(index.clusters))
-        if brake:
-            run.hold_brake(SWEEP, brake)
+        yield Projects(calls, brake, self.projects.failed(index.clusters))
         gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
         if any(
             state.status is ClusterStatus.UNAVAILABLE and name not in gone
@@ -306,7 +297,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
         ):
             # A cluster that failed is a failure of the run, whatever its routes' items say; a
             # deleted project's control plane is gone with it, and that is no failure.
-            run.tally.codes.add(ExitCode.ITEM_FAILED)
+            yield Exits(ExitCode.ITEM_FAILED)
         return calls
 
     def plan(self, judged: RouteJudgement) -> Planned[RouteTarget | None]:
