@@ -214,10 +214,11 @@ class TestCluster:
             raise ApiFailure(f"get {kind} {namespace}/{name}: {status} {body}")
         return body
 
-    def gone(self, kind: str, namespace: str | None, name: str, timeout: float = 30.0) -> bool:
+    def gone(self, kind: str, namespace: str | None, name: str, timeout: float = 120.0) -> bool:
         """Deleted: not there, or terminating on Karmada's finalizer alone (the test hub runs no
         Karmada to remove it). A deletion the garbage collector finishes (its `orphan` and
-        `foregroundDeletion` finalizers) is waited for, up to `timeout`; on a server without a
+        `foregroundDeletion` finalizers) is waited for, up to `timeout` (its client runs at
+        kube-controller-manager's QPS: minutes behind on a busy machine); on a server without a
         collector (KUBEBUILDER_ASSETS without kube-controller-manager) nothing would finish it,
         and a delete held by those alone counts as deleted. One held by anything else (a
         test's finalizer) is not gone."""

@@ -81,7 +81,7 @@ def test_one_drain_run_clears_a_backlog_of_510_and_deletes_nothing_live(
     assert summary["drain"]["waiting"] == summary["drain"]["backlog"] == 0
     # Orphan deletes of 510 objects: the garbage collector takes their `orphan` finalizers
     # off at its client's pace (about a minute here), so the first look waits for it.
-    left = [(kind, name) for kind, name in orphans if not hub.gone(kind, ns, name, 120)]
+    left = [(kind, name) for kind, name in orphans if not hub.gone(kind, ns, name)]
     assert left == []
     wrong = [(kind, name) for kind, name in live if not hub.present(kind, ns, name)]
     assert wrong == []

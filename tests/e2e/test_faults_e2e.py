@@ -205,7 +205,9 @@ def test_delete_dropped_after_applying_meets_404_and_counts_as_deleted(
 
     assert fault.hits == 1
     deletes = [r for r in faults.requests if r.method == "DELETE" and r.path == path]
-    assert [r.status for r in deletes] == [None, 404]
+    # The resend finds it gone, or (the hub's garbage collector not yet done with our Orphan
+    # delete's finalizer) terminating under our uid, a 409 that a read-back settles as ours.
+    assert [r.status for r in deletes] in ([None, 404], [None, 409])
     assert hub.gone("ConfigMap", ns, "orphan")
     assert result.outcome("ConfigMap", "orphan") == ("deleted", "orphaned")
     # our own delete applied: the binding goes with it

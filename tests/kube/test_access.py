@@ -150,7 +150,7 @@ def test_deletes_are_pinned_and_refused_without_a_pin(
     # The delete orphans: until the hub's garbage collector takes its `orphan` finalizer off
     # (at its client's pace, slow on a busy hub) the object is there, terminating, with a new
     # resourceVersion, and a repeat is a conflict. Once the collector finished, it is gone.
-    assert hub.gone("ConfigMap", ns, "pinned", timeout=120)
+    assert hub.gone("ConfigMap", ns, "pinned")
     if hub.collects_garbage:
         assert access.delete(CONFIGMAPS, ns, "pinned", meta["uid"], meta["resourceVersion"]) is (
             DeleteResult.GONE
