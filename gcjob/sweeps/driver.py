@@ -5,8 +5,8 @@
   counts, the candidates it judges one by one after the reads each needs, what the Project API
   said and the exit codes its reads call for. A scan that cannot read what it needs raises
   `Incomplete` or `NotConfigured` (kopf's handlers raise their outcome too): the driver says
-  so in the sweep's state, and nothing is acted on. A declaration writes nothing to the run:
-  the driver does.
+  so in the sweep's state, and nothing is acted on. A scan records no outcome, state or
+  exit code on the run: the driver does.
 - `plan`: what follows from one judgement (`Planned`): its verdict, the evidence an orphan's
   verdict rests on, the grace rule's call and what acting on it needs (a copy's owner and the
   anchors it names, a route's upstream target, a binding's object). decide/plan.py turns the
@@ -139,6 +139,13 @@ class Projects:
 
 
 @dataclass(frozen=True, slots=True)
+class Noted:
+    """What the sweep's state says of it so far (the kinds the copies sweep skips)."""
+
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class Exits:
     """The run exits with this code at least (a failed upstream read; a brake that held
     something back in a run that deletes), whatever its items say."""
@@ -147,7 +154,7 @@ class Exits:
 
 
 Step: TypeAlias = (
-    Counted | Failed | Leaving | Judged[J] | Healthy | Candidates[Any, T] | Projects | Exits
+    Counted | Failed | Leaving | Judged[J] | Healthy | Candidates[Any, T] | Projects | Noted | Exits
 )
 # A scan: its steps, in report order. One that cannot read what its judgements need raises
 # Incomplete or NotConfigured instead: nothing is then acted on.
@@ -284,6 +291,8 @@ def drive(run: Run, declared: Declaration[J, T]) -> None:
             run.project_api_failed(sweep, step.failed)
             if step.brake:
                 run.hold_brake(sweep, step.brake)
+        elif isinstance(step, Noted):
+            state.detail = step.detail
         elif isinstance(step, Exits):
             run.tally.codes.add(step.code)
         else:

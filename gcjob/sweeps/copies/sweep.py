@@ -81,6 +81,7 @@ from gcjob.sweeps.driver import (
     Judged,
     Leaving,
     NotConfigured,
+    Noted,
     Planned,
     Projects,
     Scan,
@@ -195,6 +196,7 @@ class Copies(Declaration[Kept, CopyTarget]):
         run, settings = self.run, self.run.settings
         kinds = self.swept_kinds()
         assert run.upstreams is not None  # swept_kinds said so otherwise
+        yield Noted("; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served))
         try:
             wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
         except KubeError as exc:
@@ -288,10 +290,6 @@ class Copies(Declaration[Kept, CopyTarget]):
             kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
         except KubeError as exc:
             raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
-        # Said in the sweep's state (what a refusal below says instead, if one does).
-        run.tally.sweeps[SWEEP].detail = "; ".join(
-            f"{name} skipped: {why}" for name, why in kinds.not_served
-        )
         denied = _denied(run, kinds)
         if denied:
             raise NotConfigured(
