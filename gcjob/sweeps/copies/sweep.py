@@ -55,6 +55,7 @@ from gcjob.sweeps.copies.act import (
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
+    anchor_kept,
     anchor_waits,
     anchors_named,
     copy_left_scope,
@@ -332,15 +333,8 @@ class Copies(Declaration[Kept, CopyTarget]):
         for verdict in verdicts:
             member = by_uid[verdict.ref.uid]
             anchor = member.anchor_uid
-            if verdict.delete and anchor is not None and stays_named(anchor, member.owner):
-                detail = "owns an object that stays: an anchor goes only after everything it owns"
-                verdict = Verdict(
-                    verdict.ref,
-                    False,
-                    Reason.ANCHOR_OWNS_KEPT_COPY,
-                    detail,
-                    cluster=verdict.cluster,
-                )
+            if verdict.delete and anchor is not None:
+                verdict = anchor_kept(verdict, stays_named(anchor, member.owner))
             anchors = (anchor,) if anchor is not None else member.anchors
             target = MemberDeletion(
                 resources[(member.replica.group, member.ref.kind)],
