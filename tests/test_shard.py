@@ -194,6 +194,7 @@ def test_the_command_line_refuses_a_bad_shard_with_exit_2(
 @pytest.mark.parametrize("count", [4, 2, 7])
 def test_four_shards_of_the_demo_report_what_one_run_does(tmp_path: Path, count: int) -> None:
     """And so do two, and seven: each COUNT splits the demo's objects otherwise."""
+
     def items(run: Any) -> Counter[tuple[Any, ...]]:
         keys = ("sweep", "kind", "namespace", "name", "action", "reason", "detail")
         return Counter(tuple(item.get(k) for k in keys) for item in run.report["items"])
