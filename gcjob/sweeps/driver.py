@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from gcjob.act.mark_writer import waiting
-from gcjob.brakes import drain_cut, group_brake
+from gcjob.brakes import drain_cut, group_brake, limit_said
 from gcjob.decide.grace import (
     GraceCall,
     Graced,
@@ -79,10 +79,12 @@ class Planned(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Counted:
-    """Objects listed, and those of them that are the sweep's own (the breaker's collection)."""
+    """Objects listed, and those of them that are the sweep's own (the breaker's collection);
+    with --shard, `in_scope` is this shard's part and `other_shards` the others'."""
 
     scanned: int
     in_scope: int
+    other_shards: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,16 +279,21 @@ def drive(run: Run, declared: Declaration[J, T]) -> None:
         if isinstance(step, Counted):
             state.scanned += step.scanned
             state.in_scope += step.in_scope
+            state.other_shards += step.other_shards
         elif isinstance(step, Failed):
             report_failed(run, sweep, step.scans)
         elif isinstance(step, Leaving):
-            each(run, sweep, step.items, _ref, unmark)
+            # With --shard, each marked object that left the sweep is the shard's of its hub
+            # namespace: one removes its mark.
+            mine = [g for g in step.items if run.shard.judges(g.verdict.ref.namespace)]
+            each(run, sweep, mine, _ref, unmark)
         elif isinstance(step, Judged):
             each(run, sweep, step.items, step.ref, lambda judged: file(declared.plan(judged)))
         elif isinstance(step, Healthy):
             for reason, count in sorted(step.counts.items()):
                 run.reporter.count_healthy(sweep, reason, count)
         elif isinstance(step, Projects):
+            run.tally.clusters_read[sweep.value] = len(step.calls)  # with --shard: its own
             run.count_projects(step.calls, step.brake)
             run.project_api_failed(sweep, step.failed)
             if step.brake:
@@ -365,13 +372,14 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
         run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
         return False
     clear = True
-    room = max(run.settings.max_deletions - run.tally.deleted, 0)
+    cap = run.limits.max_deletions  # with --shard, this shard's share of --max-deletions
+    room = max(cap - run.tally.deleted, 0)
     pace = run.drain_pace(sweep, in_scope)
     paced = pace is not None and pace < room
     cut = drain_cut(
         sort.due,
         min(room, pace) if pace is not None else room,
-        run.settings.max_deletions,
+        cap,
         lambda graced: graced.call.since,
         declared.group,
     )
@@ -380,7 +388,11 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
         run.hold_back(
             sweep,
             [g.verdict for g in members],
-            group_brake(len(members), run.settings.max_deletions),
+            group_brake(
+                len(members),
+                cap,
+                limit_said("--max-deletions", run.settings.max_deletions, run.shard),
+            ),
         )
     breaker = run.percent_braked(sweep, len(cut.now), in_scope)
     if breaker is not None:

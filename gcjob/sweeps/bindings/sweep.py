@@ -15,6 +15,7 @@ from gcjob.marks import Evidence, Rule
 from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard
 from gcjob.sweeps.bindings.act import delete_binding
 from gcjob.sweeps.bindings.judge import (
     Answered,
@@ -56,8 +57,9 @@ class BindingScan(ObjectScan[Binding]):
         now: datetime,
         min_age: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.labelled = labelled
         self.handled = handled
         self.now = now
@@ -78,6 +80,8 @@ class BindingScan(ObjectScan[Binding]):
             leaving = binding_left_scope(binding)
             if leaving is not None:
                 self.left.append(leaving)
+            return
+        if self.judged_elsewhere(binding):
             return
         self.in_scope += 1
         kind, name = target
@@ -133,7 +137,12 @@ class Bindings(Declaration[BindingJudged, BoundName]):
 
         def start() -> BindingScan:
             return BindingScan(
-                self.labelled, self.reported, run.now, settings.min_age, settings.report_healthy
+                self.labelled,
+                self.reported,
+                run.now,
+                settings.min_age,
+                settings.report_healthy,
+                run.shard,
             )
 
         try:
@@ -141,7 +150,7 @@ class Bindings(Declaration[BindingJudged, BoundName]):
         except KubeError as exc:
             raise Incomplete("cannot list ResourceBindings", exc) from exc
         for scan in scans:
-            yield Counted(scan.scanned, scan.in_scope + len(scan.failed))
+            yield Counted(scan.scanned, scan.in_scope + len(scan.failed), scan.elsewhere)
             yield Failed([scan])
             yield Leaving(sorted(scan.left, key=lambda graced: _in_order(graced.verdict)))
             # The healthy ones itemised (no mark: the grace rule has nothing to say), then the

@@ -16,6 +16,7 @@ from gcjob.marks import Rule
 from gcjob.model import Companion, ObjectRef, Outcome, Sweep
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.companions.act import (
     BindingsAhead,
@@ -77,8 +78,9 @@ class CompanionScan(ObjectScan[Companion]):
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.world = world
         self.now = now
         self.min_age = min_age
@@ -92,8 +94,11 @@ class CompanionScan(ObjectScan[Companion]):
 
     def take(self, companion: Companion) -> None:
         ref = companion.ref
-        # First: a companion that cannot be judged still exists for the bindings sweep.
+        # First: a companion that cannot be judged (or another shard judges) still exists
+        # for the bindings sweep.
         self.keys.add(ref.kind, ref.namespace, ref.name)
+        if self.judged_elsewhere(companion):
+            return
         judged = judge_companion(companion, self.world, self.now, self.min_age, self.grace)
         verdict = judged.verdict
         if verdict.delete:
@@ -156,7 +161,7 @@ class Companions(Declaration[CompanionJudgement, None]):
 
         def start() -> CompanionScan:
             return CompanionScan(
-                world, run.now, settings.min_age, settings.grace, settings.report_healthy
+                world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
             )
 
         try:
@@ -166,7 +171,8 @@ class Companions(Declaration[CompanionJudgement, None]):
         keys = KeySet()
         for scan in scans:
             keys.update(scan.keys)
-            yield Counted(scan.scanned, scan.scanned)  # every companion listed is the sweep's
+            # Every companion listed is the sweep's: with --shard, its shard's or another's.
+            yield Counted(scan.scanned, scan.scanned - scan.elsewhere, scan.elsewhere)
             yield Failed([scan])
             yield Judged(sorted([*scan.kept, *scan.marked], key=_in_order), _ref)
             yield Healthy(scan.healthy)

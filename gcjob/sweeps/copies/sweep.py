@@ -45,6 +45,7 @@ from gcjob.model import (
 )
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.act import (
     MemberDeletion,
@@ -116,16 +117,28 @@ class SecondRead:
 
 class CopyScan(ObjectScan[Replica]):
     def __init__(
-        self, resource: Resource, calls: dict[UpstreamOwner, GroupCall], keep_healthy: bool
+        self,
+        resource: Resource,
+        calls: dict[UpstreamOwner, GroupCall],
+        keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.resource = resource
         self.calls = calls
         self.keep_healthy = keep_healthy
         self.judged = SecondRead()
         self.in_scope = 0
 
+    def shard_key(self, record: Replica) -> str:
+        return copy_key(record.labels, record.ref.namespace)
+
     def take(self, replica: Replica) -> None:
+        if self.judged_elsewhere(replica):
+            # Another shard judges it; the anchors it names stay (as an anchor named by
+            # another owner's copy stays, whatever that copy's judgement).
+            self._names(replica)
+            return
         self.in_scope += 1
         member = understand(replica)
         if isinstance(member, Verdict):
@@ -199,7 +212,9 @@ class Copies(Declaration[Kept, CopyTarget]):
         assert run.upstreams is not None  # swept_kinds said so otherwise
         yield Noted("; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served))
         try:
-            wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
+            wanted, named_elsewhere = first_read(
+                run.hub, kinds, run.scope, run.hub_reads, run.shard
+            )
         except KubeError as exc:
             raise Incomplete("cannot list the copies", exc) from exc
         lookups = self.lookups = OwnerLookups(
@@ -211,11 +226,17 @@ class Copies(Declaration[Kept, CopyTarget]):
             raise Incomplete("stopped while reading upstream owners", exc) from exc
         clusters = {o.cluster for o in wanted.owners}
         try:
-            answers = self.projects.answers(clusters)
+            # With --shard, the projects brake counts the projects gone in the whole hub.
+            answers = self.projects.answers(clusters | wanted.elsewhere_clusters)
         except Stopped as exc:
             raise Incomplete("stopped while reading the Project API", exc) from exc
         calls_by_cluster, brake = project_calls(
-            clusters, run.is_project, answers, lookups.answered(), settings.max_projects_gone
+            clusters,
+            run.is_project,
+            answers,
+            lookups.answered(),
+            settings.max_projects_gone,
+            elsewhere=wanted.elsewhere_clusters,
         )
         yield Projects(calls_by_cluster, brake, self.projects.failed(clusters))
         facts = self.facts = {
@@ -238,7 +259,11 @@ class Copies(Declaration[Kept, CopyTarget]):
         judged = SecondRead()
         for scan in scans:
             judged.update(scan.judged)
-        yield Counted(sum(s.scanned for s in scans), sum(s.in_scope for s in scans))
+        yield Counted(
+            sum(s.scanned for s in scans),
+            sum(s.in_scope for s in scans),
+            sum(s.elsewhere for s in scans),
+        )
         yield Failed(scans)
         yield Judged(sorted(judged.kept, key=lambda kept: _in_order(kept[0])), _kept_ref)
         yield Healthy(judged.healthy)
@@ -445,7 +470,7 @@ def _second_read(
     for resource in kinds.swept:
 
         def start(resource: Resource = resource) -> CopyScan:
-            return CopyScan(resource, calls, run.settings.report_healthy)
+            return CopyScan(resource, calls, run.settings.report_healthy, run.shard)
 
         scans += scan_kind(run.hub, resource, run.scope, start, run.hub_reads)
     return scans

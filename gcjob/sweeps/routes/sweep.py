@@ -16,6 +16,7 @@ from collections.abc import Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from gcjob.decide.grace import Graced
 from gcjob.decide.projects import project_calls
@@ -42,6 +43,7 @@ from gcjob.model import (
 )
 from gcjob.reasons import Reason
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.driver import (
     Counted,
@@ -85,16 +87,26 @@ AHEAD = 16
 
 class RouteTargets(ObjectScan[Route]):
     """The first read: what the in-scope routes ask of their upstream clusters. A route that
-    fails here is asked about by nobody: the second read keeps it (`upstream-not-read`)."""
+    fails here is asked about by nobody: the second read keeps it (`upstream-not-read`).
+    With --shard, only this shard's projects are asked about; the others' are only named,
+    for the projects brake (it holds for the whole hub)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, shard: Shard = WHOLE) -> None:
+        super().__init__(shard)
         self.wanted = Wanted()
         self.owned: set[RouteTarget] = set()  # the targets whose upstream route is asked for
+        self.elsewhere_clusters: set[str] = set()  # the clusters other shards ask
+
+    def shard_key(self, record: Route) -> str:
+        return copy_key(record.labels, record.ref.namespace)
 
     def take(self, route: Route) -> None:
         if in_scope(route):
             target = route_target(route)
+            if self.judged_elsewhere(route):
+                if isinstance(target, RouteTarget):
+                    self.elsewhere_clusters.add(target.cluster)
+                return
             if isinstance(target, RouteTarget):
                 self.wanted.add(target)
                 if target.owner is not None:
@@ -110,6 +122,7 @@ class UpstreamRead:
     owners: OwnerLookups | None = None  # the upstream HTTPRoutes, once the Gateways are read
     failed: str = ""  # what could not be read: the sweep is then incomplete (or stopped)
     error: KubeError | None = None
+    elsewhere: frozenset[str] = frozenset()  # with --shard: the clusters other shards read
 
 
 def read(run: Run, found: Found | None = None) -> UpstreamRead:
@@ -119,15 +132,16 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     try:
         if not run.hub.served(HTTPROUTES):
             return UpstreamRead(failed=f"hub does not serve {HTTPROUTES.api_version} httproutes")
-        scans = scan_routes(run.hub, run.scope, RouteTargets, run.hub_reads)
+        scans = scan_routes(run.hub, run.scope, partial(RouteTargets, run.shard), run.hub_reads)
     except KubeError as exc:
         return UpstreamRead(failed="cannot list HTTPRoutes", error=exc)
+    elsewhere = frozenset(c for scan in scans for c in scan.elsewhere_clusters)
     wanted, owned = _merged(scans)
     index = UpstreamIndex(run.upstreams, found)
     try:
         index.load(wanted, run.settings.suspect_min_routes, run.upstream_reads)
     except Stopped as exc:
-        return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc)
+        return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc, elsewhere)
     # What the routes asked (a group per cluster and hub namespace, a target per route) is
     # not held through the owners' reads, the longest part of the run: at 25,000 routes it
     # was about 25 MiB of the sweep's peak.
@@ -138,8 +152,9 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     try:
         lookups.load(owners)
     except Stopped as exc:
-        return UpstreamRead(index, None, "stopped while reading upstream HTTPRoutes", exc)
-    return UpstreamRead(index, lookups)
+        failed = "stopped while reading upstream HTTPRoutes"
+        return UpstreamRead(index, None, failed, exc, elsewhere)
+    return UpstreamRead(index, lookups, elsewhere=elsewhere)
 
 
 def _merged(scans: list[RouteTargets]) -> tuple[Wanted, set[RouteTarget]]:
@@ -168,8 +183,9 @@ class RouteScan(ObjectScan[Route]):
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.world = world
         self.now = now
         self.min_age = min_age
@@ -181,9 +197,14 @@ class RouteScan(ObjectScan[Route]):
         self.candidates: list[RouteJudgement] = []
         self.healthy: Counter[Reason] = Counter()
 
+    def shard_key(self, record: Route) -> str:
+        return copy_key(record.labels, record.ref.namespace)
+
     def take(self, route: Route) -> None:
         if not in_scope(route):
             return  # another owner's route
+        if self.judged_elsewhere(route):
+            return
         self.in_scope += 1
         judged = judge_route(route, self.world, self.now, self.min_age, self.grace)
         verdict = judged.verdict
@@ -241,12 +262,12 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
         index = run.upstream_index = upstream.index
         if upstream.failed:  # stopped while reading upstream
             raise Incomplete(upstream.failed, upstream.error)
-        calls = yield from self.projects_named(index)
+        calls = yield from self.projects_named(index, upstream.elsewhere)
         world = IndexedUpstream(index, calls, upstream.owners)
 
         def start() -> RouteScan:
             return RouteScan(
-                world, run.now, settings.min_age, settings.grace, settings.report_healthy
+                world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
             )
 
         try:
@@ -268,7 +289,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
             # too few Gateways are kept (upstream-suspect); a run that deletes says so (exit 4).
             yield Exits(ExitCode.BRAKE)
         for scan in scans:
-            yield Counted(scan.scanned, scan.in_scope)
+            yield Counted(scan.scanned, scan.in_scope, scan.elsewhere)
             yield Failed([scan])
             yield Judged(sorted(scan.shapeless, key=_in_order), _ref)
         for scan in scans:
@@ -277,17 +298,24 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
             yield Judged(sorted(scan.candidates, key=_in_order), _ref)
 
     def projects_named(
-        self, index: UpstreamIndex
+        self, index: UpstreamIndex, elsewhere: frozenset[str] = frozenset()
     ) -> Generator[Step[RouteJudgement, RouteTarget | None], None, dict[str, ProjectCall]]:
         """What the Project API says of the projects the routes name, behind the projects
-        brake; a cluster that failed fails the run."""
+        brake; a cluster that failed fails the run. `elsewhere`: with --shard, the clusters
+        other shards read, whose projects found gone the brake counts too (the whole hub)."""
         run = self.run
         try:
             answers, answered = project_answers(index, self.projects)
+            answers |= self.projects.answers(elsewhere)
         except Stopped as exc:
             raise Incomplete("stopped while reading the Project API", exc) from exc
         calls, brake = project_calls(
-            index.clusters, run.is_project, answers, answered, run.settings.max_projects_gone
+            index.clusters,
+            run.is_project,
+            answers,
+            answered,
+            run.settings.max_projects_gone,
+            elsewhere=elsewhere,
         )
         yield Projects(calls, brake, self.projects.failed(index.clusters))
         gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
