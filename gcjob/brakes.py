@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from gcjob.exitcodes import FOR_ONE_RUN
+from gcjob.shard import Shard
 
 T = TypeVar("T")
 G = TypeVar("G", bound=Hashable)
@@ -42,6 +43,14 @@ PAST_GROUP = (
 )
 
 
+def limit_said(flag: str, limit: int, shard: Shard) -> str:
+    """How a brake's message names its limit: the flag and its value, and with --shard the
+    share this shard holds of it (gcjob/shard.py: the shares add up to the limit)."""
+    if shard.whole:
+        return f"{flag} {limit}"
+    return f"{flag} {limit} (shard {shard}'s share: {shard.share(limit)})"
+
+
 # -- the drain cap and the deletion brake --------------------------------------------------
 
 
@@ -52,10 +61,16 @@ class BrakeLimits:
     min_objects: int  # the percentage applies only to a sweep with at least this many
 
 
-def percent_brake(candidates: int, in_scope: int, limits: BrakeLimits) -> str | None:
+def percent_brake(
+    candidates: int, in_scope: int, limits: BrakeLimits, whole: int | None = None
+) -> str | None:
     """Why this sweep's deletions (those within the drain cap) must all be held back, or
-    None: they would be too large a share of its collection."""
-    if candidates == 0 or in_scope < limits.min_objects or in_scope <= 0:
+    None: they would be too large a share of its collection. `whole`: with --shard, the
+    sweep's collection in the whole hub, which --brake-min-objects is held to (every shard
+    then holds its deletions to the percentage of its own part, so their sum is held to it
+    of the whole); by default `in_scope`."""
+    size = in_scope if whole is None else whole
+    if candidates == 0 or size < limits.min_objects or in_scope <= 0:
         return None
     percent = 100.0 * candidates / in_scope
     if percent <= limits.max_percent:
@@ -82,11 +97,12 @@ def deletion_brake(reason: str) -> str:
     return f"deletion brake: {reason}"
 
 
-def group_brake(size: int, max_deletions: int) -> str:
-    """The deletion brake's message for a group larger than the whole drain cap."""
+def group_brake(size: int, max_deletions: int, said: str = "") -> str:
+    """The deletion brake's message for a group larger than the whole drain cap (`said`: how
+    the cap is named, `limit_said`)."""
     return deletion_brake(
         f"a group of {size} that goes whole or not at all exceeds "
-        f"--max-deletions {max_deletions}: {PAST_GROUP}"
+        f"{said or f'--max-deletions {max_deletions}'}: {PAST_GROUP}"
     )
 
 
@@ -145,6 +161,7 @@ class MarksBrake:
 
     max_marks: int
     written: int = 0  # new marks written this run (a dry run: that it would write)
+    said: str = ""  # how the limit is named (`limit_said`); by default --max-marks N
 
     def holds(self, new: int = 1) -> str | None:
         """Why `new` more marks may not be written this run, or None."""
@@ -153,8 +170,8 @@ class MarksBrake:
         marks, exceed = ("mark", "exceeds") if new == 1 else ("marks", "exceed")
         return (
             f"marks brake: {new} new {marks} (+{self.written} earlier this run) {exceed} "
-            f"--max-marks {self.max_marks}: if these new orphans are right (a dry run lists "
-            f"them), raise --max-marks {FOR_ONE_RUN}"
+            f"{self.said or f'--max-marks {self.max_marks}'}: if these new orphans are right "
+            f"(a dry run lists them), raise --max-marks {FOR_ONE_RUN}"
         )
 
     def count(self) -> None:
@@ -168,13 +185,14 @@ class WriteBrake:
 
     max_writes: int
     counted: int = 0  # writes sent (a dry run: that it would send) this run
+    said: str = ""  # how the limit is named (`limit_said`); by default --max-writes N
 
     def holds(self) -> str | None:
         """Why no further write may go out this run, or None."""
         if self.counted >= self.max_writes:
             return (
-                f"write brake: --max-writes {self.max_writes} reached this run (the next run "
-                f"goes on; to do more at once, raise --max-writes {FOR_ONE_RUN})"
+                f"write brake: {self.said or f'--max-writes {self.max_writes}'} reached this run "
+                f"(the next run goes on; to do more at once, raise --max-writes {FOR_ONE_RUN})"
             )
         return None
 

@@ -75,6 +75,7 @@ def cli() -> None:
 @flags.DRAIN
 @flags.WRITE_QPS
 @flags.MAX_WRITES
+@flags.SHARD
 @flags.NO_LOCK
 @flags.NO_EVENTS
 @flags.LOCK_NAMESPACE
@@ -87,7 +88,11 @@ def cli() -> None:
 @click.pass_context
 def sweep(ctx: click.Context, /, **_: Any) -> int:
     """Find orphans on the hub and delete them (or, by default, only report them)."""
-    settings = settings_of(ctx, ignored_variables=flags.ignored_variables())
+    settings = settings_of(
+        ctx,
+        ignored_variables=flags.ignored_variables(),
+        completion_index=flags.completion_index(),
+    )
     # The signals first: importing the run's modules takes most of a second.
     budget = RunBudget(settings.timeout.total_seconds())
     stop_on_signals(budget)

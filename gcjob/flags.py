@@ -34,6 +34,7 @@ from gcjob.settings import (
     Settings,
     parse_duration,
 )
+from gcjob.shard import COMPLETION_INDEX, MAX_SHARDS, Shard, parse_shard
 from gcjob.times import parse_time
 
 # Every flag's default is Settings' (a duration's, the constant Settings parses): one place.
@@ -49,6 +50,24 @@ def variable(flag: str) -> str:
 def ignored_variables() -> tuple[str, ...]:
     """The would-be twins of --delete and --now that are set: never read, only warned about."""
     return tuple(name for name in IGNORED_VARIABLES if os.environ.get(name))
+
+
+def completion_index() -> str | None:
+    """JOB_COMPLETION_INDEX, set by Kubernetes in each pod of an Indexed Job: Settings
+    refuses a run whose --shard does not name it."""
+    return os.environ.get(COMPLETION_INDEX)
+
+
+class ShardPart(click.ParamType):  # type: ignore[type-arg]
+    name = "INDEX/COUNT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, Shard):
+            return value
+        try:
+            return parse_shard(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
@@ -360,6 +379,15 @@ WRITE_QPS = option(
     "--delete-qps is its old name).",
 )
 MAX_WRITES = option("max-writes", help="Brake: most writes per run (marks, unmarks, deletions).")
+SHARD = option(
+    "shard",
+    type=ShardPart(),
+    keep_blank=True,
+    help=f"Judge only this part of the hub (an Indexed Job's pod, COUNT up to {MAX_SHARDS}): "
+    "routes and copies by their project, companions and bindings by their namespace, "
+    "sha256-hashed; the limits are split between the shards. In an Indexed Job: "
+    f"--shard=$({COMPLETION_INDEX})/COUNT (docs/operating.md#sharding-past-one-pod).",
+)
 NO_LOCK = option("no-lock", is_flag=True, help="Do not take the hub Lease (runs may overlap).")
 NO_EVENTS = option(
     "no-events",

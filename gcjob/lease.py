@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, ConfigError, KubeError
 from gcjob.kube.resources import LEASES
 from gcjob.logs import log
+from gcjob.shard import Shard
 from gcjob.times import parse_time
 
 MAX_LEASE_DURATION = timedelta(hours=1)
@@ -50,6 +52,11 @@ HOLDER_SHOWN = 200  # characters of a holder's identity said in a message
 # A --drain run's (the rollout Job's) identity starts with this: the CronJob's runs that find
 # it holding the lease step aside (exit 0, skipped) instead of failing (exit 6).
 DRAIN_HOLDER = "drain/"
+# The shards of one COUNT (--shard) hold the run's Lease together, as `shards/COUNT`: every
+# other holder (an unsharded run, a drain, the shards of another COUNT) excludes them, and they
+# it. Each shard also holds a Lease of its own (Shard.lease_name), against its own twin.
+SHARDS_HOLDER = "shards/"
+SHARED_ATTEMPTS = 5  # the shards of one COUNT start at once: a 409 from a sibling is retried
 
 
 class LockHeld(Exception):
@@ -57,11 +64,17 @@ class LockHeld(Exception):
     (zero when it does not: just taken, or first seen now); `holder`: who, when known."""
 
     def __init__(
-        self, message: str, held_for: timedelta = timedelta(0), holder: str | None = None
+        self,
+        message: str,
+        held_for: timedelta = timedelta(0),
+        holder: str | None = None,
+        *,
+        conflict: bool = False,
     ) -> None:
         super().__init__(message)
         self.held_for = held_for
         self.holder = holder
+        self.conflict = conflict  # another write came first (409): who holds it is not known
 
     @property
     def by_drain(self) -> bool:
@@ -86,6 +99,7 @@ class LeaseState:
     why: str = ""
     observe: str | None = None  # the value OBSERVED_ANNOTATION must hold, when it must be written
     held_since: datetime | None = None  # since when the holder has held it, when that is known
+    expires: datetime | None = None  # when it expires, when its own times can be trusted
 
 
 def record_digest(spec: dict[str, Any]) -> str:
@@ -127,6 +141,7 @@ def judge_lease(lease: dict[str, Any], server_now: datetime, cap: timedelta) -> 
             holder,
             f"renewed {_seconds_time(renewed)}, expires {_seconds_time(expires)}",
             held_since=acquired if acquired is not None and acquired <= renewed else renewed,
+            expires=expires,
         )
     untrusted = (
         "no renewTime"
@@ -179,13 +194,24 @@ def holder_of(
 
 class LeaseLock:
     def __init__(
-        self, access: KubeAccess, namespace: str, name: str, identity: str, duration: timedelta
+        self,
+        access: KubeAccess,
+        namespace: str,
+        name: str,
+        identity: str,
+        duration: timedelta,
+        *,
+        shared: bool = False,
     ) -> None:
+        """`shared`: held together by every run of this `identity` (the shards of one COUNT):
+        one that finds it held by its own identity joins, and keeps it at least as long as it
+        was to last."""
         self.access = access
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.duration = duration
+        self.shared = shared
         self.cap = max(MAX_LEASE_DURATION, duration)  # never shorter than our own lease
         self.held = False
 
@@ -201,7 +227,17 @@ class LeaseLock:
     def acquire(self, now: datetime) -> None:
         """Raises LockHeld when another live run holds it, ConfigError when the lock namespace
         is missing or the Lease is forbidden, KubeError when it cannot tell. `now`: this pod's
-        clock, used when the server sends no Date."""
+        clock, used when the server sends no Date. A shared lease is tried again when a
+        sibling's write came first."""
+        for attempt in range(1, SHARED_ATTEMPTS + 1):
+            try:
+                self._acquire(now)
+                return
+            except LockHeld as exc:
+                if not (self.shared and exc.conflict) or attempt == SHARED_ATTEMPTS:
+                    raise
+
+    def _acquire(self, now: datetime) -> None:
         where = f"lease {self.namespace}/{self.name}"
         try:
             current, server_now = self.access.read_dated(LEASES, self.namespace, self.name)
@@ -235,16 +271,27 @@ class LeaseLock:
                 transitions = spec.get("leaseTransitions")
                 if isinstance(transitions, bool) or not isinstance(transitions, int):
                     transitions = 0
-                current["spec"] = self._spec(stamp, max(transitions, 0) + 1)
+                if self.shared and state.holder == self.identity:
+                    current["spec"] = self._joined(spec, state, stamp)
+                else:
+                    current["spec"] = self._spec(stamp, max(transitions, 0) + 1)
                 _drop_note(current)
                 self.access.replace(LEASES, self.namespace, self.name, current)
         except ApiError as exc:
             if exc.status == 409:
-                raise LockHeld(f"{where} was taken by another run first") from exc
+                raise LockHeld(f"{where} was taken by another run first", conflict=True) from exc
             if exc.status in (403, 404):  # no such namespace, or no RBAC for Leases there
                 raise ConfigError(f"--lock-namespace/--lock-name: {exc}") from exc
             raise
         self.held = True
+
+    def _joined(self, spec: dict[str, Any], state: LeaseState, now: datetime) -> dict[str, Any]:
+        """A shared lease joined: renewed now, for this run's duration or what it still had
+        to run, whichever is longer (a sibling that started earlier stays covered)."""
+        seconds = int(self.duration.total_seconds())
+        if state.expires is not None:
+            seconds = max(seconds, math.ceil((state.expires - now).total_seconds()))
+        return {**spec, "renewTime": _micro_time(now), "leaseDurationSeconds": seconds}
 
     def _note(self, current: dict[str, Any], observed: str) -> None:
         """Remember on the Lease when this record was first seen (a resourceVersion-checked
@@ -304,3 +351,72 @@ def _drop_note(lease: dict[str, Any]) -> None:
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
     if isinstance(annotations, dict):
         annotations.pop(OBSERVED_ANNOTATION, None)
+
+
+def is_live(lease: dict[str, Any] | None, server_now: datetime, cap: timedelta) -> bool:
+    """Whether `lease` is held by a live run (a record whose times cannot be trusted counts
+    as live: that only keeps the run's lease a while longer)."""
+    return lease is not None and judge_lease(lease, server_now, cap).holder is not None
+
+
+class ShardLock:
+    """The locks of one shard (--shard INDEX/COUNT): its own Lease (`<lock-name>-shard-INDEX-
+    of-COUNT`), against a twin of the same shard; then the run's Lease (`--lock-name`), held
+    together by the shards of its COUNT (`shards/COUNT`), against an unsharded run, a drain
+    and the shards of another COUNT. Released: its own, then the run's by the last shard out
+    (one that finds no sibling's Lease live); a shard that cannot tell leaves it to expire."""
+
+    def __init__(
+        self,
+        access: KubeAccess,
+        namespace: str,
+        lock_name: str,
+        shard: Shard,
+        identity: str,
+        duration: timedelta,
+    ) -> None:
+        self.access = access
+        self.namespace = namespace
+        self.own = LeaseLock(access, namespace, shard.lease_name(lock_name), identity, duration)
+        self.run = LeaseLock(
+            access, namespace, lock_name, f"{SHARDS_HOLDER}{shard.count}", duration, shared=True
+        )
+        self.siblings = [
+            Shard(index, shard.count).lease_name(lock_name)
+            for index in range(shard.count)
+            if index != shard.index
+        ]
+
+    @property
+    def held(self) -> bool:
+        return self.own.held and self.run.held
+
+    def acquire(self, now: datetime) -> None:
+        self.own.acquire(now)
+        try:
+            self.run.acquire(now)
+        except BaseException:
+            try:
+                self.own.release()
+            except KubeError as exc:  # it expires by itself
+                log.warning("could not release the shard's lease: %s", exc)
+            raise
+
+    def renew(self, now: datetime) -> None:
+        self.own.renew(now)
+        self.run.renew(now)
+
+    def release(self) -> None:
+        self.own.release()
+        if not self.run.held:
+            return
+        for name in self.siblings:
+            lease, server_now = self.access.read_dated(LEASES, self.namespace, name)
+            if is_live(lease, server_now or datetime.now(UTC), self.run.cap):
+                return  # a sibling still runs: the last one out releases it
+        try:
+            self.run.release()
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            # A sibling that starts now joined it first: it is theirs to release.

@@ -27,6 +27,7 @@ from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
 from gcjob.act.record import DeletionRecord, check_record_dir
 from gcjob.act.writes import Writes
+from gcjob.brakes import limit_said
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
 from gcjob.domain import GATEWAY_GROUP, REPLICATED_KINDS
@@ -47,7 +48,7 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
 from gcjob.kube.upstreams import LiveUpstreams
-from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld
+from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld, ShardLock
 from gcjob.logs import log
 from gcjob.model import Sweep
 from gcjob.preflight import NotAHub, check_hub, check_project_list
@@ -165,7 +166,15 @@ def _new_run(
         on_stdout_closed=lambda: budget.request_stop("stdout closed"),
     )
     # One budget for every write: the marker and the deleter are paced and braked together.
-    writes = Writes(budget, qps=settings.write_qps, max_writes=settings.max_writes)
+    # With --shard, each brake at this shard's share of its limit: COUNT shards together
+    # never pass what one run may do (gcjob/shard.py).
+    shard = settings.part
+    writes = Writes(
+        budget,
+        qps=settings.write_qps,
+        max_writes=shard.share(settings.max_writes),
+        said=limit_said("--max-writes", settings.max_writes, shard),
+    )
     # A dry run deletes nothing, so records nothing.
     record = (
         DeletionRecord(settings.record_deletions, run_id)
@@ -183,7 +192,8 @@ def _new_run(
         dry_run=not settings.delete,
         budget=budget,
         writes=writes,
-        max_marks=settings.max_marks,
+        max_marks=shard.share(settings.max_marks),
+        marks_said=limit_said("--max-marks", settings.max_marks, shard),
     )
     context = RunContext(
         settings,
@@ -208,7 +218,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
     settings, hub, access = run.settings, run.hub, sources.access
     error = ""
     lock_held_for = timedelta(0)
-    lock: LeaseLock | None = None
+    lock: LeaseLock | ShardLock | None = None
     try:
         check_hub(hub, settings.sweeps)
         if access is not None:  # a live hub: its clock, from the Date of its last answer
@@ -224,13 +234,15 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
         if access is not None and settings.delete and settings.lock:
             # Outside the run's budget: a run stopped by --timeout or SIGTERM still releases it.
             lock_access = sources.make_access(access.transport.api_client, "hub", RunBudget(None))
-            lock = LeaseLock(
-                lock_access,
-                settings.lock_namespace,
-                settings.lock_name,
-                # A drain says so: the CronJob's runs step aside for it (exit 0, skipped).
-                f"{DRAIN_HOLDER if settings.drain else ''}{socket.gethostname()}/{run.run_id}",
-                settings.timeout + LEASE_MARGIN,
+            # A drain says so: the CronJob's runs step aside for it (exit 0, skipped).
+            drain = DRAIN_HOLDER if settings.drain else ""
+            identity = f"{drain}{socket.gethostname()}/{run.run_id}"
+            duration = settings.timeout + LEASE_MARGIN
+            namespace, name = settings.lock_namespace, settings.lock_name
+            lock = (
+                LeaseLock(lock_access, namespace, name, identity, duration)
+                if run.shard.whole
+                else ShardLock(lock_access, namespace, name, run.shard, identity, duration)
             )
             lock.acquire(datetime.now(UTC))
         # The run's one list of Milo's projects, read now: a Project API that cannot be right
@@ -285,7 +297,7 @@ def _hub_clock(run: Run, access: KubeAccess) -> datetime:
     return clock.now
 
 
-def _drain(run: Run, access: KubeAccess, lock: LeaseLock | None) -> None:
+def _drain(run: Run, access: KubeAccess, lock: LeaseLock | ShardLock | None) -> None:
     """--drain (the rollout Job): after the first round, sleep until the next mark is due
     (at once while a backlog is left past the drain cap), renew the lease, and sweep again,
     a full sweep on the same rules, until no orphan waits, a round does not end cleanly, or

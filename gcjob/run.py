@@ -15,7 +15,7 @@ from gcjob import __version__
 from gcjob.act.deleter import Deleter
 from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
-from gcjob.brakes import BrakeLimits, deletion_brake, drain_pace, percent_brake
+from gcjob.brakes import BrakeLimits, deletion_brake, drain_pace, limit_said, percent_brake
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
@@ -42,7 +42,8 @@ from gcjob.reasons import ERROR_REASONS, Reason
 from gcjob.redact import redact
 from gcjob.report.emitter import Reporter
 from gcjob.report.records import DueTally, rfc3339, upstream_record
-from gcjob.settings import Settings
+from gcjob.settings import SHARED_LIMITS, Settings
+from gcjob.shard import Shard
 
 # How a sweep's detail says that a Project API read it rests on failed (once a sweep).
 PROJECT_API_FAILED = "the Project API could not be read"
@@ -53,7 +54,8 @@ class SweepState:
     status: str = "not-run"
     detail: str = ""
     scanned: int = 0
-    in_scope: int = 0
+    in_scope: int = 0  # the objects of the sweep this run judged (with --shard: its shard's)
+    other_shards: int = 0  # with --shard: the objects of the sweep another shard judges
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,10 @@ class RunContext:
 
     @property
     def limits(self) -> BrakeLimits:
+        """The deletion brakes, as this run holds them: with --shard, its share of the drain
+        cap (the shares add up to --max-deletions)."""
         s = self.settings
-        return BrakeLimits(s.max_deletions, s.max_delete_percent, s.brake_min_objects)
+        return BrakeLimits(s.part.share(s.max_deletions), s.max_delete_percent, s.brake_min_objects)
 
 
 @dataclass
@@ -104,6 +108,8 @@ class Tally:
     marks: dict[str, dict[str, int]] = field(default_factory=dict)
     brakes: list[str] = field(default_factory=list)  # each brake that engaged, named, once
     project_counts: dict[str, str] = field(default_factory=dict)  # project -> counted state
+    # The upstream clusters (projects) each sweep read this round: with --shard, its shard's.
+    clusters_read: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -171,6 +177,10 @@ class Run:
     @property
     def scope(self) -> Scope:
         return self.context.scope
+
+    @property
+    def shard(self) -> Shard:
+        return self.settings.part
 
     @property
     def limits(self) -> BrakeLimits:
@@ -287,7 +297,12 @@ class Run:
         round is held to its cap's share of the hub the drain began on, so the breaker trips
         on a mass of orphans, not on a backlog being cleared (the marks brake held round 1)."""
         collection = max(in_scope, self.tally.first_scope.setdefault(sweep, in_scope))
-        reason = percent_brake(candidates, collection, self.limits)
+        # With --shard: --brake-min-objects is held to the sweep's collection in the whole hub.
+        state = self.tally.sweeps.get(sweep)
+        whole = collection + (state.other_shards if state is not None else 0)
+        reason = percent_brake(candidates, collection, self.limits, whole)
+        if reason is not None and not self.shard.whole:
+            reason = f"shard {self.shard}: {reason}"
         return None if reason is None else deletion_brake(reason)
 
     def drain_pace(self, sweep: Sweep, in_scope: int) -> int | None:
@@ -330,7 +345,8 @@ class Run:
         left for the next run or round; no brake."""
         s = self.settings
         past = (
-            f"past the drain cap (--max-deletions {s.max_deletions} this run): a later run"
+            f"past the drain cap ({limit_said('--max-deletions', s.max_deletions, self.shard)} "
+            "this run): a later run"
             if paced is None
             else f"past this round's pace (--max-delete-percent {s.max_delete_percent:g} of "
             f"the {sweep.value} sweep's {self.tally.first_scope.get(sweep, 0)} objects as the "
@@ -420,6 +436,7 @@ class Run:
                     "detail": st.detail,
                     "scanned": st.scanned,
                     "in_scope": st.in_scope,
+                    **({} if self.shard.whole else {"other_shards": st.other_shards}),
                 }
                 for sweep, st in self.tally.sweeps.items()
             },
@@ -448,11 +465,29 @@ class Run:
             "exit_code": int(exit_code),
             "exit_reason": redact(error or self._exit_reason(exit_code)),
         }
+        if not self.shard.whole:
+            summary["shard"] = self._shard_summary()
         if self.tally.skipped:
             summary["skipped"] = redact(self.tally.skipped)
         if self.tally.drain is not None:
             summary["drain"] = self.tally.drain
         return summary
+
+    def _shard_summary(self) -> dict[str, Any]:
+        """Which shard this run was and what it covered: the upstream clusters (projects) each
+        sweep read, the objects it judged (each sweep's in_scope; other_shards: the rest), and
+        the share of each absolute limit it held."""
+        s = self.settings
+        return {
+            "index": self.shard.index,
+            "count": self.shard.count,
+            "keys": "routes and copies by project, companions and bindings by hub namespace",
+            "clusters_read": dict(self.tally.clusters_read),
+            "limits": {
+                field: {"run": getattr(s, field), "shard": self.shard.share(getattr(s, field))}
+                for field in SHARED_LIMITS
+            },
+        }
 
     def _exit_reason(self, exit_code: ExitCode) -> str:
         """The exit code's description; for a brake, which brakes engaged, by name."""

@@ -21,6 +21,7 @@ from gcjob.domain import (
     is_reserved_namespace,
 )
 from gcjob.model import Sweep
+from gcjob.shard import COMPLETION_INDEX, WHOLE, Shard
 from gcjob.urls import outbound_problem, project_api_problem
 
 MAX_DURATION_SECONDS = 365 * 24 * 3600
@@ -204,11 +205,22 @@ class Settings:
     now: datetime | None = None  # decide as of this time (--now, for tests and replays)
     # GCJOB_DELETE and GCJOB_NOW, when set: never read, the run warns that they are ignored.
     ignored_variables: tuple[str, ...] = ()
+    # --shard INDEX/COUNT: the part of the hub this pod judges (gcjob/shard.py); None: all.
+    shard: Shard | None = None
+    # JOB_COMPLETION_INDEX as the environment gave it (a pod of an Indexed Job): --shard must
+    # be given and name this index, or the run is refused.
+    completion_index: str | None = None
+
+    @property
+    def part(self) -> Shard:
+        """The shard this run judges: the whole hub unless --shard."""
+        return self.shard or WHOLE
 
     def __post_init__(self) -> None:
         _check_scope(self)
         _check_values(self)
         _check_together(self)
+        _check_shard(self)
 
 
 def _check_scope(settings: Settings) -> None:
@@ -325,4 +337,53 @@ def _check_together(settings: Settings) -> None:
         raise SettingsError(
             "--snapshot reads upstream clusters from DIR/upstream/<cluster>/: drop "
             "--upstream-kubeconfig/--upstream-server-template"
+        )
+
+
+# The absolute limits each shard takes a share of (gcjob/shard.py): a limit below COUNT would
+# leave some shard none at all, and its orphans would wait forever, unsaid.
+SHARED_LIMITS: Final = ("max_deletions", "max_marks", "max_writes")
+
+
+def _check_shard(settings: Settings) -> None:
+    """--shard: a part of COUNT; an Indexed Job's pod must run the shard of its index."""
+    shard, index = settings.shard, settings.completion_index
+    if shard is not None and (
+        not isinstance(shard, Shard) or not 0 <= shard.index < shard.count or shard.count < 1
+    ):
+        raise SettingsError(f"{shard!r} is not a shard INDEX/COUNT", "shard")
+    if index is not None:
+        if shard is None:
+            raise SettingsError(
+                f"{COMPLETION_INDEX}={index[:20]!r}: a pod of an Indexed Job runs one shard; "
+                f"give --shard INDEX/COUNT (e.g. --shard=$({COMPLETION_INDEX})/4)",
+                "shard",
+            )
+        if index.strip() != str(shard.index):
+            raise SettingsError(
+                f"{shard} does not match this pod's {COMPLETION_INDEX}={index[:20]!r}: two "
+                "pods would judge one shard and none the other",
+                "shard",
+            )
+    if shard is None or shard.whole:
+        return
+    if settings.drain:
+        raise SettingsError(
+            "--drain runs unsharded (the rollout Job): it cannot be combined with --shard"
+        )
+    for field in SHARED_LIMITS:
+        limit = getattr(settings, field)
+        if 0 < limit < shard.count:
+            flag = "--" + field.replace("_", "-")
+            raise SettingsError(
+                f"{limit} is less than the {shard.count} shards of --shard {shard}: each shard "
+                f"takes a share of {flag}, and some would have none (give at least "
+                f"{shard.count}, or 0)",
+                field,
+            )
+    lease = shard.lease_name(settings.lock_name)
+    if not is_dns1123_subdomain(lease):
+        raise SettingsError(
+            f"{settings.lock_name!r} is too long for its shards' Lease {lease[:80]!r}",
+            "lock_name",
         )

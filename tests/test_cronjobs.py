@@ -21,16 +21,19 @@ from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.kube.connect import check_server_template, project_api_from_template
 from gcjob.model import Sweep
 from gcjob.settings import Settings, parse_duration
+from gcjob.shard import Shard
 
 CRONJOBS = Path(__file__).parents[1] / "cronjobs"
 RENDERED = (
     "overlays/dry-run",
     "overlays/enforce",
+    "overlays/sharded",
     "rollout",
     "once",
     "restore",
     "storage",
     "rbac/hub",
+    "rbac/hub-sharded",
     "rbac/hub-serviceaccount",
     "rbac/hub-without-secrets",
     "rbac/hub-restore",
@@ -38,7 +41,13 @@ RENDERED = (
     "rbac/upstream-serviceaccount",
     "rbac/projects",
 )
-SWEEPING = ("overlays/dry-run", "overlays/enforce", "rollout", "once")  # `gcjob sweep` pods
+SWEEPING = (
+    "overlays/dry-run",
+    "overlays/enforce",
+    "rollout",
+    "once",
+    "overlays/sharded",
+)  # `gcjob sweep` pods
 # The kustomizations an install's own overlays stand on (docs/install.md, "Your overlays"), and
 # what of each they render: with a copy of cronjobs/settings, and cronjobs/components/settings.
 INSTALLED = (*SWEEPING[:3], "restore", "rbac/hub", "rbac/hub-serviceaccount", "rbac/hub-restore")
@@ -128,7 +137,12 @@ def test_the_deadline_leaves_room_for_timeout_and_the_request_in_flight(
     spec = job_spec(workload)
     args = spec["template"]["spec"]["containers"][0]["args"]
     timeout = parse_duration(flag(args, "timeout") or "4m").total_seconds()
-    assert spec["backoffLimit"] == 0
+    # No pod retry: the next schedule runs again. An Indexed Job's shards each fail on their
+    # own (backoffLimit would fail the whole Job, and stop the other shards, at the first).
+    if spec.get("completionMode") == "Indexed":
+        assert "backoffLimit" not in spec and spec["backoffLimitPerIndex"] == 0
+    else:
+        assert spec["backoffLimit"] == 0
     assert spec["activeDeadlineSeconds"] >= timeout + READ_TIMEOUT + 20
     assert spec["ttlSecondsAfterFinished"] > 0
     if workload["kind"] == "CronJob":
@@ -426,7 +440,17 @@ def test_the_deletion_record_is_on_where_runs_delete_each_workload_on_a_claim_of
         "overlays/enforce": "gcjob-deletions",
         "once": "gcjob-deletions",
         "rollout": "gcjob-rollout-deletions",
+        # Instead of the enforcing CronJob: its claim, its shards' pods on one node (the claim
+        # is ReadWriteOnce), each run's record a file of its own.
+        "overlays/sharded": "gcjob-deletions",
     }
+    [sharded] = [w for d, w in workloads() if d == "overlays/sharded"]
+    template = job_spec(sharded)["template"]
+    [term] = template["spec"]["affinity"]["podAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
 
 
 def test_the_one_off_job_is_the_enforcing_cronjobs_pod_with_its_own_arguments_appended() -> None:
@@ -570,3 +594,24 @@ def test_the_hub_identity_may_post_exactly_the_events_a_delete_run_asks_for(dire
     for resource, verbs in preflight.EVENT_NEEDS:
         assert granted[(resource.group, resource.plural)] == set(verbs)
     assert ("", "events") not in granted
+
+
+def test_the_sharded_cronjob_runs_count_shards_at_once_each_with_its_lease() -> None:
+    """cronjobs/overlays/sharded: an Indexed Job of COUNT pods at once, each pod the shard of
+    its own index (Kubernetes expands $(JOB_COMPLETION_INDEX)); the hub's Lease Role of
+    cronjobs/rbac/hub-sharded grants every shard's Lease for that COUNT."""
+    [cronjob] = [obj for obj in render("overlays/sharded") if obj["kind"] == "CronJob"]
+    spec = job_spec(cronjob)
+    args = spec["template"]["spec"]["containers"][0]["args"]
+    shard = flag(args, "shard")
+    assert shard is not None
+    index, _, count = shard.partition("/")
+    assert index == "$(JOB_COMPLETION_INDEX)"
+    assert spec["completionMode"] == "Indexed"
+    assert spec["completions"] == spec["parallelism"] == int(count)
+    assert "--delete" in args and flag(args, "record-deletions")
+    settings = Settings(shard=Shard(0, int(count)), lock_name=flag(args, "lock-name") or "gcjob")
+    [role] = [obj for obj in render("rbac/hub-sharded") if obj["kind"] == "Role"]
+    named = {name for rule in role["rules"] for name in rule.get("resourceNames", [])}
+    leases = {Shard(i, int(count)).lease_name(settings.lock_name) for i in range(int(count))}
+    assert named == {settings.lock_name, *leases}

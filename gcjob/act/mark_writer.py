@@ -55,16 +55,17 @@ class Marker:
         budget: RunBudget,
         writes: Writes | None = None,
         max_marks: int = sys.maxsize,
+        marks_said: str = "",
     ) -> None:
         """`target`: where patches go (the hub, or a snapshot's loaded objects); None for a
         live dry run, which writes nothing. `writes`: the run's write budget, shared with the
         deleter (without one: unpaced, unbraked). `max_marks`: the marks brake, every mark
-        counted (a companion's binding too)."""
+        counted (a companion's binding too); `marks_said`: how its limit is named."""
         self.target = target
         self.dry_run = dry_run
         self.budget = budget
         self.writes = writes or Writes(budget, qps=0, max_writes=sys.maxsize)
-        self.brake = MarksBrake(max_marks)
+        self.brake = MarksBrake(max_marks, said=marks_said)
 
     def marks_braked(self, *, upgrade: bool = False) -> str | None:
         """Why no further mark may be written this run, or None. `upgrade`: the rewrite of an

@@ -29,11 +29,12 @@ class Writes:
         *,
         qps: float,
         max_writes: int,
+        said: str = "",
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.budget = budget
-        self.brake = WriteBrake(max_writes)
+        self.brake = WriteBrake(max_writes, said=said)
         self._interval = 1.0 / qps if qps > 0 else 0.0
         self._clock = clock
         self._sleep = sleep

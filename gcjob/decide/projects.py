@@ -98,10 +98,13 @@ def project_calls(
     answers: Mapping[str, ProjectAnswer],
     answered: Sequence[str],
     max_gone: int,
+    elsewhere: Iterable[str] = (),
 ) -> tuple[dict[str, ProjectCall], str]:
     """Each cluster's project call, and the projects brake's reason ("" when it holds
     nothing): gone only on a trusted Project API's NotFound, and no more of them than
-    `max_gone` in one run (else none is taken as gone)."""
+    `max_gone` in one run (else none is taken as gone). `elsewhere`: with --shard, the
+    clusters other shards judge: the brake counts theirs found gone too (by `answers`), so
+    that it holds for the whole hub, the same in every shard."""
     clusters = sorted(set(clusters))
     api = check_project_api(answers, [c for c in answered if is_project(c)])
     calls = {
@@ -109,7 +112,14 @@ def project_calls(
         for c in clusters
     }
     gone = sorted(c for c, call in calls.items() if call.state is ProjectState.GONE)
-    reason = projects_brake(len(gone), max_gone)
+    others = set(elsewhere) - set(clusters)
+    gone_elsewhere = [
+        c
+        for c in sorted(others)
+        if judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api).state
+        is ProjectState.GONE
+    ]
+    reason = projects_brake(len(gone) + len(gone_elsewhere), max_gone)
     if reason is None:
         return calls, ""
     for c in gone:

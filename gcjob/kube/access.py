@@ -9,6 +9,7 @@ or annotation its rules do not read) is all that any `reduce`, list or get ever 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -720,6 +721,9 @@ def _api_error(response: Response, request: Request) -> ApiError:
     if response.status == 403 and NAMESPACE_TERMINATING in _causes(body):
         # Not a permission: the namespace is being deleted (the API server's NamespaceLifecycle).
         message = f"forbidden: the namespace is being deleted: {said}"
+    elif response.status == 403 and _ADMISSION_DENIAL.search(said):
+        # A ValidatingAdmissionPolicy or an admission webhook said no: no grant would change it.
+        message = f"refused by an admission policy or webhook, not RBAC: {said}"
     elif response.status == 403:
         hint = f"grant '{_verb(request)}' on {request.path}"
         message = f"forbidden: {hint}: {said}"
@@ -730,6 +734,15 @@ def _api_error(response: Response, request: Request) -> ApiError:
 
 # The cause the API server names when it refuses to create in a namespace being deleted.
 NAMESPACE_TERMINATING = "NamespaceTerminating"
+
+# How the API server words a refusal by admission (k8s.io/apiserver's admission plugins):
+# `<kind> "<name>" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied
+# request: ...`, and `admission webhook "w" denied the request: ...`. RBAC's refusal says
+# `User "u" cannot delete resource ...`.
+_ADMISSION_DENIAL = re.compile(
+    r"ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request|"
+    r'admission webhook "[^"]*" denied the request'
+)
 
 
 def _causes(body: dict[str, Any]) -> set[str]:

@@ -1,7 +1,8 @@
 """`--pushgateway URL`: the run's numbers for Prometheus, pushed once at the end.
 
 A batch job is gone before Prometheus could scrape it, so it pushes. Every run of one install
-pushes to one group, job="gcjob", hub=<the hub's server>: a dry run and an enforcing run
+pushes to one group, job="gcjob", hub=<the hub's server> (and shard="INDEX/COUNT", one group a
+shard, with --shard): a dry run and an enforcing run
 replace the same series, so switching modes leaves no frozen group behind for an alert to
 find. A run that steps aside for the rollout Job (skipped) adds three metrics only (when it
 stepped aside, how long the lock has been held, its success) and leaves the last sweep's
@@ -35,7 +36,11 @@ LOCK_HELD_HELP = (
 
 
 def grouping(summary: dict[str, Any]) -> dict[str, str]:
-    """One group per install, whatever its mode: the hub it sweeps."""
+    """One group per install, whatever its mode: the hub it sweeps; with --shard, one group per
+    shard (shard="INDEX/COUNT"): no shard's push replaces another's."""
+    shard = summary.get("shard")
+    if shard:
+        return {"hub": summary["hub"], "shard": f"{shard['index']}/{shard['count']}"}
     return {"hub": summary["hub"]}
 
 

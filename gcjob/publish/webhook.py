@@ -62,6 +62,9 @@ def why(summary: dict[str, Any]) -> list[str]:
 def message(summary: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
     """The Slack payload: plain `text` (mrkdwn), which any Slack-compatible receiver shows."""
     mode = "dry run" if summary["dry_run"] else "delete"
+    shard = summary.get("shard")
+    if shard:  # one of the shards of an Indexed Job: which one
+        mode += f", shard {shard['index']}/{shard['count']}"
     totals = ", ".join(f"{n} {action}" for action, n in sorted(summary["totals"].items()) if n)
     lines = [
         f"*gcjob* {' and '.join(why(summary)) or 'ran'} on {summary['hub']} ({mode})",

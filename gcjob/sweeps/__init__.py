@@ -1,10 +1,12 @@
-"""The sweeps, one folder each (judge, scan, act, sweep, explain), and their order: what one
+"""The sweeps, one folder each (judge, scan, act, sweep, explain), and their order: each
+folder's sweep.py declares the sweep, and one driver (driver.py) runs every one. What one
 sweep needs of another, and what two sweeps read once between them (Milo's Project API), is
 handed on here, never left on the Run."""
 
 from __future__ import annotations
 
 from concurrent.futures import Future
+from typing import Any
 
 from gcjob.decide.explanation import Conclusion, Explanation, Target
 from gcjob.decide.trace import Trace
@@ -27,6 +29,7 @@ from gcjob.sweeps.companions.sweep import CompanionsSwept
 from gcjob.sweeps.copies import explain as copies_explain
 from gcjob.sweeps.copies import sweep as copies
 from gcjob.sweeps.copies.scan import Discovering
+from gcjob.sweeps.driver import Declaration, drive
 from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.routes import sweep as routes
@@ -40,7 +43,7 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
     depend on nothing run at once: the routes sweep's (hub routes, then every upstream
     cluster) start before the first sweep and go on beside the others; each sweep's own
     collections are read at once too. Deciding, acting and reporting stay in this thread,
-    in sweep order, whatever order the answers came in."""
+    in sweep order, whatever order the answers came in (gcjob/sweeps/driver.py `drive`)."""
     for sweep in Sweep:
         if sweep in run.settings.sweeps and (sweep is not Sweep.COPIES or copies_possible(run)):
             run.tally.sweeps[sweep] = SweepState()
@@ -53,7 +56,21 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
     projects = projects or ProjectReads(run.projects, run.is_project)
     # The Gateways the routes sweep finds upstream, not read again by the copies sweep.
     found = Found() if {Sweep.ROUTES, Sweep.COPIES} <= run.tally.sweeps.keys() else None
-    swept = NOT_SWEPT
+    first: companions.Companions | None = None  # what the bindings sweep is handed
+
+    def declare(sweep: Sweep) -> Declaration[Any, Any]:
+        """The sweep, declared by its folder, with what it is handed."""
+        nonlocal first
+        if sweep is Sweep.COMPANIONS:
+            first = companions.Companions(run)
+            return first
+        if sweep is Sweep.BINDINGS:
+            swept = first.swept() if first is not None else NOT_SWEPT
+            return bindings.Bindings(run, companion_keys(run, swept), swept.bindings_reported)
+        if sweep is Sweep.ROUTES:
+            return routes.Routes(run, projects, upstream)
+        return copies.Copies(run, projects, found)
+
     try:
         if Sweep.ROUTES in run.tally.sweeps and run.upstreams is not None:
             upstream = ahead.start(lambda: routes.read(run, found))
@@ -64,14 +81,7 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
                 run.tally.codes.add(ExitCode.STOPPED)
                 continue
             run.reporter.progress(f"{sweep.value}: sweeping")
-            if sweep is Sweep.COMPANIONS:
-                swept = companions.sweep(run)
-            elif sweep is Sweep.BINDINGS:
-                bindings.sweep(run, companion_keys(run, swept), swept.bindings_reported)
-            elif sweep is Sweep.ROUTES:
-                routes.sweep(run, projects, upstream)
-            else:
-                copies.sweep(run, projects, found)
+            drive(run, declare(sweep))
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()

@@ -19,6 +19,7 @@ from gcjob.logs import log
 from gcjob.model import ObjectRef, Outcome, Sweep
 from gcjob.redact import error_line
 from gcjob.run import Run
+from gcjob.shard import WHOLE, Shard
 
 T = TypeVar("T")
 
@@ -33,11 +34,15 @@ R = TypeVar("R", bound=HasRef)
 
 class ObjectScan(Generic[R]):
     """A list sink that decides each object as it arrives (`take`); an object whose `take`
-    raised is kept in `failed`, for the sweep to report, and the list goes on."""
+    raised is kept in `failed`, for the sweep to report, and the list goes on. `shard`: the
+    part of the hub this run judges (--shard); what keeps objects alive is read from every
+    object, whichever shard judges it."""
 
-    def __init__(self) -> None:
+    def __init__(self, shard: Shard = WHOLE) -> None:
         self.scanned = 0  # every object listed, decided or not
         self.failed: list[tuple[ObjectRef, str]] = []
+        self.shard = shard
+        self.elsewhere = 0  # objects of the sweep that another shard judges: only counted
 
     def add(self, record: R) -> None:
         self.scanned += 1
@@ -46,7 +51,32 @@ class ObjectScan(Generic[R]):
         except Stopped:
             raise
         except Exception as exc:
+            if self._elsewhere_on_error(record):
+                return  # another shard's: it reports it
             self.failed.append((record.ref, error_line(exc)))
+
+    def shard_key(self, record: R) -> str:
+        """What decides which shard judges `record` (gcjob/shard.py): its hub namespace; the
+        sweeps keyed by project say theirs."""
+        return record.ref.namespace
+
+    def judged_elsewhere(self, record: R) -> bool:
+        """Whether another shard judges `record`: then it is counted, and the scan goes no
+        further with it."""
+        if self.shard.judges(self.shard_key(record)):
+            return False
+        self.elsewhere += 1
+        return True
+
+    def _elsewhere_on_error(self, record: R) -> bool:
+        """An object whose turn raised is reported by the one shard that judges it (by every
+        shard when even its key cannot be told: kept, never lost)."""
+        if self.shard.whole:
+            return False
+        try:
+            return self.judged_elsewhere(record)
+        except Exception:
+            return False
 
     def take(self, record: R) -> None:
         raise NotImplementedError

@@ -776,3 +776,77 @@ def test_a_failed_index_still_waits_for_the_lists_read_beside_it_before_the_next
     ]
     assert bindings_lists
     assert all(r.received > left.answered for r in bindings_lists)
+
+
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+
+
+def test_a_delete_an_admission_policy_refuses_names_the_policy_not_a_grant(
+    hub: TestCluster, sweep: HubSweep
+) -> None:
+    """A ValidatingAdmissionPolicy that refuses the delete (403 Forbidden, as RBAC's) is no
+    permission to grant: the item says the policy refused it, in the server's words, and the
+    object stays."""
+    ns = hub.namespace()
+    policy = f"keep-{ns[-8:]}"
+    hub.create_at(
+        f"{ADMISSION}/validatingadmissionpolicies",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": policy},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["DELETE"],
+                            "resources": ["configmaps"],
+                        }
+                    ]
+                },
+                "validations": [
+                    {"expression": "false", "message": "kept by policy", "reason": "Forbidden"}
+                ],
+            },
+        },
+    )
+    hub.create_at(
+        f"{ADMISSION}/validatingadmissionpolicybindings",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": policy},
+            "spec": {
+                "policyName": policy,
+                "validationActions": ["Deny"],
+                "matchResources": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+                },
+            },
+        },
+    )
+    try:
+        hub.create(companion("ConfigMap", ns, "probe", ["default/web-gone"]))
+        probe = f"/api/v1/namespaces/{ns}/configmaps/probe?dryRun=All"
+        deadline = time.monotonic() + 30
+        while hub._call("DELETE", probe)[0] != 403:  # the policy is read by an informer
+            assert time.monotonic() < deadline, "the policy never took effect"
+            time.sleep(0.2)
+        hub.create(companion("ConfigMap", ns, "orphan", ["default/web-gone"]))
+
+        result = sweep(ns, "--delete", "--sweep", "companions")
+
+        item = result.item("ConfigMap", "orphan")
+        assert item is not None and item["action"] == "failed", result.items
+        detail = item["detail"]
+        assert "refused by an admission policy or webhook, not RBAC" in detail, detail
+        assert f"ValidatingAdmissionPolicy '{policy}'" in detail and "kept by policy" in detail
+        assert "grant" not in detail
+        assert hub.present("ConfigMap", ns, "orphan")
+        assert result.exit_code == 1, result.stderr
+    finally:
+        hub._call("DELETE", f"{ADMISSION}/validatingadmissionpolicybindings/{policy}")
+        hub._call("DELETE", f"{ADMISSION}/validatingadmissionpolicies/{policy}")

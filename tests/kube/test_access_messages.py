@@ -115,3 +115,20 @@ def test_an_rbac_403_leads_with_the_servers_words_when_asked_and_names_the_grant
         f"{said} (HTTP 403 Forbidden on /api/v1/namespaces/ns-a/configmaps; if RBAC refused "
         "it, grant 'create' on /api/v1/namespaces/ns-a/configmaps)"
     )
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # k8s.io/apiserver's words for a ValidatingAdmissionPolicy's and a webhook's refusal
+        "configmaps \"app\" is forbidden: ValidatingAdmissionPolicy 'keep' with binding 'keep' "
+        "denied request: kept by policy",
+        'admission webhook "keep.example.com" denied the request: kept',
+    ],
+)
+def test_a_403_from_admission_names_no_grant(said: str) -> None:
+    status = {"kind": "Status", "reason": "Forbidden", "message": said}
+    error = _api_error(Response(403, {}, json.dumps(status).encode()), CREATE)
+
+    assert f"refused by an admission policy or webhook, not RBAC: {said}" in str(error)
+    assert "grant" not in str(error) and "grant" not in error.server_first()

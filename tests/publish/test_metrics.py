@@ -346,3 +346,35 @@ SKIPPED_SETS = {
     "push_time_seconds",
     "push_failure_time_seconds",
 }
+
+
+def test_each_shard_pushes_a_group_of_its_own(pushgateway: Pushgateway) -> None:
+    """--shard: one group a shard (shard="INDEX/COUNT" beside hub), none replacing another's;
+    the shards' would-deletes add up to one run's."""
+    for index in range(4):
+        result = CliRunner().invoke(
+            cli,
+            [
+                *("sweep", "--snapshot", str(DEMO), "--grace", "0"),
+                *("--pushgateway", pushgateway.url, "--shard", f"{index}/4"),
+            ],
+            standalone_mode=False,
+        )
+        assert result.return_value == 0, result.stderr
+
+    hub = "demo-hub (snapshot)"
+    groups = pushgateway.groups()
+    assert sorted(g["shard"] for g in groups) == [f"{i}/4" for i in range(4)]
+    assert all(g["hub"] == hub and g["job"] == "gcjob" for g in groups)
+    would = 0.0
+    for index in range(4):
+        group = (("hub", hub), ("instance", ""), ("job", "gcjob"), ("shard", f"{index}/4"))
+        got = {
+            key: value
+            for (name, labels), value in pushgateway.samples().items()
+            for key in [(name, tuple(x for x in labels if x[0] not in dict(group)))]
+            if tuple(x for x in labels if x[0] in dict(group)) == group
+        }
+        assert got[("gcjob_run_exit_code", ())] == 0
+        would += sum(v for (name, labels), v in got.items() if ("action", "would-delete") in labels)
+    assert would == 15  # the demo's would-delete total, as one run's report says

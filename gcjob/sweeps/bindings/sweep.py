@@ -6,16 +6,16 @@ from collections import Counter
 from collections.abc import Set
 from datetime import datetime, timedelta
 
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.grace import Graced, grace_call
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped
-from gcjob.kube.resources import RESOURCEBINDINGS
-from gcjob.marks import Rule
+from gcjob.kube.resources import RESOURCEBINDINGS, Resource
+from gcjob.marks import Evidence, Rule
 from gcjob.model import Binding, ObjectRef, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.run import Run
-from gcjob.sweeps import grace_actions
+from gcjob.shard import WHOLE, Shard
 from gcjob.sweeps.bindings.act import delete_binding
 from gcjob.sweeps.bindings.judge import (
     Answered,
@@ -25,11 +25,25 @@ from gcjob.sweeps.bindings.judge import (
     judge_binding,
 )
 from gcjob.sweeps.bindings.scan import bound_object_exists, scan_bindings
-from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.sweeps.boundary import ObjectScan
+from gcjob.sweeps.driver import (
+    Candidates,
+    Counted,
+    Declaration,
+    Failed,
+    Healthy,
+    Incomplete,
+    Judged,
+    Leaving,
+    Planned,
+    Scan,
+    drive,
+)
 
 SWEEP = Sweep.BINDINGS
 LABELLED = Answered(Existence.EXISTS)  # a labelled companion of that name exists
 BoundName = tuple[str, str]  # (kind, name) of the object a binding is for
+NO_TARGET: BoundName = ("", "")  # a healthy binding's: nothing is written to it
 
 
 class BindingScan(ObjectScan[Binding]):
@@ -43,8 +57,9 @@ class BindingScan(ObjectScan[Binding]):
         now: datetime,
         min_age: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.labelled = labelled
         self.handled = handled
         self.now = now
@@ -55,7 +70,7 @@ class BindingScan(ObjectScan[Binding]):
         self.kept: list[Verdict] = []
         self.healthy: Counter[Reason] = Counter()
         self.marked: list[tuple[Verdict, BoundName]] = []  # healthy, yet carrying a mark
-        self.left: list[Verdict] = []  # out of the sweep, carrying its mark
+        self.left: list[Graced[None]] = []  # out of the sweep, carrying its mark
 
     def take(self, binding: Binding) -> None:
         if binding.ref.uid in self.handled:
@@ -64,7 +79,9 @@ class BindingScan(ObjectScan[Binding]):
         if target is None:  # not ours; a mark of ours goes, or it would count from its time
             leaving = binding_left_scope(binding)
             if leaving is not None:
-                self.left.append(leaving.verdict)
+                self.left.append(leaving)
+            return
+        if self.judged_elsewhere(binding):
             return
         self.in_scope += 1
         kind, name = target
@@ -84,36 +101,73 @@ def _in_order(verdict: Verdict) -> tuple[str, str, str]:
     return verdict.ref.order
 
 
-def _ref(verdict: Verdict) -> ObjectRef:
-    return verdict.ref
+# A binding judged: its verdict, the (kind, name) it binds, and what an orphan's verdict rests
+# on (None: not an orphan).
+BindingJudged = tuple[Verdict, BoundName, Evidence | None]
+Unconfirmed = tuple[Binding, BoundName]
 
 
-def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
-    """`labelled`: the labelled companions, as (kind, namespace, name) (empty when they could
+def _judged_ref(judged: BindingJudged) -> ObjectRef:
+    return judged[0].ref
+
+
+def _unconfirmed_ref(unconfirmed: Unconfirmed) -> ObjectRef:
+    return unconfirmed[0].ref
+
+
+class Bindings(Declaration[BindingJudged, BoundName]):
+    """Sweep 2, declared (gcjob/sweeps/driver.py runs it): every binding in scope, listed
+    (BindingScan judges those of labelled companions as they arrive); each other candidate
+    judged once its object was read by name, and the binding whole; deletes through act.py.
+
+    `labelled`: the labelled companions, as (kind, namespace, name) (empty when they could
     not be read: every candidate is then confirmed by its own read); `reported`: the uids of
     the bindings the companions sweep already reported this run, with their companions."""
-    state = run.tally.sweeps[SWEEP]
-    settings = run.settings
 
-    def start() -> BindingScan:
-        return BindingScan(labelled, reported, run.now, settings.min_age, settings.report_healthy)
+    sweep = SWEEP
+    rule = Rule.BINDING
 
-    try:
-        scans = scan_bindings(run.hub, run.scope, start, run.hub_reads)
-    except KubeError as exc:
-        return run.incomplete(SWEEP, "cannot list ResourceBindings", exc)
-    sort: GraceSort[BoundName] = GraceSort(Rule.BINDING, run.now, settings.grace)
+    def __init__(self, run: Run, labelled: KeySet, reported: Set[str]) -> None:
+        super().__init__(run)
+        self.labelled = labelled
+        self.reported = reported
 
-    def unmark_left(verdict: Verdict) -> None:
-        run.record(run.marker.unmark(SWEEP, verdict, RESOURCEBINDINGS))
+    def scan(self) -> Scan[BindingJudged, BoundName]:
+        run, settings = self.run, self.run.settings
 
-    def keep_unless_unmarked(marked: tuple[Verdict, BoundName]) -> None:
-        verdict, target = marked
-        if not sort.not_orphan(verdict, target):
-            run.keep(SWEEP, verdict)
+        def start() -> BindingScan:
+            return BindingScan(
+                self.labelled,
+                self.reported,
+                run.now,
+                settings.min_age,
+                settings.report_healthy,
+                run.shard,
+            )
 
-    def confirm(unconfirmed: tuple[Binding, BoundName]) -> None:
+        try:
+            scans = scan_bindings(run.hub, run.scope, start, run.hub_reads)
+        except KubeError as exc:
+            raise Incomplete("cannot list ResourceBindings", exc) from exc
+        for scan in scans:
+            yield Counted(scan.scanned, scan.in_scope + len(scan.failed), scan.elsewhere)
+            yield Failed([scan])
+            yield Leaving(sorted(scan.left, key=lambda graced: _in_order(graced.verdict)))
+            # The healthy ones itemised (no mark: the grace rule has nothing to say), then the
+            # healthy ones carrying a mark (it goes), then the counts.
+            kept = [(verdict, NO_TARGET, None) for verdict in sorted(scan.kept, key=_in_order)]
+            yield Judged(kept, _judged_ref)
+            marked = sorted(scan.marked, key=lambda m: _in_order(m[0]))
+            yield Judged([(verdict, target, None) for verdict, target in marked], _judged_ref)
+            yield Healthy(scan.healthy)
+            unconfirmed = sorted(scan.unconfirmed, key=lambda u: u[0].ref.order)
+            yield Candidates(
+                unconfirmed, _unconfirmed_ref, self.confirm, "stopped while confirming absences"
+            )
+
+    def confirm(self, unconfirmed: Unconfirmed) -> list[Planned[BoundName]]:
         """A labelled list only nominates: an unlabelled object still owns the binding."""
+        run = self.run
         binding, (kind, name) = unconfirmed
         error = ""
         try:
@@ -140,34 +194,24 @@ def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
                 presence, error = Existence.UNKNOWN, f"cannot read the binding: {exc}"
             else:
                 if live is None:
-                    return  # gone since it was listed: nothing to decide
+                    return []  # gone since it was listed: nothing to decide
                 binding = live
-        judged = judge_binding(binding, Answered(presence, error), run.now, settings.min_age)
-        verdict = judged.verdict
-        if judged.evidence is not None:
-            sort.orphan(verdict, judged.evidence, (kind, name))
-        elif not sort.not_orphan(verdict, (kind, name)):
-            run.keep(SWEEP, verdict)
+        judged = judge_binding(binding, Answered(presence, error), run.now, run.settings.min_age)
+        return [self.plan((judged.verdict, (kind, name), judged.evidence))]
 
-    for scan in scans:
-        state.scanned += scan.scanned
-        state.in_scope += scan.in_scope + len(scan.failed)
-        report_failed(run, SWEEP, [scan])
-        each(run, SWEEP, sorted(scan.left, key=_in_order), _ref, unmark_left)
-        each(run, SWEEP, sorted(scan.kept, key=_in_order), _ref, lambda v: run.keep(SWEEP, v))
-        marked = sorted(scan.marked, key=lambda m: m[0].ref.order)
-        each(run, SWEEP, marked, lambda m: m[0].ref, keep_unless_unmarked)
-        for reason, count in sorted(scan.healthy.items()):
-            run.reporter.count_healthy(SWEEP, reason, count)
-        unconfirmed = sorted(scan.unconfirmed, key=lambda u: u[0].ref.order)
-        try:
-            each(run, SWEEP, unconfirmed, lambda u: u[0].ref, confirm)
-        except Stopped as exc:
-            return run.incomplete(SWEEP, "stopped while confirming absences", exc)
+    def plan(self, judged: BindingJudged) -> Planned[BoundName]:
+        verdict, target, evidence = judged
+        call = grace_call(self.rule, verdict, evidence, self.run.now, self.run.settings.grace)
+        return Planned(verdict, evidence, call, target)
 
-    def delete(graced: Graced[BoundName]) -> list[Outcome]:
+    def resource(self, graced: Graced[BoundName]) -> Resource:
+        return RESOURCEBINDINGS
+
+    def delete(self, graced: Graced[BoundName]) -> list[Outcome]:
+        run = self.run
         return [delete_binding(graced.verdict, graced.target, run.hub, run.deleter)]
 
-    if grace_actions.act(run, SWEEP, sort, state.in_scope, lambda _: RESOURCEBINDINGS, delete):
-        run.completed(SWEEP)
-    return None
+
+def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:
+    """The bindings sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
+    drive(run, Bindings(run, labelled, reported))

@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.grace import Graced
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, ReadAhead, result_of, wait_all
 from gcjob.kube.errors import KubeError
-from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
+from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS, Resource
 from gcjob.marks import Rule
 from gcjob.model import Companion, ObjectRef, Outcome, Sweep
 from gcjob.reasons import Reason
 from gcjob.run import Run
-from gcjob.sweeps import grace_actions
-from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.shard import WHOLE, Shard
+from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.companions.act import (
     BindingsAhead,
     delete_companion,
@@ -37,6 +37,18 @@ from gcjob.sweeps.companions.scan import (
     scan_companions,
     scan_marked_outside_companions,
     scan_workload_index,
+)
+from gcjob.sweeps.driver import (
+    Counted,
+    Declaration,
+    Failed,
+    Healthy,
+    Incomplete,
+    Judged,
+    Leaving,
+    Planned,
+    Scan,
+    drive,
 )
 
 SWEEP = Sweep.COMPANIONS
@@ -66,8 +78,9 @@ class CompanionScan(ObjectScan[Companion]):
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.world = world
         self.now = now
         self.min_age = min_age
@@ -81,8 +94,11 @@ class CompanionScan(ObjectScan[Companion]):
 
     def take(self, companion: Companion) -> None:
         ref = companion.ref
-        # First: a companion that cannot be judged still exists for the bindings sweep.
+        # First: a companion that cannot be judged (or another shard judges) still exists
+        # for the bindings sweep.
         self.keys.add(ref.kind, ref.namespace, ref.name)
+        if self.judged_elsewhere(companion):
+            return
         judged = judge_companion(companion, self.world, self.now, self.min_age, self.grace)
         verdict = judged.verdict
         if verdict.delete:
@@ -103,92 +119,101 @@ def _ref(judged: CompanionJudgement) -> ObjectRef:
     return judged.verdict.ref
 
 
-def sweep(run: Run) -> CompanionsSwept:
-    state = run.tally.sweeps[SWEEP]
-    reported: set[str] = set()
+class Companions(Declaration[CompanionJudgement, None]):
+    """Sweep 1, declared (gcjob/sweeps/driver.py runs it): the marked ConfigMaps and Secrets
+    that left the sweep (read beside the index), every WorkloadDeployment (the index), then
+    the labelled companions, each judged as its page arrives (CompanionScan). Its writes take
+    each companion's binding along (act.py), its bindings read a few ahead of the waits and
+    marks; what it leaves for the bindings sweep is `swept`."""
 
-    def noting(outcomes: list[Outcome]) -> list[Outcome]:
-        """The outcomes of one object's turn; its binding's uid noted for the bindings sweep."""
-        reported.update(o.ref.uid for o in outcomes if o.ref.kind == RESOURCEBINDINGS.kind)
-        return outcomes
+    sweep = SWEEP
+    rule = Rule.COMPANION
 
-    def swept(keys: KeySet | None = None) -> CompanionsSwept:
-        return CompanionsSwept(keys, frozenset(reported))
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        self.keys: KeySet | None = None  # the labelled companions, once all were read
+        self.reported: set[str] = set()  # the uids of the bindings reported with them
+        self.bindings: BindingsAhead | None = None
 
-    # Beside the index: two lists the server filters from every ConfigMap and Secret, read
-    # one after another in one of the hub's readers (SERIAL: it waits on no pool).
-    reading_left = run.hub_reads.start(
-        partial(scan_marked_outside_companions, run.hub, run.scope, SERIAL)
-    )
-    try:
-        workloads = scan_workload_index(run.hub, run.scope, run.hub_reads)
-    except KubeError as exc:
-        # No index is not an empty index: every companion would look orphaned.
-        run.incomplete(SWEEP, "cannot read WorkloadDeployments", exc)
-        wait_all([reading_left])  # unused, but no read of this sweep outlives it
-        return swept()
-    try:
-        left = result_of(reading_left, "the list of marked objects that left the sweep")
-    except KubeError as exc:
-        # A mark left behind could be counted from when the label comes back: decide nothing.
-        run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-        return swept()
-    for graced in filter(None, map(companion_left_scope, left)):
-        for outcome in noting(unmark_companion(graced, run.hub, run.marker)):
-            run.record(outcome)
-    settings = run.settings
+    def swept(self) -> CompanionsSwept:
+        return CompanionsSwept(self.keys, frozenset(self.reported))
 
-    world = WorkloadIndex(workloads)
-
-    def start() -> CompanionScan:
-        return CompanionScan(
-            world, run.now, settings.min_age, settings.grace, settings.report_healthy
+    def scan(self) -> Scan[CompanionJudgement, None]:
+        run, settings = self.run, self.run.settings
+        # Beside the index: two lists the server filters from every ConfigMap and Secret, read
+        # one after another in one of the hub's readers (SERIAL: it waits on no pool).
+        reading_left = run.hub_reads.start(
+            partial(scan_marked_outside_companions, run.hub, run.scope, SERIAL)
         )
+        try:
+            workloads = scan_workload_index(run.hub, run.scope, run.hub_reads)
+        except KubeError as exc:
+            # No index is not an empty index: every companion would look orphaned.
+            wait_all([reading_left])  # unused, but no read of this sweep outlives it
+            raise Incomplete("cannot read WorkloadDeployments", exc) from exc
+        try:
+            left = result_of(reading_left, "the list of marked objects that left the sweep")
+        except KubeError as exc:
+            # A mark left behind could be counted from when the label comes back: decide nothing.
+            raise Incomplete("cannot list marked objects that left the sweep", exc) from exc
+        yield Leaving(list(filter(None, map(companion_left_scope, left))))
+        world = WorkloadIndex(workloads)
 
-    try:
-        scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
-    except KubeError as exc:
-        run.incomplete(SWEEP, "cannot list companions", exc)
-        return swept()
-    keys = KeySet()
-    by_grace: GraceSort[None] = GraceSort(Rule.COMPANION, run.now, settings.grace)
+        def start() -> CompanionScan:
+            return CompanionScan(
+                world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
+            )
 
-    def sort(judged: CompanionJudgement) -> None:
-        if not by_grace.take(judged.verdict, judged.evidence, judged.call, None):
-            run.keep(SWEEP, judged.verdict)
+        try:
+            scans = scan_companions(run.hub, run.scope, start, run.hub_reads)
+        except KubeError as exc:
+            raise Incomplete("cannot list companions", exc) from exc
+        keys = KeySet()
+        for scan in scans:
+            keys.update(scan.keys)
+            # Every companion listed is the sweep's: with --shard, its shard's or another's.
+            yield Counted(scan.scanned, scan.scanned - scan.elsewhere, scan.elsewhere)
+            yield Failed([scan])
+            yield Judged(sorted([*scan.kept, *scan.marked], key=_in_order), _ref)
+            yield Healthy(scan.healthy)
+            yield Judged(sorted(scan.candidates, key=_in_order), _ref)
+        self.keys = keys.freeze()
 
-    for scan in scans:
-        keys.update(scan.keys)
-        state.scanned += scan.scanned
-        report_failed(run, SWEEP, [scan])
-        kept = sorted([*scan.kept, *scan.marked], key=_in_order)
-        each(run, SWEEP, kept, _ref, sort)
-        for reason, count in sorted(scan.healthy.items()):
-            run.reporter.count_healthy(SWEEP, reason, count)
-        each(run, SWEEP, sorted(scan.candidates, key=_in_order), _ref, sort)
-    keys.freeze()
-    state.in_scope = state.scanned
-    ahead: BindingsAhead | None = None
+    def plan(self, judged: CompanionJudgement) -> Planned[None]:
+        return Planned(judged.verdict, judged.evidence, judged.call, None)
 
-    def read_ahead(graced: list[Graced[None]]) -> None:
+    def resource(self, graced: Graced[None]) -> Resource:
+        return COMPANION_RESOURCES[graced.verdict.ref.kind]
+
+    def delete(self, graced: Graced[None]) -> list[Outcome]:
+        return self._noting(delete_companion(graced.verdict, self.run.hub, self.run.deleter))
+
+    def mark(self, graced: Graced[None]) -> list[Outcome]:
+        run = self.run
+        return self._noting(mark_companion(graced, run.hub, run.marker, self.bindings))
+
+    def unmark(self, graced: Graced[None]) -> list[Outcome]:
+        return self._noting(unmark_companion(graced, self.run.hub, self.run.marker))
+
+    def wait(self, graced: Graced[None]) -> list[Outcome]:
+        run = self.run
+        return self._noting(wait_companion(graced, run.hub, run.marker, self.bindings))
+
+    def ahead_of_marks(self, graced: list[Graced[None]]) -> None:
         """The bindings of the companions about to be marked or waited on, read a few at once
         (one after another, 100 would-marks cost a dry run at 10k a fifth of its time)."""
-        nonlocal ahead
         refs = [g.verdict.ref for g in graced]
-        ahead = ReadAhead(run.hub_reads, refs, partial(read_binding, hub=run.hub), AHEAD)
+        read = partial(read_binding, hub=self.run.hub)
+        self.bindings = ReadAhead(self.run.hub_reads, refs, read, AHEAD)
 
-    completed = grace_actions.act(
-        run,
-        SWEEP,
-        by_grace,
-        state.in_scope,
-        lambda graced: COMPANION_RESOURCES[graced.verdict.ref.kind],
-        lambda graced: noting(delete_companion(graced.verdict, run.hub, run.deleter)),
-        mark=lambda graced: noting(mark_companion(graced, run.hub, run.marker, ahead)),
-        unmark=lambda graced: noting(unmark_companion(graced, run.hub, run.marker)),
-        wait=lambda graced: noting(wait_companion(graced, run.hub, run.marker, ahead)),
-        before=read_ahead,
-    )
-    if completed:
-        run.completed(SWEEP)
-    return swept(keys)
+    def _noting(self, outcomes: list[Outcome]) -> list[Outcome]:
+        """The outcomes of one object's turn; its binding's uid noted for the bindings sweep."""
+        self.reported.update(o.ref.uid for o in outcomes if o.ref.kind == RESOURCEBINDINGS.kind)
+        return outcomes
+
+
+def sweep(run: Run) -> CompanionsSwept:
+    """The companions sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
+    declared = Companions(run)
+    drive(run, declared)
+    return declared.swept()

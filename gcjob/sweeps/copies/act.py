@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from gcjob.act.deleter import Deleter, second_look
 from gcjob.enumerate.keyset import KeySet
@@ -16,6 +17,7 @@ from gcjob.kube.reader import Reader
 from gcjob.kube.resources import CONFIGMAPS, Resource
 from gcjob.model import Action, Outcome, Replica, SecondLook, Sweep, UpstreamOwner, Verdict
 from gcjob.reasons import Reason
+from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.judge import Member, anchors_named, understand
 from gcjob.sweeps.copies.scan import HubKinds, scan_kind
@@ -89,15 +91,25 @@ def _keeping(rechecks: Rechecks, target: MemberDeletion) -> None:
 
 
 class OwnersWanted(ObjectScan[Replica]):
-    """The first read: the owners the copies name, and the anchors the hub has of each."""
+    """The first read: the owners the copies name, and the anchors the hub has of each. With
+    --shard, only the owners of this shard's projects; the others' projects are only named,
+    for the projects brake (it holds for the whole hub)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, shard: Shard = WHOLE) -> None:
+        super().__init__(shard)
         self.owners: set[UpstreamOwner] = set()
         self.anchors: dict[UpstreamOwner, set[str]] = defaultdict(set)
+        self.elsewhere_clusters: set[str] = set()  # the clusters other shards ask
+
+    def shard_key(self, record: Replica) -> str:
+        return copy_key(record.labels, record.ref.namespace)
 
     def take(self, replica: Replica) -> None:
         member = understand(replica)
+        if self.judged_elsewhere(replica):
+            if isinstance(member, Member):
+                self.elsewhere_clusters.add(member.owner.cluster)
+            return
         if isinstance(member, Member):
             self.owners.add(member.owner)
             if member.anchor_uid is not None:
@@ -118,14 +130,16 @@ class AnchorsNamed(ObjectScan[Replica]):
 
 
 def first_read(
-    hub: Reader, kinds: HubKinds, scope: Scope, reads: Reads = SERIAL
+    hub: Reader, kinds: HubKinds, scope: Scope, reads: Reads = SERIAL, shard: Shard = WHOLE
 ) -> tuple[OwnersWanted, KeySet]:
-    """Which owners to ask about, the anchors the hub has of each; and the anchors named by
-    the kinds read only for that."""
-    wanted = OwnersWanted()
+    """Which owners to ask about (with --shard: of this shard's projects), the anchors the hub
+    has of each; and the anchors named by the kinds read only for that (every one of them,
+    whichever shard: what keeps an anchor is read whole)."""
+    wanted = OwnersWanted(shard)
     for resource in kinds.swept:
-        for scan in scan_kind(hub, resource, scope, OwnersWanted, reads):
+        for scan in scan_kind(hub, resource, scope, partial(OwnersWanted, shard), reads):
             wanted.owners |= scan.owners
+            wanted.elsewhere_clusters |= scan.elsewhere_clusters
             for owner, uids in scan.anchors.items():
                 wanted.anchors[owner] |= uids
     named = KeySet()

@@ -11,9 +11,14 @@ from gcjob.decide.trace import Trace
 from gcjob.enumerate.owners import OwnerLookups
 from gcjob.marks import Rule, copy_evidence
 from gcjob.model import OwnerFacts, Verdict
-from gcjob.reasons import Reason
 from gcjob.sweeps.copies.act import first_read
-from gcjob.sweeps.copies.judge import Member, anchors_named, judge_group, understand
+from gcjob.sweeps.copies.judge import (
+    Member,
+    anchor_kept,
+    anchors_named,
+    judge_group,
+    understand,
+)
 from gcjob.sweeps.copies.scan import (
     COPY_SELECTOR,
     Discovering,
@@ -79,14 +84,10 @@ def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace)
     trace.steps.extend(judged.traces[member.ref.uid].steps)
     verdict = next(v for v in judged.verdicts if v.ref.uid == member.ref.uid)
     mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
-    if (
-        verdict.delete
-        and member.anchor_uid is not None
-        and (("anchor", "", member.anchor_uid) in named_elsewhere or member.anchor_uid in named)
-    ):
-        detail = "owns an object that stays: an anchor goes only after everything it owns"
-        trace.hold("owns-nothing-kept", Reason.ANCHOR_OWNS_KEPT_COPY, detail)
-        verdict = Verdict(verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail)
+    anchor = member.anchor_uid
+    if verdict.delete and anchor is not None:
+        stays = ("anchor", "", anchor) in named_elsewhere or anchor in named
+        verdict = anchor_kept(verdict, stays, trace)
     if brake:
         trace.passed("projects-brake", brake)
     evidence = copy_evidence(owner, mine) if verdict.delete else None

@@ -314,6 +314,21 @@ def _judge_member(
     return Verdict(ref, True, reason, detail, cluster=cluster)
 
 
+ANCHOR_STAYS = "owns an object that stays: an anchor goes only after everything it owns"
+
+
+def anchor_kept(verdict: Verdict, stays_named: bool, trace: Trace | None = None) -> Verdict:
+    """An anchor its group's judgement would delete while an object that stays names it
+    (`stays_named`: one outside the group, or another owner's copy): kept, or the garbage
+    collector would take that object with it. The sweep and explain alike."""
+    if not verdict.delete or not stays_named:
+        return verdict
+    given(trace).hold("owns-nothing-kept", Reason.ANCHOR_OWNS_KEPT_COPY, ANCHOR_STAYS)
+    return Verdict(
+        verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, ANCHOR_STAYS, cluster=verdict.cluster
+    )
+
+
 LEFT_COPY = f"no longer labelled {UPSTREAM_KIND_LABEL}: out of the copies sweep, its mark with it"
 
 

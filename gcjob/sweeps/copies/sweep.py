@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gcjob import preflight
-from gcjob.decide.grace import Graced, GraceSort, grace_call
+from gcjob.decide.grace import Graced, grace_call
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import ReadAhead
@@ -45,8 +45,8 @@ from gcjob.model import (
 )
 from gcjob.reasons import Reason
 from gcjob.run import Run
-from gcjob.sweeps import grace_actions
-from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.shard import WHOLE, Shard, copy_key
+from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.act import (
     MemberDeletion,
     Rechecks,
@@ -56,6 +56,7 @@ from gcjob.sweeps.copies.act import (
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
+    anchor_kept,
     anchor_waits,
     anchors_named,
     copy_left_scope,
@@ -71,6 +72,23 @@ from gcjob.sweeps.copies.scan import (
     scan_kind,
     scan_marked_outside_copies,
 )
+from gcjob.sweeps.driver import (
+    Candidates,
+    Counted,
+    Declaration,
+    Exits,
+    Failed,
+    Healthy,
+    Incomplete,
+    Judged,
+    Leaving,
+    NotConfigured,
+    Noted,
+    Planned,
+    Projects,
+    Scan,
+    drive,
+)
 
 SWEEP = Sweep.COPIES
 # How many owners' live second looks are read ahead of their groups' deletes (as the routes').
@@ -79,7 +97,7 @@ ANCHOR_SHAPED = frozenset({"ConfigMap"})
 
 
 @dataclass
-class Judged:
+class SecondRead:
     """The second read of one kind in one namespace: kept verdicts to report (each with its
     resource: a mark of an earlier run is removed from it), healthy counts, anchors named by
     what stays, and the members of owners proven gone, for their groups."""
@@ -89,7 +107,7 @@ class Judged:
     named: set[str] = field(default_factory=set)
     members: dict[UpstreamOwner, list[Member]] = field(default_factory=lambda: defaultdict(list))
 
-    def update(self, other: Judged) -> None:
+    def update(self, other: SecondRead) -> None:
         self.kept += other.kept
         self.healthy.update(other.healthy)
         self.named |= other.named
@@ -99,16 +117,28 @@ class Judged:
 
 class CopyScan(ObjectScan[Replica]):
     def __init__(
-        self, resource: Resource, calls: dict[UpstreamOwner, GroupCall], keep_healthy: bool
+        self,
+        resource: Resource,
+        calls: dict[UpstreamOwner, GroupCall],
+        keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.resource = resource
         self.calls = calls
         self.keep_healthy = keep_healthy
-        self.judged = Judged()
+        self.judged = SecondRead()
         self.in_scope = 0
 
+    def shard_key(self, record: Replica) -> str:
+        return copy_key(record.labels, record.ref.namespace)
+
     def take(self, replica: Replica) -> None:
+        if self.judged_elsewhere(replica):
+            # Another shard judges it; the anchors it names stay (as an anchor named by
+            # another owner's copy stays, whatever that copy's judgement).
+            self._names(replica)
+            return
         self.in_scope += 1
         member = understand(replica)
         if isinstance(member, Verdict):
@@ -144,187 +174,256 @@ class CopyScan(ObjectScan[Replica]):
         self.judged.named.update(anchors_named(replica.owners))
 
 
-def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
-    """`projects`: the run's Project API, shared with the routes sweep; `found`: what the
-    routes sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
-    state = run.tally.sweeps[SWEEP]
-    settings = run.settings
-    if run.upstreams is None:
-        state.status = "not-configured"
-        state.detail = "no upstream configured (--upstream-kubeconfig)"
-        log.warning("copies sweep not configured: %s", state.detail)
-        return None
-    if not isinstance(run.hub, Discovering) or run.settings.snapshot:
-        # A dump of collections says which kinds were dumped, not which the hub serves.
-        state.status = "not-configured"
-        state.detail = "not swept from a snapshot: it needs the hub's and upstreams' discovery"
-        log.warning("copies sweep not run: %s", state.detail)
-        return None
-    try:
-        kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
-    except KubeError as exc:
-        return run.incomplete(SWEEP, "cannot tell which kinds the hub serves", exc)
-    state.detail = "; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served)
-    denied = _denied(run, kinds)
-    if denied:
-        state.status = "not-configured"
-        state.detail = (
-            f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
-            "sweep downstream copies"
+# A kept object's target is its resource alone: what removing an earlier run's mark needs.
+CopyTarget = MemberDeletion | Resource
+Kept = tuple[Verdict, Resource]  # a kept verdict, with its resource
+
+
+def _kept_ref(kept: Kept) -> ObjectRef:
+    return kept[0].ref
+
+
+class Copies(Declaration[Kept, CopyTarget]):
+    """Sweep 4, declared (gcjob/sweeps/driver.py runs it): which kinds the hub serves and may
+    be swept, the first read (the owners the copies name), the owners upstream and the
+    Project API once, then the second read, judging each object as it streams in (CopyScan),
+    and the marked objects that left the sweep; each owner proven gone has its group judged
+    whole. Before the deletes, each owner (or its project) is looked at again, live, once, a
+    few ahead; an owner's anchors and copies pass the drain cap together or wait together.
+
+    `projects`: the run's Project API, shared with the routes sweep; `found`: what the routes
+    sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
+
+    sweep = SWEEP
+    rule = Rule.COPY
+
+    def __init__(self, run: Run, projects: ProjectReads, found: Found | None = None) -> None:
+        super().__init__(run)
+        self.projects = projects
+        self.found = found
+        self.rechecks = Rechecks(self.recheck)
+        self.looks: ReadAhead[tuple[UpstreamOwner, Reason], SecondLook] | None = None
+        self.facts: dict[UpstreamOwner, OwnerFacts] = {}
+        self.lookups: OwnerLookups | None = None
+
+    def scan(self) -> Scan[Kept, CopyTarget]:
+        run, settings = self.run, self.run.settings
+        kinds = self.swept_kinds()
+        assert run.upstreams is not None  # swept_kinds said so otherwise
+        yield Noted("; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served))
+        try:
+            wanted, named_elsewhere = first_read(
+                run.hub, kinds, run.scope, run.hub_reads, run.shard
+            )
+        except KubeError as exc:
+            raise Incomplete("cannot list the copies", exc) from exc
+        lookups = self.lookups = OwnerLookups(
+            run.upstreams, run.upstream_reads, settings.read_upstream_secrets, self.found
         )
-        log.warning("copies sweep not run: %s", state.detail)
-        return None
-    denied = _projects_denied(run)
-    if denied:
-        state.status = "not-configured"
-        state.detail = (
-            f"the Project API identity may not {'; '.join(denied)}: grant it "
-            "(cronjobs/rbac/projects) to sweep downstream copies"
+        try:
+            lookups.load(wanted.owners)
+        except Stopped as exc:
+            raise Incomplete("stopped while reading upstream owners", exc) from exc
+        clusters = {o.cluster for o in wanted.owners}
+        try:
+            # With --shard, the projects brake counts the projects gone in the whole hub.
+            answers = self.projects.answers(clusters | wanted.elsewhere_clusters)
+        except Stopped as exc:
+            raise Incomplete("stopped while reading the Project API", exc) from exc
+        calls_by_cluster, brake = project_calls(
+            clusters,
+            run.is_project,
+            answers,
+            lookups.answered(),
+            settings.max_projects_gone,
+            elsewhere=wanted.elsewhere_clusters,
         )
-        log.warning("copies sweep not run: %s", state.detail)
-        return None
-    try:
-        wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads)
-    except KubeError as exc:
-        return run.incomplete(SWEEP, "cannot list the copies", exc)
-    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets, found)
-    try:
-        lookups.load(wanted.owners)
-    except Stopped as exc:
-        return run.incomplete(SWEEP, "stopped while reading upstream owners", exc)
-    clusters = {o.cluster for o in wanted.owners}
-    try:
-        answers = projects.answers(clusters)
-    except Stopped as exc:
-        return run.incomplete(SWEEP, "stopped while reading the Project API", exc)
-    calls_by_cluster, brake = project_calls(
-        clusters, run.is_project, answers, lookups.answered(), settings.max_projects_gone
-    )
-    run.count_projects(calls_by_cluster, brake)
-    run.project_api_failed(SWEEP, projects.failed(clusters))
-    if brake:
-        run.hold_brake(SWEEP, brake)
-    facts = {o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners}
-    calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
-    if any(call.unknown for call in calls.values()):
-        run.tally.codes.add(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
-    try:
-        scans = _second_read(run, kinds, calls)
-    except KubeError as exc:
-        return run.incomplete(SWEEP, "cannot list the copies", exc)
-    try:
-        left = scan_marked_outside_copies(run.hub, kinds.swept, run.scope, run.hub_reads)
-    except KubeError as exc:
-        # A mark left behind could be counted from when the label comes back: decide nothing.
-        return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-    for kind, ref in left:
-        leaving = copy_left_scope(ref)
-        if leaving is not None:
-            run.record(run.marker.unmark(SWEEP, leaving.verdict, kind))
-    judged = Judged()
-    for scan in scans:
-        state.scanned += scan.scanned
-        state.in_scope += scan.in_scope
-        judged.update(scan.judged)
-    report_failed(run, SWEEP, scans)
-    # A kept object's target is its resource alone: what removing an earlier run's mark needs.
-    sort: GraceSort[MemberDeletion | Resource] = GraceSort(Rule.COPY, run.now, settings.grace)
-
-    def keep_unless_unmarked(kept: tuple[Verdict, Resource]) -> None:
-        verdict, resource = kept
-        if not sort.not_orphan(verdict, resource):
-            run.keep(SWEEP, verdict)
-
-    each(
-        run,
-        SWEEP,
-        sorted(judged.kept, key=lambda kept: _in_order(kept[0])),
-        lambda kept: kept[0].ref,
-        keep_unless_unmarked,
-    )
-    for reason, count in sorted(judged.healthy.items()):
-        run.reporter.count_healthy(SWEEP, reason, count)
-
-    # Which owners' copies name each anchor: a copy of another owner naming it is kept by its
-    # own group's judgement, whatever that is, so the anchor stays (as explain judges it).
-    namers: dict[str, set[UpstreamOwner]] = defaultdict(set)
-    for owner, members in judged.members.items():
-        for member in members:
-            for uid in member.anchors:
-                namers[uid].add(owner)
-
-    def stays_named(anchor: str, owner: UpstreamOwner) -> bool:
-        """An anchor named by an object that stays, or by another owner's copy (or may be:
-        a shared digest keeps it)."""
-        return (
-            anchor in judged.named
-            or ("anchor", "", anchor) in named_elsewhere
-            or bool(namers.get(anchor, set()) - {owner})
+        yield Projects(calls_by_cluster, brake, self.projects.failed(clusters))
+        facts = self.facts = {
+            o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners
+        }
+        calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
+        if any(call.unknown for call in calls.values()):
+            yield Exits(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
+        try:
+            scans = _second_read(run, kinds, calls)
+        except KubeError as exc:
+            raise Incomplete("cannot list the copies", exc) from exc
+        try:
+            left = scan_marked_outside_copies(run.hub, kinds.swept, run.scope, run.hub_reads)
+        except KubeError as exc:
+            # A mark left behind could be counted from when the label comes back: decide nothing.
+            raise Incomplete("cannot list marked objects that left the sweep", exc) from exc
+        leaving = [(copy_left_scope(ref), kind) for kind, ref in left]
+        yield Leaving([Graced(g.verdict, g.call, None, kind) for g, kind in leaving if g])
+        judged = SecondRead()
+        for scan in scans:
+            judged.update(scan.judged)
+        yield Counted(
+            sum(s.scanned for s in scans),
+            sum(s.in_scope for s in scans),
+            sum(s.elsewhere for s in scans),
         )
+        yield Failed(scans)
+        yield Judged(sorted(judged.kept, key=lambda kept: _in_order(kept[0])), _kept_ref)
+        yield Healthy(judged.healthy)
 
-    for owner in sorted(judged.members):
+        # Which owners' copies name each anchor: a copy of another owner naming it is kept by
+        # its own group's judgement, whatever that is, so the anchor stays (as explain judges
+        # it).
+        namers: dict[str, set[UpstreamOwner]] = defaultdict(set)
+        for owner, members in judged.members.items():
+            for member in members:
+                for uid in member.anchors:
+                    namers[uid].add(owner)
 
-        def sort_group(owner: UpstreamOwner = owner) -> None:
+        def stays_named(anchor: str, owner: UpstreamOwner) -> bool:
+            """An anchor named by an object that stays, or by another owner's copy (or may be:
+            a shared digest keeps it)."""
+            return (
+                anchor in judged.named
+                or ("anchor", "", anchor) in named_elsewhere
+                or bool(namers.get(anchor, set()) - {owner})
+            )
+
+        def group_plans(owner: UpstreamOwner) -> list[Planned[CopyTarget]]:
             group = judged.members[owner]
             anchors = frozenset(wanted.anchors[owner])
             result = judge_group(
                 owner, group, facts[owner], anchors, run.now, settings.min_age, settings.clock_skew
             )
-            _sort_group(sort, kinds, group, result.verdicts, stays_named, run)
+            return self.group_plan(kinds, group, result.verdicts, stays_named)
 
-        each(run, SWEEP, [owner], lambda o: judged.members[o][0].ref, lambda _: sort_group())
-    enforced = SWEEP in settings.enforce
+        def first_member(owner: UpstreamOwner) -> ObjectRef:
+            return judged.members[owner][0].ref
 
-    looks: ReadAhead[tuple[UpstreamOwner, Reason], SecondLook] | None = None
+        yield Candidates(sorted(judged.members), first_member, group_plans)
 
-    def live_look(key: tuple[UpstreamOwner, Reason]) -> SecondLook:
-        """An owner's live second look: in an upstream reader thread when read ahead."""
-        owner, reason = key
-        return _recheck(projects, lookups, facts[owner], owner, reason)
+    def swept_kinds(self) -> HubKinds:
+        """The kinds this run sweeps, read from the hub's discovery. Raises NotConfigured
+        where the sweep cannot run (no upstream, a snapshot, permissions missing), Incomplete
+        when discovery failed."""
+        run, settings = self.run, self.run.settings
+        if run.upstreams is None:
+            raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
+        if not isinstance(run.hub, Discovering) or run.settings.snapshot:
+            # A dump of collections says which kinds were dumped, not which the hub serves.
+            raise NotConfigured(
+                "not swept from a snapshot: it needs the hub's and upstreams' discovery",
+                "not run",
+            )
+        try:
+            kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
+        except KubeError as exc:
+            raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
+        denied = _denied(run, kinds)
+        if denied:
+            raise NotConfigured(
+                f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
+                "sweep downstream copies",
+                "not run",
+            )
+        denied = _projects_denied(run)
+        if denied:
+            raise NotConfigured(
+                f"the Project API identity may not {'; '.join(denied)}: grant it "
+                "(cronjobs/rbac/projects) to sweep downstream copies",
+                "not run",
+            )
+        return kinds
 
-    def read_ahead(due: list[Graced[MemberDeletion | Resource]]) -> None:
-        """The owners of the groups about to go, their second looks read a few at once on the
-        upstream readers, in the order their groups are deleted."""
-        nonlocal looks
-        keys = [
-            (g.target.owner, g.verdict.reason) for g in due if isinstance(g.target, MemberDeletion)
-        ]
-        looks = ReadAhead(run.upstream_reads, list(dict.fromkeys(keys)), live_look, AHEAD)
+    def plan(self, kept: Kept) -> Planned[CopyTarget]:
+        verdict, resource = kept
+        run = self.run
+        call = grace_call(self.rule, verdict, None, run.now, run.settings.grace)
+        return Planned(verdict, None, call, resource)
 
-    def recheck(owner: UpstreamOwner, reason: Reason) -> SecondLook:
-        found = looks.take((owner, reason)) if looks is not None else None
-        look = found.result() if found is not None else live_look((owner, reason))
-        if reason == Reason.PROJECT_GONE and look.found is Looked.FAILED:
-            run.project_api_failed(SWEEP, look.detail)
-        return look
+    def group_plan(
+        self,
+        kinds: HubKinds,
+        group: list[Member],
+        verdicts: tuple[Verdict, ...],
+        stays_named: Callable[[str, UpstreamOwner], bool],
+    ) -> list[Planned[CopyTarget]]:
+        """One owner's group, judged: its orphans planned by the grace rule, in deletion order
+        (copies first, anchors last), the rest kept. An anchor due while a copy it owns is
+        still in its grace period (marked since, or newly: its mark was removed, it was
+        protected) waits for that copy: deleted first, the anchor would take the copy with it
+        (the garbage collector), before the copy's own grace period is over."""
+        now, grace = self.run.now, self.run.settings.grace
+        resources = {(r.group, r.kind): r for r in kinds.swept}
+        by_uid = {m.ref.uid: m for m in group}
+        copies_due: dict[str, datetime | None] = {}  # anchor uid -> when its last copy is due
+        plans: list[Planned[CopyTarget]] = []
+        for verdict in verdicts:
+            member = by_uid[verdict.ref.uid]
+            anchor = member.anchor_uid
+            if verdict.delete and anchor is not None:
+                verdict = anchor_kept(verdict, stays_named(anchor, member.owner))
+            anchors = (anchor,) if anchor is not None else member.anchors
+            target = MemberDeletion(
+                resources[(member.replica.group, member.ref.kind)],
+                member.owner,
+                anchors,
+                anchor is not None,
+            )
+            if not verdict.delete:
+                call = grace_call(self.rule, verdict, None, now, grace)
+                plans.append(Planned(verdict, None, call, target))
+                continue
+            evidence = copy_evidence(member.owner, anchors)
+            orphan = grace_call(self.rule, verdict, evidence, now, grace)
+            assert orphan is not None  # the grace rule always has its say on an orphan
+            if anchor is None:
+                for uid in anchors:
+                    copies_due[uid] = last_due(copies_due.get(uid), orphan, now, grace)
+            else:
+                orphan = anchor_waits(orphan, copies_due.get(anchor))
+            plans.append(Planned(verdict, evidence, orphan, target))
+        return plans
 
-    rechecks = Rechecks(recheck)
-
-    def delete(graced: Graced[MemberDeletion | Resource]) -> list[Outcome]:
-        assert isinstance(graced.target, MemberDeletion)  # an orphan always has its target
-        return [delete_member(graced.verdict, graced.target, run.deleter, rechecks, enforced)]
-
-    def resource(graced: Graced[MemberDeletion | Resource]) -> Resource:
+    def resource(self, graced: Graced[CopyTarget]) -> Resource:
         target = graced.target
         return target if isinstance(target, Resource) else target.resource
 
-    def owner_of(graced: Graced[MemberDeletion | Resource]) -> UpstreamOwner:
+    def group(self, graced: Graced[CopyTarget]) -> UpstreamOwner:
         assert isinstance(graced.target, MemberDeletion)  # only orphans are grouped
         return graced.target.owner
 
-    # An owner's anchors and copies pass the drain cap together or wait together.
-    if grace_actions.act(
-        run,
-        SWEEP,
-        sort,
-        state.in_scope,
-        resource,
-        delete,
-        group=owner_of,
-        before_delete=read_ahead,
-    ):
-        run.completed(SWEEP)
-    return None
+    def delete(self, graced: Graced[CopyTarget]) -> list[Outcome]:
+        assert isinstance(graced.target, MemberDeletion)  # an orphan always has its target
+        enforced = SWEEP in self.run.settings.enforce
+        deleter = self.run.deleter
+        return [delete_member(graced.verdict, graced.target, deleter, self.rechecks, enforced)]
+
+    def ahead_of_deletes(self, graced: list[Graced[CopyTarget]]) -> None:
+        """The owners of the groups about to go, their second looks read a few at once on the
+        upstream readers, in the order their groups are deleted."""
+        keys = [
+            (g.target.owner, g.verdict.reason)
+            for g in graced
+            if isinstance(g.target, MemberDeletion)
+        ]
+        reads = self.run.upstream_reads
+        self.looks = ReadAhead(reads, list(dict.fromkeys(keys)), self.live_look, AHEAD)
+
+    def live_look(self, key: tuple[UpstreamOwner, Reason]) -> SecondLook:
+        """An owner's live second look: in an upstream reader thread when read ahead."""
+        owner, reason = key
+        assert self.lookups is not None  # the groups were judged on them
+        return _recheck(self.projects, self.lookups, self.facts[owner], owner, reason)
+
+    def recheck(self, owner: UpstreamOwner, reason: Reason) -> SecondLook:
+        found = self.looks.take((owner, reason)) if self.looks is not None else None
+        look = found.result() if found is not None else self.live_look((owner, reason))
+        if reason == Reason.PROJECT_GONE and look.found is Looked.FAILED:
+            self.run.project_api_failed(SWEEP, look.detail)
+        return look
+
+
+def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
+    """The copies sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
+    drive(run, Copies(run, projects, found))
 
 
 def _denied(run: Run, kinds: HubKinds) -> list[str]:
@@ -371,55 +470,10 @@ def _second_read(
     for resource in kinds.swept:
 
         def start(resource: Resource = resource) -> CopyScan:
-            return CopyScan(resource, calls, run.settings.report_healthy)
+            return CopyScan(resource, calls, run.settings.report_healthy, run.shard)
 
         scans += scan_kind(run.hub, resource, run.scope, start, run.hub_reads)
     return scans
-
-
-def _sort_group(
-    sort: GraceSort[MemberDeletion | Resource],
-    kinds: HubKinds,
-    group: list[Member],
-    verdicts: tuple[Verdict, ...],
-    stays_named: Callable[[str, UpstreamOwner], bool],
-    run: Run,
-) -> None:
-    """One owner's group, judged: its orphans to the grace rule, in deletion order (copies
-    first, anchors last), the rest kept. An anchor due while a copy it owns is still in its
-    grace period (marked since, or newly: its mark was removed, it was protected) waits for
-    that copy: deleted first, the anchor would take the copy with it (the garbage collector),
-    before the copy's own grace period is over."""
-    resources = {(r.group, r.kind): r for r in kinds.swept}
-    by_uid = {m.ref.uid: m for m in group}
-    copies_due: dict[str, datetime | None] = {}  # anchor uid -> when its last copy is due
-    for verdict in verdicts:
-        member = by_uid[verdict.ref.uid]
-        anchor = member.anchor_uid
-        if verdict.delete and anchor is not None and stays_named(anchor, member.owner):
-            detail = "owns an object that stays: an anchor goes only after everything it owns"
-            verdict = Verdict(
-                verdict.ref, False, Reason.ANCHOR_OWNS_KEPT_COPY, detail, cluster=verdict.cluster
-            )
-        anchors = (anchor,) if anchor is not None else member.anchors
-        target = MemberDeletion(
-            resources[(member.replica.group, member.ref.kind)],
-            member.owner,
-            anchors,
-            anchor is not None,
-        )
-        if verdict.delete:
-            evidence = copy_evidence(member.owner, anchors)
-            call = grace_call(sort.rule, verdict, evidence, sort.now, sort.grace)
-            assert call is not None  # the grace rule always has its say on an orphan
-            if anchor is None:
-                for uid in anchors:
-                    copies_due[uid] = last_due(copies_due.get(uid), call, sort.now, sort.grace)
-            else:
-                call = anchor_waits(call, copies_due.get(anchor))
-            sort.take(verdict, evidence, call, target)
-        elif not sort.not_orphan(verdict, target):
-            run.keep(SWEEP, verdict)
 
 
 def _recheck(

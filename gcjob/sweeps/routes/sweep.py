@@ -12,11 +12,13 @@ appeared or changed between the two reads may name a Gateway nobody asked about:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
-from gcjob.decide.grace import Graced, GraceSort
+from gcjob.decide.grace import Graced
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import ReadAhead, wait_all
@@ -24,14 +26,14 @@ from gcjob.enumerate.shared import Found
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError, Stopped
-from gcjob.kube.resources import HTTPROUTES
-from gcjob.logs import log
+from gcjob.kube.resources import HTTPROUTES, Resource
 from gcjob.marks import Rule
 from gcjob.model import (
     ClusterStatus,
     Looked,
     ObjectRef,
     Outcome,
+    ProjectCall,
     ProjectState,
     Route,
     RouteTarget,
@@ -41,8 +43,24 @@ from gcjob.model import (
 )
 from gcjob.reasons import Reason
 from gcjob.run import Run
-from gcjob.sweeps import grace_actions
-from gcjob.sweeps.boundary import ObjectScan, each, report_failed
+from gcjob.shard import WHOLE, Shard, copy_key
+from gcjob.sweeps.boundary import ObjectScan
+from gcjob.sweeps.driver import (
+    Counted,
+    Declaration,
+    Exits,
+    Failed,
+    Healthy,
+    Incomplete,
+    Judged,
+    Leaving,
+    NotConfigured,
+    Planned,
+    Projects,
+    Scan,
+    Step,
+    drive,
+)
 from gcjob.sweeps.routes.act import LiveRead, delete_route, read_again
 from gcjob.sweeps.routes.judge import (
     RouteJudgement,
@@ -69,16 +87,26 @@ AHEAD = 16
 
 class RouteTargets(ObjectScan[Route]):
     """The first read: what the in-scope routes ask of their upstream clusters. A route that
-    fails here is asked about by nobody: the second read keeps it (`upstream-not-read`)."""
+    fails here is asked about by nobody: the second read keeps it (`upstream-not-read`).
+    With --shard, only this shard's projects are asked about; the others' are only named,
+    for the projects brake (it holds for the whole hub)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, shard: Shard = WHOLE) -> None:
+        super().__init__(shard)
         self.wanted = Wanted()
         self.owned: set[RouteTarget] = set()  # the targets whose upstream route is asked for
+        self.elsewhere_clusters: set[str] = set()  # the clusters other shards ask
+
+    def shard_key(self, record: Route) -> str:
+        return copy_key(record.labels, record.ref.namespace)
 
     def take(self, route: Route) -> None:
         if in_scope(route):
             target = route_target(route)
+            if self.judged_elsewhere(route):
+                if isinstance(target, RouteTarget):
+                    self.elsewhere_clusters.add(target.cluster)
+                return
             if isinstance(target, RouteTarget):
                 self.wanted.add(target)
                 if target.owner is not None:
@@ -94,6 +122,7 @@ class UpstreamRead:
     owners: OwnerLookups | None = None  # the upstream HTTPRoutes, once the Gateways are read
     failed: str = ""  # what could not be read: the sweep is then incomplete (or stopped)
     error: KubeError | None = None
+    elsewhere: frozenset[str] = frozenset()  # with --shard: the clusters other shards read
 
 
 def read(run: Run, found: Found | None = None) -> UpstreamRead:
@@ -103,15 +132,16 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     try:
         if not run.hub.served(HTTPROUTES):
             return UpstreamRead(failed=f"hub does not serve {HTTPROUTES.api_version} httproutes")
-        scans = scan_routes(run.hub, run.scope, RouteTargets, run.hub_reads)
+        scans = scan_routes(run.hub, run.scope, partial(RouteTargets, run.shard), run.hub_reads)
     except KubeError as exc:
         return UpstreamRead(failed="cannot list HTTPRoutes", error=exc)
+    elsewhere = frozenset(c for scan in scans for c in scan.elsewhere_clusters)
     wanted, owned = _merged(scans)
     index = UpstreamIndex(run.upstreams, found)
     try:
         index.load(wanted, run.settings.suspect_min_routes, run.upstream_reads)
     except Stopped as exc:
-        return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc)
+        return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc, elsewhere)
     # What the routes asked (a group per cluster and hub namespace, a target per route) is
     # not held through the owners' reads, the longest part of the run: at 25,000 routes it
     # was about 25 MiB of the sweep's peak.
@@ -122,8 +152,9 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     try:
         lookups.load(owners)
     except Stopped as exc:
-        return UpstreamRead(index, None, "stopped while reading upstream HTTPRoutes", exc)
-    return UpstreamRead(index, lookups)
+        failed = "stopped while reading upstream HTTPRoutes"
+        return UpstreamRead(index, None, failed, exc, elsewhere)
+    return UpstreamRead(index, lookups, elsewhere=elsewhere)
 
 
 def _merged(scans: list[RouteTargets]) -> tuple[Wanted, set[RouteTarget]]:
@@ -152,8 +183,9 @@ class RouteScan(ObjectScan[Route]):
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
+        shard: Shard = WHOLE,
     ) -> None:
-        super().__init__()
+        super().__init__(shard)
         self.world = world
         self.now = now
         self.min_age = min_age
@@ -165,9 +197,14 @@ class RouteScan(ObjectScan[Route]):
         self.candidates: list[RouteJudgement] = []
         self.healthy: Counter[Reason] = Counter()
 
+    def shard_key(self, record: Route) -> str:
+        return copy_key(record.labels, record.ref.namespace)
+
     def take(self, route: Route) -> None:
         if not in_scope(route):
             return  # another owner's route
+        if self.judged_elsewhere(route):
+            return
         self.in_scope += 1
         judged = judge_route(route, self.world, self.now, self.min_age, self.grace)
         verdict = judged.verdict
@@ -189,125 +226,161 @@ def _ref(judged: RouteJudgement) -> ObjectRef:
     return judged.verdict.ref
 
 
-def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None) -> None:
-    """`projects`: the run's Project API, shared with the copies sweep; `ahead`: the upstream
+class Routes(Declaration[RouteJudgement, RouteTarget | None]):
+    """Sweep 3, declared (gcjob/sweeps/driver.py runs it): what the upstream clusters said
+    (read ahead: `read`), the Project API of the projects the routes name and its brake,
+    then the hub's routes again, each judged as its page arrives (RouteScan), and the marked
+    routes that left the sweep. Before the deletes, each route's upstream reads are looked
+    at again, live, a few ahead.
+
+    `projects`: the run's Project API, shared with the copies sweep; `ahead`: the upstream
     read started before the first sweep (`read`), if it was."""
-    state = run.tally.sweeps[SWEEP]
-    if run.upstreams is None:
-        state.status = "not-configured"
-        state.detail = "no upstream configured (--upstream-kubeconfig)"
-        log.warning("routes sweep not configured: %s", state.detail)
-        return None
-    if ahead is not None:
-        wait_all([ahead])
-        upstream = ahead.result()
-    else:
-        upstream = read(run)
-    if upstream.index is None:
-        return run.incomplete(SWEEP, upstream.failed, upstream.error)
-    index = run.upstream_index = upstream.index
-    if upstream.failed:  # stopped while reading upstream
-        return run.incomplete(SWEEP, upstream.failed, upstream.error)
-    settings = run.settings
-    try:
-        answers, answered = project_answers(index, projects)
-    except Stopped as exc:
-        return run.incomplete(SWEEP, "stopped while reading the Project API", exc)
-    calls, brake = project_calls(
-        index.clusters, run.is_project, answers, answered, settings.max_projects_gone
-    )
-    run.count_projects(calls, brake)
-    run.project_api_failed(SWEEP, projects.failed(index.clusters))
-    if brake:
-        run.hold_brake(SWEEP, brake)
-    gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
-    if any(
-        state.status is ClusterStatus.UNAVAILABLE and name not in gone
-        for name, state in index.clusters.items()
-    ):
-        # A cluster that failed is a failure of the run, whatever its routes' items say; a
-        # deleted project's control plane is gone with it, and that is no failure.
-        run.tally.codes.add(ExitCode.ITEM_FAILED)
 
-    world = IndexedUpstream(index, calls, upstream.owners)
+    sweep = SWEEP
+    rule = Rule.ROUTE
 
-    def start() -> RouteScan:
-        return RouteScan(world, run.now, settings.min_age, settings.grace, settings.report_healthy)
+    def __init__(
+        self, run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None
+    ) -> None:
+        super().__init__(run)
+        self.projects = projects
+        self.ahead = ahead
+        self.upstream = UpstreamRead()
+        self.looks: ReadAhead[ObjectRef, LiveRead] | None = None
 
-    try:
-        scans = scan_routes(run.hub, run.scope, start, run.hub_reads)
-    except KubeError as exc:
-        return run.incomplete(SWEEP, "cannot list HTTPRoutes", exc)
-    try:
-        left = scan_marked_outside_routes(run.hub, run.scope, run.hub_reads)
-    except KubeError as exc:
-        # A mark left behind could be counted from when the labels come back: decide nothing.
-        return run.incomplete(SWEEP, "cannot list marked objects that left the sweep", exc)
-    for ref in left:
-        leaving = route_left_scope(ref)
-        if leaving is not None:
-            run.record(run.marker.unmark(SWEEP, leaving.verdict, HTTPROUTES))
-    sort: GraceSort[RouteTarget | None] = GraceSort(Rule.ROUTE, run.now, settings.grace)
+    def scan(self) -> Scan[RouteJudgement, RouteTarget | None]:
+        run, settings = self.run, self.run.settings
+        if run.upstreams is None:
+            raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
+        if self.ahead is not None:
+            wait_all([self.ahead])
+            upstream = self.upstream = self.ahead.result()
+        else:
+            upstream = self.upstream = read(run)
+        if upstream.index is None:
+            raise Incomplete(upstream.failed, upstream.error)
+        index = run.upstream_index = upstream.index
+        if upstream.failed:  # stopped while reading upstream
+            raise Incomplete(upstream.failed, upstream.error)
+        calls = yield from self.projects_named(index, upstream.elsewhere)
+        world = IndexedUpstream(index, calls, upstream.owners)
 
-    def file(judged: RouteJudgement) -> None:
-        verdict = judged.verdict
-        if verdict.reason == Reason.UPSTREAM_SUSPECT and settings.delete:
-            run.tally.codes.add(ExitCode.BRAKE)
-        if not sort.take(verdict, judged.evidence, judged.call, judged.target):
-            run.keep(SWEEP, verdict)
+        def start() -> RouteScan:
+            return RouteScan(
+                world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
+            )
 
-    for scan in scans:
-        state.scanned += scan.scanned
-        state.in_scope += scan.in_scope
-        report_failed(run, SWEEP, [scan])
-        each(run, SWEEP, sorted(scan.shapeless, key=_in_order), _ref, file)
-    for scan in scans:
-        each(run, SWEEP, sorted(scan.kept, key=_in_order), _ref, file)
-        for reason, count in sorted(scan.healthy.items()):
-            run.reporter.count_healthy(SWEEP, reason, count)
-        each(run, SWEEP, sorted(scan.candidates, key=_in_order), _ref, file)
+        try:
+            scans = scan_routes(run.hub, run.scope, start, run.hub_reads)
+        except KubeError as exc:
+            raise Incomplete("cannot list HTTPRoutes", exc) from exc
+        try:
+            left = scan_marked_outside_routes(run.hub, run.scope, run.hub_reads)
+        except KubeError as exc:
+            # A mark left behind could be counted from when the labels come back: decide nothing.
+            raise Incomplete("cannot list marked objects that left the sweep", exc) from exc
+        yield Leaving(list(filter(None, map(route_left_scope, left))))
+        if settings.delete and any(
+            judged.verdict.reason == Reason.UPSTREAM_SUSPECT
+            for scan in scans
+            for judged in [*scan.shapeless, *scan.kept, *scan.candidates]
+        ):
+            # The suspect-cluster brake: held back, the routes of a cluster that answered with
+            # too few Gateways are kept (upstream-suspect); a run that deletes says so (exit 4).
+            yield Exits(ExitCode.BRAKE)
+        for scan in scans:
+            yield Counted(scan.scanned, scan.in_scope, scan.elsewhere)
+            yield Failed([scan])
+            yield Judged(sorted(scan.shapeless, key=_in_order), _ref)
+        for scan in scans:
+            yield Judged(sorted(scan.kept, key=_in_order), _ref)
+            yield Healthy(scan.healthy)
+            yield Judged(sorted(scan.candidates, key=_in_order), _ref)
 
-    looks: ReadAhead[ObjectRef, LiveRead] | None = None
-
-    def live_read(graced: Graced[RouteTarget | None]) -> LiveRead:
-        """The upstream reads a route's delete rests on: in an upstream reader thread."""
-        assert graced.target is not None  # an orphan always has its Gateways
-        return read_again(
-            graced.verdict, graced.target, index, projects.still_gone, owner_still_gone
+    def projects_named(
+        self, index: UpstreamIndex, elsewhere: frozenset[str] = frozenset()
+    ) -> Generator[Step[RouteJudgement, RouteTarget | None], None, dict[str, ProjectCall]]:
+        """What the Project API says of the projects the routes name, behind the projects
+        brake; a cluster that failed fails the run. `elsewhere`: with --shard, the clusters
+        other shards read, whose projects found gone the brake counts too (the whole hub)."""
+        run = self.run
+        try:
+            answers, answered = project_answers(index, self.projects)
+            answers |= self.projects.answers(elsewhere)
+        except Stopped as exc:
+            raise Incomplete("stopped while reading the Project API", exc) from exc
+        calls, brake = project_calls(
+            index.clusters,
+            run.is_project,
+            answers,
+            answered,
+            run.settings.max_projects_gone,
+            elsewhere=elsewhere,
         )
+        yield Projects(calls, brake, self.projects.failed(index.clusters))
+        gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
+        if any(
+            state.status is ClusterStatus.UNAVAILABLE and name not in gone
+            for name, state in index.clusters.items()
+        ):
+            # A cluster that failed is a failure of the run, whatever its routes' items say; a
+            # deleted project's control plane is gone with it, and that is no failure.
+            yield Exits(ExitCode.ITEM_FAILED)
+        return calls
 
-    def read_ahead(due: list[Graced[RouteTarget | None]]) -> None:
-        """The routes about to go, their live second looks read a few at once on the upstream
-        readers (one after another, 1,000 orphaned clusters cost 1,000 times 4 round trips)."""
-        nonlocal looks
-        by_ref = {graced.verdict.ref: graced for graced in due}
-        looks = ReadAhead(
-            run.upstream_reads, list(by_ref), lambda ref: live_read(by_ref[ref]), AHEAD
-        )
+    def plan(self, judged: RouteJudgement) -> Planned[RouteTarget | None]:
+        return Planned(judged.verdict, judged.evidence, judged.call, judged.target)
 
-    def looked(graced: Graced[RouteTarget | None]) -> LiveRead:
-        found = looks.take(graced.verdict.ref) if looks is not None else None
-        seen = found.result() if found is not None else live_read(graced)
-        look = seen.look
-        if graced.verdict.reason == Reason.PROJECT_GONE and look and look.found is Looked.FAILED:
-            run.project_api_failed(SWEEP, look.detail)
-        return seen
+    def resource(self, graced: Graced[RouteTarget | None]) -> Resource:
+        return HTTPROUTES
 
-    def delete(graced: Graced[RouteTarget | None]) -> list[Outcome]:
+    def delete(self, graced: Graced[RouteTarget | None]) -> list[Outcome]:
         assert graced.target is not None  # an orphan always has its Gateways
+        index = self.upstream.index
+        assert index is not None  # the routes were judged on it
         return [
             delete_route(
-                graced.verdict, graced.target, index, run.deleter, read=lambda: looked(graced)
+                graced.verdict,
+                graced.target,
+                index,
+                self.run.deleter,
+                read=lambda: self.looked(graced),
             )
         ]
 
-    def owner_still_gone(owner: UpstreamOwner) -> SecondLook:
-        """The upstream HTTPRoute read again, right before deleting: still proven gone?"""
-        assert upstream.owners is not None  # an owner-gone verdict rests on its read
-        return upstream.owners.second_look(owner, owner_gone)
+    def ahead_of_deletes(self, graced: list[Graced[RouteTarget | None]]) -> None:
+        """The routes about to go, their live second looks read a few at once on the upstream
+        readers (one after another, 1,000 orphaned clusters cost 1,000 times 4 round trips)."""
+        by_ref = {g.verdict.ref: g for g in graced}
+        self.looks = ReadAhead(
+            self.run.upstream_reads, list(by_ref), lambda ref: self.live_read(by_ref[ref]), AHEAD
+        )
 
-    if grace_actions.act(
-        run, SWEEP, sort, state.in_scope, lambda _: HTTPROUTES, delete, before_delete=read_ahead
-    ):
-        run.completed(SWEEP)
-    return None
+    def live_read(self, graced: Graced[RouteTarget | None]) -> LiveRead:
+        """The upstream reads a route's delete rests on: in an upstream reader thread."""
+        assert graced.target is not None and self.upstream.index is not None
+        return read_again(
+            graced.verdict,
+            graced.target,
+            self.upstream.index,
+            self.projects.still_gone,
+            self.owner_still_gone,
+        )
+
+    def looked(self, graced: Graced[RouteTarget | None]) -> LiveRead:
+        found = self.looks.take(graced.verdict.ref) if self.looks is not None else None
+        seen = found.result() if found is not None else self.live_read(graced)
+        look = seen.look
+        if graced.verdict.reason == Reason.PROJECT_GONE and look and look.found is Looked.FAILED:
+            self.run.project_api_failed(SWEEP, look.detail)
+        return seen
+
+    def owner_still_gone(self, owner: UpstreamOwner) -> SecondLook:
+        """The upstream HTTPRoute read again, right before deleting: still proven gone?"""
+        assert self.upstream.owners is not None  # an owner-gone verdict rests on its read
+        return self.upstream.owners.second_look(owner, owner_gone)
+
+
+def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None) -> None:
+    """The routes sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
+    drive(run, Routes(run, projects, ahead))

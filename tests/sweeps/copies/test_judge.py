@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gcjob.decide.trace import StepOutcome, Trace
 from gcjob.domain import (
     GATEWAY_SYNC_LABEL,
     UPSTREAM_CLUSTER_LABEL,
@@ -31,11 +32,14 @@ from gcjob.model import (
 from gcjob.reasons import Reason
 from gcjob.settings import CLOCK_SKEW
 from gcjob.sweeps.copies.judge import (
+    ANCHOR_STAYS,
     Member,
+    anchor_kept,
     judge_group,
     understand,
 )
 from testbed.model import HUB_NS, MIN_AGE, NOW, OLD, PROTECTED, YOUNG
+from testbed.model import ref as ref_of
 
 OLD_UID = "11111111-1111-4111-8111-111111111111"
 NEW_UID = "22222222-2222-4222-8222-222222222222"
@@ -406,3 +410,22 @@ def test_generated_groups_never_delete_what_must_stay(replicas_, world, on_hub):
     # Copies before anchors.
     anchors_seen = [unique[v.ref.uid].anchor_uid is not None for v in judged.verdicts]
     assert anchors_seen == sorted(anchors_seen)
+
+
+def test_an_anchor_named_by_what_stays_is_kept_by_the_sweep_and_explain_alike() -> None:
+    """anchor_kept: the one rule both sweep.py (a group's plan) and explain.py apply."""
+    anchor = Verdict(
+        ref_of("ConfigMap", "anchor-1"), True, Reason.PROJECT_GONE, "gone", cluster="c"
+    )
+    trace = Trace()
+    kept = anchor_kept(anchor, True, trace)
+    assert (kept.delete, kept.reason, kept.detail) == (
+        False,
+        Reason.ANCHOR_OWNS_KEPT_COPY,
+        ANCHOR_STAYS,
+    )
+    assert kept.cluster == "c"
+    assert [(s.rule, s.outcome) for s in trace.steps] == [("owns-nothing-kept", StepOutcome.HELD)]
+    assert anchor_kept(anchor, False) is anchor  # nothing that stays names it: it goes
+    unsure = Verdict(anchor.ref, False, Reason.UPSTREAM_UNAVAILABLE, "cannot tell")
+    assert anchor_kept(unsure, True) is unsure  # kept already, for its own reason

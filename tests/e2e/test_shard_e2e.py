@@ -1,0 +1,394 @@
+"""End to end (issue 33 item 5): `--shard INDEX/COUNT` on the real servers.
+
+Four shards run at once, as an Indexed Job's pods run, give exactly one run's decisions: every
+item one unsharded run reports on the same world, once, with the same action and reason, and
+their deletions are exactly its would-deletes. A shard that fails (its upstream clusters
+unreachable through the fault proxy, or killed in the middle of its run) leaves the others'
+work standing; its own part waits for its next run. The Leases: each shard its own, the run's
+held by the shards of one COUNT together, excluding an unsharded run, a drain and another COUNT.
+
+Many upstream clusters (projects) are served by the one upstream server through the clusters
+proxy of tests/e2e/test_upstream_concurrency_e2e.py (`/clusters/<name>` stripped).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from gcjob.shard import Shard, shard_of
+from testbed.cluster import TestCluster
+from testbed.faultproxy import Fault, FaultProxy
+from testbed.milo import connector_group, delete_project, live_owner, make_project, project_name
+from testbed.objects import companion, route, upstream_route, workload
+from testbed.report import Result, records_of, run_gcjob, start_gcjob
+from tests.e2e.test_copies_e2e import args as copies_args
+from tests.e2e.test_copies_e2e import milo, milo_kubeconfig, served
+from tests.e2e.test_upstream_concurrency_e2e import clusters_proxy, template_kubeconfig
+
+# The fixtures this module uses, from the modules that define them.
+__all__ = ["clusters_proxy", "milo", "milo_kubeconfig", "served", "template_kubeconfig"]
+
+COUNT = 4
+CLUSTERS = tuple(f"c-{i}" for i in range(8))  # sha256 puts at least one in every shard
+SWEEPS = ("--sweep", "companions", "--sweep", "bindings", "--sweep", "routes")
+Item = tuple[str, str, str, str, str, str]
+
+
+def test_the_clusters_fall_in_every_shard() -> None:
+    assert {shard_of(cluster, COUNT) for cluster in CLUSTERS} == set(range(COUNT))
+
+
+class World:
+    """Hub namespaces (at least one in every shard) each with a live and an orphaned companion
+    (its binding too), and for every cluster an orphaned and a live route, spread over them."""
+
+    def __init__(self, hub: TestCluster, upstream: TestCluster) -> None:
+        project = upstream.project("gw-live")
+        self.namespaces: list[str] = []
+        while {shard_of(ns, COUNT) for ns in self.namespaces} != set(range(COUNT)):
+            assert len(self.namespaces) < 40
+            self.namespaces.append(hub.namespace("shard"))
+        for ns in self.namespaces:
+            hub.create(workload(ns, "web"))
+            hub.create(companion("ConfigMap", ns, "live", ["default/web"]))
+            hub.create_with_binding(companion("ConfigMap", ns, "orphan", ["default/gone"]))
+        for i, cluster in enumerate(CLUSTERS):
+            upstream.create(upstream_route(project, f"{cluster}-live", ("gw-live",)))
+            ns = self.namespaces[i % len(self.namespaces)]
+            for name, parent in ((f"{cluster}-orphan", "gw-gone"), (f"{cluster}-live", "gw-live")):
+                hub.create(
+                    route(
+                        ns,
+                        name,
+                        cluster_label=f"cluster-{cluster}",
+                        upstream_namespace=project,
+                        parents=[{"name": parent}],
+                    )
+                )
+        self.lock_namespace = self.namespaces[0]
+
+    def route_ns(self, cluster: str) -> str:
+        return self.namespaces[CLUSTERS.index(cluster) % len(self.namespaces)]
+
+
+@pytest.fixture
+def args_of(
+    hub: TestCluster, hub_kubeconfig: str, template_kubeconfig: str, clusters_proxy: FaultProxy
+) -> Callable[[World], list[str]]:
+    def args(world: World) -> list[str]:
+        found = [
+            *("--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s", "--grace", "0s"),
+            *("--lock-namespace", world.lock_namespace, "--timeout", "90s"),
+            *("--upstream-kubeconfig", template_kubeconfig),
+            *("--upstream-server-template", clusters_proxy.url + "/clusters/{cluster}"),
+            *SWEEPS,
+        ]
+        for ns in world.namespaces:
+            found += ["--namespace", ns]
+        return [*found, "--hub-context", hub.context] if hub.context else found
+
+    return args
+
+
+def items(result: Result) -> Counter[Item]:
+    return Counter(
+        (i["sweep"], i["kind"], i["namespace"], i["name"], i["action"], i["reason"])
+        for i in result.items
+    )
+
+
+def at_once(args: list[str], *more: str, count: int = COUNT) -> list[Result]:
+    """COUNT shards started together, as the Indexed Job's pods are, each its own process."""
+    processes = [start_gcjob(*args, *more, "--shard", f"{i}/{count}") for i in range(count)]
+    results = []
+    for process in processes:
+        stdout, stderr = process.communicate(timeout=240)
+        results.append(Result(process.returncode, records_of(stdout), stdout, stderr))
+    return results
+
+
+def holder(hub: TestCluster, ns: str, name: str) -> str | None:
+    lease = hub.get("Lease", ns, name)
+    return None if lease is None else lease["spec"].get("holderIdentity")
+
+
+def test_four_shards_at_once_give_exactly_one_runs_decisions(
+    hub: TestCluster, upstream: TestCluster, args_of: Callable[[World], list[str]]
+) -> None:
+    world = World(hub, upstream)
+    args = args_of(world)
+
+    one = run_gcjob(*args)  # a dry run: the world stays as it is
+    shards = at_once(args)
+
+    assert one.exit_code == 0, one.stderr
+    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
+    together: Counter[Item] = Counter()
+    for result in shards:
+        together.update(items(result))
+    assert together == items(one)  # each item once, in one shard, as one run reports it
+    would = {i[:4] for i in items(one) if i[4] == "would-delete"}
+    assert len(would) == 2 * len(world.namespaces) + len(CLUSTERS)  # orphans, bindings, routes
+    for index, result in enumerate(shards):
+        summary = result.summary
+        assert (summary["shard"]["index"], summary["shard"]["count"]) == (index, COUNT)
+        mine = {c for c in CLUSTERS if shard_of(c, COUNT) == index}
+        assert summary["shard"]["clusters_read"]["routes"] == len(mine)
+        routes = {i["name"] for i in result.items if i["kind"] == "HTTPRoute"}
+        assert {name.removesuffix("-orphan") for name in routes} == mine  # its projects' only
+    for sweep, state in one.summary["sweeps"].items():
+        parts = [r.summary["sweeps"][sweep] for r in shards]
+        assert sum(p["in_scope"] for p in parts) == state["in_scope"], sweep
+
+    deleting = at_once(args, "--delete")
+
+    assert [r.exit_code for r in deleting] == [0] * COUNT, [r.stderr for r in deleting]
+    deleted: Counter[Item] = Counter()
+    for result in deleting:
+        deleted.update(
+            (*i[:4], "would-delete" if i[4] == "deleted" else i[4], i[5])
+            for i in items(result)
+            if i[4] in ("deleted", "would-delete")
+        )
+    assert deleted == Counter(i for i in items(one) if i[4] == "would-delete")
+    for sweep, kind, ns, name in would:
+        assert hub.gone(kind, ns, name), (sweep, kind, ns, name)
+    for ns in world.namespaces:
+        assert hub.present("ConfigMap", ns, "live")
+    for cluster in CLUSTERS:
+        assert hub.present("HTTPRoute", world.route_ns(cluster), f"{cluster}-live")
+    # Every Lease free again: the shards', and the run's (the last shard out released it).
+    ns = world.lock_namespace
+    assert not holder(hub, ns, "gcjob")
+    for index in range(COUNT):
+        assert not holder(hub, ns, Shard(index, COUNT).lease_name("gcjob"))
+
+
+def test_a_shard_whose_upstreams_fail_leaves_the_others_work_standing(
+    hub: TestCluster,
+    upstream: TestCluster,
+    args_of: Callable[[World], list[str]],
+    clusters_proxy: FaultProxy,
+) -> None:
+    world = World(hub, upstream)
+    failing = 1
+    down = [c for c in CLUSTERS if shard_of(c, COUNT) == failing]
+    clusters_proxy.add_fault(Fault(path=rf"^/clusters/({'|'.join(down)})/", status=503, times=None))
+
+    results = at_once(args_of(world), "--delete")
+
+    codes = [r.exit_code for r in results]
+    assert codes[failing] == 1, results[failing].stderr  # an upstream it could not read
+    assert [c for i, c in enumerate(codes) if i != failing] == [0] * (COUNT - 1), codes
+    for cluster in CLUSTERS:
+        orphan = (world.route_ns(cluster), f"{cluster}-orphan")
+        if cluster in down:
+            assert hub.present("HTTPRoute", *orphan)
+            assert results[failing].outcome("HTTPRoute", orphan[1]) == (
+                "skipped",
+                "upstream-unavailable",
+            )
+        else:
+            assert hub.gone("HTTPRoute", *orphan)
+    for ns in world.namespaces:  # the companions go by namespace: every shard did its own
+        assert hub.gone("ConfigMap", ns, "orphan")
+
+
+def test_a_killed_shard_leaves_the_others_work_standing_and_its_lease_keeps_its_part(
+    hub: TestCluster,
+    upstream: TestCluster,
+    args_of: Callable[[World], list[str]],
+    clusters_proxy: FaultProxy,
+) -> None:
+    world = World(hub, upstream)
+    args = [*args_of(world), "--delete"]
+    killed = 2
+    mine = [c for c in CLUSTERS if shard_of(c, COUNT) == killed]
+    held = threading.Event()
+    clusters_proxy.add_fault(Fault(path=rf"^/clusters/({'|'.join(mine)})/", hold=held, times=None))
+    victim = start_gcjob(*args, "--shard", f"{killed}/{COUNT}")
+    try:
+        deadline = time.monotonic() + 60
+        while not any(r.path.startswith(f"/clusters/{mine[0]}/") for r in clusters_proxy.requests):
+            assert time.monotonic() < deadline, "the shard never asked its upstream"
+            time.sleep(0.1)
+        victim.send_signal(signal.SIGKILL)  # in the middle of its run, its Leases held
+        victim.communicate(timeout=30)
+    finally:
+        held.set()
+    ns = world.lock_namespace
+    own = Shard(killed, COUNT).lease_name("gcjob")
+    assert holder(hub, ns, own)  # the dead shard's, until it expires
+
+    others = [start_gcjob(*args, "--shard", f"{i}/{COUNT}") for i in range(COUNT) if i != killed]
+    outs = [p.communicate(timeout=240) for p in others]
+    assert [p.returncode for p in others] == [0] * (COUNT - 1), [err for _, err in outs]
+    for cluster in CLUSTERS:
+        orphan = (world.route_ns(cluster), f"{cluster}-orphan")
+        if cluster in mine:
+            assert hub.present("HTTPRoute", *orphan)
+        else:
+            assert hub.gone("HTTPRoute", *orphan)
+    # A sibling's Lease is live: the run's stays held by the shards, against an unsharded run.
+    assert holder(hub, ns, "gcjob") == f"shards/{COUNT}"
+    unsharded = run_gcjob(*args)
+    assert unsharded.exit_code == 6, unsharded.stderr
+    assert f"shards/{COUNT}" in unsharded.summary["exit_reason"]
+    again = run_gcjob(*args, "--shard", f"{killed}/{COUNT}")
+    assert again.exit_code == 6  # its twin's Lease, until it expires
+
+    _expire(hub, ns, own)
+    again = run_gcjob(*args, "--shard", f"{killed}/{COUNT}")
+
+    assert again.exit_code == 0, again.stderr
+    for cluster in mine:
+        assert hub.gone("HTTPRoute", world.route_ns(cluster), f"{cluster}-orphan")
+    assert not holder(hub, ns, "gcjob")  # the last shard out released the run's Lease
+
+
+def _expire(hub: TestCluster, ns: str, name: str) -> None:
+    """A Lease's renewal moved back past its duration: it has expired (the passing of time
+    played on the Lease, never by a clock of the run)."""
+    lease = hub.get("Lease", ns, name)
+    assert lease is not None
+    past = datetime.now(UTC) - timedelta(seconds=lease["spec"]["leaseDurationSeconds"] + 60)
+    stamp = past.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    hub.patch("Lease", ns, name, {"spec": {"renewTime": stamp, "acquireTime": stamp}})
+
+
+def _lease(ns: str, name: str, holder: str) -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    spec = {"holderIdentity": holder, "leaseDurationSeconds": 600, "renewTime": now}
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {**spec, "acquireTime": now},
+    }
+
+
+@pytest.mark.parametrize(
+    ("lease", "holder_identity", "code"),
+    [
+        ("gcjob", "other-pod/run-1", 6),  # an unsharded run holds it
+        ("gcjob", "shards/2", 6),  # the shards of another COUNT
+        ("gcjob", "drain/rollout-pod/run-2", 0),  # the rollout Job: skipped, as a CronJob run
+        ("gcjob-shard-1-of-4", "twin-pod/run-3", 6),  # the same shard runs already
+    ],
+)
+def test_a_shard_is_kept_out_by_another_holder(
+    hub: TestCluster,
+    upstream: TestCluster,
+    args_of: Callable[[World], list[str]],
+    lease: str,
+    holder_identity: str,
+    code: int,
+) -> None:
+    world = World(hub, upstream)
+    ns = world.lock_namespace
+    hub.create(_lease(ns, lease, holder_identity))
+
+    result = run_gcjob(*args_of(world), "--delete", "--shard", f"1/{COUNT}")
+
+    assert result.exit_code == code, result.stderr
+    assert not [i for i in result.items if i["action"] == "deleted"]
+    if code == 0:
+        assert "rollout holds the lock" in result.summary["skipped"]
+    else:
+        assert holder_identity in result.summary["exit_reason"]
+    assert holder(hub, ns, lease) == holder_identity  # untouched
+    if lease != "gcjob":
+        assert not holder(hub, ns, "gcjob")  # its own first: the run's never joined
+
+
+def test_the_shards_keep_an_unsharded_run_and_a_drain_out(
+    hub: TestCluster, upstream: TestCluster, args_of: Callable[[World], list[str]]
+) -> None:
+    world = World(hub, upstream)
+    ns = world.lock_namespace
+    hub.create(_lease(ns, "gcjob", f"shards/{COUNT}"))  # shards are running
+    args = [*args_of(world), "--delete"]
+
+    unsharded = run_gcjob(*args)
+    drain = run_gcjob(*args, "--drain")
+
+    for result in (unsharded, drain):
+        assert result.exit_code == 6, result.stderr
+        assert not [i for i in result.items if i["action"] == "deleted"]
+    assert holder(hub, ns, "gcjob") == f"shards/{COUNT}"
+
+
+# -- the copies sweep: by project, and the projects brake over the whole hub -----------------
+
+
+def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """Live projects in every shard (each a group whose owner exists, every other one a group
+    whose owner is gone too) and two deleted projects: four shards report what one run does; with
+    `--max-projects-gone 1` every shard counts the whole hub's two and holds them all, as one
+    run does, whichever shard the deleted projects fall in."""
+    names: list[str] = []
+    while {shard_of(name, COUNT) for name in names} != set(range(COUNT)):
+        assert len(names) < 60
+        names.append(project_name())
+    for name in names:
+        make_project(upstream, name)
+    ns = hub.namespace("copies-shard")
+    upstream_ns = upstream.namespace("app")
+    for i, name in enumerate(names):
+        owner = live_owner(upstream, upstream_ns, f"api-{i}")
+        connector_group(hub, ns, name, upstream_ns, f"api-{i}", owner)
+        if i % 2 == 0:
+            connector_group(hub, ns, name, upstream_ns, f"gone-{i}", str(uuid.uuid4()))
+    # Deleted beside them: every shard keeps a live project, whose answer vouches for the
+    # Project API (each shard trusts it on its own projects only).
+    deleted = [project_name(), project_name()]
+    for i, name in enumerate(deleted):
+        make_project(upstream, name)
+        connector_group(hub, ns, name, upstream_ns, f"web-{i}", str(uuid.uuid4()))
+        delete_project(upstream, milo, name)
+
+    def compare(*more: str) -> tuple[Result, list[Result]]:
+        # A drain cap no shard's share binds: past its share a shard leaves a backlog where
+        # one run, with the whole cap, would not (the limit is split, docs/operating.md).
+        given = copies_args(
+            gcjob_hub_args, milo_kubeconfig, milo, ns, "--max-deletions", "400", *more
+        )
+        one = run_gcjob(*given)
+        shards = at_once(given)
+        together: Counter[Item] = Counter()
+        for result in shards:
+            together.update(items(result))
+        assert together == items(one)
+        return one, shards
+
+    one, shards = compare()
+    assert one.exit_code == 0, one.stderr
+    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
+    reasons = Counter(i[5] for i in items(one) if i[4] == "would-delete")
+    assert reasons["project-gone"] >= 2 * len(deleted) and reasons["owner-gone"] > 0, reasons
+    assert sum(len(r.items) > 0 for r in shards) >= 2  # the world is split, not in one shard
+    for result in shards:
+        assert result.summary["projects"]["gone"] == sum(
+            shard_of(name, COUNT) == result.summary["shard"]["index"] for name in deleted
+        )
+
+    one, shards = compare("--max-projects-gone", "1")
+    for result in (one, *shards):
+        assert result.summary["sweeps"]["copies"]["status"] == "braked", result.summary
+        assert "projects brake: 2 projects" in result.summary["sweeps"]["copies"]["detail"]
+        assert not [i for i in result.items if i["reason"] == "project-gone"]

@@ -1,0 +1,245 @@
+"""gcjob/sweeps/driver.py: which outcomes of acting on the grace rule say when the orphan goes
+(`on_its_way`, `would_delete_at`) and which never promise a time (issue 23 item 2); and a sweep
+declared as a new folder would declare it, run by the one driver (issue 32 item 1)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from gcjob.decide.grace import Graced, grace_call
+from gcjob.exitcodes import ExitCode
+from gcjob.kube.errors import ApiError, Stopped
+from gcjob.kube.resources import CONFIGMAPS, Resource
+from gcjob.marks import Rule, companion_evidence
+from gcjob.model import (
+    PROJECT_COUNTED_AS,
+    Action,
+    ObjectRef,
+    Outcome,
+    ProjectCall,
+    ProjectState,
+    Sweep,
+    Verdict,
+)
+from gcjob.reasons import Reason
+from gcjob.run import Run
+from gcjob.sweeps.driver import (
+    Candidates,
+    Counted,
+    Declaration,
+    Exits,
+    Healthy,
+    Incomplete,
+    Judged,
+    NotConfigured,
+    Planned,
+    Projects,
+    Scan,
+    Step,
+    Unswept,
+    drive,
+    on_its_way,
+)
+from testbed.model import HUB_NS, NOW, ref
+from testbed.runs import snapshot_run
+
+AT = NOW + timedelta(minutes=10)
+
+
+def _outcome(action: Action, reason: str) -> Outcome:
+    return Outcome(Sweep.COMPANIONS, ref("ConfigMap", "app-config"), action, reason, "gone")
+
+
+@pytest.mark.parametrize(
+    "action,reason",
+    [
+        (Action.WOULD_MARK, Reason.ORPHANED),  # a dry run: enforcing marks it now
+        (Action.MARKED, Reason.ORPHANED),
+        (Action.WOULD_MARK, Reason.COMPANION_ORPHANED),  # a companion's binding, with it
+        (Action.SKIPPED, Reason.GRACE_PERIOD),  # marked, waiting
+        (Action.WOULD_DELETE, Reason.ORPHANED),  # a dry run, or a sweep not enforced
+    ],
+)
+def test_an_orphan_left_in_place_on_its_way_says_when_it_goes(action: Action, reason: str) -> None:
+    [said] = on_its_way([_outcome(action, reason)], AT)
+    assert said.would_delete_at == AT
+
+
+@pytest.mark.parametrize(
+    "action,reason",
+    [
+        (Action.WOULD_DELETE, Reason.BRAKE),  # the deletion brake held it back
+        (Action.WOULD_MARK, Reason.BRAKE),  # the marks or write brake
+        (Action.DELETED, Reason.ORPHANED),  # gone: nothing left to go
+        (Action.ALREADY_GONE, Reason.ALREADY_GONE),
+        (Action.FAILED, Reason.DELETE_FAILED),
+        (Action.FAILED, Reason.MARK_FAILED),
+        (Action.SKIPPED, Reason.REFERRER_APPEARED),  # kept on a second look
+        (Action.SKIPPED, Reason.CHANGED_SINCE_OBSERVED),
+        (Action.SKIPPED, Reason.STOPPED),
+    ],
+)
+def test_no_time_is_promised_for_what_was_held_back_failed_kept_or_gone(
+    action: Action, reason: str
+) -> None:
+    [said] = on_its_way([_outcome(action, reason)], AT)
+    assert said.would_delete_at is None
+
+
+def test_no_time_from_the_rule_leaves_every_outcome_as_it_was() -> None:
+    outcomes = [_outcome(Action.MARKED, Reason.ORPHANED)]
+    assert on_its_way(outcomes, None) == outcomes
+
+
+# -- gcjob.sweeps.driver.drive: a sweep declared, run by the one driver ------------------------
+
+
+class Toy(Declaration[Verdict, None]):
+    """A sweep as a new folder would declare it: its scan's steps, its plan and its delete.
+    Nothing of the driver changes for it."""
+
+    sweep = Sweep.COMPANIONS
+    rule = Rule.COMPANION
+
+    def __init__(
+        self, run: Run, steps: list[Step[Verdict, None]], unswept: Unswept | None = None
+    ) -> None:
+        super().__init__(run)
+        self.steps = steps
+        self.unswept = unswept
+        self.deleted: list[str] = []
+        self.marked: list[str] = []
+
+    def scan(self) -> Scan[Verdict, None]:
+        yield from self.steps
+        if self.unswept is not None:
+            raise self.unswept
+
+    def plan(self, judged: Verdict) -> Planned[None]:
+        if judged.ref.name == "plan-raises":
+            raise ZeroDivisionError("one judgement's bad luck")
+        evidence = companion_evidence('["default/web"]') if judged.delete else None
+        run = self.run
+        call = grace_call(self.rule, judged, evidence, run.now, run.settings.grace)
+        return Planned(judged, evidence, call, None)
+
+    def resource(self, graced: Graced[None]) -> Resource:
+        return CONFIGMAPS
+
+    def delete(self, graced: Graced[None]) -> list[Outcome]:
+        self.deleted.append(graced.verdict.ref.name)
+        return [Outcome.of(self.sweep, graced.verdict, Action.WOULD_DELETE)]
+
+    def mark(self, graced: Graced[None]) -> list[Outcome]:
+        # Its objects are not on the snapshot's hub: the mark is said, not patched.
+        self.marked.append(graced.verdict.ref.name)
+        return [Outcome.of(self.sweep, graced.verdict, Action.WOULD_MARK)]
+
+
+def _orphan(name: str, uid: str) -> Verdict:
+    return Verdict(ref("ConfigMap", name, uid=uid), True, Reason.ORPHANED, "no referrer")
+
+
+def _kept(name: str, uid: str) -> Verdict:
+    return Verdict(ref("ConfigMap", name, uid=uid), False, Reason.REFERRER_LIVE, "in use")
+
+
+def _ref_of(verdict: Verdict) -> ObjectRef:
+    return verdict.ref
+
+
+def _drive(
+    grace: timedelta, steps: list[Step[Verdict, None]], unswept: Unswept | None = None
+) -> Any:
+    ran = snapshot_run(Sweep.COMPANIONS, grace=grace)
+    toy = Toy(ran.run, steps, unswept)
+    drive(ran.run, toy)
+    return ran, toy
+
+
+def test_a_declared_sweep_is_judged_planned_and_acted_on_by_the_driver() -> None:
+    steps: list[Step[Verdict, None]] = [
+        Counted(5, 3),
+        Judged([_kept("in-use", "u1"), _orphan("orphan", "u2")], _ref_of),
+        Healthy(Counter({Reason.REFERRER_LIVE: 2})),
+    ]
+    ran, toy = _drive(timedelta(minutes=10), steps)
+    assert ran.outcomes()[("ConfigMap", HUB_NS, "in-use")] == ("skipped", "referrer-live")
+    # A new orphan is marked (a dry run: would-mark), as the plan says; nothing deleted.
+    assert ran.outcomes()[("ConfigMap", HUB_NS, "orphan")] == ("would-mark", "orphaned")
+    assert (toy.marked, toy.deleted) == (["orphan"], [])
+    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    assert (state.status, state.scanned, state.in_scope) == ("completed", 5, 3)
+
+
+def test_a_due_orphan_goes_through_the_declared_delete() -> None:
+    steps: list[Step[Verdict, None]] = [Counted(1, 1), Judged([_orphan("due", "u3")], _ref_of)]
+    ran, toy = _drive(timedelta(0), steps)
+    assert toy.deleted == ["due"]
+    assert ran.outcomes()[("ConfigMap", HUB_NS, "due")] == ("would-delete", "orphaned")
+    assert ran.run.tally.deleted == 1
+
+
+def test_a_plan_that_raises_keeps_that_object_and_the_sweep_goes_on() -> None:
+    steps: list[Step[Verdict, None]] = [
+        Counted(2, 2),
+        Judged([_orphan("plan-raises", "u4"), _orphan("neighbour", "u5")], _ref_of),
+    ]
+    ran, _ = _drive(timedelta(minutes=10), steps)
+    assert ran.outcomes()[("ConfigMap", HUB_NS, "plan-raises")] == ("skipped", "internal-error")
+    assert ran.outcomes()[("ConfigMap", HUB_NS, "neighbour")] == ("would-mark", "orphaned")
+    assert ran.run.tally.sweeps[Sweep.COMPANIONS].status == "incomplete"
+
+
+def test_a_stop_while_judging_candidates_acts_on_nothing_and_says_so() -> None:
+    def judge(verdict: Verdict) -> list[Planned[None]]:
+        raise Stopped("--timeout reached")
+
+    steps: list[Step[Verdict, None]] = [
+        Counted(2, 2),
+        Judged([_orphan("judged-first", "u6")], _ref_of),
+        Candidates([_orphan("unread", "u7")], _ref_of, judge, "stopped while reading"),
+    ]
+    ran, toy = _drive(timedelta(0), steps)
+    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    assert state.status == "stopped"
+    assert state.detail == "stopped while reading: --timeout reached"
+    assert toy.deleted == [] and ran.items() == []
+
+
+def test_a_scan_that_could_not_read_all_acts_on_nothing_and_says_why() -> None:
+    steps: list[Step[Verdict, None]] = [Judged([_orphan("read", "u8")], _ref_of)]
+    failed = ApiError(500, "InternalError", "etcd is away", "configmaps")
+    ran, toy = _drive(timedelta(0), steps, Incomplete("cannot list ConfigMaps", failed))
+    # What was judged before it is neither written nor reported.
+    assert toy.deleted == [] and toy.marked == [] and ran.items() == []
+    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    assert state.status == "incomplete"
+    assert state.detail.startswith("cannot list ConfigMaps: ")
+    assert state.detail.endswith("; nothing deleted")
+    assert ExitCode.INCOMPLETE in ran.run.tally.codes
+
+
+def test_a_sweep_that_cannot_run_here_says_so_and_reads_nothing_more() -> None:
+    ran, toy = _drive(timedelta(0), [], NotConfigured("no upstream configured"))
+    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    assert (state.status, state.detail) == ("not-configured", "no upstream configured")
+    assert toy.deleted == [] and ran.items() == []
+
+
+def test_what_the_project_api_said_and_the_exit_codes_a_scan_calls_for_reach_the_run() -> None:
+    gone = ProjectCall(ProjectState.GONE, "project gone")
+    steps: list[Step[Verdict, None]] = [
+        Projects({"proj-a": gone}, "", "timed out"),
+        Exits(ExitCode.ITEM_FAILED),
+    ]
+    ran, _ = _drive(timedelta(0), steps)
+    assert ran.run.tally.project_counts == {"proj-a": PROJECT_COUNTED_AS[ProjectState.GONE]}
+    assert "the Project API could not be read: timed out" in (
+        ran.run.tally.sweeps[Sweep.COMPANIONS].detail
+    )
+    assert ExitCode.ITEM_FAILED in ran.run.tally.codes

@@ -1,0 +1,235 @@
+"""--shard INDEX/COUNT (gcjob/shard.py): the shards partition any set of keys, the shares of a
+limit add up to it, the flag and JOB_COMPLETION_INDEX refuse what would leave a part of the hub
+judged twice or never, and the demo swept in four shards reports exactly what one run does."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gcjob.cli import cli
+from gcjob.decide.upstream_labels import Copied, copy_of
+from gcjob.domain import (
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_GROUP_LABEL,
+    UPSTREAM_KIND_LABEL,
+    UPSTREAM_NAME_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
+)
+from gcjob.exitcodes import ExitCode
+from gcjob.settings import Settings, SettingsError
+from gcjob.shard import MAX_SHARDS, WHOLE, Shard, copy_key, parse_shard, shard_of
+from testbed.report import sweep_snapshot
+
+DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
+counts = st.integers(min_value=1, max_value=MAX_SHARDS)
+names = st.text(min_size=0, max_size=80)
+
+
+@given(st.sets(names, max_size=60), counts)
+def test_the_shards_partition_any_set_of_keys(keys: set[str], count: int) -> None:
+    judged = Counter(
+        key for index in range(count) for key in keys if Shard(index, count).judges(key)
+    )
+    assert judged == Counter(keys)  # each key by exactly one shard: none twice, none by none
+
+
+@given(names, counts)
+def test_a_keys_shard_is_sha256_of_it_modulo_count(key: str, count: int) -> None:
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    assert shard_of(key, count) == int(digest, 16) % count  # the formula docs/operating.md gives
+
+
+def test_the_hash_is_stable_across_processes() -> None:
+    # Python's hash() of a str changes with PYTHONHASHSEED; these are fixed for good.
+    assert [shard_of(name, 4) for name in ("proj-alpha", "single", "default")] == [
+        int(hashlib.sha256(n.encode()).hexdigest(), 16) % 4
+        for n in ("proj-alpha", "single", "default")
+    ]
+
+
+def test_the_whole_hub_judges_everything() -> None:
+    assert WHOLE.whole and WHOLE.judges("anything") and str(WHOLE) == "0/1"
+
+
+@given(st.integers(min_value=0, max_value=10**6), counts)
+def test_the_shares_of_a_limit_add_up_to_it(limit: int, count: int) -> None:
+    shares = [Shard(index, count).share(limit) for index in range(count)]
+    assert sum(shares) == limit
+    assert max(shares) - min(shares) <= 1
+
+
+@pytest.mark.parametrize(
+    ("text", "shard"), [("0/1", Shard(0, 1)), ("3/4", Shard(3, 4)), (" 2/256 ", Shard(2, 256))]
+)
+def test_shards_parse(text: str, shard: Shard) -> None:
+    assert parse_shard(text) == shard
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "4/4",
+        "0/0",
+        "1/0",
+        "-1/4",
+        "1/-4",
+        "1",
+        "/4",
+        "1/",
+        "",
+        "a/b",
+        "1/4/8",
+        "0/257",
+        "\u0661/\u0664",  # Arabic-Indic digits
+        "$(JOB_COMPLETION_INDEX)/4",  # a pod that is not an Indexed Job's: never expanded
+    ],
+)
+def test_malformed_shards_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_shard(text)
+
+
+@given(st.text(max_size=20))
+def test_parsing_never_accepts_a_shard_out_of_range(text: str) -> None:
+    try:
+        shard = parse_shard(text)
+    except ValueError:
+        return
+    assert 0 <= shard.index < shard.count <= MAX_SHARDS
+
+
+def _labels(cluster: str) -> dict[str, str]:
+    return {
+        UPSTREAM_CLUSTER_LABEL: cluster,
+        UPSTREAM_GROUP_LABEL: "",
+        UPSTREAM_KIND_LABEL: "ConfigMap",
+        UPSTREAM_NAME_LABEL: "x",
+        UPSTREAM_NAMESPACE_LABEL: "default",
+    }
+
+
+@given(st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(_[a-z0-9]{1,10})?", fullmatch=True))
+def test_a_copys_key_is_the_cluster_its_owner_is_read_on(name: str) -> None:
+    labels = {**_labels(f"cluster-{name}"), "networking.datumapis.com/gateway-sync": "true"}
+    found = copy_of("x", "", "ConfigMap", labels)
+    assert isinstance(found, Copied)
+    assert copy_key(labels, "hub-ns") == found.owner.cluster
+
+
+@pytest.mark.parametrize("value", [None, "", "cluster-", "not-a-cluster"])
+def test_a_copy_without_a_project_goes_by_its_hub_namespace(value: str | None) -> None:
+    labels = {} if value is None else {UPSTREAM_CLUSTER_LABEL: value}
+    assert copy_key(labels, "hub-ns") == "hub-ns"
+
+
+# -- Settings -------------------------------------------------------------------------------
+
+
+def _refused(**settings: Any) -> SettingsError:
+    with pytest.raises(SettingsError) as caught:
+        Settings(**settings)
+    return caught.value
+
+
+def test_an_indexed_jobs_pod_must_name_its_shard() -> None:
+    assert _refused(completion_index="2").field == "shard"
+
+
+def test_a_shard_must_be_the_pods_own_index() -> None:
+    error = _refused(shard=Shard(1, 4), completion_index="2")
+    assert error.field == "shard" and "does not match" in error.problem
+    assert Settings(shard=Shard(2, 4), completion_index="2").part == Shard(2, 4)
+
+
+def test_a_sharded_run_does_not_drain() -> None:
+    assert "--drain" in _refused(shard=Shard(0, 2), delete=True, drain=True).problem
+
+
+@pytest.mark.parametrize("field", ["max_deletions", "max_marks", "max_writes"])
+def test_a_limit_too_small_to_share_is_refused(field: str) -> None:
+    assert _refused(shard=Shard(0, 4), **{field: 3}).field == field
+    assert Settings(shard=Shard(0, 4), **{field: 0}).part.share(0) == 0  # 0: none, as unsharded
+    assert Settings(shard=Shard(0, 4), **{field: 4})
+
+
+def test_the_shards_lease_name_must_be_a_name() -> None:
+    assert _refused(shard=Shard(0, 4), lock_name="a" * 250).field == "lock_name"
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+def _sweep(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(cli, ["sweep", "--snapshot", str(DEMO), *args], env=env)
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("--shard", "4/4"), None),
+        (("--shard", "x"), None),
+        ((), {"GCJOB_SHARD": ""}),
+        ((), {"JOB_COMPLETION_INDEX": "1"}),
+        (("--shard", "1/4"), {"JOB_COMPLETION_INDEX": "3"}),
+        (("--shard", "1/4", "--max-marks", "2"), None),
+    ],
+)
+def test_the_command_line_refuses_a_bad_shard_with_exit_2(
+    args: tuple[str, ...], env: dict[str, str] | None
+) -> None:
+    result = _sweep(*args, env=env)
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "Error" in result.output or "error" in result.output
+    assert '"record": "summary"' not in result.output  # refused before anything is read
+
+
+@pytest.mark.parametrize("count", [4, 2, 7])
+def test_four_shards_of_the_demo_report_what_one_run_does(tmp_path: Path, count: int) -> None:
+    """And so do two, and seven: each COUNT splits the demo's objects otherwise."""
+
+    def items(run: Any) -> Counter[tuple[Any, ...]]:
+        keys = ("sweep", "kind", "namespace", "name", "action", "reason", "detail")
+        return Counter(tuple(item.get(k) for k in keys) for item in run.report["items"])
+
+    whole = sweep_snapshot(DEMO, tmp_path / "whole.json")
+    shards = [
+        sweep_snapshot(DEMO, tmp_path / f"{i}.json", "--shard", f"{i}/{count}")
+        for i in range(count)
+    ]
+    assert whole.exit_code == 0 and all(shard.exit_code == 0 for shard in shards)
+    together: Counter[tuple[Any, ...]] = Counter()
+    for shard in shards:
+        together.update(items(shard))
+    assert together == items(whole)
+    assert len(together) > 20  # the demo's cases, every sweep's
+    for sweep, state in whole.report["summary"]["sweeps"].items():
+        parts = [shard.report["summary"]["sweeps"][sweep] for shard in shards]
+        assert sum(part["in_scope"] for part in parts) == state["in_scope"]
+        assert all(part["scanned"] == state["scanned"] for part in parts)  # read whole
+    for index, shard in enumerate(shards):
+        said = shard.report["summary"]["shard"]
+        assert (said["index"], said["count"]) == (index, count)
+    assert "shard" not in whole.report["summary"]
+    healthy = Counter[str]()
+    for shard in shards:
+        for sweep, actions in shard.report["summary"]["counts"].items():
+            for action, reasons in actions.items():
+                for reason, count in reasons.items():
+                    healthy[f"{sweep}/{action}/{reason}"] += count
+    expected = Counter(
+        {
+            f"{sweep}/{action}/{reason}": count
+            for sweep, actions in whole.report["summary"]["counts"].items()
+            for action, reasons in actions.items()
+            for reason, count in reasons.items()
+        }
+    )
+    assert healthy == expected
