@@ -70,6 +70,7 @@ from gcjob.domain import (
     UPSTREAM_NAMESPACE_LABEL,
 )
 from gcjob.kube.requests import AGGREGATED_DISCOVERY, METADATA, METADATA_LIST
+from gcjob.settings import Settings
 from testbed.faultproxy import Fault, FaultProxy, Target
 from testbed.milo import CONTROL_PLANE, HUB_COPY_CRDS, MILO, MILO_CRDS, NET
 from testbed.objects import gateway, namespace, route, upstream_route
@@ -362,7 +363,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000", help="projects, ascending")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--concurrency", default="16", help="--upstream-concurrency values")
+    parser.add_argument(
+        "--concurrency",
+        default=str(Settings().upstream_concurrency),
+        help="--upstream-concurrency values (default: gcjob's)",
+    )
     parser.add_argument("--threads", type=int, default=8, help="connections filling a server")
     parser.add_argument("--out", default=str(ROOT / "bench/results-projects.json"))
     parser.add_argument("--replay", nargs=4, help=argparse.SUPPRESS)

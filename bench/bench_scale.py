@@ -70,6 +70,7 @@ from harness import (
 )
 
 from gcjob.domain import COMPANION_LABEL
+from gcjob.settings import Settings
 from gcjob.sweeps.companions.scan import COMPANION_SELECTOR
 from testbed.faultproxy import Fault, FaultProxy, Target
 from testbed.objects import binding_for, gateway, namespace, route, workload
@@ -90,7 +91,7 @@ ORPHAN_EVERY = 100  # 1% of companions name a workload that does not exist; 1% o
 OWNER_GONE_AT = 61  # and 1% of routes (r % ORPHAN_EVERY == 61) have no upstream HTTPRoute
 GATEWAYS_PER_PROJECT = 5
 LATENCY_S = 0.05
-IN_FLIGHT = 16  # gcjob's default --upstream-concurrency, and the routes floor's connections
+IN_FLIGHT = Settings().upstream_concurrency  # gcjob's default, and the routes floor's connections
 TEMPLATE_PREFIX = r"^/projects/[^/]+/control-plane"
 HUB_LISTS = (  # what gcjob's companions and bindings sweeps list on the hub, with its selectors
     ("/api/v1/configmaps", COMPANION_SELECTOR),

@@ -6,7 +6,7 @@ sweeps (gcjob/sweeps/) record what they did here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -412,11 +412,7 @@ class Run:
         """Totals and counts only: what grows with the hub (per-cluster states) has its own
         records (upstream_records), so the summary stays one bounded line."""
         finished = datetime.now(UTC)
-        clusters = self.upstream_index.summary() if self.upstream_index else {}
-        upstream_counts: dict[str, int] = {}
-        for state in clusters.values():
-            status = str(state["status"])
-            upstream_counts[status] = upstream_counts.get(status, 0) + 1
+        upstream_counts = self.upstream_index.status_counts() if self.upstream_index else {}
         summary: dict[str, Any] = {
             "record": "summary",
             "run_id": self.run_id,
@@ -501,12 +497,13 @@ class Run:
             return f"skipped: {self.tally.skipped}"
         return DESCRIPTIONS[exit_code]
 
-    def upstream_records(self) -> list[dict[str, Any]]:
-        """One record per upstream cluster the routes sweep asked about, by name."""
+    def upstream_records(self) -> Iterator[dict[str, Any]]:
+        """One record per upstream cluster the routes sweep asked about, by name, each made
+        as it is written (all of them at once were tens of MiB at 10,000 clusters)."""
         if self.upstream_index is None:
-            return []
+            return iter(())
         emitted = datetime.now(UTC)
-        return [
+        return (
             upstream_record(
                 cluster,
                 _redacted(state),
@@ -514,8 +511,8 @@ class Run:
                 self.run_id,
                 emitted,
             )
-            for cluster, state in self.upstream_index.summary().items()
-        ]
+            for cluster, state in self.upstream_index.summaries()
+        )
 
 
 def _by_target_kind(by_target: dict[str, int]) -> dict[str, int]:

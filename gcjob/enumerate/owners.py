@@ -51,7 +51,7 @@ class DiscoveringReader(Reader, Protocol):
 SECRET_OWNER = ("", "Secret")
 
 
-@dataclass
+@dataclass(slots=True)  # one per upstream cluster, for the run
 class _Cluster:
     available: bool
     detail: str = ""
@@ -279,7 +279,9 @@ class ProjectReads:
     def __init__(self, api: Reader | None, is_project: Callable[[str], bool]) -> None:
         self.api = api
         self.is_project = is_project
-        self._listed: dict[str, Seen] | None = None
+        # Each project listed, and whether it is being deleted: all its answer rests on (a
+        # project's uid and creation were kept too: about 200 bytes a project for the run).
+        self._listed: dict[str, bool] | None = None
         self._answers: dict[str, ProjectAnswer] = {}
         self._failed: dict[str, str] = {}  # project -> why it could not be read ("": the list)
         self._list_error: KubeError | None = None
@@ -329,11 +331,11 @@ class ProjectReads:
         state = "being deleted" if got[1].terminating else "found"
         return SecondLook(Looked.NO_LONGER, f"project {cluster} is {state} on a second look")
 
-    def _list(self, api: Reader) -> dict[str, Seen] | None:
+    def _list(self, api: Reader) -> dict[str, bool] | None:
         """The one list of the run; None when it failed (it is not tried again)."""
         if self._listed is None and "" not in self._failed:
             try:
-                self._listed = dict(api.list(PROJECTS, seen))
+                self._listed = dict(api.list(PROJECTS, _terminating))
             except Stopped:
                 raise
             except KubeError as exc:
@@ -341,13 +343,13 @@ class ProjectReads:
                 self._failed[""] = f"listing projects: {redact(str(exc))}"
         return self._listed
 
-    def _answer(self, api: Reader, name: str, listed: Mapping[str, Seen] | None) -> ProjectAnswer:
+    def _answer(self, api: Reader, name: str, listed: Mapping[str, bool] | None) -> ProjectAnswer:
         if listed is None:
             return ProjectAnswer.UNREAD
-        found = listed.get(name)
-        if found is None:
+        terminating = listed.get(name)
+        if terminating is None:
             try:
-                got = api.get(PROJECTS, None, name, seen)
+                got = api.get(PROJECTS, None, name, _terminating)
             except Stopped:
                 raise
             except KubeError as exc:
@@ -355,5 +357,11 @@ class ProjectReads:
                 return ProjectAnswer.UNREAD
             if got is None:
                 return ProjectAnswer.NOT_FOUND
-            found = got[1]
-        return ProjectAnswer.TERMINATING if found.terminating else ProjectAnswer.FOUND
+            terminating = got[1]
+        return ProjectAnswer.TERMINATING if terminating else ProjectAnswer.FOUND
+
+
+def _terminating(obj: dict[str, Any]) -> tuple[str, bool] | None:
+    """A project's name and whether it is being deleted."""
+    found = seen(obj)
+    return None if found is None else (found[0], found[1].terminating)

@@ -115,8 +115,9 @@ def wait_all(futures: Sequence[concurrent.futures.Future[T]]) -> None:
     """Waits in ticks: a main thread blocked in one long wait would run no signal handler,
     and a stop (SIGTERM) is what ends the reads (their transports give up within a tick).
     Asks each future whether it is done: concurrent.futures.wait() never counts a job that
-    close() cancelled before a worker took it, and would wait for it forever."""
-    pending = set(futures)
-    while pending:
-        concurrent.futures.wait(pending, timeout=WAIT_TICK)
-        pending = {future for future in pending if not future.done()}
+    close() cancelled before a worker took it, and would wait for it forever. One future at
+    a time, in order: a tick's wait on every pending future took each one's lock three times,
+    ten times a second (at 10,000 upstream clusters, seconds of CPU and of the GIL)."""
+    for future in futures:
+        while not future.done():
+            concurrent.futures.wait((future,), timeout=WAIT_TICK)

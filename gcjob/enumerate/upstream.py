@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -38,7 +38,25 @@ class UpstreamSource(Protocol):
         ...
 
 
-@dataclass
+# Sets of Gateway names, one object for every equal set (most clusters ask about and find the
+# same few names: a set is 216 bytes, two a cluster for the run); bounded, so names from the
+# world cannot grow it without end: past it, each set is kept as made.
+_SHARED_NAMES: dict[frozenset[str], frozenset[str]] = {}
+MAX_SHARED_NAMES = 4096
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared(names: frozenset[str]) -> frozenset[str]:
+    with _SHARED_LOCK:
+        found = _SHARED_NAMES.get(names)
+        if found is not None:
+            return found
+        if len(_SHARED_NAMES) < MAX_SHARED_NAMES:
+            _SHARED_NAMES[names] = names
+    return names
+
+
+@dataclass(slots=True)  # one per upstream cluster, for the run
 class ClusterState:
     status: ClusterStatus
     detail: str = ""
@@ -117,7 +135,7 @@ class Wanted:
         return wanted
 
 
-@dataclass
+@dataclass(slots=True)  # one per (cluster, upstream namespace), for the run
 class _Namespace:
     gateways: frozenset[str] | None = None
     error: str = ""
@@ -247,7 +265,7 @@ class UpstreamIndex:
         return state, namespaces, None
 
     def _lookup(self, cluster: str, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
-        asked = frozenset(names)
+        asked = _shared(frozenset(names))
 
         def asked_one(obj: dict[str, Any]) -> tuple[str, Seen] | None:
             found = seen(obj)  # kept while the list streams in only if asked for
@@ -266,7 +284,7 @@ class UpstreamIndex:
             return _Namespace(None, redact(str(exc)), asked=asked)
         if self.found is not None:
             self.found.add(cluster, GATEWAYS, namespace, listed)
-        return _Namespace(frozenset(listed), asked=asked)
+        return _Namespace(_shared(frozenset(listed)), asked=asked)
 
     def covers(self, target: RouteTarget) -> bool:
         """Whether `load` asked about everything this target names. A route that appeared
@@ -321,13 +339,24 @@ class UpstreamIndex:
         return reader.get(GATEWAYS, namespace, name, reduce.name_of) is not None
 
     def summary(self) -> dict[str, dict[str, object]]:
-        return {
-            name: {
-                "status": state.status.value,
-                "detail": state.detail,
-                "server": state.server,
-                "routes": state.routes,
-                "gateways_found": state.gateways_found,
-            }
-            for name, state in sorted(self.clusters.items())
-        }
+        return dict(self.summaries())
+
+    def summaries(self) -> Iterator[tuple[str, dict[str, object]]]:
+        """Each cluster's state, by name, made one at a time (10,000 at once were tens of MiB
+        at the run's end)."""
+        for name in sorted(self.clusters):
+            state = self.clusters[name]
+            yield (
+                name,
+                {
+                    "status": state.status.value,
+                    "detail": state.detail,
+                    "server": state.server,
+                    "routes": state.routes,
+                    "gateways_found": state.gateways_found,
+                },
+            )
+
+    def status_counts(self) -> dict[str, int]:
+        """How many clusters ended in each status, by its name."""
+        return dict(Counter(state.status.value for state in self.clusters.values()))

@@ -63,6 +63,8 @@ class Collected(Generic[T]):
 class ListsByFolding:
     """`list` for any reader that can `fold`: one way to list, live or from a snapshot."""
 
+    __slots__ = ()
+
     def fold(
         self,
         resource: Resource,
@@ -126,6 +128,8 @@ class BudgetExhausted(Unavailable):
 class ReadBudget:
     """Counts what one cluster's answers cost, against its ReadLimits. Shared by the reads of
     that cluster (its reader thread; a deletion's live read later), hence the lock."""
+
+    __slots__ = ("_lock", "bytes", "clock", "items", "limits", "pages", "seconds", "target")
 
     def __init__(
         self, limits: ReadLimits, target: str, clock: Callable[[], float] = time.monotonic
@@ -205,6 +209,19 @@ class PatchResult:
 
 
 class KubeAccess(ListsByFolding):
+    # One for each upstream cluster, kept for the run: slots, not a dict each.
+    __slots__ = (
+        "_discovery_lock",
+        "_groups",
+        "aggregated_discovery",
+        "budget",
+        "discovery_groups",
+        "list_from_cache",
+        "max_value_chars",
+        "page_size",
+        "transport",
+    )
+
     def __init__(
         self,
         transport: Transport,
@@ -276,7 +293,7 @@ class KubeAccess(ListsByFolding):
         )
         if versions is None:
             return None
-        return discovery.merge_versions([kinds for _, kinds in versions])
+        return discovery.kinds_of(versions)
 
     def _discovered(self, group: str) -> discovery.Versions | None:
         """The group's versions from what this reader's discovery said, read on first need:
@@ -286,7 +303,7 @@ class KubeAccess(ListsByFolding):
         with self._discovery_lock:  # one reader's discovery, asked from several threads
             if group not in self._groups:
                 core = not group
-                document = self._aggregated(core)
+                document = self._aggregated(core, {group, *self.discovery_groups})
                 if document is not None:
                     for kept in {group, *self.discovery_groups} - document.unsure:
                         if (not kept) == core and kept not in self._groups:
@@ -295,11 +312,11 @@ class KubeAccess(ListsByFolding):
                     self._groups[group] = discovery.interned(self._group_versions(group))
             return self._groups[group]
 
-    def _aggregated(self, core: bool) -> discovery.Aggregated | None:
-        """`/api`'s or `/apis`'s aggregated document; None when the server answered another
-        (the legacy one) or one too large to read whole: each group is then read alone. A
-        404 is a document that serves nothing: a deleted project's control plane answers so
-        for every path, and so does a wrong URL."""
+    def _aggregated(self, core: bool, groups: set[str]) -> discovery.Aggregated | None:
+        """`/api`'s or `/apis`'s aggregated document, read for `groups` only; None when the
+        server answered another (the legacy one) or one too large to read whole: each group is
+        then read alone. A 404 is a document that serves nothing: a deleted project's control
+        plane answers so for every path, and so does a wrong URL."""
         request = requests.aggregated_discovery(core)
         try:
             response = self._send(request)
@@ -307,9 +324,12 @@ class KubeAccess(ListsByFolding):
             return None  # many groups: each one's own documents are small
         if response.status == 404:
             return discovery.Aggregated({})
-        body = _expect_ok(response, request)
+        if not 200 <= response.status < 300:
+            raise _api_error(response, request)
         try:
-            return discovery.aggregated(body, core)
+            return discovery.read_aggregated(
+                response.body, core, frozenset(groups), lambda: _expect_ok(response, request)
+            )
         except ValueError as exc:
             raise ApiError(response.status, "Malformed", str(exc), request.path) from None
 

@@ -12,7 +12,8 @@ and one per version) where a server does not serve those, or cannot vouch for a 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,11 +109,14 @@ class Aggregated:
         return self.groups.get(group)
 
 
-def aggregated(body: Any, core: bool) -> Aggregated | None:
+def aggregated(body: Any, core: bool, only: Collection[str] | None = None) -> Aggregated | None:
     """An APIGroupDiscoveryList answer, read; None when `body` is none (the server answered the
     legacy document: it does not serve aggregated discovery). What cannot be read of an item
     is skipped, as resources_by_kind skips it: a kind it does not name is not served, which
-    decides nothing. `core`: the answer of `/api`, whose one group has no name."""
+    decides nothing. `core`: the answer of `/api`, whose one group has no name. `only`: the
+    groups read (the rest of the document is skipped unread: at 10,000 upstream clusters,
+    reading every group of each document was CPU the proxy and the servers needed); None:
+    every group."""
     if not isinstance(body, dict):
         return None
     if body.get("kind") != AGGREGATED_LIST or body.get("apiVersion") != AGGREGATED_API_VERSION:
@@ -133,6 +137,8 @@ def aggregated(body: Any, core: bool) -> Aggregated | None:
                 continue  # /api serves the core group only
         elif not isinstance(name, str) or not name:
             continue
+        if only is not None and name not in only:
+            continue
         if name in groups or name in unsure:
             unsure.add(name)  # named twice: its own document says which
             groups.pop(name, None)
@@ -143,6 +149,35 @@ def aggregated(body: Any, core: bool) -> Aggregated | None:
         else:
             unsure.add(name)
     return Aggregated(groups, frozenset(unsure))
+
+
+# The documents read last, by their exact bytes: a fleet of control planes serving the same
+# groups answers the same document, and decoding it (tens of KB of JSON, a millisecond or
+# more) was most of an upstream cluster's CPU. Each cluster still asks its own and is judged
+# on its own answer: only reading equal bytes is done once. A few, so hostile documents
+# (each its own) cost what they did, and memory stays a few documents.
+_READ: OrderedDict[tuple[bytes, bool, frozenset[str]], Aggregated | None] = OrderedDict()
+READ_KEPT = 4
+_READ_LOCK = threading.Lock()
+
+
+def read_aggregated(
+    body: bytes, core: bool, only: frozenset[str], decode: Callable[[], Any]
+) -> Aggregated | None:
+    """`aggregated(decode(), core, only)`, shared by equal answers (the same bytes): `body` is
+    the answer as received, `decode` decodes it (raising what the caller raises for JSON it
+    cannot read). Raises ValueError as `aggregated` does."""
+    key = (body, core, only)
+    with _READ_LOCK:
+        if key in _READ:
+            _READ.move_to_end(key)
+            return _READ[key]
+    read = aggregated(decode(), core, only)
+    with _READ_LOCK:
+        _READ[key] = read
+        while len(_READ) > READ_KEPT:
+            _READ.popitem(last=False)
+    return read
 
 
 def _versions(group: str, listed: Any) -> tuple[Versions, bool]:
@@ -200,6 +235,9 @@ def interned(versions: Versions | None) -> Versions | None:
     """`versions`, or an equal answer kept before: one object for every equal answer."""
     if versions is None:
         return None
+    with _INTERNED_LOCK:
+        if id(versions) in _MERGED:  # the kept answer itself (a document read once, shared)
+            return versions
     key = tuple((v, tuple(sorted(kinds.items()))) for v, kinds in versions)
     with _INTERNED_LOCK:
         found = _INTERNED.get(key)
@@ -207,4 +245,21 @@ def interned(versions: Versions | None) -> Versions | None:
             return found
         if len(_INTERNED) < MAX_INTERNED:
             _INTERNED[key] = versions
+            # Kept as long as `versions` (for the process): no other object takes its id.
+            _MERGED[id(versions)] = merge_versions([kinds for _, kinds in versions])
     return versions
+
+
+# The kinds of each interned answer, merged once (kinds_of): a reader asked for a group's
+# kinds gets the one mapping, not a copy each (a copy of a group's kinds was kept by every
+# upstream cluster's owner lookups for the run).
+_MERGED: dict[int, Mapping[str, tuple[Resource, ...]]] = {}
+
+
+def kinds_of(versions: Versions) -> Mapping[str, tuple[Resource, ...]]:
+    """merge_versions over the group's versions: shared when `versions` was interned."""
+    with _INTERNED_LOCK:
+        found = _MERGED.get(id(versions))
+    if found is not None:
+        return found
+    return merge_versions([kinds for _, kinds in versions])

@@ -6,16 +6,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from kubernetes.client import ApiClient
-
 from gcjob.kube.access import KubeAccess
-from gcjob.kube.connect import UpstreamResolver
+from gcjob.kube.connect import UpstreamClient, UpstreamResolver
 from gcjob.kube.errors import ConfigError, Unavailable
 
 
 class LiveUpstreams:
     def __init__(
-        self, resolver: UpstreamResolver, make_access: Callable[[ApiClient, str], KubeAccess]
+        self, resolver: UpstreamResolver, make_access: Callable[[UpstreamClient, str], KubeAccess]
     ) -> None:
         self.resolver = resolver
         self.make_access = make_access

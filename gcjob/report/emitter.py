@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import IO, Any
 
@@ -24,6 +24,9 @@ from gcjob.redact import error_line
 from gcjob.report.bounds import capped, json_line
 from gcjob.report.records import DueTally, Tally, envelope, item_record
 from gcjob.visible import visible
+
+# Upstream clusters' lines written at once at the end of a run.
+SUMMARY_BATCH = 500
 
 
 def _utc_now() -> datetime:
@@ -93,27 +96,38 @@ class Reporter:
             self.progress_stream.write(f"\r\x1b[K{visible(message)}")
             self.progress_stream.flush()
 
-    def finish(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    def finish(self, upstreams: Iterable[dict[str, Any]], summary: dict[str, Any]) -> None:
         """The report file first: if it cannot be written (OSError), nothing is printed yet,
-        so the caller can print a summary that says so."""
+        so the caller can print a summary that says so. `upstreams` is gone through once, one
+        record at a time, unless the report file holds them all."""
+        if self.report_file:
+            upstreams = list(upstreams)
         self.save(upstreams, summary)
         self.print_summary(upstreams, summary)
 
-    def save(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    def save(self, upstreams: Iterable[dict[str, Any]], summary: dict[str, Any]) -> None:
         """The whole document: every item and cluster, nothing cut (no Secret data either:
         records never hold any)."""
         if self.report_file:
             with open(self.report_file, "w", encoding="utf-8") as out:
-                document = {"items": self._items, "upstream": upstreams, "summary": summary}
+                document = {"items": self._items, "upstream": list(upstreams), "summary": summary}
                 json.dump(document, out, indent=2)
                 out.write("\n")
 
-    def print_summary(self, upstreams: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    def print_summary(self, upstreams: Iterable[dict[str, Any]], summary: dict[str, Any]) -> None:
         """One line per upstream cluster, then the summary (last, as pipelines expect)."""
         if self.progress_stream is not None:
             self.progress_stream.write("\r\x1b[K")
         if self.log_format == "json":
-            self._write("".join(json_line(r) + "\n" for r in [*upstreams, summary]))
+            # Written a batch of lines at a time: one string of 10,000 clusters' lines was
+            # the run's peak memory at the end.
+            batch: list[str] = []
+            for record in upstreams:
+                batch.append(json_line(record) + "\n")
+                if len(batch) >= SUMMARY_BATCH:
+                    self._write("".join(batch))
+                    batch.clear()
+            self._write("".join([*batch, json_line(summary) + "\n"]))
         else:
             self._write(_text_summary([capped(u) for u in upstreams], capped(summary)))
 

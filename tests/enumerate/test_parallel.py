@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import time
 
 import pytest
 
-from gcjob.enumerate.parallel import ReadAhead, Reads
+from gcjob.enumerate.parallel import ReadAhead, Reads, wait_all
 from gcjob.kube.errors import Stopped, Unavailable
 
 
@@ -205,3 +206,29 @@ def test_read_ahead_never_starts_a_read_for_a_key_the_loop_has_passed() -> None:
         assert not [key for key in recorder.read if 2 <= key <= 20]
     finally:
         reads.close()
+
+
+def test_wait_all_returns_once_every_job_ended_whatever_order_they_end_in() -> None:
+    """Jobs ending last-first, one cancelled before it started: the wait ends when the last
+    one does, not before (each future waited for in turn, in ticks)."""
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    gates = [threading.Event() for _ in range(4)]
+    futures = [pool.submit(gate.wait, 5) for gate in gates]
+    never = pool.submit(time.sleep, 0)  # queued behind 4 busy workers
+    assert never.cancel()
+    released: list[float] = []
+
+    def release() -> None:
+        for gate in reversed(gates):
+            time.sleep(0.05)
+            released.append(time.monotonic())  # before the job can end
+            gate.set()
+
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    wait_all([*futures, never])
+    ended = time.monotonic()
+    releaser.join()
+    assert all(future.done() for future in futures)
+    assert len(released) == len(gates) and ended >= released[-1]
+    pool.shutdown()

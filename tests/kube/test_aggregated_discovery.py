@@ -5,7 +5,9 @@ served or cannot vouch for it. On a real server behind the fault proxy, and as p
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -294,3 +296,87 @@ def test_the_core_document_serves_the_core_group_only() -> None:
     assert read is not None
     assert discovery.serves(read.versions(""), CONFIGMAPS)
     assert read.versions("apps") is None
+
+
+@given(
+    JSON.map(
+        lambda items: {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "items": items,
+        }
+    ),
+    st.sets(st.text(max_size=8), max_size=3),
+)
+def test_a_document_read_for_some_groups_says_of_them_what_the_whole_says(
+    body: Any, only: set[str]
+) -> None:
+    """The rest of a document is skipped unread; the groups asked about read as from the
+    whole: the same versions, the same doubt (named twice, stale)."""
+    try:
+        whole = discovery.aggregated(body, core=False)
+    except ValueError:
+        with pytest.raises(ValueError):
+            discovery.aggregated(body, core=False, only=only)
+        return
+    part = discovery.aggregated(body, core=False, only=only)
+    assert whole is not None and part is not None
+    assert part.groups == {g: v for g, v in whole.groups.items() if g in only}
+    assert part.unsure == whole.unsure & only
+
+
+def test_equal_answers_are_one_answer_and_one_mapping_of_kinds() -> None:
+    """Every upstream cluster serving the same group holds one copy of its kinds, not one
+    each (kept for the run by each cluster's owner lookups)."""
+    resource = Resource("interned.example", "v1", "things", "Thing", True)
+    first = (("v1", {"Thing": (resource,)}),)
+    second = (("v1", {"Thing": (Resource("interned.example", "v1", "things", "Thing", True),)}),)
+    one, other = discovery.interned(first), discovery.interned(second)
+    assert one is other is first
+    assert one is not None and other is not None
+    assert discovery.kinds_of(one) is discovery.kinds_of(other)  # not merged again a reader
+    assert discovery.kinds_of(one) == discovery.merge_versions([{"Thing": (resource,)}])
+    assert discovery.kinds_of(second) == discovery.kinds_of(one)  # not interned: merged anew
+
+
+EXAMPLES = itertools.count()
+
+
+@given(
+    JSON.map(
+        lambda items: {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "items": items,
+        }
+    ),
+    st.sets(st.text(max_size=8), max_size=3),
+)
+def test_equal_answers_are_decoded_once_and_read_as_each_alone(body: Any, only: set[str]) -> None:
+    """Every cluster asks for its own document; equal bytes are decoded once, and read as
+    decoding them again would (a fleet of control planes serving the same groups)."""
+    # Bytes no other example sent (the documents read last are kept between examples).
+    raw = b"\n" * next(EXAMPLES) + json.dumps(body).encode()
+    decoded: list[bytes] = []
+
+    def decode(data: bytes) -> Callable[[], Any]:
+        def run() -> Any:
+            decoded.append(data)
+            return json.loads(data)
+
+        return run
+
+    try:
+        alone = discovery.aggregated(json.loads(raw), core=False, only=only)
+    except ValueError:
+        with pytest.raises(ValueError):
+            discovery.read_aggregated(raw, False, frozenset(only), decode(raw))
+        return
+    first = discovery.read_aggregated(raw, False, frozenset(only), decode(raw))
+    again = bytes(bytearray(raw))  # equal bytes, another object: another cluster's answer
+    second = discovery.read_aggregated(again, False, frozenset(only), decode(again))
+    assert first == second == alone
+    assert decoded == [raw]
+    other = raw + b"\t"  # not the same bytes: decoded on its own
+    assert discovery.read_aggregated(other, False, frozenset(only), decode(other)) == alone
+    assert decoded == [raw, other]

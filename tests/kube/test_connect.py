@@ -15,6 +15,7 @@ import yaml
 from kubernetes.config import incluster_config
 
 from gcjob import logs
+from gcjob.budget import RunBudget
 from gcjob.kube.connect import (
     SHARED_POOL_CONNECTIONS,
     SharedPoolManager,
@@ -22,6 +23,7 @@ from gcjob.kube.connect import (
     hub_client,
 )
 from gcjob.kube.errors import ConfigError, UnknownCluster
+from gcjob.kube.transport import RequestStats, Transport
 
 TEMPLATE = "https://api.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/{cluster}/control-plane"
 
@@ -206,11 +208,11 @@ def upstreams(tmp_path: Path) -> Path:
 def test_context_names_are_cluster_names(upstreams: Path) -> None:
     resolver = UpstreamResolver(str(upstreams), None)
     assert resolver.configured
-    client = resolver.client_for("single")
-    assert client.configuration.host == "http://127.0.0.2:1"
+    client, server = resolver.client_for("single")
+    assert server == client.configuration.host == "http://127.0.0.2:1"
     assert _token(client) == "Bearer tok-single"
     assert client.configuration.retries is False
-    assert resolver.client_for("org/proj").configuration.host == "http://127.0.0.4:1"
+    assert resolver.client_for("org/proj").server == "http://127.0.0.4:1"
     assert resolver.describe("single") == "context 'single'"
 
 
@@ -223,12 +225,12 @@ def test_unknown_cluster_without_template(upstreams: Path) -> None:
 
 def test_template_substitutes_and_percent_encodes(upstreams: Path) -> None:
     resolver = UpstreamResolver(str(upstreams), TEMPLATE)
-    client = resolver.client_for("proj-beta/sub")
+    client, server = resolver.client_for("proj-beta/sub")
     expected = (
         "https://api.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/"
         "proj-beta%2Fsub/control-plane"
     )
-    assert client.configuration.host == expected
+    assert server == expected
     assert resolver.server_url("proj-beta/sub") == expected
     assert resolver.describe("proj-beta/sub") == expected
     # the credentials of the kubeconfig's current context
@@ -240,10 +242,7 @@ def test_template_org_proj(tmp_path: Path) -> None:
     path = kubeconfig(tmp_path / "milo.yaml", {"milo": "http://127.0.0.1:1"})
     resolver = UpstreamResolver(str(path), "http://127.0.0.1:1/projects/{cluster}/cp")
     assert resolver.server_url("org/proj") == "http://127.0.0.1:1/projects/org%2Fproj/cp"
-    assert (
-        resolver.client_for("org/proj").configuration.host
-        == "http://127.0.0.1:1/projects/org%2Fproj/cp"
-    )
+    assert resolver.client_for("org/proj").server == "http://127.0.0.1:1/projects/org%2Fproj/cp"
 
 
 def test_template_encodes_every_reserved_character(upstreams: Path) -> None:
@@ -254,41 +253,54 @@ def test_template_encodes_every_reserved_character(upstreams: Path) -> None:
 
 def test_context_wins_over_template(upstreams: Path) -> None:
     resolver = UpstreamResolver(str(upstreams), TEMPLATE)
-    assert resolver.client_for("single").configuration.host == "http://127.0.0.2:1"
-    assert resolver.client_for("org/proj").configuration.host == "http://127.0.0.4:1"
+    assert resolver.client_for("single").server == "http://127.0.0.2:1"
+    assert resolver.client_for("org/proj").server == "http://127.0.0.4:1"
     assert resolver.describe("single") == "context 'single'"
 
 
-def test_template_clients_are_independent(upstreams: Path) -> None:
+def test_template_clusters_share_one_client_and_each_has_its_own_server(
+    upstreams: Path,
+) -> None:
+    """One client (credentials, pool) for every templated cluster: only the server differs,
+    and each cluster's transport sends there, whatever the shared client's own host."""
     resolver = UpstreamResolver(str(upstreams), TEMPLATE)
     first = resolver.client_for("proj-a")
     second = resolver.client_for("proj-b")
-    assert "projects/proj-a/" in first.configuration.host
-    assert "projects/proj-b/" in second.configuration.host
+    assert first.client is second.client
+    assert "projects/proj-a/" in first.server
+    assert "projects/proj-b/" in second.server
+    transport = Transport(
+        second.client,
+        "upstream/proj-b",
+        stats=RequestStats(),
+        budget=RunBudget(None),
+        server=second.server,
+    )
+    assert transport.server == second.server
 
 
 def test_template_clients_share_one_connection_pool(upstreams: Path) -> None:
     """One TLS connection serves cluster after cluster (they differ only in the path): a
     transport done with its cluster (`clear`) leaves the pool to the others."""
     resolver = UpstreamResolver(str(upstreams), TEMPLATE)
-    first, second = resolver.client_for("proj-a"), resolver.client_for("proj-b")
+    first = resolver.client_for("proj-a").client
     project_api = resolver.project_api_client("https://api.example")
+    assert project_api.server == "https://api.example"
     shared = first.rest_client.pool_manager
     assert isinstance(shared, SharedPoolManager)
-    assert second.rest_client.pool_manager is shared
-    assert project_api.rest_client.pool_manager is shared
+    assert project_api.client.rest_client.pool_manager is shared
     assert shared.connection_pool_kw["maxsize"] == SHARED_POOL_CONNECTIONS
     assert shared.connection_pool_kw["retries"].total is False  # gcjob's transport retries
     pool = shared.connection_from_url("https://api.example/")
-    second.rest_client.pool_manager.clear()
+    first.rest_client.pool_manager.clear()
     assert shared.connection_from_url("https://api.example/") is pool
 
 
 def test_a_context_named_cluster_keeps_its_own_pool(upstreams: Path) -> None:
     resolver = UpstreamResolver(str(upstreams), TEMPLATE)
-    own = resolver.client_for("single").rest_client.pool_manager
+    own = resolver.client_for("single").client.rest_client.pool_manager
     assert not isinstance(own, SharedPoolManager)
-    assert own is not resolver.client_for("proj-a").rest_client.pool_manager
+    assert own is not resolver.client_for("proj-a").client.rest_client.pool_manager
     own.connection_from_url("http://127.0.0.2:1/")
     own.clear()  # closes its idle connections, as before
     assert len(own.pools) == 0
@@ -300,9 +312,10 @@ def test_template_clients_through_a_proxy_keep_their_own_proxy_managers(tmp_path
     config["clusters"][0]["cluster"]["proxy-url"] = "http://127.0.0.5:3128"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     resolver = UpstreamResolver(str(path), TEMPLATE)
-    first, second = resolver.client_for("proj-a"), resolver.client_for("proj-b")
-    assert isinstance(first.rest_client.pool_manager, urllib3.ProxyManager)
-    assert first.rest_client.pool_manager is not second.rest_client.pool_manager
+    proxied = resolver.client_for("proj-a").client.rest_client.pool_manager
+    project_api = resolver.project_api_client("https://api.example").client
+    assert isinstance(proxied, urllib3.ProxyManager)
+    assert project_api.rest_client.pool_manager is not proxied
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,7 @@ def test_the_same_name_in_two_lists_is_no_duplicate(tmp_path: Path) -> None:
     """kubectl allows a context, a cluster and a user that share one name."""
     config = config_with([("single", "single")], ["single"], ["single"], "single")
     resolver = UpstreamResolver(write(tmp_path / "kc.yaml", config), None)
-    assert resolver.client_for("single").configuration.host == "https://single.invalid"
+    assert resolver.client_for("single").server == "https://single.invalid"
 
 
 def test_a_duplicate_in_any_file_of_kubeconfig_env_is_refused(

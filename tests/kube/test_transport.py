@@ -21,6 +21,7 @@ from gcjob.kube.errors import Stopped, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.kube.transport import (
     MAX_BODY_BYTES,
+    ExchangeThreads,
     NestedTooDeeply,
     RequestStats,
     RetryPolicy,
@@ -501,3 +502,26 @@ def test_a_transport_can_have_a_smaller_body_cap() -> None:
             transport.send(LIST)
     finally:
         peer.close()
+
+
+def test_an_exchange_never_waits_for_a_busy_thread_and_idle_threads_are_kept_few() -> None:
+    """Exchange threads are kept for the next exchange, but one held by a peer that never
+    answers (abandoned, its socket not yet timed out) holds up no other."""
+
+    workers = ExchangeThreads(idle=2, name="test-exchange")
+    held, release = threading.Event(), threading.Event()
+    workers.run(lambda: (held.set(), release.wait(10)))
+    assert held.wait(5)
+    ran = [threading.Event() for _ in range(5)]
+    for event in ran:
+        workers.run(event.set)  # each while the first is still held
+    assert all(event.wait(5) for event in ran)
+    release.set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _exchange_threads() > 2:
+        time.sleep(0.01)
+    assert _exchange_threads() <= 2  # the rest ended once idle
+
+
+def _exchange_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "test-exchange")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -14,7 +15,7 @@ from jsonschema import Draft202012Validator
 
 from gcjob.model import PROJECT_COUNT_STATES, Action, Outcome, Sweep
 from gcjob.report.bounds import MAX_RECORD_BYTES
-from gcjob.report.emitter import Reporter
+from gcjob.report.emitter import SUMMARY_BATCH, Reporter
 from gcjob.report.records import upstream_record
 from testbed.model import HUB_NS, NOW, ref
 
@@ -467,3 +468,24 @@ def test_the_text_line_says_what_a_sweep_not_enforced_would_delete_apart() -> No
         "would delete: 1 this run, 0 later; would delete if enforced (copies): 1 this run, "
         "0 later; API requests: 7"
     ), last
+
+
+def test_many_upstream_clusters_are_written_one_line_each_the_summary_last() -> None:
+    """The clusters' records are made as they are written, a batch of lines at a time (all of
+    them at once, with one string of their lines, were the run's peak at 10,000 clusters)."""
+    stream = io.StringIO()
+    rep = reporter(stream)
+    (one,) = upstreams()
+    made: list[int] = []
+
+    def clusters() -> Iterator[dict[str, Any]]:
+        for n in range(SUMMARY_BATCH * 2 + 1):
+            made.append(n)
+            yield {**one, "cluster": f"proj-{n:05d}"}
+
+    rep.finish(clusters(), summary(rep))
+    lines = _lines(stream)
+    assert [line["cluster"] for line in lines[:-1]] == [f"proj-{n:05d}" for n in made]
+    assert len(made) == SUMMARY_BATCH * 2 + 1
+    assert lines[-1]["record"] == "summary"
+    assert stream.getvalue().count("\n") == len(made) + 1
