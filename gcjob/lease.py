@@ -381,11 +381,7 @@ class ShardLock:
         self.run = LeaseLock(
             access, namespace, lock_name, f"{SHARDS_HOLDER}{shard.count}", duration, shared=True
         )
-        self.siblings = [
-            Shard(index, shard.count).lease_name(lock_name)
-            for index in range(shard.count)
-            if index != shard.index
-        ]
+        self.siblings = shard.siblings(lock_name)
 
     @property
     def held(self) -> bool:

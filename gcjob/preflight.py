@@ -50,7 +50,8 @@ SWEEP_NEEDS: dict[Sweep, tuple[tuple[Resource, tuple[str, ...]], ...]] = {
     # The copies sweep's kinds are those the hub serves: it asks for itself once it knows
     # them, and a hub identity not granted them yet skips that sweep, not the run (copies).
 }
-LEASE_VERBS = ("get", "create", "update")
+# A Lease held: read, renewed and released by name (`create` is asked for apart).
+LEASE_HELD = ("get", "update")
 # The copies sweep asks for its own (gcjob/sweeps/copies/sweep.py), once it knows which kinds
 # the hub serves; what the RBAC must grant for all of them is this.
 COPIES_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = (
@@ -75,11 +76,13 @@ class Permission:
     verb: str
     resource: Resource
     namespace: str | None  # None: all namespaces
+    name: str | None = None  # one object's (a Lease's get and update: RBAC resourceNames)
 
     def __str__(self) -> str:
         group = f".{self.resource.group}" if self.resource.group else ""
+        named = f" named {self.name}" if self.name else ""
         where = f"in namespace {self.namespace}" if self.namespace else "in all namespaces"
-        return f"'{self.verb}' on {self.resource.plural}{group} {where}"
+        return f"'{self.verb}' on {self.resource.plural}{group}{named} {where}"
 
 
 def needed(settings: Settings) -> list[Permission]:
@@ -92,9 +95,22 @@ def needed(settings: Settings) -> list[Permission]:
                 for verb in verbs:
                     wanted[Permission(verb, resource, namespace)] = None
     if settings.lock:
-        for verb in LEASE_VERBS:
-            wanted[Permission(verb, LEASES, settings.lock_namespace)] = None
+        wanted.update(dict.fromkeys(lease_needs(settings)))
     return list(wanted)
+
+
+def lease_needs(settings: Settings) -> list[Permission]:
+    """The Leases a --delete run takes, reads and releases (gcjob/lease.py), by name where RBAC
+    can limit a verb to one (`create` it cannot: the name is in the body). Unsharded: the run's
+    Lease (--lock-name). A shard (--shard): its own Lease and the run's, which the shards hold
+    together, and `get` of each sibling's, which the last shard out reads before it releases
+    the run's (cronjobs/rbac/hub-sharded grants them all)."""
+    namespace, shard, run_lease = settings.lock_namespace, settings.part, settings.lock_name
+    held = [run_lease] if shard.whole else [shard.lease_name(run_lease), run_lease]
+    needs = [Permission("create", LEASES, namespace)]
+    needs += [Permission(verb, LEASES, namespace, name) for name in held for verb in LEASE_HELD]
+    needs += [Permission("get", LEASES, namespace, name) for name in shard.siblings(run_lease)]
+    return needs
 
 
 def needed_for(
@@ -110,7 +126,7 @@ def needed_for(
     ]
 
 
-def review(permission: Permission, name: str | None = None) -> dict[str, object]:
+def review(permission: Permission) -> dict[str, object]:
     attributes: dict[str, str] = {
         "group": permission.resource.group,
         "resource": permission.resource.plural,
@@ -118,8 +134,8 @@ def review(permission: Permission, name: str | None = None) -> dict[str, object]
     }
     if permission.namespace:
         attributes["namespace"] = permission.namespace
-    if name:
-        attributes["name"] = name
+    if permission.name:
+        attributes["name"] = permission.name
     return {
         "apiVersion": SELFSUBJECTACCESSREVIEWS.api_version,
         "kind": SELFSUBJECTACCESSREVIEWS.kind,
@@ -127,13 +143,11 @@ def review(permission: Permission, name: str | None = None) -> dict[str, object]
     }
 
 
-def missing(access: KubeAccess, permissions: Iterable[Permission], lock_name: str) -> list[str]:
+def missing(access: KubeAccess, permissions: Iterable[Permission]) -> list[str]:
     """The permissions the hub denies. Raises KubeError when it cannot be asked."""
     denied = []
     for permission in permissions:
-        # get/update of the Lease may be granted for its name only (resourceNames).
-        name = lock_name if permission.resource is LEASES and permission.verb != "create" else None
-        answer = access.create(SELFSUBJECTACCESSREVIEWS, None, review(permission, name))
+        answer = access.create(SELFSUBJECTACCESSREVIEWS, None, review(permission))
         status = answer.get("status") if isinstance(answer, dict) else None
         if not (isinstance(status, dict) and status.get("allowed") is True):
             denied.append(str(permission))
@@ -145,7 +159,7 @@ def events_allowed(access: KubeAccess, settings: Settings) -> bool:
     namespace the run sweeps)? False, with a warning, when it may not: the run goes on without
     them. A hub that cannot say is let through (each Event fails safe on its own)."""
     try:
-        denied = missing(access, needed_for(EVENT_NEEDS, settings), settings.lock_name)
+        denied = missing(access, needed_for(EVENT_NEEDS, settings))
     except KubeError as exc:
         log.warning("cannot check the hub identity's permission to post Events (%s)", exc)
         return True
@@ -163,15 +177,17 @@ def check(access: KubeAccess, settings: Settings) -> None:
     """Raises ConfigError naming what the hub identity lacks; a hub that cannot say is let
     through with a warning (each request still fails safe on its own 403)."""
     try:
-        denied = missing(access, needed(settings), settings.lock_name)
+        denied = missing(access, needed(settings))
     except KubeError as exc:
         log.warning("cannot check the hub identity's permissions (%s): going on", exc)
         return
     if denied:
+        # A shard's Leases are granted by the sharded RBAC, for its COUNT and --lock-name.
+        rbac = "cronjobs/rbac/hub" if settings.part.whole else "cronjobs/rbac/hub-sharded"
         raise ConfigError(
             "the hub identity may not "
             + "; ".join(denied)
-            + ": grant it (cronjobs/rbac/hub) or run without --delete; nothing was touched"
+            + f": grant it ({rbac}) or run without --delete; nothing was touched"
         )
 
 

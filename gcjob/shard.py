@@ -55,6 +55,14 @@ class Shard:
         """The shard's own Lease, beside the run's (`--lock-name`)."""
         return f"{lock_name}-shard-{self.index}-of-{self.count}"
 
+    def siblings(self, lock_name: str) -> list[str]:
+        """The Leases of the other shards of its COUNT (none for the whole hub)."""
+        return [
+            Shard(index, self.count).lease_name(lock_name)
+            for index in range(self.count)
+            if index != self.index
+        ]
+
 
 WHOLE = Shard()
 

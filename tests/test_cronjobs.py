@@ -615,3 +615,39 @@ def test_the_sharded_cronjob_runs_count_shards_at_once_each_with_its_lease() -> 
     named = {name for rule in role["rules"] for name in rule.get("resourceNames", [])}
     leases = {Shard(i, int(count)).lease_name(settings.lock_name) for i in range(int(count))}
     assert named == {settings.lock_name, *leases}
+
+
+def lease_grants(directory: str) -> set[tuple[str, str | None]]:
+    """(verb, Lease name or None for any) the Lease Role of a rendered hub RBAC grants."""
+    [role] = [obj for obj in render(directory) if obj["kind"] == "Role"]
+    return {
+        (verb, name)
+        for rule in role["rules"]
+        if "leases" in rule["resources"]
+        for verb in rule["verbs"]
+        for name in rule.get("resourceNames") or [None]
+    }
+
+
+@pytest.mark.parametrize("directory", ["rbac/hub-sharded", "rbac/hub"])
+def test_each_shard_of_the_overlay_asks_for_exactly_the_leases_the_sharded_rbac_grants(
+    directory: str,
+) -> None:
+    """The preflight of every shard of cronjobs/overlays/sharded (gcjob/preflight.py
+    `lease_needs`) asks for Leases cronjobs/rbac/hub-sharded grants, all of them between the
+    shards; the unsharded cronjobs/rbac/hub denies every shard some."""
+    [cronjob] = [obj for obj in render("overlays/sharded") if obj["kind"] == "CronJob"]
+    args = job_spec(cronjob)["template"]["spec"]["containers"][0]["args"]
+    count = int((flag(args, "shard") or "").partition("/")[2])
+    grants = lease_grants(directory)
+    asked: set[tuple[str, str | None]] = set()
+    for index in range(count):
+        settings = Settings(delete=True, shard=Shard(index, count))
+        needs = {(p.verb, p.name) for p in preflight.lease_needs(settings)}
+        asked |= needs
+        if directory == "rbac/hub":
+            assert needs - grants, index
+        else:
+            assert needs <= grants, needs - grants
+    if directory == "rbac/hub-sharded":
+        assert asked == grants  # and nothing granted that no shard asks for

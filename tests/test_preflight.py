@@ -4,15 +4,20 @@ tests/e2e/test_rbac_e2e.py.)"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.kube.resources import HTTPROUTES, LEASES, SECRETS
+from gcjob.lease import ShardLock
 from gcjob.model import Sweep
 from gcjob.preflight import COPIES_NEEDS, EVENT_NEEDS, Permission, needed, needed_for, review
 from gcjob.settings import Settings
+from gcjob.shard import MAX_SHARDS, Shard
 
 HUB_RBAC = Path(__file__).parents[1] / "cronjobs/rbac/hub"
 
@@ -55,8 +60,7 @@ def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
     permissions += needed_for(EVENT_NEEDS, settings)
 
     for permission in permissions:
-        name = settings.lock_name if permission.resource is LEASES else None
-        assert granted(permission, name), permission
+        assert granted(permission, permission.name), permission
     asked = {(p.resource.group, p.resource.plural, p.verb) for p in permissions}
     for rule, _ in hub_rules():
         for group in rule["apiGroups"]:
@@ -82,11 +86,41 @@ def test_the_lease_is_asked_for_in_the_lock_namespace() -> None:
 
     leases = [p for p in needed(settings) if p.resource is LEASES]
 
-    assert [(p.verb, p.namespace) for p in leases] == [
-        ("get", "ops"),
-        ("create", "ops"),
-        ("update", "ops"),
+    assert [(p.verb, p.namespace, p.name) for p in leases] == [
+        ("create", "ops", None),  # RBAC cannot limit `create` to a name: it is in the body
+        ("get", "ops", "gcjob"),
+        ("update", "ops", "gcjob"),
     ]
+
+
+# --shard 0/1 is the whole hub: the run's Lease alone, as unsharded.
+@given(
+    st.integers(min_value=2, max_value=MAX_SHARDS).flatmap(
+        lambda count: st.tuples(st.integers(min_value=0, max_value=count - 1), st.just(count))
+    )
+)
+def test_a_shard_asks_for_its_own_lease_the_runs_and_to_read_every_siblings(
+    shard: tuple[int, int],
+) -> None:
+    index, count = shard
+    unlimited = {"max_deletions": 0, "max_marks": 0, "max_writes": 0}  # any COUNT shares them
+    settings = Settings(delete=True, sweeps=(Sweep.ROUTES,), shard=Shard(index, count), **unlimited)
+
+    leases = [(p.verb, p.name) for p in needed(settings) if p.resource is LEASES]
+
+    own = f"gcjob-shard-{index}-of-{count}"
+    siblings = [f"gcjob-shard-{i}-of-{count}" for i in range(count) if i != index]
+    assert leases == [
+        ("create", None),
+        ("get", own),
+        ("update", own),
+        ("get", "gcjob"),
+        ("update", "gcjob"),
+        *(("get", name) for name in siblings),
+    ]
+    # What ShardLock takes and reads (gcjob/lease.py), by the same names.
+    lock = ShardLock(None, "default", "gcjob", Shard(index, count), "me", timedelta(minutes=5))  # type: ignore[arg-type]
+    assert {lock.own.name, lock.run.name, *lock.siblings} == {n for _, n in leases if n}
 
 
 def test_a_review_names_the_verb_resource_namespace_and_name() -> None:
@@ -100,6 +134,10 @@ def test_a_review_names_the_verb_resource_namespace_and_name() -> None:
             "namespace": "ns-a",
         }
     }
-    lease = review(Permission("update", LEASES, "default"), "gcjob")
+    lease = review(Permission("update", LEASES, "default", "gcjob"))
     assert lease["spec"]["resourceAttributes"]["name"] == "gcjob"  # type: ignore[index]
     assert str(Permission("list", SECRETS, None)) == "'list' on secrets in all namespaces"
+    assert (
+        str(Permission("get", LEASES, "ops", "gcjob-shard-1-of-4"))
+        == "'get' on leases.coordination.k8s.io named gcjob-shard-1-of-4 in namespace ops"
+    )

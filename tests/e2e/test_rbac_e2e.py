@@ -98,12 +98,14 @@ class Side:
     def apply(self, manifests: str, *extra: str) -> subprocess.CompletedProcess[str]:
         return kubectl(self.admin, "apply", "-f", "-", *extra, stdin=manifests)
 
-    def allowed(self, verb: str, resource: str, namespace: str = "") -> bool:
+    def allowed(self, verb: str, resource: str, namespace: str = "", name: str = "") -> bool:
         """Asked as the gcjob user, straight to the server; `resource` is plural.group."""
         plural, _, group = resource.partition(".")
         attributes = {"verb": verb, "resource": plural, "group": group}
         if namespace:
             attributes["namespace"] = namespace
+        if name:
+            attributes["name"] = name
         answer = self.server.request(
             "POST",
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
@@ -647,3 +649,72 @@ def test_without_secrets_a_routes_run_needs_nothing_more_and_any_other_sweep_is_
     for kind in ("ConfigMap", "Secret", "ResourceBinding"):
         ns, name, _ = orphans[kind]
         assert hub_side.cluster.present(kind, ns, name), (kind, name)
+
+
+SHARDS = 4  # cronjobs/overlays/sharded's COUNT, which cronjobs/rbac/hub-sharded grants
+LEASES = "leases.coordination.k8s.io"
+
+
+def test_a_sharded_delete_sweep_needs_nothing_but_the_sharded_rbac_and_is_refused_without_it(
+    hub_side: Side, upstream_side: Side
+) -> None:
+    """issue 33 item 5's left-over: a shard's preflight asks for the Leases it takes, reads and
+    releases (its own, the run's, its siblings'). Without cronjobs/rbac/hub-sharded (the plain
+    hub RBAC grants the run's Lease only) every shard is refused up front, exit 2, naming its
+    own Lease, and writes nothing; with it, the four shards one after the other delete every
+    orphan, and no request is refused."""
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+    args = gcjob_args(hub_side, upstream_side)
+    hub_side.proxy.clear_requests()
+
+    refused = [run_gcjob(*args, "--shard", f"{i}/{SHARDS}") for i in range(SHARDS)]
+
+    for index, result in enumerate(refused):
+        assert result.exit_code == 2, result.stderr
+        [message] = [line for line in result.stderr.splitlines() if "gcjob: error:" in line]
+        own = f"gcjob-shard-{index}-of-{SHARDS}"
+        assert f"'get' on leases.coordination.k8s.io named {own} in namespace default" in message
+        assert f"'update' on leases.coordination.k8s.io named {own}" in message
+        assert "cronjobs/rbac/hub-sharded" in message  # what to grant
+        assert "named gcjob in" not in message  # the run's Lease is granted: not named
+        assert not result.items
+    assert not [
+        (r.method, r.path)
+        for r in hub_side.proxy.requests
+        if r.method in ("DELETE", "PATCH", "PUT", "POST")
+        and "selfsubjectaccessreviews" not in r.path
+    ]
+    for kind, (ns, name, _) in orphans.items():
+        assert hub_side.cluster.present(kind, ns, name), (kind, name)
+
+    rendered, sharded = render("rbac/hub"), render("rbac/hub-sharded")
+    done = hub_side.apply(sharded, "--server-side")
+    assert done.returncode == 0, done.stderr
+    try:
+        wait_for(
+            lambda: hub_side.allowed("update", LEASES, "default", f"gcjob-shard-3-of-{SHARDS}")
+        )
+        hub_side.proxy.clear_requests()
+        shards = [run_gcjob(*args, "--shard", f"{i}/{SHARDS}") for i in range(SHARDS)]
+        log = [(r.method, r.path, r.status) for r in hub_side.proxy.requests]
+    finally:
+        restored = hub_side.apply(rendered, "--server-side")
+        assert restored.returncode == 0, restored.stderr
+        wait_for(
+            lambda: not hub_side.allowed("update", LEASES, "default", f"gcjob-shard-3-of-{SHARDS}")
+        )
+
+    assert [r.exit_code for r in shards] == [0] * SHARDS, [r.stderr for r in shards]
+    for kind, (ns, name, _) in orphans.items():
+        assert hub_side.cluster.gone(kind, ns, name), (kind, name)
+        [deleted] = [r.outcome(kind, name) for r in shards if r.outcome(kind, name)]
+        assert deleted[0] == "deleted", (kind, name)
+    assert not [r for r in log if r[2] in (401, 403)]
+    for index in range(SHARDS):  # each shard took its own Lease, and let it go
+        assert any(
+            m == "PUT" and p.endswith(f"/leases/gcjob-shard-{index}-of-{SHARDS}") for m, p, _ in log
+        )
+        lease = hub_side.cluster.get("Lease", "default", f"gcjob-shard-{index}-of-{SHARDS}")
+        assert lease is not None and not lease["spec"].get("holderIdentity")
+    run_lease = hub_side.cluster.get("Lease", "default", "gcjob")
+    assert run_lease is not None and not run_lease["spec"].get("holderIdentity")

@@ -436,9 +436,7 @@ def _denied(run: Run, kinds: HubKinds) -> list[str]:
         verbs += ("patch", "delete") if SWEEP in run.settings.enforce else ("patch",)
     needs = [(r, verbs) for r in kinds.swept] + [(r, ("list",)) for r in kinds.owners_only]
     try:
-        return preflight.missing(
-            run.hub, preflight.needed_for(needs, run.settings), run.settings.lock_name
-        )
+        return preflight.missing(run.hub, preflight.needed_for(needs, run.settings))
     except KubeError as exc:
         log.warning("cannot check the copies sweep's permissions (%s): going on", exc)
         return []
@@ -457,7 +455,7 @@ def _projects_denied(run: Run) -> list[str]:
         for verb in verbs
     ]
     try:
-        return preflight.missing(run.projects, needs, run.settings.lock_name)
+        return preflight.missing(run.projects, needs)
     except KubeError as exc:
         log.warning("cannot check the Project API identity's permissions (%s): going on", exc)
         return []
