@@ -23,6 +23,7 @@ MONITORING = RULES.parent
 RULE_TESTS = MONITORING / "tests" / "gcjob-alerts-test.yaml"
 DEPLOYING = Path(__file__).parents[1] / "docs" / "deploying.md"
 GROUP_LABELS = {"job", "hub"}  # the Pushgateway group every push of an install goes to
+SHARD_LABEL = "shard"  # with --shard, one group a shard (gcjob/publish/metrics.py grouping)
 SERIES = re.compile(r"(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\}")
 
 
@@ -58,6 +59,7 @@ def pushed_metrics() -> dict[str, set[str]]:
         "sweeps": {"companions": {"scanned": 1}},
         "upstream_counts": {"ok": 1},
         "api_requests": {"by_target": {"hub": 1}},
+        "shard": {"index": 0, "count": 2},
     }
     registry = registry_of(summary, duration=1.0, finished=1.0)
     return {
@@ -78,7 +80,9 @@ def test_the_rule_tests_input_series_are_ones_gcjob_pushes() -> None:
             if name == "up":  # the only other series: a Pushgateway with no gcjob in it
                 continue
             assert name in pushed, f"{name} is not a metric gcjob pushes"
-            assert labels == GROUP_LABELS | pushed[name], series["series"]
+            assert labels - {SHARD_LABEL} == GROUP_LABELS | pushed[name], series["series"]
+            if name == "gcjob_shard_count":  # pushed by shards only: in their groups only
+                assert SHARD_LABEL in labels, series["series"]
             seen.add(name)
     assert seen >= {
         "gcjob_run_exit_code",
@@ -87,6 +91,7 @@ def test_the_rule_tests_input_series_are_ones_gcjob_pushes() -> None:
         "gcjob_lock_held_seconds",
         "gcjob_run_brake_engaged",
         "gcjob_run_dry_run",
+        "gcjob_shard_count",
     }
 
 

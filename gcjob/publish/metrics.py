@@ -2,16 +2,18 @@
 
 A batch job is gone before Prometheus could scrape it, so it pushes. Every run of one install
 pushes to one group, job="gcjob", hub=<the hub's server> (and shard="INDEX/COUNT", one group a
-shard, with --shard): a dry run and an enforcing run
-replace the same series, so switching modes leaves no frozen group behind for an alert to
-find. A run that steps aside for the rollout Job (skipped) adds three metrics only (when it
-stepped aside, how long the lock has been held, its success) and leaves the last sweep's
-counts in place. Every run sets every metric but one; only a run that exited 0 sets
-gcjob_last_success_timestamp_seconds. A failed run adds its metrics with POST, which replaces
-only the metrics it pushes and so keeps the last success from an earlier push: an alert on its
-age fires when runs keep failing, and a group with runs but no last success is an install
-that never succeeded (cronjobs/monitoring/gcjob-alerts.yaml). An unreachable Pushgateway is a
-warning, never a failed run.
+shard, with --shard): a dry run and an enforcing run replace the same series, so switching
+modes leaves no frozen group behind for an alert to find. A run that steps aside for the
+rollout Job (skipped) adds three metrics only (when it stepped aside, how long the lock has
+been held, its success; a shard its COUNT too) and leaves the last sweep's counts in place.
+Every run sets every metric but two: only a run that exited 0 sets
+gcjob_last_success_timestamp_seconds, and only a shard gcjob_shard_count (its COUNT: the
+alerts count the shards that should push against it, a shard that never ran included). A
+failed run adds its metrics with POST, which replaces only the metrics it pushes and so keeps
+the last success from an earlier push: an alert on its age fires when runs keep failing, and a
+group with runs but no last success is an install that never succeeded
+(cronjobs/monitoring/gcjob-alerts.yaml). An unreachable Pushgateway is a warning, never a
+failed run.
 """
 
 from __future__ import annotations
@@ -142,25 +144,41 @@ def registry_of(
     }
     if summary["exit_code"] == 0:
         single["gcjob_last_success_timestamp_seconds"] = ("When a run last exited 0.", finished)
+    single.update(shard_count(summary))
     for name, (help_text, value) in single.items():
         Gauge(name, help_text, registry=registry).set(value)
     return registry
 
 
-def skipped_registry(finished: float, lock_held_seconds: float) -> CollectorRegistry:
+SHARD_COUNT_HELP = (
+    "COUNT of --shard INDEX/COUNT: how many shards, each its own group, the alerts expect to "
+    "hear from (a shard that never pushes has no group of its own to alert on)."
+)
+
+
+def shard_count(summary: dict[str, Any]) -> dict[str, tuple[str, float]]:
+    """gcjob_shard_count, pushed by every shard of a sharded install; nothing unsharded."""
+    shard = summary.get("shard")
+    return {"gcjob_shard_count": (SHARD_COUNT_HELP, shard["count"])} if shard else {}
+
+
+def skipped_registry(
+    summary: dict[str, Any], finished: float, lock_held_seconds: float
+) -> CollectorRegistry:
     """The metrics of a run that stepped aside for the rollout Job (the summary's `skipped`):
-    it swept nothing, so it says only that, and how long the lock has been held; the last
-    run that swept keeps its numbers until the drain pushes its own."""
+    it swept nothing, so it says only that, and how long the lock has been held (and, a shard,
+    its COUNT); the last run that swept keeps its numbers until the drain pushes its own."""
     registry = CollectorRegistry()
-    for name, help_text, value in (
-        (
-            "gcjob_run_skipped_timestamp_seconds",
+    single: dict[str, tuple[str, float]] = {
+        "gcjob_run_skipped_timestamp_seconds": (
             "When a run last stepped aside for the rollout Job (--drain holds the lock).",
             finished,
         ),
-        ("gcjob_lock_held_seconds", LOCK_HELD_HELP, lock_held_seconds),
-        ("gcjob_last_success_timestamp_seconds", "When a run last exited 0.", finished),
-    ):
+        "gcjob_lock_held_seconds": (LOCK_HELD_HELP, lock_held_seconds),
+        "gcjob_last_success_timestamp_seconds": ("When a run last exited 0.", finished),
+        **shard_count(summary),
+    }
+    for name, (help_text, value) in single.items():
         Gauge(name, help_text, registry=registry).set(value)
     return registry
 
@@ -179,7 +197,7 @@ def push(
     would make every count vanish for the drain's length."""
     skipped = bool(summary.get("skipped"))
     registry = (
-        skipped_registry(finished, lock_held_seconds)
+        skipped_registry(summary, finished, lock_held_seconds)
         if skipped
         else registry_of(
             summary, duration=duration, finished=finished, lock_held_seconds=lock_held_seconds

@@ -44,7 +44,7 @@ def held(
     """What the Pushgateway serves for one group, by metric name and the metric's own labels."""
     got = {}
     for (name, labels), value in pushgateway.samples().items():
-        own = tuple(label for label in labels if label[0] not in ("hub", "instance", "job"))
+        own = tuple(pair for pair in labels if pair[0] not in ("hub", "instance", "job", "shard"))
         if tuple(label for label in labels if label not in own) == group:
             got[(name, own)] = value
     return got
@@ -74,6 +74,7 @@ def test_a_successful_run_pushes_every_metric_to_its_installs_group(
     assert got[("gcjob_lock_held_seconds", ())] == 0
     assert got[("gcjob_run_finished_timestamp_seconds", ())] == 1_700_000_000.0
     assert got[("gcjob_last_success_timestamp_seconds", ())] == 1_700_000_000.0
+    assert "gcjob_shard_count" not in names(got)  # a shard's only
 
 
 def test_a_failed_run_replaces_its_metrics_and_keeps_the_earlier_last_success(
@@ -376,5 +377,42 @@ def test_each_shard_pushes_a_group_of_its_own(pushgateway: Pushgateway) -> None:
             if tuple(x for x in labels if x[0] in dict(group)) == group
         }
         assert got[("gcjob_run_exit_code", ())] == 0
+        assert got[("gcjob_shard_count", ())] == 4  # what the alerts count the shards against
         would += sum(v for (name, labels), v in got.items() if ("action", "would-delete") in labels)
     assert would == 15  # the demo's would-delete total, as one run's report says
+
+
+@pytest.mark.parametrize("exit_code", [0, 3])
+def test_every_shards_push_says_its_count_a_skipped_one_too(
+    pushgateway: Pushgateway, exit_code: int
+) -> None:
+    """gcjob_shard_count in every push of a shard, whether it swept, failed or stepped aside for
+    the rollout Job: GcjobShardsNotSucceeding counts the shards against it."""
+    shard = {"shard": {"index": 2, "count": 3}}
+    group = (*GROUP, ("shard", "2/3"))
+    assert push(pushgateway.url, {**summary(exit_code), **shard}, duration=1.0, finished=50.0)
+    assert held(pushgateway, group)[("gcjob_shard_count", ())] == 3
+    pushgateway.wipe()
+    skipped = {**summary(0, {}), **shard, "skipped": "rollout holds the lock (drain/pod/run)"}
+
+    assert push(pushgateway.url, skipped, duration=0.2, finished=60.0)
+
+    got = held(pushgateway, group)
+    assert got[("gcjob_shard_count", ())] == 3
+    assert got[("gcjob_last_success_timestamp_seconds", ())] == 60.0
+
+
+def test_an_old_shards_group_is_deleted_by_its_hub_and_shard_in_base64_as_the_docs_say(
+    pushgateway: Pushgateway,
+) -> None:
+    """docs/deploying.md "GcjobShardsNotSucceeding": after COUNT changes, the old COUNT's groups
+    are deleted by hand, the shard named in base64 too (it has a slash)."""
+    for index in range(2):
+        shard = {"shard": {"index": index, "count": 2}}
+        assert push(pushgateway.url, {**summary(), **shard}, duration=1.0, finished=100.0)
+    hub = base64.urlsafe_b64encode(HUB.encode()).decode()
+    first = base64.urlsafe_b64encode(b"0/2").decode()
+
+    pushgateway.send("DELETE", f"/metrics/job/gcjob/hub@base64/{hub}/shard@base64/{first}")
+
+    assert [g["shard"] for g in pushgateway.groups()] == ["1/2"]
