@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 from gcjob.cli import cli
 from gcjob.decide.upstream_labels import Copied, copy_of
 from gcjob.domain import (
+    COMPANION_LABEL,
+    GATEWAY_SYNC_LABEL,
+    REFERRERS_ANNOTATION,
     UPSTREAM_CLUSTER_LABEL,
     UPSTREAM_GROUP_LABEL,
     UPSTREAM_KIND_LABEL,
@@ -24,8 +27,16 @@ from gcjob.domain import (
     UPSTREAM_NAMESPACE_LABEL,
 )
 from gcjob.exitcodes import ExitCode
+from gcjob.kube import reduce
+from gcjob.kube.resources import CONFIGMAPS, SECRETS
+from gcjob.model import Companion
 from gcjob.settings import Settings, SettingsError
 from gcjob.shard import MAX_SHARDS, WHOLE, Shard, copy_key, parse_shard, shard_of
+from gcjob.sweeps.boundary import ObjectScan
+from gcjob.sweeps.companions.sweep import CompanionScan
+from gcjob.sweeps.copies.act import OwnersWanted
+from gcjob.sweeps.copies.scan import replica
+from gcjob.sweeps.copies.sweep import CopyScan
 from testbed.report import sweep_snapshot
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
@@ -233,3 +244,69 @@ def test_four_shards_of_the_demo_report_what_one_run_does(tmp_path: Path, count:
         }
     )
     assert healthy == expected
+
+
+# -- one object, two sweeps, two keys -------------------------------------------------------
+
+# A cluster label: NSO's (`cluster-<project>`, as testbed/milo.py writes it), or anything else.
+cluster_labels = st.one_of(
+    st.from_regex(r"cluster-[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True),
+    st.text(max_size=30),
+    st.none(),
+)
+hub_namespaces = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", fullmatch=True)
+
+
+@given(
+    st.lists(st.tuples(hub_namespaces, cluster_labels, st.booleans()), max_size=12),
+    st.integers(min_value=1, max_value=16),
+)
+def test_an_object_in_two_sweeps_is_judged_once_in_each_none_twice_none_dropped(
+    objects: list[tuple[str, str | None, bool]], count: int
+) -> None:
+    """A labelled companion that is also NSO's copy (a Secret with gateway-sync) or an anchor
+    (a ConfigMap): the companions sweep keys it by its hub namespace, the copies sweep by its
+    project. Through each sweep's own shard gate (`judged_elsewhere` of the scans the sweeps
+    run: the copies' first read and its judging scan, the companions' scan), every object is
+    judged by exactly one shard in each sweep, across the shards of any COUNT; the copies'
+    first read (which asks for the owner) and their judging scan pick the same shard."""
+    judged: Counter[tuple[str, int]] = Counter()
+    for n, (namespace, cluster, secret) in enumerate(objects):
+        resource = SECRETS if secret else CONFIGMAPS
+        labels = {**_labels(cluster or ""), COMPANION_LABEL: "true"}
+        if cluster is None:
+            del labels[UPSTREAM_CLUSTER_LABEL]
+        if secret:
+            labels[GATEWAY_SYNC_LABEL] = "true"
+        raw = {
+            "apiVersion": "v1",
+            "kind": resource.kind,
+            "metadata": {
+                "name": f"object-{n}",
+                "namespace": namespace,
+                "uid": f"uid-{n}",
+                "resourceVersion": "1",
+                "labels": labels,
+                "annotations": {REFERRERS_ANNOTATION: '["default/gone"]'},
+            },
+        }
+        as_companion = reduce.companion(resource)(raw)
+        as_copy = replica(resource)(raw)
+        assert CompanionScan.shard_key is ObjectScan.shard_key  # by its hub namespace
+        for index in range(count):
+            shard = Shard(index, count)
+            companions = ObjectScan[Companion](shard)
+            first, copies = OwnersWanted(shard), CopyScan(resource, {}, False, shard)
+            if not companions.judged_elsewhere(as_companion):
+                judged[("companions", n)] += 1
+                assert index == shard_of(namespace, count)
+            read_here = not first.judged_elsewhere(as_copy)
+            judged_here = not copies.judged_elsewhere(as_copy)
+            assert read_here == judged_here, (index, as_copy)
+            if judged_here:
+                judged[("copies", n)] += 1
+                assert index == shard_of(copy_key(labels, namespace), count)  # its project's
+    assert judged == Counter({(sweep, n): 1 for n in range(len(objects)) for sweep in SWEEPS})
+
+
+SWEEPS = ("companions", "copies")

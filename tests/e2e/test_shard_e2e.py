@@ -24,10 +24,24 @@ from typing import Any
 
 import pytest
 
+from gcjob.domain import GATEWAY_SYNC_LABEL
 from gcjob.shard import Shard, shard_of
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy
-from testbed.milo import connector_group, delete_project, live_owner, make_project, project_name
+from testbed.milo import (
+    CONFIGMAPS,
+    CONNECTORS,
+    NET,
+    SECRETS,
+    connector_group,
+    copy,
+    delete_project,
+    labels,
+    live_owner,
+    make_project,
+    owned_by,
+    project_name,
+)
 from testbed.objects import companion, route, upstream_route, workload
 from testbed.report import Result, records_of, run_gcjob, start_gcjob
 from tests.e2e.test_copies_e2e import args as copies_args
@@ -392,3 +406,156 @@ def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
         assert result.summary["sweeps"]["copies"]["status"] == "braked", result.summary
         assert "projects brake: 2 projects" in result.summary["sweeps"]["copies"]["detail"]
         assert not [i for i in result.items if i["reason"] == "project-gone"]
+
+
+def test_an_object_in_two_sweeps_is_judged_once_in_each_by_the_shard_of_its_key(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """Objects that are companions and copies at once, in one hub namespace, of projects whose
+    shards are not the namespace's: an anchor (a ConfigMap) and NSO's copy of a Secret, each
+    labelled and annotated as a companion whose workload is gone. The companions sweep keys
+    them by the namespace, the copies sweep by the project: four shards at once report each
+    once in each sweep, the companions item from the namespace's shard and the copies item from
+    the project's, as one run reports them: none twice, none dropped."""
+    ns = hub.namespace("two-sweeps")
+    home = shard_of(ns, COUNT)
+    projects: list[str] = []
+    while len({shard_of(p, COUNT) for p in projects}) < COUNT - 1:
+        name = project_name()
+        if shard_of(name, COUNT) != home and name not in projects:
+            projects.append(name)
+    upstream_ns = upstream.namespace("app")
+    both: dict[tuple[str, str], str] = {}  # (kind, name) -> its project
+    for i, project in enumerate(projects):
+        make_project(upstream, project)
+        found = labels(project, NET, "Connector", upstream_ns, f"gone-{i}")
+        made = hub.create_at(
+            CONFIGMAPS.format(namespace=ns),
+            companion("ConfigMap", ns, f"anchor-{uuid.uuid4()}", ["default/gone"], labels=found),
+        )
+        copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", f"gone-{i}", found, made)
+        synced = labels(project, "", "Secret", upstream_ns, f"tls-{i}") | {
+            GATEWAY_SYNC_LABEL: "true"
+        }
+        secret = companion("Secret", ns, f"tls-{i}", ["default/gone"], labels=synced)
+        secret["metadata"]["ownerReferences"] = owned_by(made)
+        hub.create_at(SECRETS.format(namespace=ns), secret)
+        both[("ConfigMap", made["metadata"]["name"])] = project
+        both[("Secret", f"tls-{i}")] = project
+    given = copies_args(
+        gcjob_hub_args, milo_kubeconfig, milo, ns, "--sweep", "companions", "--report-healthy"
+    )
+
+    one = run_gcjob(*given)
+    shards = at_once(given)
+
+    assert one.exit_code == 0, one.stderr
+    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
+    together: Counter[Item] = Counter()
+    for result in shards:
+        together.update(items(result))
+    assert together == items(one)  # each item once, in one shard, as one run reports it
+    for (kind, name), project in both.items():
+        judged = {
+            (i["sweep"], index)
+            for index, result in enumerate(shards)
+            for i in result.items
+            if (i["kind"], i["name"]) == (kind, name)
+        }
+        assert judged == {("companions", home), ("copies", shard_of(project, COUNT))}, (kind, name)
+    # The companions sweep judged them as companions: the anchor orphaned, the Secret kept for
+    # its owner (the anchor); the copies sweep judged them as copies of a gone owner.
+    outcomes = {(i[0], i[1], i[3]): i[4:] for i in items(one)}
+    for kind, name in both:
+        expected = ("would-delete", "orphaned") if kind == "ConfigMap" else ("skipped", "owned")
+        assert outcomes[("companions", kind, name)] == expected, (kind, name)
+        expected = ("skipped", "anchor-owns-kept-copy" if kind == "ConfigMap" else "owner-not-read")
+        assert outcomes[("copies", kind, name)] == expected, (kind, name)
+
+
+# What the second of two shards that would delete one object says, by when it looks: the
+# first's mark moved its resourceVersion, its delete left it Terminating (the `orphan`
+# finalizer, until the garbage collector takes it off), or it is gone. Or it was never listed.
+AFTER_ANOTHER_SHARD = {
+    ("skipped", "changed-since-observed"),
+    ("skipped", "terminating"),
+    ("already-gone", "already-gone"),
+    # The anchor's companions delete orphaned its copy (the collector took the anchor's
+    # ownerReference off): the copy changed since the copies shard saw it, so it stays this
+    # run, and so does the anchor in that shard's judgement.
+    ("skipped", "anchor-owns-kept-copy"),
+}
+
+
+def test_an_object_two_shards_would_delete_at_once_is_deleted_once_and_nothing_fails(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,
+    milo_kubeconfig: str,
+) -> None:
+    """Anchors that are also orphaned companions, each owning only the copy of a gone owner:
+    the companions sweep deletes them in the namespace's shard, the copies sweep in their
+    project's, four shards at once with --delete. Every write is pinned to what its shard saw
+    (uid and resourceVersion), so each anchor is deleted once: the other shard finds it gone
+    changed, Terminating or gone, or no longer lists it; nothing fails, every shard exits 0. A
+    copy the anchor's delete changed under its shard (the collector took the ownerReference
+    off) is kept that run and deleted by the next: none dropped."""
+    ns = hub.namespace("two-deletes")
+    home = shard_of(ns, COUNT)
+    projects: list[str] = []
+    while len({shard_of(p, COUNT) for p in projects}) < COUNT - 1:
+        name = project_name()
+        if shard_of(name, COUNT) != home and name not in projects:
+            projects.append(name)
+    upstream_ns = upstream.namespace("app")
+    anchors: list[str] = []
+    for i, project in enumerate(projects):
+        make_project(upstream, project)
+        found = labels(project, NET, "Connector", upstream_ns, f"gone-{i}")
+        made = hub.create_at(
+            CONFIGMAPS.format(namespace=ns),
+            companion("ConfigMap", ns, f"anchor-{uuid.uuid4()}", ["default/gone"], labels=found),
+        )
+        copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", f"gone-{i}", found, made)
+        anchors.append(made["metadata"]["name"])
+    given = copies_args(
+        gcjob_hub_args, milo_kubeconfig, milo, ns, "--sweep", "companions", "--enforce", "copies"
+    )
+    one = run_gcjob(*given)  # a dry run: both sweeps would delete each anchor
+    assert one.exit_code == 0, one.stderr
+    for name in anchors:  # reported by both sweeps in one run
+        assert {i[0] for i in items(one) if i[3] == name and i[4] == "would-delete"} == {
+            "companions",
+            "copies",
+        }
+
+    shards = at_once(given, "--delete")
+
+    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
+    done = Counter(i for r in shards for i in items(r))
+    assert not [i for i in done if i[4] == "failed"], done
+    for name in anchors:
+        actions = Counter(i[4:] for i in done.elements() if i[1] == "ConfigMap" and i[3] == name)
+        deleted = [a for a in actions.elements() if a[0] == "deleted"]
+        assert len(deleted) == 1, (name, actions)  # once, by one of the two shards
+        assert set(actions) - set(deleted) <= AFTER_ANOTHER_SHARD, (name, actions)
+        assert hub.gone("ConfigMap", ns, name)
+    # A copy that changed under its shard (orphaned by its anchor's delete) is kept this run,
+    # never dropped: the next shards' run deletes it.
+    copies = {f"gone-{i}" for i in range(len(projects))}
+    kept = {
+        i[3] for i in done if i[1] == "Connector" and i[4:] == ("skipped", "changed-since-observed")
+    }
+    again = at_once(given, "--delete") if kept else []
+    assert [r.exit_code for r in again] == [0] * len(again), [r.stderr for r in again]
+    for name in copies:
+        said = [
+            i[4:] for r in (*shards, *again) for i in items(r) if i[1:4:2] == ("Connector", name)
+        ]
+        assert said.count(("deleted", "owner-gone")) == 1, (name, said)
+        assert hub.gone("Connector", ns, name)
