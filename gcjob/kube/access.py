@@ -190,6 +190,47 @@ class _Metered:
         self.page.feed(chunk)
 
 
+def _continue_token(metadata: Any) -> str | None:
+    token = metadata.get("continue") if isinstance(metadata, dict) else None
+    return token if isinstance(token, str) and token else None
+
+
+class _PageAhead:
+    """The next page of a list, asked for in a thread of its own while the page before it is
+    decoded; its body is kept (one page: `limit` items) until `answer` feeds it on."""
+
+    def __init__(self, transport: Transport, token: str, request: Request) -> None:
+        self.token = token
+        self._chunks: list[bytes] = []
+        self._response: Response | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._ask, args=(transport, request), name="gcjob-page-ahead", daemon=True
+        )
+        self._thread.start()
+
+    def feed(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+
+    def _ask(self, transport: Transport, request: Request) -> None:
+        try:
+            self._response = transport.send(request, consume=self)
+        except BaseException as exc:  # raised by `answer`, in the list's own thread
+            self._error = exc
+
+    def answer(self, consumer: BodyConsumer) -> Response:
+        """The response, as `Transport.send` would have returned it, its body (a 2xx one) fed
+        to `consumer` first; raises what sending raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._response is not None
+        chunks, self._chunks = self._chunks, []
+        for chunk in chunks:
+            consumer.feed(chunk)
+        return self._response
+
+
 class DeleteResult(Enum):
     DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
     GONE = "already-gone"  # 404: someone else deleted it first
@@ -394,9 +435,27 @@ class KubeAccess(ListsByFolding):
         """Every object, page by page, into a sink from `start()`, each item as soon as its
         bytes are in. A 410 on a continue token, or an answer that broke off after some of
         its items were taken, restarts the list from scratch into a fresh sink (what the old
-        one took is discarded), a bounded number of times."""
+        one took is discarded), a bounded number of times.
+
+        Without a budget (the hub's reads), the next page is asked for as soon as this page's
+        continue token is decoded, before its items are (_PageAhead): the server encodes
+        it while this one is decoded. It is used only if the token this page ends with is the
+        one it was asked with; anything it answers is handled as if it had been asked then."""
         path = resource.path(namespace)
         sensitive = resource.sensitive
+
+        def page_request(token: str | None) -> Request:
+            return requests.list_page(
+                resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=self.page_size,
+                continue_token=token,
+                metadata_only=metadata_only or resource.sensitive,
+                from_cache=self.list_from_cache,
+            )
+
         for _ in range(MAX_LIST_RESTARTS + 1):
             sink = start()
 
@@ -409,18 +468,21 @@ class KubeAccess(ListsByFolding):
                         sink.add(record)
 
             token: str | None = None
+            ahead: _PageAhead | None = None
+
+            def ask_ahead(key: str, value: Any) -> None:
+                nonlocal ahead
+                following = _continue_token(value) if key == "metadata" else None
+                if following is not None and ahead is None:
+                    ahead = _PageAhead(self.transport, following, page_request(following))
+
             while True:
-                request = requests.list_page(
-                    resource,
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    limit=self.page_size,
-                    continue_token=token,
-                    metadata_only=metadata_only or resource.sensitive,
-                    from_cache=self.list_from_cache,
+                asked, ahead = ahead, None
+                page = ListStream(
+                    take,
+                    max_value_chars=self.max_value_chars,
+                    on_field=ask_ahead if self.budget is None else None,
                 )
-                page = ListStream(take, max_value_chars=self.max_value_chars)
                 consumer: BodyConsumer = page
                 started = 0.0
                 if self.budget is not None:
@@ -429,7 +491,10 @@ class KubeAccess(ListsByFolding):
                     consumer = _Metered(page, self.budget, started)
                 try:
                     try:
-                        response = self.transport.send(request, consume=consumer)
+                        if asked is not None:
+                            response = asked.answer(consumer)
+                        else:
+                            response = self.transport.send(page_request(token), consume=consumer)
                     finally:
                         if self.budget is not None:
                             self.budget.spend(self.budget.clock() - started)
@@ -438,7 +503,7 @@ class KubeAccess(ListsByFolding):
                     if response.status == 410 and token is not None:
                         break  # continue token expired mid-list: restart
                     if not 200 <= response.status < 300:
-                        raise _api_error(response, request)
+                        raise _api_error(response, page_request(token))
                     head = page.end()
                 except StreamBroken:
                     break  # some items were taken from an answer that broke off: restart
@@ -453,6 +518,8 @@ class KubeAccess(ListsByFolding):
                     )
                 if token is None:
                     return sink
+                if ahead is not None and ahead.token != token:
+                    ahead = None  # asked on a token the page did not end with: not used
         raise Unavailable(
             f"list {path}: restarted {MAX_LIST_RESTARTS + 1} times (continue token expired, "
             f"or the answer broke off)"
