@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
 
 from gcjob.budget import RunBudget
 from gcjob.domain import COMPANION_LABEL, REFERRERS_ANNOTATION, VALUE_NOT_KEPT
+from gcjob.kube import access as access_module
 from gcjob.kube import discovery, reduce
 from gcjob.kube.access import DeleteResult, KubeAccess, ReadBudget, ReadLimits
 from gcjob.kube.connect import hub_client
@@ -16,7 +18,7 @@ from gcjob.kube.errors import ApiError, KubeError
 from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, RESOURCEBINDINGS, SECRETS
 from gcjob.kube.transport import RequestStats, Transport
 from testbed.cluster import TestCluster
-from testbed.faultproxy import Fault, FaultProxy, Served
+from testbed.faultproxy import Fault, FaultProxy, Served, hostile_list
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -176,6 +178,67 @@ def test_a_page_asked_on_a_token_the_answer_did_not_end_with_is_not_used(
     ]
     assert tokens.count("decoy") == 1  # asked ahead, never used
     assert tokens.count(real) == 1
+
+
+def test_a_page_asked_ahead_holds_at_most_its_bound_then_streams_on(
+    faults: FaultProxy, access: KubeAccess, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(access_module, "AHEAD_BYTES", 1)  # every chunk waits to be taken on
+
+    sink = access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
+
+    assert sink.names == [f"cm-{i}" for i in range(7)]
+
+
+def test_a_list_that_fails_ends_the_page_it_asked_ahead(
+    faults: FaultProxy,
+    access: KubeAccess,
+    hub: TestCluster,
+    ns: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first page names a real continue token, then breaks (malformed): the list fails,
+    and the page asked ahead, waiting to be taken on, is ended, not left in its thread."""
+    monkeypatch.setattr(access_module, "AHEAD_BYTES", 1)
+    status, first = hub._call("GET", f"/api/v1/namespaces/{ns}/configmaps?limit=2")
+    assert status == 200
+    real = first["metadata"]["continue"]
+
+    def broken(rec: object) -> Served:
+        body = (
+            '{"kind": "ConfigMapList", "apiVersion": "v1", '
+            f'"metadata": {json.dumps({"continue": real})}, "items": [{{"metadata": ]]]'
+        )
+        return Served(200, [("Content-Type", "application/json")], iter([body.encode()]))
+
+    faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", serve=broken))
+    # The page asked ahead: many chunks, so that it waits to be taken on when the list fails.
+    faults.add_fault(
+        Fault(
+            method="GET",
+            path=f"/namespaces/{ns}/configmaps$",
+            query={"continue": "*"},
+            serve=hostile_list(200_000),
+        )
+    )
+
+    with pytest.raises(ApiError) as failed:
+        access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
+
+    assert failed.value.reason == "Malformed"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (_pages_ahead() or not _asked(faults, real)):
+        time.sleep(0.05)
+    assert _asked(faults, real)  # the page was asked ahead (its answer is what was ended)
+    assert _pages_ahead() == []
+
+
+def _asked(faults: FaultProxy, token: str) -> bool:
+    return any(r.query.get("continue") == [token] for r in faults.requests)
+
+
+def _pages_ahead() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "gcjob-page-ahead"]
 
 
 def test_absence_is_proven_only_by_a_not_found_for_that_name(
