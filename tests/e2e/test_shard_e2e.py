@@ -130,6 +130,20 @@ def at_once(args: list[str], *more: str, count: int = COUNT) -> list[Result]:
     return results
 
 
+def as_one_run(args: list[str]) -> tuple[Result, list[Result]]:
+    """One run, then COUNT shards at once, each exit 0: together they report each of the one
+    run's items once, in one shard, with its action and reason."""
+    one = run_gcjob(*args)
+    shards = at_once(args)
+    assert one.exit_code == 0, one.stderr
+    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
+    together: Counter[Item] = Counter()
+    for result in shards:
+        together.update(items(result))
+    assert together == items(one)
+    return one, shards
+
+
 def holder(hub: TestCluster, ns: str, name: str) -> str | None:
     lease = hub.get("Lease", ns, name)
     return None if lease is None else lease["spec"].get("holderIdentity")
@@ -141,15 +155,8 @@ def test_four_shards_at_once_give_exactly_one_runs_decisions(
     world = World(hub, upstream)
     args = args_of(world)
 
-    one = run_gcjob(*args)  # a dry run: the world stays as it is
-    shards = at_once(args)
+    one, shards = as_one_run(args)  # dry runs: the world stays as it is
 
-    assert one.exit_code == 0, one.stderr
-    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
-    together: Counter[Item] = Counter()
-    for result in shards:
-        together.update(items(result))
-    assert together == items(one)  # each item once, in one shard, as one run reports it
     would = {i[:4] for i in items(one) if i[4] == "would-delete"}
     assert len(would) == 2 * len(world.namespaces) + len(CLUSTERS)  # orphans, bindings, routes
     for index, result in enumerate(shards):
@@ -408,6 +415,31 @@ def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
         assert not [i for i in result.items if i["reason"] == "project-gone"]
 
 
+def projects_apart(ns: str) -> tuple[int, list[str]]:
+    """The shard of hub namespace `ns`, and project names in every other shard (none in its)."""
+    home = shard_of(ns, COUNT)
+    projects: list[str] = []
+    while len({shard_of(p, COUNT) for p in projects}) < COUNT - 1:
+        name = project_name()
+        if shard_of(name, COUNT) != home:
+            projects.append(name)
+    return home, projects
+
+
+def companion_anchor_group(
+    hub: TestCluster, ns: str, project: str, upstream_ns: str, name: str
+) -> dict[str, Any]:
+    """A Connector copy of a gone owner `name` and its anchor, the anchor also labelled and
+    annotated as a companion whose workload is gone; returns the anchor."""
+    found = labels(project, NET, "Connector", upstream_ns, name)
+    made = hub.create_at(
+        CONFIGMAPS.format(namespace=ns),
+        companion("ConfigMap", ns, f"anchor-{uuid.uuid4()}", ["default/gone"], labels=found),
+    )
+    copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", name, found, made)
+    return made
+
+
 def test_an_object_in_two_sweeps_is_judged_once_in_each_by_the_shard_of_its_key(
     hub: TestCluster,
     upstream: TestCluster,
@@ -422,22 +454,12 @@ def test_an_object_in_two_sweeps_is_judged_once_in_each_by_the_shard_of_its_key(
     once in each sweep, the companions item from the namespace's shard and the copies item from
     the project's, as one run reports them: none twice, none dropped."""
     ns = hub.namespace("two-sweeps")
-    home = shard_of(ns, COUNT)
-    projects: list[str] = []
-    while len({shard_of(p, COUNT) for p in projects}) < COUNT - 1:
-        name = project_name()
-        if shard_of(name, COUNT) != home and name not in projects:
-            projects.append(name)
+    home, projects = projects_apart(ns)
     upstream_ns = upstream.namespace("app")
     both: dict[tuple[str, str], str] = {}  # (kind, name) -> its project
     for i, project in enumerate(projects):
         make_project(upstream, project)
-        found = labels(project, NET, "Connector", upstream_ns, f"gone-{i}")
-        made = hub.create_at(
-            CONFIGMAPS.format(namespace=ns),
-            companion("ConfigMap", ns, f"anchor-{uuid.uuid4()}", ["default/gone"], labels=found),
-        )
-        copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", f"gone-{i}", found, made)
+        made = companion_anchor_group(hub, ns, project, upstream_ns, f"gone-{i}")
         synced = labels(project, "", "Secret", upstream_ns, f"tls-{i}") | {
             GATEWAY_SYNC_LABEL: "true"
         }
@@ -450,15 +472,8 @@ def test_an_object_in_two_sweeps_is_judged_once_in_each_by_the_shard_of_its_key(
         gcjob_hub_args, milo_kubeconfig, milo, ns, "--sweep", "companions", "--report-healthy"
     )
 
-    one = run_gcjob(*given)
-    shards = at_once(given)
+    one, shards = as_one_run(given)
 
-    assert one.exit_code == 0, one.stderr
-    assert [r.exit_code for r in shards] == [0] * COUNT, [r.stderr for r in shards]
-    together: Counter[Item] = Counter()
-    for result in shards:
-        together.update(items(result))
-    assert together == items(one)  # each item once, in one shard, as one run reports it
     for (kind, name), project in both.items():
         judged = {
             (i["sweep"], index)
@@ -501,27 +516,17 @@ def test_an_object_two_shards_would_delete_at_once_is_deleted_once_and_nothing_f
     """Anchors that are also orphaned companions, each owning only the copy of a gone owner:
     the companions sweep deletes them in the namespace's shard, the copies sweep in their
     project's, four shards at once with --delete. Every write is pinned to what its shard saw
-    (uid and resourceVersion), so each anchor is deleted once: the other shard finds it gone
+    (uid and resourceVersion), so each anchor is deleted once: the other shard finds it
     changed, Terminating or gone, or no longer lists it; nothing fails, every shard exits 0. A
     copy the anchor's delete changed under its shard (the collector took the ownerReference
     off) is kept that run and deleted by the next: none dropped."""
     ns = hub.namespace("two-deletes")
-    home = shard_of(ns, COUNT)
-    projects: list[str] = []
-    while len({shard_of(p, COUNT) for p in projects}) < COUNT - 1:
-        name = project_name()
-        if shard_of(name, COUNT) != home and name not in projects:
-            projects.append(name)
+    _, projects = projects_apart(ns)
     upstream_ns = upstream.namespace("app")
     anchors: list[str] = []
     for i, project in enumerate(projects):
         make_project(upstream, project)
-        found = labels(project, NET, "Connector", upstream_ns, f"gone-{i}")
-        made = hub.create_at(
-            CONFIGMAPS.format(namespace=ns),
-            companion("ConfigMap", ns, f"anchor-{uuid.uuid4()}", ["default/gone"], labels=found),
-        )
-        copy(hub, ns, CONNECTORS, f"{NET}/v1alpha1", "Connector", f"gone-{i}", found, made)
+        made = companion_anchor_group(hub, ns, project, upstream_ns, f"gone-{i}")
         anchors.append(made["metadata"]["name"])
     given = copies_args(
         gcjob_hub_args, milo_kubeconfig, milo, ns, "--sweep", "companions", "--enforce", "copies"
