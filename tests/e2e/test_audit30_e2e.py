@@ -3,12 +3,15 @@ held by a test each (the audit of the copy rule, the Project API and the second 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from gcjob.cli import cli
 from gcjob.domain import ORPHANED_LABEL, UPSTREAM_KIND_LABEL
 from testbed.cluster import TestCluster
 from testbed.faultproxy import Fault, FaultProxy
@@ -143,6 +146,7 @@ def test_an_anchor_due_waits_for_a_copy_it_owns_still_in_its_grace_period(
     hub: TestCluster,
     upstream: TestCluster,
     gcjob_hub_args: list[str],
+    hub_kubeconfig: str,
     milo: FaultProxy,  # noqa: F811
     milo_kubeconfig: str,  # noqa: F811
 ) -> None:
@@ -150,7 +154,9 @@ def test_an_anchor_due_waits_for_a_copy_it_owns_still_in_its_grace_period(
     void, or gone with the copy's label): the next run marks the copy afresh while the
     anchor's mark is due. Before, the anchor was deleted then and there, and the garbage
     collector took the copy with it: a copy deleted before its own grace period. The anchor
-    goes last, with the last of its copies: it waits, and says for what."""
+    goes last, with the last of its copies: it waits, and says for what. `gcjob explain` on
+    that anchor, just before that run, says what the run does (judge.py plan_group, one
+    function for both): before, it called the anchor due."""
     world = make_world(hub, upstream, milo, groups=1)
     run = world.args(gcjob_hub_args, milo_kubeconfig, milo)
     first = run_gcjob(*run, "--grace", "1h")
@@ -159,6 +165,14 @@ def test_an_anchor_due_waits_for_a_copy_it_owns_still_in_its_grace_period(
     label_connector(hub, world.ns, "web-0", ORPHANED_LABEL, None)
     time.sleep(5)
 
+    explain = [
+        *("explain", f"cm/{world.ns}/{anchors[0]['name']}", "--output", "json"),
+        *("--hub-kubeconfig", hub_kubeconfig, "--upstream-kubeconfig", milo_kubeconfig),
+        *("--upstream-server-template", template(milo), "--namespace", world.ns),
+        *("--min-age", "0s", "--grace", "4s"),
+    ]
+    explained = CliRunner().invoke(cli, explain)
+
     second = run_gcjob(*run, "--grace", "4s")  # the anchor's mark is due, the copy's is new
 
     assert second.exit_code == 0, second.stderr
@@ -166,5 +180,12 @@ def test_an_anchor_due_waits_for_a_copy_it_owns_still_in_its_grace_period(
     anchor = second.item("ConfigMap", anchors[0]["name"])
     assert anchor is not None and anchor["action"] == "skipped", anchor
     assert "waits for a copy it owns" in anchor["detail"], anchor
+    assert explained.exit_code == 0, explained.output
+    said = json.loads(explained.stdout)
+    assert (said["verdict"]["action"], said["verdict"]["reason"]) == ("skipped", "grace-period")
+    assert (anchor["action"], anchor["reason"]) == ("skipped", "grace-period")
+    assert "waits for a copy it owns" in said["verdict"]["detail"], said["verdict"]
+    [waits] = [s for s in said["steps"] if s["rule"] == "copies-grace"]
+    assert waits["outcome"] == "held back", waits
     assert hub.present("ConfigMap", world.ns, anchors[0]["name"])
     assert present(hub, "Connector", world.ns, "web-0")

@@ -9,14 +9,14 @@ from gcjob.decide.explanation import Explanation, Target, graced
 from gcjob.decide.projects import project_calls
 from gcjob.decide.trace import Trace
 from gcjob.enumerate.owners import OwnerLookups
-from gcjob.marks import Rule, copy_evidence
+from gcjob.marks import Rule
 from gcjob.model import OwnerFacts, Verdict
 from gcjob.sweeps.copies.act import first_read
 from gcjob.sweeps.copies.judge import (
     Member,
-    anchor_kept,
     anchors_named,
     judge_group,
+    plan_group,
     understand,
 )
 from gcjob.sweeps.copies.scan import (
@@ -82,16 +82,20 @@ def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace)
     anchors = frozenset(wanted.anchors.get(owner, set()))
     judged = judge_group(owner, group, facts, anchors, ctx.now, ctx.min_age, ctx.clock_skew)
     trace.steps.extend(judged.traces[member.ref.uid].steps)
-    verdict = next(v for v in judged.verdicts if v.ref.uid == member.ref.uid)
-    mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
-    anchor = member.anchor_uid
-    if verdict.delete and anchor is not None:
-        stays = ("anchor", "", anchor) in named_elsewhere or anchor in named
-        verdict = anchor_kept(verdict, stays, trace)
     if brake:
         trace.passed("projects-brake", brake)
-    evidence = copy_evidence(owner, mine) if verdict.delete else None
-    call = ctx.grace_call(verdict, Rule.COPY, evidence, trace)
+    # The whole group planned as the sweep plans it (judge.py plan_group): an anchor named by
+    # what stays is kept, and a due anchor waits for the copies it owns still in their grace.
+    planned = plan_group(
+        group,
+        judged.verdicts,
+        lambda uid: ("anchor", "", uid) in named_elsewhere or uid in named,
+        ctx.now,
+        ctx.grace,
+        {member.ref.uid: trace},
+    )
+    mine = next(p for p in planned if p.member.ref.uid == member.ref.uid)
+    verdict, call = mine.verdict, mine.call
     ctx.file(out, str(target), trace)
     out.verdict = graced(str(target), verdict, call)
     return verdict

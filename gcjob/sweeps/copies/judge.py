@@ -16,17 +16,17 @@ Each rule closes a way a live object could look orphaned (docs/rules.md, "Downst
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
 from gcjob.decide.common import CANONICAL_UUID, check_owners, hold_back, is_anchor
-from gcjob.decide.grace import GraceCall, Graced, Next, due_by, later, left_scope
+from gcjob.decide.grace import GraceCall, Graced, Next, due_by, grace_call, later, left_scope
 from gcjob.decide.trace import Trace, given
 from gcjob.decide.upstream_labels import NotCopied, copy_of
 from gcjob.domain import ANCHOR_PREFIX, UPSTREAM_KIND_LABEL
-from gcjob.marks import Rule
+from gcjob.marks import Evidence, Rule, copy_evidence
 from gcjob.model import (
     ObjectRef,
     OwnerFacts,
@@ -348,11 +348,65 @@ def last_due(
     return due if before is None else max(before, due)
 
 
-def anchor_waits(anchor: GraceCall, copies_due: datetime | None) -> GraceCall:
+def anchor_waits(
+    anchor: GraceCall, copies_due: datetime | None, trace: Trace | None = None
+) -> GraceCall:
     """An orphaned anchor's grace call, given when the last of the copies it owns that are
     still in their grace period is due (None: none is). A due anchor waits for them: deleted
     first, it would have the garbage collector take them before their own grace is over."""
     if anchor.next is not Next.DELETE or copies_due is None:
         return anchor
     waits = f"waits for a copy it owns, still in its grace period: {due_by(copies_due)}"
+    given(trace).held_at("copies-grace", waits)
     return replace(anchor, next=Next.WAIT, detail=f"{anchor.detail}; {waits}", due=copies_due)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberPlan:
+    """One member of a judged group, planned: its verdict (an anchor kept for what names it
+    included), what an orphan's verdict rests on, and the grace rule's call."""
+
+    member: Member
+    verdict: Verdict
+    evidence: Evidence | None
+    call: GraceCall | None
+
+
+def plan_group(
+    group: Sequence[Member],
+    verdicts: Sequence[Verdict],
+    stays_named: Callable[[str], bool],
+    now: datetime,
+    grace: timedelta,
+    traces: Mapping[str, Trace] | None = None,
+) -> list[MemberPlan]:
+    """One owner's group, judged (`verdicts` in deletion order: copies first, anchors last),
+    planned: an anchor an object that stays names is kept (`anchor_kept`); each orphan goes by
+    the grace rule; an anchor due while a copy it owns is still in its grace period (marked
+    since, or newly: its mark was removed, it was protected) waits for that copy
+    (`anchor_waits`). The sweep and explain alike, so they cannot disagree. `traces`: the
+    members whose steps are recorded, by uid (explain's target)."""
+    by_uid = {m.ref.uid: m for m in group}
+    copies_due: dict[str, datetime | None] = {}  # anchor uid -> when its last copy is due
+    plans: list[MemberPlan] = []
+    for verdict in verdicts:
+        member = by_uid[verdict.ref.uid]
+        trace = (traces or {}).get(member.ref.uid)
+        anchor = member.anchor_uid
+        if verdict.delete and anchor is not None:
+            verdict = anchor_kept(verdict, stays_named(anchor), trace)
+        if not verdict.delete:
+            call = grace_call(Rule.COPY, verdict, None, now, grace, trace)
+            plans.append(MemberPlan(member, verdict, None, call))
+            continue
+        mine = (anchor,) if anchor is not None else member.anchors
+        evidence = copy_evidence(member.owner, mine)
+        orphan = grace_call(Rule.COPY, verdict, evidence, now, grace, trace)
+        assert orphan is not None  # the grace rule always has its say on an orphan
+        if anchor is None:
+            for uid in mine:
+                copies_due[uid] = last_due(copies_due.get(uid), orphan, now, grace)
+        else:
+            orphan = anchor_waits(orphan, copies_due.get(anchor), trace)
+        plans.append(MemberPlan(member, verdict, evidence, orphan))
+    return plans

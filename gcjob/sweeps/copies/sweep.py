@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from gcjob import preflight
 from gcjob.decide.grace import Graced, grace_call
@@ -30,7 +29,7 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import Resource
 from gcjob.logs import log
-from gcjob.marks import Rule, copy_evidence
+from gcjob.marks import Rule
 from gcjob.model import (
     Looked,
     ObjectRef,
@@ -56,13 +55,11 @@ from gcjob.sweeps.copies.act import (
 from gcjob.sweeps.copies.judge import (
     GroupCall,
     Member,
-    anchor_kept,
-    anchor_waits,
     anchors_named,
     copy_left_scope,
     judge_group,
     judge_owner,
-    last_due,
+    plan_group,
     understand,
 )
 from gcjob.sweeps.copies.scan import (
@@ -345,41 +342,27 @@ class Copies(Declaration[Kept, CopyTarget]):
         verdicts: tuple[Verdict, ...],
         stays_named: Callable[[str, UpstreamOwner], bool],
     ) -> list[Planned[CopyTarget]]:
-        """One owner's group, judged: its orphans planned by the grace rule, in deletion order
-        (copies first, anchors last), the rest kept. An anchor due while a copy it owns is
-        still in its grace period (marked since, or newly: its mark was removed, it was
-        protected) waits for that copy: deleted first, the anchor would take the copy with it
-        (the garbage collector), before the copy's own grace period is over."""
-        now, grace = self.run.now, self.run.settings.grace
+        """One owner's group, judged and planned by judge.py `plan_group` (as explain plans
+        it), in deletion order (copies first, anchors last), each with what its delete takes."""
         resources = {(r.group, r.kind): r for r in kinds.swept}
-        by_uid = {m.ref.uid: m for m in group}
-        copies_due: dict[str, datetime | None] = {}  # anchor uid -> when its last copy is due
+        planned = plan_group(
+            group,
+            verdicts,
+            lambda anchor: stays_named(anchor, group[0].owner),  # one owner's group
+            self.run.now,
+            self.run.settings.grace,
+        )
         plans: list[Planned[CopyTarget]] = []
-        for verdict in verdicts:
-            member = by_uid[verdict.ref.uid]
+        for step in planned:
+            member = step.member
             anchor = member.anchor_uid
-            if verdict.delete and anchor is not None:
-                verdict = anchor_kept(verdict, stays_named(anchor, member.owner))
-            anchors = (anchor,) if anchor is not None else member.anchors
             target = MemberDeletion(
                 resources[(member.replica.group, member.ref.kind)],
                 member.owner,
-                anchors,
+                (anchor,) if anchor is not None else member.anchors,
                 anchor is not None,
             )
-            if not verdict.delete:
-                call = grace_call(self.rule, verdict, None, now, grace)
-                plans.append(Planned(verdict, None, call, target))
-                continue
-            evidence = copy_evidence(member.owner, anchors)
-            orphan = grace_call(self.rule, verdict, evidence, now, grace)
-            assert orphan is not None  # the grace rule always has its say on an orphan
-            if anchor is None:
-                for uid in anchors:
-                    copies_due[uid] = last_due(copies_due.get(uid), orphan, now, grace)
-            else:
-                orphan = anchor_waits(orphan, copies_due.get(anchor))
-            plans.append(Planned(verdict, evidence, orphan, target))
+            plans.append(Planned(step.verdict, step.evidence, step.call, target))
         return plans
 
     def resource(self, graced: Graced[CopyTarget]) -> Resource:
