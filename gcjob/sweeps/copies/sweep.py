@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from gcjob import preflight
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.decide.projects import project_calls
+from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
-from gcjob.enumerate.parallel import ReadAhead
+from gcjob.enumerate.parallel import ReadAhead, result_of
 from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
@@ -49,6 +51,7 @@ from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.act import (
     MemberDeletion,
+    OwnersWanted,
     Rechecks,
     delete_member,
     first_read,
@@ -192,15 +195,23 @@ class Copies(Declaration[Kept, CopyTarget]):
     few ahead; an owner's anchors and copies pass the drain cap together or wait together.
 
     `projects`: the run's Project API, shared with the routes sweep; `found`: what the routes
-    sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
+    sweep's upstream reads found this round, not read again (enumerate/shared.py); `ahead`:
+    the reads before judging (`read`), started beside the routes sweep's, if they were."""
 
     sweep = SWEEP
     rule = Rule.COPY
 
-    def __init__(self, run: Run, projects: ProjectReads, found: Found | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        projects: ProjectReads,
+        found: Found | None = None,
+        ahead: Future[OwnersRead] | None = None,
+    ) -> None:
         super().__init__(run)
         self.projects = projects
         self.found = found
+        self.ahead = ahead
         self.rechecks = Rechecks(self.recheck)
         self.looks: ReadAhead[tuple[UpstreamOwner, Reason], SecondLook] | None = None
         self.facts: dict[UpstreamOwner, OwnerFacts] = {}
@@ -208,22 +219,21 @@ class Copies(Declaration[Kept, CopyTarget]):
 
     def scan(self) -> Scan[Kept, CopyTarget]:
         run, settings = self.run, self.run.settings
-        kinds = self.swept_kinds()
-        assert run.upstreams is not None  # swept_kinds said so otherwise
+        if self.ahead is not None:
+            try:
+                owners = result_of(self.ahead, "the copies' owners read ahead")
+            except Stopped as exc:  # not started: the run is ending
+                raise Incomplete("stopped while reading upstream owners", exc) from exc
+        else:
+            owners = read(run, self.found)
+        kinds = owners.kinds
         yield Noted("; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served))
-        try:
-            wanted, named_elsewhere = first_read(
-                run.hub, kinds, run.scope, run.hub_reads, run.shard
-            )
-        except KubeError as exc:
-            raise Incomplete("cannot list the copies", exc) from exc
-        lookups = self.lookups = OwnerLookups(
-            run.upstreams, run.upstream_reads, settings.read_upstream_secrets, self.found
-        )
-        try:
-            lookups.load(wanted.owners)
-        except Stopped as exc:
-            raise Incomplete("stopped while reading upstream owners", exc) from exc
+        if owners.unswept is not None:
+            raise owners.unswept
+        assert owners.wanted is not None and owners.lookups is not None  # else unswept
+        wanted, named_elsewhere = owners.wanted, owners.named_elsewhere
+        lookups = self.lookups = owners.lookups
+        del owners  # the judgements below hold what they need of it
         clusters = {o.cluster for o in wanted.owners}
         try:
             # With --shard, the projects brake counts the projects gone in the whole hub.
@@ -298,39 +308,6 @@ class Copies(Declaration[Kept, CopyTarget]):
             return judged.members[owner][0].ref
 
         yield Candidates(sorted(judged.members), first_member, group_plans)
-
-    def swept_kinds(self) -> HubKinds:
-        """The kinds this run sweeps, read from the hub's discovery. Raises NotConfigured
-        where the sweep cannot run (no upstream, a snapshot, permissions missing), Incomplete
-        when discovery failed."""
-        run, settings = self.run, self.run.settings
-        if run.upstreams is None:
-            raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
-        if not isinstance(run.hub, Discovering) or run.settings.snapshot:
-            # A dump of collections says which kinds were dumped, not which the hub serves.
-            raise NotConfigured(
-                "not swept from a snapshot: it needs the hub's and upstreams' discovery",
-                "not run",
-            )
-        try:
-            kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
-        except KubeError as exc:
-            raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
-        denied = _denied(run, kinds)
-        if denied:
-            raise NotConfigured(
-                f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
-                "sweep downstream copies",
-                "not run",
-            )
-        denied = _projects_denied(run)
-        if denied:
-            raise NotConfigured(
-                f"the Project API identity may not {'; '.join(denied)}: grant it "
-                "(cronjobs/rbac/projects) to sweep downstream copies",
-                "not run",
-            )
-        return kinds
 
     def plan(self, kept: Kept) -> Planned[CopyTarget]:
         verdict, resource = kept
@@ -424,6 +401,79 @@ class Copies(Declaration[Kept, CopyTarget]):
 def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     """The copies sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
     drive(run, Copies(run, projects, found))
+
+
+@dataclass
+class OwnersRead:
+    """What the copies sweep reads before it judges: the kinds it sweeps, the owners the
+    copies name (the first read of the hub) and what the upstream clusters say of them; or
+    why the sweep cannot go on (`unswept`, once the kinds are known). It reports nothing and
+    changes nothing of the run, so it can be read ahead, beside the routes sweep."""
+
+    kinds: HubKinds
+    wanted: OwnersWanted | None = None
+    named_elsewhere: KeySet = field(default_factory=lambda: KeySet().freeze())
+    lookups: OwnerLookups | None = None
+    unswept: Incomplete | None = None
+
+
+def read(
+    run: Run, found: Found | None = None, routes_ended: Callable[[], bool] | None = None
+) -> OwnersRead:
+    """The kinds swept (raises NotConfigured or Incomplete), the first read of the hub (on
+    the hub's readers), then the owners upstream (on the upstream readers). `found`: what the
+    routes sweep's upstream reads found this round; `routes_ended`: whether those reads ended,
+    when they run beside this one: no owner is read before their Gateways are (or they
+    ended)."""
+    settings = run.settings
+    kinds = swept_kinds(run)
+    assert run.upstreams is not None  # swept_kinds said so otherwise
+    try:
+        wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads, run.shard)
+    except KubeError as exc:
+        return OwnersRead(kinds, unswept=Incomplete("cannot list the copies", exc))
+    if found is not None and routes_ended is not None:
+        found.wait_settled(routes_ended)
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets, found)
+    try:
+        lookups.load(wanted.owners)
+    except Stopped as exc:
+        stopped = Incomplete("stopped while reading upstream owners", exc)
+        return OwnersRead(kinds, wanted, named_elsewhere, lookups, stopped)
+    return OwnersRead(kinds, wanted, named_elsewhere, lookups)
+
+
+def swept_kinds(run: Run) -> HubKinds:
+    """The kinds this run sweeps, read from the hub's discovery. Raises NotConfigured where
+    the sweep cannot run (no upstream, a snapshot, permissions missing), Incomplete when
+    discovery failed."""
+    if run.upstreams is None:
+        raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
+    if not isinstance(run.hub, Discovering) or run.settings.snapshot:
+        # A dump of collections says which kinds were dumped, not which the hub serves.
+        raise NotConfigured(
+            "not swept from a snapshot: it needs the hub's and upstreams' discovery",
+            "not run",
+        )
+    try:
+        kinds = hub_kinds(run.hub, run.settings.drop_copy_kinds)
+    except KubeError as exc:
+        raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
+    denied = _denied(run, kinds)
+    if denied:
+        raise NotConfigured(
+            f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
+            "sweep downstream copies",
+            "not run",
+        )
+    denied = _projects_denied(run)
+    if denied:
+        raise NotConfigured(
+            f"the Project API identity may not {'; '.join(denied)}: grant it "
+            "(cronjobs/rbac/projects) to sweep downstream copies",
+            "not run",
+        )
+    return kinds
 
 
 def _denied(run: Run, kinds: HubKinds) -> list[str]:
