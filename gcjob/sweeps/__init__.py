@@ -92,6 +92,10 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
                 continue
             run.reporter.progress(f"{sweep.value}: sweeping")
             drive(run, declare(sweep))
+            if sweep is Sweep.ROUTES:
+                # What its upstream reads found is not needed past it (the index stays on the
+                # run, for the summary): the copies sweep's second read can use the room.
+                upstream = None
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()

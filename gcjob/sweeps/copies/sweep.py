@@ -15,7 +15,7 @@ only where the operator enforces it (`--enforce copies`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,7 +57,6 @@ from gcjob.sweeps.copies.act import (
     first_read,
 )
 from gcjob.sweeps.copies.judge import (
-    GroupCall,
     Member,
     anchor_kept,
     anchor_waits,
@@ -122,13 +121,13 @@ class CopyScan(ObjectScan[Replica]):
     def __init__(
         self,
         resource: Resource,
-        calls: dict[UpstreamOwner, GroupCall],
+        facts: Mapping[UpstreamOwner, OwnerFacts],
         keep_healthy: bool,
         shard: Shard = WHOLE,
     ) -> None:
         super().__init__(shard)
         self.resource = resource
-        self.calls = calls
+        self.facts = facts
         self.keep_healthy = keep_healthy
         self.judged = SecondRead()
         self.in_scope = 0
@@ -148,13 +147,14 @@ class CopyScan(ObjectScan[Replica]):
             self.judged.kept.append((member, self.resource))
             self._names(replica)
             return
-        call = self.calls.get(member.owner)
-        if call is None:  # appeared between the two reads: nobody asked about its owner
+        facts = self.facts.get(member.owner)
+        if facts is None:  # appeared between the two reads: nobody asked about its owner
             detail = f"{member.owner} not looked up this run: it appeared while the run read"
             verdict = Verdict(replica.ref, False, Reason.UPSTREAM_NOT_READ, detail)
             self.judged.kept.append((verdict, self.resource))
             self._names(replica)
             return
+        call = judge_owner(member.owner, facts)
         mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
         if call.proof is not None or (call.exists and call.current_uid not in mine and mine):
             self.judged.members[member.owner].append(member)
@@ -249,14 +249,14 @@ class Copies(Declaration[Kept, CopyTarget]):
             elsewhere=wanted.elsewhere_clusters,
         )
         yield Projects(calls_by_cluster, brake, self.projects.failed(clusters))
-        facts = self.facts = {
-            o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners
-        }
-        calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
-        if any(call.unknown for call in calls.values()):
+        facts = {o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners}
+        wanted.owners = set()  # the facts' keys from here
+        # Each owner's call is made again for each object that names it (a pure function of
+        # its facts), not kept: a call and its detail were about 250 bytes an owner.
+        if any(judge_owner(owner, fact).unknown for owner, fact in facts.items()):
             yield Exits(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
         try:
-            scans = _second_read(run, kinds, calls)
+            scans = _second_read(run, kinds, facts)
         except KubeError as exc:
             raise Incomplete("cannot list the copies", exc) from exc
         try:
@@ -269,6 +269,9 @@ class Copies(Declaration[Kept, CopyTarget]):
         judged = SecondRead()
         for scan in scans:
             judged.update(scan.judged)
+            scan.facts = {}
+        # Only the owners whose groups are judged are looked at again (live_look).
+        facts = self.facts = {owner: facts[owner] for owner in judged.members}
         yield Counted(
             sum(s.scanned for s in scans),
             sum(s.in_scope for s in scans),
@@ -298,7 +301,7 @@ class Copies(Declaration[Kept, CopyTarget]):
 
         def group_plans(owner: UpstreamOwner) -> list[Planned[CopyTarget]]:
             group = judged.members[owner]
-            anchors = frozenset(wanted.anchors[owner])
+            anchors = frozenset(wanted.anchors.get(owner, ()))
             result = judge_group(
                 owner, group, facts[owner], anchors, run.now, settings.min_age, settings.clock_skew
             )
@@ -514,13 +517,13 @@ def _projects_denied(run: Run) -> list[str]:
 
 
 def _second_read(
-    run: Run, kinds: HubKinds, calls: dict[UpstreamOwner, GroupCall]
+    run: Run, kinds: HubKinds, facts: Mapping[UpstreamOwner, OwnerFacts]
 ) -> list[CopyScan]:
     scans: list[CopyScan] = []
     for resource in kinds.swept:
 
         def start(resource: Resource = resource) -> CopyScan:
-            return CopyScan(resource, calls, run.settings.report_healthy, run.shard)
+            return CopyScan(resource, facts, run.settings.report_healthy, run.shard)
 
         scans += scan_kind(run.hub, resource, run.scope, start, run.hub_reads)
     return scans
