@@ -626,7 +626,11 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
         now = settings.now or snapshot.captured_at or datetime.now(UTC)
         return Sources(None, snapshot.hub, now, upstreams, make_access, snapshot.hub)
-    client = hub_client(settings.hub_kubeconfig, settings.hub_context, budget.remaining())
+    # In flight at once: each hub reader's list and the page it asks ahead, the run's own.
+    connections = 2 * settings.hub_concurrency + 2
+    client = hub_client(
+        settings.hub_kubeconfig, settings.hub_context, budget.remaining(), connections
+    )
     access = make_access(client, "hub")
     live: LiveUpstreams | None = None
     projects: KubeAccess | None = None

@@ -91,6 +91,28 @@ def test_a_sweep_does_import_what_it_runs_on() -> None:
     assert {"gcjob.lifecycle", "gcjob.sweeps", "kubernetes"} <= modules
 
 
+# What the kubernetes package's __init__ imports and a run never uses (gcjob/kube/__init__.py).
+NOT_IN_A_RUN = (
+    "kubernetes.dynamic",
+    "kubernetes.watch",
+    "kubernetes.stream",
+    "kubernetes.leaderelection",
+    "kubernetes.informer",
+    "kubernetes_validate",
+    "jsonschema",
+    "websocket",
+)
+
+
+def test_a_run_imports_the_client_and_the_kubeconfig_loader_not_the_rest_of_the_package() -> None:
+    exit_code, modules = loaded_by(
+        "sweep", "--hub-kubeconfig", "/nonexistent/kubeconfig", "--sweep", "companions"
+    )
+    assert exit_code == 2  # the kubeconfig is refused after the client was imported
+    assert {"kubernetes.client.api_client", "kubernetes.config.kube_config"} <= modules
+    assert sorted(m for m in NOT_IN_A_RUN if m in modules) == []
+
+
 # `gcjob sweep` as the console script runs it, noting what was imported when each signal
 # handler was set.
 SIGNALS_PROBE = """

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -101,6 +102,9 @@ class ListsByFolding:
 
 
 MAX_LIST_RESTARTS = 3
+# What a page asked ahead holds before it waits to be taken on (_PageAhead): more than a page
+# of 500 objects' metadata, a bound whatever --page-size says.
+AHEAD_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +192,85 @@ class _Metered:
     def feed(self, chunk: bytes) -> None:
         self.budget.take(size=len(chunk), in_flight=self.budget.clock() - self.started)
         self.page.feed(chunk)
+
+
+def _continue_token(metadata: Any) -> str | None:
+    token = metadata.get("continue") if isinstance(metadata, dict) else None
+    return token if isinstance(token, str) and token else None
+
+
+class _PageAhead:
+    """The next page of a list, asked for in a thread of its own while the page before it is
+    decoded. Its body is kept as it arrives, up to AHEAD_BYTES (a default page of metadata is
+    well under it), then waits for `answer` to take it on; `abandon` ends it."""
+
+    def __init__(self, transport: Transport, token: str, request: Request) -> None:
+        self.token = token
+        self._arrived = threading.Condition()
+        self._chunks: deque[bytes] = deque()
+        self._held = 0  # bytes in _chunks
+        self._ended = False
+        self._abandoned = False
+        self._response: Response | None = None
+        self._error: BaseException | None = None
+        threading.Thread(
+            target=self._ask, args=(transport, request), name="gcjob-page-ahead", daemon=True
+        ).start()
+
+    def _ask(self, transport: Transport, request: Request) -> None:
+        try:
+            self._response = transport.send(request, consume=self)
+        except BaseException as exc:  # raised by `answer`, in the list's own thread
+            self._error = exc
+        finally:
+            with self._arrived:
+                self._ended = True
+                self._arrived.notify_all()
+
+    def feed(self, chunk: bytes) -> None:
+        with self._arrived:
+            while self._held >= AHEAD_BYTES and not self._abandoned:
+                self._arrived.wait()
+            if self._abandoned:
+                raise _Abandoned("the page asked ahead is not wanted")  # ends the attempt
+            self._chunks.append(chunk)
+            self._held += len(chunk)
+            self._arrived.notify_all()
+
+    def answer(self, consumer: BodyConsumer) -> Response:
+        """The response, as `Transport.send` would have returned it, its body (a 2xx one) fed
+        to `consumer` as it arrives; raises what sending raised."""
+        try:
+            while True:
+                with self._arrived:
+                    while not self._chunks and not self._ended:
+                        self._arrived.wait()
+                    chunks, self._chunks, self._held = list(self._chunks), deque(), 0
+                    ended = self._ended
+                    self._arrived.notify_all()
+                for chunk in chunks:
+                    consumer.feed(chunk)
+                if ended and not chunks:
+                    break
+        except BaseException:
+            self.abandon()
+            raise
+        if self._error is not None:
+            raise self._error
+        assert self._response is not None
+        return self._response
+
+    def abandon(self) -> None:
+        """Not wanted: what it holds goes, and so does the rest of its answer."""
+        with self._arrived:
+            self._abandoned = True
+            self._chunks.clear()
+            self._held = 0
+            self._arrived.notify_all()
+
+
+class _Abandoned(ValueError):
+    """Raised into the transport by a page asked ahead that is no longer wanted."""
 
 
 class DeleteResult(Enum):
@@ -394,9 +477,27 @@ class KubeAccess(ListsByFolding):
         """Every object, page by page, into a sink from `start()`, each item as soon as its
         bytes are in. A 410 on a continue token, or an answer that broke off after some of
         its items were taken, restarts the list from scratch into a fresh sink (what the old
-        one took is discarded), a bounded number of times."""
+        one took is discarded), a bounded number of times.
+
+        Without a budget (the hub's reads), the next page is asked for as soon as this page's
+        continue token is decoded, before its items are (_PageAhead): the server encodes
+        it while this one is decoded. It is used only if the token this page ends with is the
+        one it was asked with; anything it answers is handled as if it had been asked then."""
         path = resource.path(namespace)
         sensitive = resource.sensitive
+
+        def page_request(token: str | None) -> Request:
+            return requests.list_page(
+                resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=self.page_size,
+                continue_token=token,
+                metadata_only=metadata_only or resource.sensitive,
+                from_cache=self.list_from_cache,
+            )
+
         for _ in range(MAX_LIST_RESTARTS + 1):
             sink = start()
 
@@ -409,50 +510,67 @@ class KubeAccess(ListsByFolding):
                         sink.add(record)
 
             token: str | None = None
-            while True:
-                request = requests.list_page(
-                    resource,
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    limit=self.page_size,
-                    continue_token=token,
-                    metadata_only=metadata_only or resource.sensitive,
-                    from_cache=self.list_from_cache,
-                )
-                page = ListStream(take, max_value_chars=self.max_value_chars)
-                consumer: BodyConsumer = page
-                started = 0.0
-                if self.budget is not None:
-                    self.budget.take(pages=0 if token is None else 1)
-                    started = self.budget.clock()
-                    consumer = _Metered(page, self.budget, started)
-                try:
-                    try:
-                        response = self.transport.send(request, consume=consumer)
-                    finally:
-                        if self.budget is not None:
-                            self.budget.spend(self.budget.clock() - started)
-                    if self.budget is not None:  # an answer read whole (not 2xx)
-                        self.budget.take(size=len(response.body))
-                    if response.status == 410 and token is not None:
-                        break  # continue token expired mid-list: restart
-                    if not 200 <= response.status < 300:
-                        raise _api_error(response, request)
-                    head = page.end()
-                except StreamBroken:
-                    break  # some items were taken from an answer that broke off: restart
-                except ValueError as exc:
-                    # Too deep to decode included: the list cannot be completed.
-                    raise ApiError(200, "Malformed", str(exc), path) from None
-                metadata = head.get("metadata")
-                token = (metadata.get("continue") if isinstance(metadata, dict) else None) or None
-                if not isinstance(token, str | None):
-                    raise ApiError(
-                        200, "Malformed", "list with a continue token not a string", path
+            ahead: _PageAhead | None = None
+
+            def ask_ahead(key: str, value: Any) -> None:
+                nonlocal ahead
+                following = _continue_token(value) if key == "metadata" else None
+                if following is not None and ahead is None:
+                    ahead = _PageAhead(self.transport, following, page_request(following))
+
+            try:
+                while True:
+                    asked, ahead = ahead, None
+                    page = ListStream(
+                        take,
+                        max_value_chars=self.max_value_chars,
+                        on_field=ask_ahead if self.budget is None else None,
                     )
-                if token is None:
-                    return sink
+                    consumer: BodyConsumer = page
+                    started = 0.0
+                    if self.budget is not None:
+                        self.budget.take(pages=0 if token is None else 1)
+                        started = self.budget.clock()
+                        consumer = _Metered(page, self.budget, started)
+                    try:
+                        try:
+                            if asked is not None:
+                                response = asked.answer(consumer)
+                            else:
+                                response = self.transport.send(
+                                    page_request(token), consume=consumer
+                                )
+                        finally:
+                            if self.budget is not None:
+                                self.budget.spend(self.budget.clock() - started)
+                        if self.budget is not None:  # an answer read whole (not 2xx)
+                            self.budget.take(size=len(response.body))
+                        if response.status == 410 and token is not None:
+                            break  # continue token expired mid-list: restart
+                        if not 200 <= response.status < 300:
+                            raise _api_error(response, page_request(token))
+                        head = page.end()
+                    except StreamBroken:
+                        break  # some items were taken from an answer that broke off: restart
+                    except ValueError as exc:
+                        # Too deep to decode included: the list cannot be completed.
+                        raise ApiError(200, "Malformed", str(exc), path) from None
+                    metadata = head.get("metadata")
+                    token = (
+                        metadata.get("continue") if isinstance(metadata, dict) else None
+                    ) or None
+                    if not isinstance(token, str | None):
+                        raise ApiError(
+                            200, "Malformed", "list with a continue token not a string", path
+                        )
+                    if token is None:
+                        return sink
+                    if ahead is not None and ahead.token != token:
+                        ahead.abandon()  # asked on a token the page did not end with
+                        ahead = None
+            finally:
+                if ahead is not None:  # the list ended, broke off or failed before it was used
+                    ahead.abandon()
         raise Unavailable(
             f"list {path}: restarted {MAX_LIST_RESTARTS + 1} times (continue token expired, "
             f"or the answer broke off)"

@@ -209,12 +209,18 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
 
 
 def hub_client(
-    kubeconfig: str | None, context: str | None, timeout: float | None = None
+    kubeconfig: str | None,
+    context: str | None,
+    timeout: float | None = None,
+    connections: int = 0,
 ) -> ApiClient:
-    """`timeout`: most seconds to spend loading credentials (an exec plugin can hang)."""
+    """`timeout`: most seconds to spend loading credentials (an exec plugin can hang).
+    `connections`: requests the run may have in flight to the hub at once, each kept alive
+    (the client's default keeps five a CPU it sees, and closes any more after each use)."""
     path = kubeconfig or os.environ.get("KUBECONFIG") or None
     if path:
-        return _client(_bounded(lambda: _from_kubeconfig(path, context), timeout, path), "hub")
+        configuration = _bounded(lambda: _from_kubeconfig(path, context), timeout, path)
+        return _client(_kept_alive(configuration, connections), "hub")
     if context:
         raise ConfigError("--hub-context needs --hub-kubeconfig or $KUBECONFIG")
     configuration = Configuration()
@@ -225,7 +231,12 @@ def hub_client(
             f"no hub configured: pass --hub-kubeconfig, set $KUBECONFIG, or run in a pod "
             f"({_one_line(exc)})"
         ) from exc
-    return _client(configuration, "hub")
+    return _client(_kept_alive(configuration, connections), "hub")
+
+
+def _kept_alive(configuration: Configuration, connections: int) -> Configuration:
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, connections)
+    return configuration
 
 
 # Even a run with almost no time left loads a plain kubeconfig: it takes milliseconds.

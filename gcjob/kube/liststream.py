@@ -40,12 +40,19 @@ class _NeedMore(Exception):
 class ListStream:
     """Feed it the answer's bytes; each item goes to `on_item` as soon as it is complete.
     `end()` checks the answer was one whole list object and returns its top-level fields
-    but `items` (e.g. `metadata.continue`). Raises ValueError on anything malformed."""
+    but `items` (e.g. `metadata.continue`). Raises ValueError on anything malformed.
+    `on_field`: each top-level field but `items`, as soon as it is decoded (a real server sends
+    `metadata`, and its continue token, before the items); `end()` is what the answer said."""
 
     def __init__(
-        self, on_item: Callable[[Any], None], *, max_value_chars: int = MAX_VALUE_CHARS
+        self,
+        on_item: Callable[[Any], None],
+        *,
+        max_value_chars: int = MAX_VALUE_CHARS,
+        on_field: Callable[[str, Any], None] | None = None,
     ) -> None:
         self._on_item = on_item
+        self._on_field = on_field
         self._max_value = max_value_chars
         self._text = codecs.getincrementaldecoder("utf-8")()
         self._buffer = ""
@@ -175,8 +182,10 @@ class ListStream:
 
     def _field_value(self) -> bool:
         assert self._key is not None
-        self._fields[self._key] = self._value()
+        value = self._fields[self._key] = self._value()
         self._state = self._next_key
+        if self._on_field is not None:
+            self._on_field(self._key, value)
         return True
 
     def _items_open(self) -> bool:

@@ -72,13 +72,13 @@ def object_ref(obj: Obj, resource: Resource) -> ObjectRef:
 
 def mark(meta: Obj) -> Mark | None:
     """gcjob's mark, verbatim; None when no part of it is there."""
-    found = Mark(
-        label=_label(meta, ORPHANED_LABEL),
-        since=_annotation(meta, ORPHANED_SINCE_ANNOTATION),
-        reason=_annotation(meta, ORPHANED_REASON_ANNOTATION),
-        evidence=_annotation(meta, ORPHANED_EVIDENCE_ANNOTATION),
-    )
-    return None if found == Mark() else found
+    label = _label(meta, ORPHANED_LABEL)
+    since = _annotation(meta, ORPHANED_SINCE_ANNOTATION)
+    reason = _annotation(meta, ORPHANED_REASON_ANNOTATION)
+    evidence = _annotation(meta, ORPHANED_EVIDENCE_ANNOTATION)
+    if label is None and since is None and reason is None and evidence is None:
+        return None  # most objects carry none: no Mark is made for them
+    return Mark(label=label, since=since, reason=reason, evidence=evidence)
 
 
 def _annotation(meta: Obj, key: str) -> str | None:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
 from gcjob.budget import RunBudget
 from gcjob.domain import COMPANION_LABEL, REFERRERS_ANNOTATION, VALUE_NOT_KEPT
+from gcjob.kube import access as access_module
 from gcjob.kube import discovery, reduce
-from gcjob.kube.access import DeleteResult, KubeAccess
+from gcjob.kube.access import DeleteResult, KubeAccess, ReadBudget, ReadLimits
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import ApiError, KubeError
 from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, RESOURCEBINDINGS, SECRETS
 from gcjob.kube.transport import RequestStats, Transport
 from testbed.cluster import TestCluster
-from testbed.faultproxy import Fault, FaultProxy
+from testbed.faultproxy import Fault, FaultProxy, Served, hostile_list
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -68,6 +71,174 @@ def test_fold_restarts_into_a_fresh_sink_on_an_expired_continue_token(
 
     assert Counting.started == 2  # the partial pages went with the first sink
     assert sink.names == [f"cm-{i}" for i in range(7)]
+
+
+class WaitsForTheNextPage:
+    """A sink whose first record waits (5 s at most) until the proxy has been asked for a
+    page after the first: whether that page was asked for while this one was decoded."""
+
+    def __init__(self, faults: FaultProxy) -> None:
+        self.faults = faults
+        self.names: list[str] = []
+        self.asked_ahead: bool | None = None
+
+    def add(self, name: str) -> None:
+        if self.asked_ahead is None:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not self._continued():
+                time.sleep(0.02)
+            self.asked_ahead = self._continued()
+        self.names.append(name)
+
+    def _continued(self) -> bool:
+        return any("continue" in r.query for r in self.faults.requests)
+
+
+def test_the_hub_asks_for_the_next_page_while_it_decodes_this_one(
+    faults: FaultProxy, access: KubeAccess, ns: str
+) -> None:
+    sink = access.fold(
+        CONFIGMAPS, reduce.name_of, lambda: WaitsForTheNextPage(faults), namespace=ns
+    )
+
+    assert sink.asked_ahead is True
+    assert sink.names == [f"cm-{i}" for i in range(7)]  # four pages of two, each once
+    pages = [
+        r
+        for r in faults.requests
+        if r.method == "GET" and r.path.endswith(f"/namespaces/{ns}/configmaps")
+    ]
+    assert len(pages) == 4
+    assert len({tuple(r.query.get("continue", [])) for r in pages}) == 4
+
+
+def test_an_upstream_cluster_with_a_budget_reads_one_page_at_a_time(
+    faults: FaultProxy, hub_kubeconfig: str, ns: str
+) -> None:
+    """Its budget counts the time spent waiting on each answer, which pages in flight
+    together would blur."""
+    transport = Transport(
+        hub_client(hub_kubeconfig, None), "up", stats=RequestStats(), budget=RunBudget(None)
+    )
+    budget = ReadBudget(ReadLimits(), "up")
+    access = KubeAccess(transport, page_size=2, budget=budget)
+
+    sink = access.fold(
+        CONFIGMAPS, reduce.name_of, lambda: WaitsForTheNextPage(faults), namespace=ns
+    )
+
+    assert sink.asked_ahead is False
+    assert sink.names == [f"cm-{i}" for i in range(7)]
+    assert budget.pages == 3
+
+
+def test_a_page_asked_ahead_that_fails_is_retried_and_what_it_raises_is_the_lists(
+    faults: FaultProxy, access: KubeAccess, ns: str
+) -> None:
+    path = f"/namespaces/{ns}/configmaps$"
+    faults.add_fault(Fault(method="GET", path=path, status=503, query={"continue": "*"}))
+    assert access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns).names == [
+        f"cm-{i}" for i in range(7)
+    ]
+
+    faults.add_fault(
+        Fault(method="GET", path=path, status=403, query={"continue": "*"}, times=None)
+    )
+    with pytest.raises(ApiError) as refused:
+        access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
+    assert refused.value.status == 403
+
+
+def test_a_page_asked_on_a_token_the_answer_did_not_end_with_is_not_used(
+    faults: FaultProxy, access: KubeAccess, hub: TestCluster, ns: str
+) -> None:
+    """A first page naming two continue tokens (two `metadata` fields): the page asked ahead
+    on the first is dropped, and the list goes on from the one the answer ended with."""
+    status, first = hub._call("GET", f"/api/v1/namespaces/{ns}/configmaps?limit=2")
+    assert status == 200
+    real = first["metadata"]["continue"]
+
+    def two_tokens(rec: object) -> Served:
+        items = json.dumps(first["items"])
+        body = (
+            '{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"continue": "decoy"}, '
+            f'"items": {items}, "metadata": {json.dumps({"continue": real})}}}'
+        )
+        return Served(200, [("Content-Type", "application/json")], iter([body.encode()]))
+
+    faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", serve=two_tokens))
+
+    sink = access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
+
+    assert sink.names == [f"cm-{i}" for i in range(7)]
+    tokens = [
+        r.query["continue"][0]
+        for r in faults.requests
+        if r.path.endswith(f"/namespaces/{ns}/configmaps") and "continue" in r.query
+    ]
+    assert tokens.count("decoy") == 1  # asked ahead, never used
+    assert tokens.count(real) == 1
+
+
+def test_a_page_asked_ahead_holds_at_most_its_bound_then_streams_on(
+    faults: FaultProxy, access: KubeAccess, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(access_module, "AHEAD_BYTES", 1)  # every chunk waits to be taken on
+
+    sink = access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
+
+    assert sink.names == [f"cm-{i}" for i in range(7)]
+
+
+def test_a_list_that_fails_ends_the_page_it_asked_ahead(
+    faults: FaultProxy,
+    access: KubeAccess,
+    hub: TestCluster,
+    ns: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first page names a real continue token, then breaks (malformed): the list fails,
+    and the page asked ahead, waiting to be taken on, is ended, not left in its thread."""
+    monkeypatch.setattr(access_module, "AHEAD_BYTES", 1)
+    status, first = hub._call("GET", f"/api/v1/namespaces/{ns}/configmaps?limit=2")
+    assert status == 200
+    real = first["metadata"]["continue"]
+
+    def broken(rec: object) -> Served:
+        body = (
+            '{"kind": "ConfigMapList", "apiVersion": "v1", '
+            f'"metadata": {json.dumps({"continue": real})}, "items": [{{"metadata": ]]]'
+        )
+        return Served(200, [("Content-Type", "application/json")], iter([body.encode()]))
+
+    faults.add_fault(Fault(method="GET", path=f"/namespaces/{ns}/configmaps$", serve=broken))
+    # The page asked ahead: many chunks, so that it waits to be taken on when the list fails.
+    faults.add_fault(
+        Fault(
+            method="GET",
+            path=f"/namespaces/{ns}/configmaps$",
+            query={"continue": "*"},
+            serve=hostile_list(200_000),
+        )
+    )
+
+    with pytest.raises(ApiError) as failed:
+        access.fold(CONFIGMAPS, reduce.name_of, Counting, namespace=ns)
+
+    assert failed.value.reason == "Malformed"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (_pages_ahead() or not _asked(faults, real)):
+        time.sleep(0.05)
+    assert _asked(faults, real)  # the page was asked ahead (its answer is what was ended)
+    assert _pages_ahead() == []
+
+
+def _asked(faults: FaultProxy, token: str) -> bool:
+    return any(r.query.get("continue") == [token] for r in faults.requests)
+
+
+def _pages_ahead() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "gcjob-page-ahead"]
 
 
 def test_absence_is_proven_only_by_a_not_found_for_that_name(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import urllib3
 import yaml
+from kubernetes.client import Configuration
 from kubernetes.config import incluster_config
 
 from gcjob import logs
@@ -102,6 +103,23 @@ def test_env_kubeconfig_wins_over_in_cluster(
     client = hub_client(None, None)
     assert client.configuration.host == "http://127.0.0.2:1"
     assert _token(client) == "Bearer tok-env"
+
+
+@pytest.mark.parametrize("where", ["kubeconfig", "in-cluster"])
+def test_the_hub_keeps_a_connection_alive_for_each_request_a_run_has_in_flight(
+    tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    """A pool smaller than the requests in flight closes a connection after each use (and
+    opens a new one, TLS and all, for the next)."""
+    if where == "in-cluster":
+        request.getfixturevalue("in_cluster")
+        path = None
+    else:
+        path = str(kubeconfig(tmp_path / "hub.yaml", {"hub": "http://127.0.0.1:1"}))
+    client = hub_client(path, None, None, 64)
+    assert client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 64
+    default = Configuration().connection_pool_maxsize
+    assert hub_client(path, None, None, 1).configuration.connection_pool_maxsize == default
 
 
 def test_in_cluster_last(in_cluster: None) -> None:

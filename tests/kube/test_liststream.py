@@ -174,3 +174,27 @@ def test_values_over_the_limit_and_only_they_are_refused(
         assert items == values[: fits.index(False)]  # every value before the first too large
     else:
         assert all(fits) and items == values
+
+
+@given(chunk=st.integers(min_value=1, max_value=400))
+def test_each_top_level_field_is_handed_on_as_soon_as_it_is_decoded(chunk: int) -> None:
+    """The continue token is known before any item is (what lets the next page be asked for
+    while this one is decoded); `end()` still says what the answer ended with."""
+    body = json.dumps(LIST).encode()
+    seen: list[tuple[str, Any, int]] = []
+    items: list[Any] = []
+    stream = ListStream(
+        items.append, on_field=lambda key, value: seen.append((key, value, len(items)))
+    )
+    for start in range(0, len(body), chunk):
+        stream.feed(body[start : start + chunk])
+    head = stream.end()
+
+    assert [(key, before) for key, _, before in seen] == [
+        ("kind", 0),
+        ("apiVersion", 0),
+        ("metadata", 0),
+    ]
+    assert seen[2][1] == {"resourceVersion": "42", "continue": "tok"}
+    assert head == {key: value for key, value, _ in seen}
+    assert items == LIST["items"]
