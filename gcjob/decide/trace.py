@@ -66,6 +66,10 @@ class Trace:
             self.steps.append(Step(rule, outcome, text))
 
 
+# What every rule the sweep runs is given: it records nothing, so one serves every object.
+_NOT_RECORDED = Trace(record=False)
+
+
 def given(trace: Trace | None) -> Trace:
     """The trace a rule was given, or one that keeps nothing (the sweep passes none)."""
-    return trace if trace is not None else Trace(record=False)
+    return trace if trace is not None else _NOT_RECORDED

@@ -47,14 +47,11 @@ def bound_target(binding: Binding, trace: Trace | None = None) -> tuple[str, str
         trace.hold("in-scope", Reason.OUT_OF_SCOPE, f"propagation policy {policy!r} is not city-*")
         return None
     name = binding.ref.name
-    bound = next(
-        (
-            (kind, name[: -len(suffix)])
-            for suffix, kind in _SUFFIX_KINDS
-            if name.endswith(suffix) and len(name) > len(suffix)
-        ),
-        None,
-    )
+    bound = None
+    for suffix, kind in _SUFFIX_KINDS:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            bound = (kind, name[: -len(suffix)])
+            break
     if bound is not None:
         source = "annotation" if binding.policy_annotation else "label"
         trace.passed(
