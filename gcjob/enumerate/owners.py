@@ -18,6 +18,7 @@ delete, one GET of that project. Judging the answers is decide/projects.py's.
 from __future__ import annotations
 
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -51,14 +52,51 @@ class DiscoveringReader(Reader, Protocol):
 SECRET_OWNER = ("", "Secret")
 
 
-@dataclass(slots=True)  # one per upstream cluster, for the run
+Kinds = Mapping[str, tuple[Resource, ...]]
+
+
+@dataclass(slots=True)  # one per upstream cluster, while it is read
 class _Cluster:
     available: bool
     detail: str = ""
     reader: DiscoveringReader | None = None
-    kinds: dict[str, Mapping[str, tuple[Resource, ...]] | None] = field(default_factory=dict)
+    kinds: dict[str, Kinds | None] = field(default_factory=dict)
     namespaces: dict[str, Presence] = field(default_factory=dict)
     owners: dict[UpstreamOwner, OwnerRead] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)  # one per upstream cluster, for the run
+class _Answered:
+    """What is kept of a cluster once read: whether it answered, and what a live re-read of
+    its owners needs (its reader, the kinds its groups resolved to). Its owners' reads are
+    kept in one map for every cluster (a map each was 224 bytes a cluster), its namespaces'
+    not at all (a re-read reads them again)."""
+
+    available: bool
+    detail: str = ""
+    reader: DiscoveringReader | None = None
+    kinds: Mapping[str, Kinds | None] = field(default_factory=dict)
+
+
+# The groups' kinds each cluster resolved, one map for every equal one (most clusters serve
+# the same documents, each interned by discovery: a map is 224 bytes a cluster); bounded, so
+# what hostile clusters serve cannot grow it without end: past it, each map is kept as made.
+_SHARED_KINDS: dict[tuple[tuple[str, int], ...], Mapping[str, Kinds | None]] = {}
+MAX_SHARED_KINDS = 4096
+_SHARED_KINDS_LOCK = threading.Lock()
+
+
+def shared_kinds(kinds: Mapping[str, Kinds | None]) -> Mapping[str, Kinds | None]:
+    """`kinds`, or an equal map already kept: equal when each group maps to the very same
+    (interned) kinds, never merely equal ones. Never changed once shared."""
+    key = tuple(sorted((group, id(found)) for group, found in kinds.items()))
+    with _SHARED_KINDS_LOCK:
+        kept = _SHARED_KINDS.get(key)
+        if kept is not None:
+            return kept
+        if len(_SHARED_KINDS) < MAX_SHARED_KINDS:
+            _SHARED_KINDS[key] = kinds  # holds its values: their ids stay theirs
+    return kinds
 
 
 class OwnerLookups:
@@ -78,7 +116,8 @@ class OwnerLookups:
         self.reads = reads
         self.read_secrets = read_secrets
         self.found = found
-        self._clusters: dict[str, _Cluster] = {}
+        self._clusters: dict[str, _Answered] = {}
+        self._reads: dict[UpstreamOwner, OwnerRead] = {}
 
     def load(self, owners: Iterable[UpstreamOwner]) -> None:
         by_cluster: dict[str, set[UpstreamOwner]] = defaultdict(set)
@@ -88,7 +127,9 @@ class OwnerLookups:
         found = self.reads.all([partial(self._read_cluster, c, by_cluster[c]) for c in clusters])
         stopped: Stopped | None = None
         for cluster, (state, stop) in zip(clusters, found, strict=True):
-            self._clusters[cluster] = state
+            kinds = shared_kinds(state.kinds)
+            self._clusters[cluster] = _Answered(state.available, state.detail, state.reader, kinds)
+            self._reads.update(state.owners)
             stopped = stopped or stop
         if stopped is not None:
             raise stopped
@@ -103,7 +144,7 @@ class OwnerLookups:
             return OwnerRead(False, f"cluster {owner.cluster} was not read this run")
         if not state.available:
             return OwnerRead(False, state.detail)
-        return state.owners.get(owner) or OwnerRead(
+        return self._reads.get(owner) or OwnerRead(
             True, detail=f"{owner} was not looked up this run"
         )
 
@@ -112,7 +153,7 @@ class OwnerLookups:
         state = self._clusters.get(owner.cluster)
         if state is None or not state.available or state.reader is None:
             return OwnerRead(False, state.detail if state else "not read this run")
-        fresh = _Cluster(True, reader=state.reader, kinds=state.kinds)
+        fresh = _Cluster(True, reader=state.reader, kinds=dict(state.kinds))
         try:
             return self._look_up(fresh, owner, listed=None)
         except Stopped:

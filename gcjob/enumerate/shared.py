@@ -6,16 +6,21 @@ Only what was found is handed on (an object's identity: its uid, creation and wh
 being deleted, as a list or a GET read it); an absence never is, so every owner the copies
 sweep would prove gone is still nominated by its own list and proven by its own GET. Each
 (cluster, resource, namespace) is taken once, by the first read that it answers whole.
+
+The copies sweep may read its owners while the routes sweep still reads (sweeps.execute
+starts both ahead): it reads none of them before the routes sweep's Gateways are all read
+(`settle`, `wait_settled`), so nothing the routes sweep finds is listed twice.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from gcjob.enumerate.parallel import WAIT_TICK
 from gcjob.kube import reduce
 from gcjob.kube.resources import NAMESPACES, Resource
 
@@ -46,6 +51,17 @@ class Found:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._found: dict[Key, dict[str, Seen]] = {}
+        self._settled = threading.Event()
+
+    def settle(self) -> None:
+        """Nothing more will be added this round (the Gateways' reads ended, however)."""
+        self._settled.set()
+
+    def wait_settled(self, ended: Callable[[], bool]) -> None:
+        """Waits (not in a pool worker) until nothing more will be added, or `ended` says the
+        reads that add were never run or ended without saying so."""
+        while not self._settled.is_set() and not ended():
+            self._settled.wait(WAIT_TICK)
 
     def add(
         self, cluster: str, resource: Resource, namespace: str, found: Mapping[str, Seen]

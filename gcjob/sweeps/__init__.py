@@ -6,6 +6,7 @@ handed on here, never left on the Run."""
 from __future__ import annotations
 
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from gcjob.decide.explanation import Conclusion, Explanation, Target
@@ -41,7 +42,8 @@ NOT_SWEPT = CompanionsSwept(None, frozenset())
 def execute(run: Run, projects: ProjectReads | None = None) -> None:
     """Every requested sweep, companions first: their bindings go with them. Reads that
     depend on nothing run at once: the routes sweep's (hub routes, then every upstream
-    cluster) start before the first sweep and go on beside the others; each sweep's own
+    cluster) and, beside them, the copies sweep's (its first read of the hub, then its owners
+    upstream) start before the first sweep and go on beside the others; each sweep's own
     collections are read at once too. Deciding, acting and reporting stay in this thread,
     in sweep order, whatever order the answers came in (gcjob/sweeps/driver.py `drive`)."""
     for sweep in Sweep:
@@ -49,8 +51,11 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
             run.tally.sweeps[sweep] = SweepState()
     run.hub_reads = Reads(run.settings.hub_concurrency, "hub")
     run.upstream_reads = Reads(run.settings.upstream_concurrency, "upstream")
-    ahead = Reads(1, "routes")  # not a hub or upstream worker: it may wait on those pools
+    # The routes' and the copies' reads ahead: not hub or upstream workers, they may wait on
+    # those pools.
+    ahead = Reads(2, "ahead")
     upstream: Future[UpstreamRead] | None = None
+    owners: Future[copies.OwnersRead] | None = None
     # Milo's Project API, listed once for the routes and copies sweeps alike (once a round of
     # --drain: each round calls execute); the first round's was read at start (`projects`).
     projects = projects or ProjectReads(run.projects, run.is_project)
@@ -69,11 +74,16 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
             return bindings.Bindings(run, companion_keys(run, swept), swept.bindings_reported)
         if sweep is Sweep.ROUTES:
             return routes.Routes(run, projects, upstream)
-        return copies.Copies(run, projects, found)
+        return copies.Copies(run, projects, found, owners)
 
     try:
         if Sweep.ROUTES in run.tally.sweeps and run.upstreams is not None:
             upstream = ahead.start(lambda: routes.read(run, found))
+            if Sweep.COPIES in run.tally.sweeps:
+                # The copies' first read and owners beside the routes' upstream reads, so the
+                # upstream readers never wait between the two sweeps; their owners are read
+                # once the routes' Gateways are (enumerate/shared.py), none of them twice.
+                owners = ahead.start(partial(copies.read, run, found, upstream.done))
         for sweep, state in run.tally.sweeps.items():
             stop = run.budget.stop_reason()
             if stop is not None:
@@ -82,6 +92,10 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
                 continue
             run.reporter.progress(f"{sweep.value}: sweeping")
             drive(run, declare(sweep))
+            if sweep is Sweep.ROUTES:
+                # What its upstream reads found is not needed past it (the index stays on the
+                # run, for the summary): the copies sweep's second read can use the room.
+                upstream = None
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gcjob.enumerate.parallel import ReadAhead, Reads, wait_all
+from gcjob.enumerate.parallel import QUEUED, ReadAhead, Reads, wait_all
 from gcjob.kube.errors import Stopped, Unavailable
 
 
@@ -232,3 +232,66 @@ def test_wait_all_returns_once_every_job_ended_whatever_order_they_end_in() -> N
     assert all(future.done() for future in futures)
     assert len(released) == len(gates) and ended >= released[-1]
     pool.shutdown()
+
+
+def test_a_few_jobs_a_worker_are_handed_over_at_a_time_and_a_slow_one_holds_none_back() -> None:
+    """10,000 upstream clusters are not 10,000 futures at once (about 1.5 KiB each): at most
+    QUEUED a worker are handed to the pool, the next as any one ends, so a slow (black-holed)
+    cluster holds one worker, never the others' turns."""
+    reads = Reads(2, "test")
+    most_queued = 0
+    ended: list[int] = []
+    lock = threading.Lock()
+
+    def job(i: int) -> int:
+        nonlocal most_queued
+        executor = reads._executor
+        assert executor is not None
+        with lock:
+            most_queued = max(most_queued, executor._work_queue.qsize())
+        time.sleep(0.6 if i == 0 else 0.01)
+        with lock:
+            ended.append(i)
+        return i
+
+    try:
+        started = time.monotonic()
+        assert reads.all([lambda i=i: job(i) for i in range(30)]) == list(range(30))
+        elapsed = time.monotonic() - started
+    finally:
+        reads.close()
+    assert most_queued <= 2 * QUEUED
+    assert ended[-1] == 0  # the slow first job ended last: the others ran beside it
+    assert elapsed < 0.6 + 0.5
+
+
+def test_jobs_not_handed_over_when_the_pool_closes_are_stopped_and_no_pool_is_made_again() -> None:
+    reads = Reads(2, "test")
+    release = threading.Event()
+    started: list[int] = []
+
+    def job(i: int) -> int:
+        started.append(i)
+        release.wait(5)
+        return i
+
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            reads.all([lambda i=i: job(i) for i in range(20)])
+        except BaseException as exc:
+            outcome.append(exc)
+
+    caller = threading.Thread(target=run)
+    caller.start()
+    time.sleep(0.2)
+    reads.close()  # the run is ending
+    release.set()
+    caller.join(timeout=5)
+    assert not caller.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], Stopped)
+    assert len(started) <= 2 * QUEUED  # nothing more was run once it closed
+    assert reads._executor is None
+    with pytest.raises(Stopped):
+        reads.start(lambda: 1)

@@ -4,6 +4,8 @@ asked; an absence never is (issue 33 item 1: each proof rule stays as strong).""
 
 from __future__ import annotations
 
+import threading
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,3 +44,32 @@ def test_another_cluster_resource_or_namespace_is_never_answered() -> None:
     ):
         assert shared.take(cluster, resource, namespace, {"a": None}) is None
     assert shared.take("p1", GATEWAYS, "app", {"a": None}) == {"a": seen("a")}
+
+
+def test_the_copies_owners_wait_until_the_routes_gateways_are_all_read() -> None:
+    """Read beside the routes sweep, the copies sweep's owners are read only once nothing more
+    will be found (or the routes' reads ended without saying so): a Gateway is never listed
+    twice, and a wait never outlives the reads it waits for."""
+    shared = Found()
+    waited = threading.Event()
+
+    def copies_owners() -> None:
+        shared.wait_settled(lambda: False)
+        waited.set()
+
+    reader = threading.Thread(target=copies_owners)
+    reader.start()
+    shared.add("p1", GATEWAYS, "app", {"a": seen("a")})
+    assert not waited.wait(0.3)  # the routes' Gateways are still being read
+    shared.settle()
+    reader.join(timeout=5)
+    assert waited.is_set()
+    assert shared.take("p1", GATEWAYS, "app", {"a": None}) == {"a": seen("a")}
+
+    never_settled = Found()
+    ended = threading.Event()
+    done = threading.Thread(target=never_settled.wait_settled, args=(ended.is_set,))
+    done.start()
+    ended.set()  # the routes' reads ended (cancelled, say) without settling
+    done.join(timeout=5)
+    assert not done.is_alive()

@@ -4,8 +4,7 @@ anchor only when every copy it owns went; deletes pinned to uid and resourceVers
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -90,6 +89,22 @@ def _keeping(rechecks: Rechecks, target: MemberDeletion) -> None:
 # -- what judging the groups rests on, read before them (the sweep and explain alike) ------
 
 
+# UIDs, each once: a tuple while few (FEW_UIDS), a set past them (a tuple of one is 48
+# bytes, a set 216; a set bounds what many copies naming one owner cost).
+Uids = tuple[str, ...] | set[str]
+FEW_UIDS = 8
+
+
+def with_uids(uids: Uids, more: Iterable[str]) -> Uids:
+    """`uids` with `more` added, each once; a set given may be changed in place."""
+    for uid in more:
+        if isinstance(uids, set):
+            uids.add(uid)
+        elif uid not in uids:
+            uids = (*uids, uid) if len(uids) < FEW_UIDS else {*uids, uid}
+    return uids
+
+
 class OwnersWanted(ObjectScan[Replica]):
     """The first read: the owners the copies name, and the anchors the hub has of each. With
     --shard, only the owners of this shard's projects; the others' projects are only named,
@@ -98,7 +113,8 @@ class OwnersWanted(ObjectScan[Replica]):
     def __init__(self, shard: Shard = WHOLE) -> None:
         super().__init__(shard)
         self.owners: set[UpstreamOwner] = set()
-        self.anchors: dict[UpstreamOwner, set[str]] = defaultdict(set)
+        # An owner's anchor UIDs: almost always one (a set each was 216 bytes an owner).
+        self.anchors: dict[UpstreamOwner, Uids] = {}
         self.elsewhere_clusters: set[str] = set()  # the clusters other shards ask
 
     def shard_key(self, record: Replica) -> str:
@@ -113,7 +129,9 @@ class OwnersWanted(ObjectScan[Replica]):
         if isinstance(member, Member):
             self.owners.add(member.owner)
             if member.anchor_uid is not None:
-                self.anchors[member.owner].add(member.anchor_uid)
+                self.anchors[member.owner] = with_uids(
+                    self.anchors.get(member.owner, ()), (member.anchor_uid,)
+                )
 
 
 class AnchorsNamed(ObjectScan[Replica]):
@@ -141,7 +159,7 @@ def first_read(
             wanted.owners |= scan.owners
             wanted.elsewhere_clusters |= scan.elsewhere_clusters
             for owner, uids in scan.anchors.items():
-                wanted.anchors[owner] |= uids
+                wanted.anchors[owner] = with_uids(wanted.anchors.get(owner, ()), uids)
     named = KeySet()
     for resource in kinds.owners_only:
         for named_scan in scan_kind(hub, resource, scope, AnchorsNamed, reads):

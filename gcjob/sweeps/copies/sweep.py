@@ -15,14 +15,16 @@ only where the operator enforces it (`--enforce copies`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from gcjob import preflight
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.decide.projects import project_calls
+from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
-from gcjob.enumerate.parallel import ReadAhead
+from gcjob.enumerate.parallel import ReadAhead, result_of
 from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
@@ -48,12 +50,12 @@ from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.act import (
     MemberDeletion,
+    OwnersWanted,
     Rechecks,
     delete_member,
     first_read,
 )
 from gcjob.sweeps.copies.judge import (
-    GroupCall,
     Member,
     anchors_named,
     copy_left_scope,
@@ -116,13 +118,13 @@ class CopyScan(ObjectScan[Replica]):
     def __init__(
         self,
         resource: Resource,
-        calls: dict[UpstreamOwner, GroupCall],
+        facts: Mapping[UpstreamOwner, OwnerFacts],
         keep_healthy: bool,
         shard: Shard = WHOLE,
     ) -> None:
         super().__init__(shard)
         self.resource = resource
-        self.calls = calls
+        self.facts = facts
         self.keep_healthy = keep_healthy
         self.judged = SecondRead()
         self.in_scope = 0
@@ -142,13 +144,14 @@ class CopyScan(ObjectScan[Replica]):
             self.judged.kept.append((member, self.resource))
             self._names(replica)
             return
-        call = self.calls.get(member.owner)
-        if call is None:  # appeared between the two reads: nobody asked about its owner
+        facts = self.facts.get(member.owner)
+        if facts is None:  # appeared between the two reads: nobody asked about its owner
             detail = f"{member.owner} not looked up this run: it appeared while the run read"
             verdict = Verdict(replica.ref, False, Reason.UPSTREAM_NOT_READ, detail)
             self.judged.kept.append((verdict, self.resource))
             self._names(replica)
             return
+        call = judge_owner(member.owner, facts)
         mine = (member.anchor_uid,) if member.anchor_uid is not None else member.anchors
         if call.proof is not None or (call.exists and call.current_uid not in mine and mine):
             self.judged.members[member.owner].append(member)
@@ -189,15 +192,23 @@ class Copies(Declaration[Kept, CopyTarget]):
     few ahead; an owner's anchors and copies pass the drain cap together or wait together.
 
     `projects`: the run's Project API, shared with the routes sweep; `found`: what the routes
-    sweep's upstream reads found this round, not read again (enumerate/shared.py)."""
+    sweep's upstream reads found this round, not read again (enumerate/shared.py); `ahead`:
+    the reads before judging (`read`), started beside the routes sweep's, if they were."""
 
     sweep = SWEEP
     rule = Rule.COPY
 
-    def __init__(self, run: Run, projects: ProjectReads, found: Found | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        projects: ProjectReads,
+        found: Found | None = None,
+        ahead: Future[OwnersRead] | None = None,
+    ) -> None:
         super().__init__(run)
         self.projects = projects
         self.found = found
+        self.ahead = ahead
         self.rechecks = Rechecks(self.recheck)
         self.looks: ReadAhead[tuple[UpstreamOwner, Reason], SecondLook] | None = None
         self.facts: dict[UpstreamOwner, OwnerFacts] = {}
@@ -205,22 +216,21 @@ class Copies(Declaration[Kept, CopyTarget]):
 
     def scan(self) -> Scan[Kept, CopyTarget]:
         run, settings = self.run, self.run.settings
-        kinds = self.swept_kinds()
-        assert run.upstreams is not None  # swept_kinds said so otherwise
+        if self.ahead is not None:
+            try:
+                owners = result_of(self.ahead, "the copies' owners read ahead")
+            except Stopped as exc:  # not started: the run is ending
+                raise Incomplete("stopped while reading upstream owners", exc) from exc
+        else:
+            owners = read(run, self.found)
+        kinds = owners.kinds
         yield Noted("; ".join(f"{name} skipped: {why}" for name, why in kinds.not_served))
-        try:
-            wanted, named_elsewhere = first_read(
-                run.hub, kinds, run.scope, run.hub_reads, run.shard
-            )
-        except KubeError as exc:
-            raise Incomplete("cannot list the copies", exc) from exc
-        lookups = self.lookups = OwnerLookups(
-            run.upstreams, run.upstream_reads, settings.read_upstream_secrets, self.found
-        )
-        try:
-            lookups.load(wanted.owners)
-        except Stopped as exc:
-            raise Incomplete("stopped while reading upstream owners", exc) from exc
+        if owners.unswept is not None:
+            raise owners.unswept
+        assert owners.wanted is not None and owners.lookups is not None  # else unswept
+        wanted, named_elsewhere = owners.wanted, owners.named_elsewhere
+        lookups = self.lookups = owners.lookups
+        del owners  # the judgements below hold what they need of it
         clusters = {o.cluster for o in wanted.owners}
         try:
             # With --shard, the projects brake counts the projects gone in the whole hub.
@@ -236,14 +246,14 @@ class Copies(Declaration[Kept, CopyTarget]):
             elsewhere=wanted.elsewhere_clusters,
         )
         yield Projects(calls_by_cluster, brake, self.projects.failed(clusters))
-        facts = self.facts = {
-            o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners
-        }
-        calls = {owner: judge_owner(owner, fact) for owner, fact in facts.items()}
-        if any(call.unknown for call in calls.values()):
+        facts = {o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners}
+        wanted.owners = set()  # the facts' keys from here
+        # Each owner's call is made again for each object that names it (a pure function of
+        # its facts), not kept: a call and its detail were about 250 bytes an owner.
+        if any(judge_owner(owner, fact).unknown for owner, fact in facts.items()):
             yield Exits(ExitCode.ITEM_FAILED)  # a failed upstream read fails the run
         try:
-            scans = _second_read(run, kinds, calls)
+            scans = _second_read(run, kinds, facts)
         except KubeError as exc:
             raise Incomplete("cannot list the copies", exc) from exc
         try:
@@ -256,6 +266,9 @@ class Copies(Declaration[Kept, CopyTarget]):
         judged = SecondRead()
         for scan in scans:
             judged.update(scan.judged)
+            scan.facts = {}
+        # Only the owners whose groups are judged are looked at again (live_look).
+        facts = self.facts = {owner: facts[owner] for owner in judged.members}
         yield Counted(
             sum(s.scanned for s in scans),
             sum(s.in_scope for s in scans),
@@ -285,7 +298,7 @@ class Copies(Declaration[Kept, CopyTarget]):
 
         def group_plans(owner: UpstreamOwner) -> list[Planned[CopyTarget]]:
             group = judged.members[owner]
-            anchors = frozenset(wanted.anchors[owner])
+            anchors = frozenset(wanted.anchors.get(owner, ()))
             result = judge_group(
                 owner, group, facts[owner], anchors, run.now, settings.min_age, settings.clock_skew
             )
@@ -295,39 +308,6 @@ class Copies(Declaration[Kept, CopyTarget]):
             return judged.members[owner][0].ref
 
         yield Candidates(sorted(judged.members), first_member, group_plans)
-
-    def swept_kinds(self) -> HubKinds:
-        """The kinds this run sweeps, read from the hub's discovery. Raises NotConfigured
-        where the sweep cannot run (no upstream, a snapshot, permissions missing), Incomplete
-        when discovery failed."""
-        run, settings = self.run, self.run.settings
-        if run.upstreams is None:
-            raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
-        if not isinstance(run.hub, Discovering) or run.settings.snapshot:
-            # A dump of collections says which kinds were dumped, not which the hub serves.
-            raise NotConfigured(
-                "not swept from a snapshot: it needs the hub's and upstreams' discovery",
-                "not run",
-            )
-        try:
-            kinds = hub_kinds(run.hub, settings.drop_copy_kinds)
-        except KubeError as exc:
-            raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
-        denied = _denied(run, kinds)
-        if denied:
-            raise NotConfigured(
-                f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
-                "sweep downstream copies",
-                "not run",
-            )
-        denied = _projects_denied(run)
-        if denied:
-            raise NotConfigured(
-                f"the Project API identity may not {'; '.join(denied)}: grant it "
-                "(cronjobs/rbac/projects) to sweep downstream copies",
-                "not run",
-            )
-        return kinds
 
     def plan(self, kept: Kept) -> Planned[CopyTarget]:
         verdict, resource = kept
@@ -409,6 +389,79 @@ def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     drive(run, Copies(run, projects, found))
 
 
+@dataclass
+class OwnersRead:
+    """What the copies sweep reads before it judges: the kinds it sweeps, the owners the
+    copies name (the first read of the hub) and what the upstream clusters say of them; or
+    why the sweep cannot go on (`unswept`, once the kinds are known). It reports nothing and
+    changes nothing of the run, so it can be read ahead, beside the routes sweep."""
+
+    kinds: HubKinds
+    wanted: OwnersWanted | None = None
+    named_elsewhere: KeySet = field(default_factory=lambda: KeySet().freeze())
+    lookups: OwnerLookups | None = None
+    unswept: Incomplete | None = None
+
+
+def read(
+    run: Run, found: Found | None = None, routes_ended: Callable[[], bool] | None = None
+) -> OwnersRead:
+    """The kinds swept (raises NotConfigured or Incomplete), the first read of the hub (on
+    the hub's readers), then the owners upstream (on the upstream readers). `found`: what the
+    routes sweep's upstream reads found this round; `routes_ended`: whether those reads ended,
+    when they run beside this one: no owner is read before their Gateways are (or they
+    ended)."""
+    settings = run.settings
+    kinds = swept_kinds(run)
+    assert run.upstreams is not None  # swept_kinds said so otherwise
+    try:
+        wanted, named_elsewhere = first_read(run.hub, kinds, run.scope, run.hub_reads, run.shard)
+    except KubeError as exc:
+        return OwnersRead(kinds, unswept=Incomplete("cannot list the copies", exc))
+    if found is not None and routes_ended is not None:
+        found.wait_settled(routes_ended)
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads, settings.read_upstream_secrets, found)
+    try:
+        lookups.load(wanted.owners)
+    except Stopped as exc:
+        stopped = Incomplete("stopped while reading upstream owners", exc)
+        return OwnersRead(kinds, wanted, named_elsewhere, lookups, stopped)
+    return OwnersRead(kinds, wanted, named_elsewhere, lookups)
+
+
+def swept_kinds(run: Run) -> HubKinds:
+    """The kinds this run sweeps, read from the hub's discovery. Raises NotConfigured where
+    the sweep cannot run (no upstream, a snapshot, permissions missing), Incomplete when
+    discovery failed."""
+    if run.upstreams is None:
+        raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
+    if not isinstance(run.hub, Discovering) or run.settings.snapshot:
+        # A dump of collections says which kinds were dumped, not which the hub serves.
+        raise NotConfigured(
+            "not swept from a snapshot: it needs the hub's and upstreams' discovery",
+            "not run",
+        )
+    try:
+        kinds = hub_kinds(run.hub, run.settings.drop_copy_kinds)
+    except KubeError as exc:
+        raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
+    denied = _denied(run, kinds)
+    if denied:
+        raise NotConfigured(
+            f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
+            "sweep downstream copies",
+            "not run",
+        )
+    denied = _projects_denied(run)
+    if denied:
+        raise NotConfigured(
+            f"the Project API identity may not {'; '.join(denied)}: grant it "
+            "(cronjobs/rbac/projects) to sweep downstream copies",
+            "not run",
+        )
+    return kinds
+
+
 def _denied(run: Run, kinds: HubKinds) -> list[str]:
     """What the hub identity may not do of what this sweep needs, as SelfSubjectAccessReviews
     answer; [] when the hub cannot say (each request then fails safe on its own 403)."""
@@ -445,13 +498,13 @@ def _projects_denied(run: Run) -> list[str]:
 
 
 def _second_read(
-    run: Run, kinds: HubKinds, calls: dict[UpstreamOwner, GroupCall]
+    run: Run, kinds: HubKinds, facts: Mapping[UpstreamOwner, OwnerFacts]
 ) -> list[CopyScan]:
     scans: list[CopyScan] = []
     for resource in kinds.swept:
 
         def start(resource: Resource = resource) -> CopyScan:
-            return CopyScan(resource, calls, run.settings.report_healthy, run.shard)
+            return CopyScan(resource, facts, run.settings.report_healthy, run.shard)
 
         scans += scan_kind(run.hub, resource, run.scope, start, run.hub_reads)
     return scans

@@ -127,7 +127,34 @@ class UpstreamRead:
 
 def read(run: Run, found: Found | None = None) -> UpstreamRead:
     """The hub's routes (on the hub's readers), then their upstream Gateways (on the upstream
-    readers). `found`: where the Gateways found are handed on to the copies sweep's reads."""
+    readers), then the upstream HTTPRoutes. `found`: where the Gateways found are handed on to
+    the copies sweep's reads, settled once the Gateways' reads end (whatever ended them)."""
+    try:
+        gateways = _gateways(run, found)
+    finally:
+        if found is not None:
+            found.settle()
+    if isinstance(gateways, UpstreamRead):
+        return gateways
+    index, owned, elsewhere = gateways
+    assert run.upstreams is not None  # _gateways read them
+    owners = owners_to_read(index, owned)
+    del owned
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads)
+    try:
+        lookups.load(owners)
+    except Stopped as exc:
+        failed = "stopped while reading upstream HTTPRoutes"
+        return UpstreamRead(index, None, failed, exc, elsewhere)
+    return UpstreamRead(index, lookups, elsewhere=elsewhere)
+
+
+def _gateways(
+    run: Run, found: Found | None
+) -> tuple[UpstreamIndex, set[RouteTarget], frozenset[str]] | UpstreamRead:
+    """The hub's routes, then their upstream Gateways: the index, the targets whose upstream
+    route is asked for, and (with --shard) the clusters other shards read; or the read that
+    failed or stopped."""
     assert run.upstreams is not None
     try:
         if not run.hub.served(HTTPROUTES):
@@ -143,18 +170,9 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     except Stopped as exc:
         return UpstreamRead(index, None, "stopped while reading upstream Gateways", exc, elsewhere)
     # What the routes asked (a group per cluster and hub namespace, a target per route) is
-    # not held through the owners' reads, the longest part of the run: at 25,000 routes it
-    # was about 25 MiB of the sweep's peak.
-    del wanted
-    owners = owners_to_read(index, owned)
-    del owned
-    lookups = OwnerLookups(run.upstreams, run.upstream_reads)
-    try:
-        lookups.load(owners)
-    except Stopped as exc:
-        failed = "stopped while reading upstream HTTPRoutes"
-        return UpstreamRead(index, None, failed, exc, elsewhere)
-    return UpstreamRead(index, lookups, elsewhere=elsewhere)
+    # not held through the owners' reads, the longest part of the run (returning drops it):
+    # at 25,000 routes it was about 25 MiB of the sweep's peak.
+    return index, owned, elsewhere
 
 
 def _merged(scans: list[RouteTargets]) -> tuple[Wanted, set[RouteTarget]]:

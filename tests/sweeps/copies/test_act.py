@@ -6,17 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gcjob.act.deleter import Deleter
 from gcjob.budget import RunBudget
 from gcjob.kube.resources import JUDGED_RESOURCES
 from gcjob.model import Action, Looked, ObjectRef, SecondLook, UpstreamOwner, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.copies.act import (
+    FEW_UIDS,
     AnchorsNamed,
     MemberDeletion,
     OwnersWanted,
     Rechecks,
     delete_member,
+    with_uids,
 )
 from gcjob.sweeps.copies.scan import replica
 from testbed.milo import NET, labels
@@ -65,7 +70,7 @@ def test_the_first_read_gathers_each_owner_and_its_anchors() -> None:
         "app",
         "web",
     )
-    assert wanted.anchors[owner] == {U1}  # the upstream uid its name carries
+    assert wanted.anchors[owner] == (U1,)  # the upstream uid its name carries
 
 
 def test_objects_read_only_for_their_anchors_name_them() -> None:
@@ -107,3 +112,21 @@ def test_a_copy_still_proven_gone_would_be_deleted_in_a_dry_run() -> None:
     outcome = delete_member(_verdict("Connector", "web", "c-1"), target, deleter, rechecks, False)
     assert (outcome.action, outcome.reason) == (Action.WOULD_DELETE, Reason.PROJECT_GONE)
     assert rechecks.anchors_keeping == set()
+
+
+@given(batches=st.lists(st.lists(st.sampled_from([f"uid-{n}" for n in range(12)]), max_size=6)))
+def test_an_owners_anchor_uids_are_each_kept_once_in_a_tuple_while_few(
+    batches: list[list[str]],
+) -> None:
+    """What the first read keeps of an owner's anchors: every UID named, once; a tuple while
+    few (an owner has one anchor, almost always), a set past them, so that many copies naming
+    one owner cost no more than a set."""
+    uids: tuple[str, ...] | set[str] = ()
+    for batch in batches:
+        uids = with_uids(uids, batch)
+    named = {uid for batch in batches for uid in batch}
+    assert set(uids) == named
+    if len(named) <= FEW_UIDS:
+        assert isinstance(uids, tuple) and len(uids) == len(named)
+    else:
+        assert isinstance(uids, set)
