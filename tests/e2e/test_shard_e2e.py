@@ -415,6 +415,12 @@ def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
         assert not [i for i in result.items if i["reason"] == "project-gone"]
 
 
+# Every anchor of these worlds is in one hub namespace, so one shard's companions sweep
+# deletes them all: past its share of --max-deletions it would leave a backlog where one run
+# does not (the split limits' own tests are above), and the percent brake could hold them.
+UNBRAKED = ("--max-deletions", "400", "--max-delete-percent", "100")
+
+
 def projects_apart(ns: str) -> tuple[int, list[str]]:
     """The shard of hub namespace `ns`, and project names in every other shard (none in its)."""
     home = shard_of(ns, COUNT)
@@ -469,7 +475,14 @@ def test_an_object_in_two_sweeps_is_judged_once_in_each_by_the_shard_of_its_key(
         both[("ConfigMap", made["metadata"]["name"])] = project
         both[("Secret", f"tls-{i}")] = project
     given = copies_args(
-        gcjob_hub_args, milo_kubeconfig, milo, ns, "--sweep", "companions", "--report-healthy"
+        gcjob_hub_args,
+        milo_kubeconfig,
+        milo,
+        ns,
+        "--sweep",
+        "companions",
+        "--report-healthy",
+        *UNBRAKED,
     )
 
     one, shards = as_one_run(given)
@@ -529,7 +542,15 @@ def test_an_object_two_shards_would_delete_at_once_is_deleted_once_and_nothing_f
         made = companion_anchor_group(hub, ns, project, upstream_ns, f"gone-{i}")
         anchors.append(made["metadata"]["name"])
     given = copies_args(
-        gcjob_hub_args, milo_kubeconfig, milo, ns, "--sweep", "companions", "--enforce", "copies"
+        gcjob_hub_args,
+        milo_kubeconfig,
+        milo,
+        ns,
+        "--sweep",
+        "companions",
+        "--enforce",
+        "copies",
+        *UNBRAKED,
     )
     one = run_gcjob(*given)  # a dry run: both sweeps would delete each anchor
     assert one.exit_code == 0, one.stderr
