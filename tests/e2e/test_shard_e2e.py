@@ -421,6 +421,11 @@ def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
 UNBRAKED = ("--max-deletions", "400", "--max-delete-percent", "100")
 
 
+def two_sweeps(*more: str) -> tuple[str, ...]:
+    """The companions sweep beside the copies sweep, past the split limits."""
+    return ("--sweep", "companions", *more, *UNBRAKED)
+
+
 def projects_apart(ns: str) -> tuple[int, list[str]]:
     """The shard of hub namespace `ns`, and project names in every other shard (none in its)."""
     home = shard_of(ns, COUNT)
@@ -474,16 +479,10 @@ def test_an_object_in_two_sweeps_is_judged_once_in_each_by_the_shard_of_its_key(
         hub.create_at(SECRETS.format(namespace=ns), secret)
         both[("ConfigMap", made["metadata"]["name"])] = project
         both[("Secret", f"tls-{i}")] = project
-    given = copies_args(
-        gcjob_hub_args,
-        milo_kubeconfig,
-        milo,
-        ns,
-        "--sweep",
-        "companions",
-        "--report-healthy",
-        *UNBRAKED,
-    )
+    given = [
+        *copies_args(gcjob_hub_args, milo_kubeconfig, milo, ns),
+        *two_sweeps("--report-healthy"),
+    ]
 
     one, shards = as_one_run(given)
 
@@ -541,17 +540,10 @@ def test_an_object_two_shards_would_delete_at_once_is_deleted_once_and_nothing_f
         make_project(upstream, project)
         made = companion_anchor_group(hub, ns, project, upstream_ns, f"gone-{i}")
         anchors.append(made["metadata"]["name"])
-    given = copies_args(
-        gcjob_hub_args,
-        milo_kubeconfig,
-        milo,
-        ns,
-        "--sweep",
-        "companions",
-        "--enforce",
-        "copies",
-        *UNBRAKED,
-    )
+    given = [
+        *copies_args(gcjob_hub_args, milo_kubeconfig, milo, ns),
+        *two_sweeps("--enforce", "copies"),
+    ]
     one = run_gcjob(*given)  # a dry run: both sweeps would delete each anchor
     assert one.exit_code == 0, one.stderr
     for name in anchors:  # reported by both sweeps in one run
