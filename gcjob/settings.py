@@ -168,7 +168,9 @@ class Settings:
     upstream_max_items: int = 50_000
     upstream_max_mib: int = 64
     upstream_max_time: timedelta = UPSTREAM_MAX_TIME
-    hub_concurrency: int = 4  # hub collections read at once
+    # Hub reads at once: collections, and the GETs read ahead of marks (8 rather than 4: at
+    # 10k companions a dry run's 100 would-marks took 0.06 s less, bench/README.md).
+    hub_concurrency: int = 8
     upstream_kubeconfig: str | None = None
     upstream_server_template: str | None = None
     max_deletions: int = 50
