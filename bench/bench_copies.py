@@ -15,9 +15,9 @@ adding 50 ms to every request. At each size, interleaved, ``--repeats`` times:
 - ``gcjob sweep --sweep copies`` (dry run) with ``--upstream-server-template`` and the Project
   API derived from it: whole wall, peak RSS, and its upstream phase, from the proxy's log
   (first request received to last answer sent);
-- the floor: exactly the upstream requests that run made (the proxy's log), replayed at 16 in
-  flight on 16 keep-alive connections through the same proxy, in a child process, measured
-  the same way.
+- the floor: exactly the upstream requests that run made (the proxy's log), replayed at
+  gcjob's default ``--upstream-concurrency`` in flight, each on its own keep-alive connection,
+  through the same proxy, in a child process, measured the same way.
 
     python bench/bench_copies.py                      # 200 then 1,000 projects, 3 repeats
     python bench/bench_copies.py --sizes 50 --repeats 1
@@ -69,13 +69,14 @@ from gcjob.domain import (
     UPSTREAM_NAME_LABEL,
     UPSTREAM_NAMESPACE_LABEL,
 )
+from gcjob.settings import Settings
 from testbed.faultproxy import Fault, FaultProxy, Target
 from testbed.milo import CONTROL_PLANE, HUB_COPY_CRDS, MILO, MILO_CRDS, NET
 from testbed.objects import gateway, namespace
 from testbed.servers import ADMIN_TOKEN, HUB_CRDS, UPSTREAM_CRDS, running, write_kubeconfig
 
 LATENCY_S = 0.05
-IN_FLIGHT = 16
+IN_FLIGHT = Settings().upstream_concurrency  # gcjob reads at its default: the floor too
 OWNER_GONE_EVERY = 50  # every 50th project lost its Connector upstream
 DELETED = (7, 131)  # projects deleted (indices below the smallest size); the brake allows 3
 
