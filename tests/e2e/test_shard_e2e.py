@@ -350,6 +350,11 @@ def test_the_shards_keep_an_unsharded_run_and_a_drain_out(
 
 # -- the copies sweep: by project, and the projects brake over the whole hub -----------------
 
+# Past the split limits: a shard whose part holds most of the orphans would hold back, past its
+# share of --max-deletions or by the percent brake, where one run does not (fail closed; the
+# split limits' own tests are above).
+UNBRAKED = ("--max-deletions", "400", "--max-delete-percent", "100")
+
 
 def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
     hub: TestCluster,
@@ -384,11 +389,9 @@ def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
         delete_project(upstream, milo, name)
 
     def compare(*more: str) -> tuple[Result, list[Result]]:
-        # A drain cap no shard's share binds: past its share a shard leaves a backlog where
-        # one run, with the whole cap, would not (the limit is split, docs/operating.md).
-        given = copies_args(
-            gcjob_hub_args, milo_kubeconfig, milo, ns, "--max-deletions", "400", *more
-        )
+        # The names are random: past 24 or so the hub holds --brake-min-objects, and a shard
+        # whose part holds most of the orphans would trip the percent brake (UNBRAKED).
+        given = copies_args(gcjob_hub_args, milo_kubeconfig, milo, ns, *UNBRAKED, *more)
         one = run_gcjob(*given)
         shards = at_once(given)
         together: Counter[Item] = Counter()
@@ -413,12 +416,6 @@ def test_four_shards_judge_the_copies_and_the_projects_brake_as_one_run(
         assert result.summary["sweeps"]["copies"]["status"] == "braked", result.summary
         assert "projects brake: 2 projects" in result.summary["sweeps"]["copies"]["detail"]
         assert not [i for i in result.items if i["reason"] == "project-gone"]
-
-
-# Every anchor of these worlds is in one hub namespace, so one shard's companions sweep
-# deletes them all: past its share of --max-deletions it would leave a backlog where one run
-# does not (the split limits' own tests are above), and the percent brake could hold them.
-UNBRAKED = ("--max-deletions", "400", "--max-delete-percent", "100")
 
 
 def two_sweeps(*more: str) -> tuple[str, ...]:
