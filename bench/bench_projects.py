@@ -53,6 +53,7 @@ from harness import (
     compile_gcjob,
     fill,
     gcjob_bin,
+    hold,
     loadavg,
     machine,
     median_spread,
@@ -287,8 +288,15 @@ class Bench:
         return result, stdout
 
     def sweep(self, n: int, concurrency: int) -> Obj:
+        result, stdout = self.measured(self.command(concurrency))
+        result.update(summarise(stdout))
+        result["requests_a_project"] = round(result["upstream_requests"] / n, 2)
+        return result
+
+    def command(self, concurrency: int) -> list[str]:
+        """The sweep measured: routes and copies, dry, at `concurrency` upstream reads."""
         template = f"{self.proxy.url}{MILO}/{{cluster}}/control-plane"
-        cmd = [
+        return [
             gcjob_bin(),
             "sweep",
             *("--hub-kubeconfig", self.hub_kubeconfig),
@@ -298,10 +306,6 @@ class Bench:
             *("--no-lock", "--min-age", "0s", "--timeout", "30m"),
             *("--upstream-concurrency", str(concurrency)),
         ]
-        result, stdout = self.measured(cmd)
-        result.update(summarise(stdout))
-        result["requests_a_project"] = round(result["upstream_requests"] / n, 2)
-        return result
 
     def floor(self, n: int, concurrency: int) -> Obj:
         path = self.work / "floor.json"
@@ -370,6 +374,12 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=8, help="connections filling a server")
     parser.add_argument("--out", default=str(ROOT / "bench/results-projects.json"))
+    parser.add_argument(
+        "--hold",
+        action="store_true",
+        help="fill every size, measure nothing, print the sweep command and keep the servers "
+        "up until SIGINT or SIGTERM: for profiling by hand",
+    )
     parser.add_argument("--replay", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.replay:
@@ -448,6 +458,8 @@ def main() -> None:
             size["wait_for_caches_s"] = etcd.wait_for_caches()
             filled = n
             print(f"  filled: {json.dumps(size)}", flush=True)
+            if args.hold:
+                continue
             for concurrency in concurrencies:
                 measured = measure(bench, n, args.repeats, concurrency)
                 measured.update({k: v for k, v in size.items() if k.startswith(("fill", "wait"))})
@@ -455,7 +467,11 @@ def main() -> None:
                 print(f"  {json.dumps(measured['summary'])}", flush=True)
                 doc["total_s"] = round(time.perf_counter() - started, 1)
                 Path(args.out).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        if args.hold:
+            hold(bench.command(concurrencies[0]))
         proxy.stop()
+    if args.hold:
+        return
     print(f"\nwrote {args.out} ({doc['total_s']}s)")
 
 

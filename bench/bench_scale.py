@@ -29,7 +29,6 @@ import http.client
 import json
 import random
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -54,6 +53,7 @@ from harness import (
     fill,
     gcjob_bin,
     gcjob_commit,
+    hold,
     kube_version,
     kube_versions,
     loadavg,
@@ -615,32 +615,18 @@ def replay_main(path: str, url: str, ca_file: str) -> None:
     print(json.dumps(replay(url, ca_file, log, IN_FLIGHT)))
 
 
-def hold(bench: Bench) -> None:
+def hold_servers(bench: Bench) -> None:
     """Keep the filled servers up for runs by hand, until interrupted."""
-    command = " ".join(
+    hold(
         [
             gcjob_bin(),
             "sweep",
-            "--hub-kubeconfig",
-            bench.hub_kubeconfig,
-            "--upstream-kubeconfig",
-            bench.up_kubeconfig,
-            "--upstream-server-template",
-            f"'{bench.template}'",
-            "--no-lock",
-            "--min-age",
-            "0s",
+            *("--hub-kubeconfig", bench.hub_kubeconfig),
+            *("--upstream-kubeconfig", bench.up_kubeconfig),
+            *("--upstream-server-template", bench.template),
+            *("--no-lock", "--min-age", "0s"),
         ]
     )
-    print(f"holding; the default sweep:\n{command}", flush=True)
-    # Started in the background, a process ignores SIGINT: SIGTERM releases it too.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, lambda *_: signal.default_int_handler(signal.SIGINT, None))
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        print("released", flush=True)
 
 
 def top_costs(path: Path, count: int = 15) -> Obj:
@@ -876,7 +862,7 @@ def measure_version(
                 runs.append(step())
                 save()
         if args.hold:
-            hold(bench)
+            hold_servers(bench)
         proxy.stop()
 
 

@@ -14,6 +14,8 @@ import os
 import platform
 import random
 import re
+import shlex
+import signal
 import ssl
 import subprocess
 import sys
@@ -562,3 +564,17 @@ def median_spread(values: Sequence[float]) -> Obj:
         "max": round(ordered[-1], 3),
         "n": len(ordered),
     }
+
+
+def hold(command: Sequence[str]) -> None:
+    """Keep the filled servers up for runs by hand (`command`: the sweep the benchmark
+    measures), until interrupted."""
+    print(f"holding; the sweep measured:\n{shlex.join(command)}", flush=True)
+    # Started in the background, a process ignores SIGINT: SIGTERM releases it too.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: signal.default_int_handler(signal.SIGINT, None))
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("released", flush=True)
