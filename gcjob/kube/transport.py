@@ -10,6 +10,11 @@ chunks are handed over in the caller's thread, at most MAX_STREAM_BYTES of them,
 that breaks off after the consumer saw some of it is StreamBroken, never retried here (the
 consumer cannot take back what it saw: the access layer restarts the list).
 
+Requests go straight to the client's urllib3 pool, with the client's credentials
+(`Credentials`), not through its ApiClient.call_api: that re-ran the kubeconfig's refresh hook
+(the whole kubeconfig re-applied, the proxy environment read again) and rebuilt every header for
+every request: a tenth of a run's CPU at 1,000 upstream clusters.
+
 The client's own urllib3 retries are switched off (see connect.py): they would re-send a
 DELETE silently. Retries happen here only, bounded in attempts and time, and a response
 says whether the request was re-sent after an attempt that may have been applied (no
@@ -30,10 +35,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
+from urllib.parse import quote
+from weakref import WeakKeyDictionary
 
 import urllib3
 from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
 
 from gcjob.budget import RunBudget
 from gcjob.kube.errors import AnswerTooLarge, KubeError, Stopped, TlsFailure, Unavailable
@@ -145,9 +151,69 @@ class RequestStats:
         return sum(self.by_target.values())
 
 
+# How often the client's credentials are looked at again (its refresh hook run): it renews an
+# exec plugin's token 5 minutes before it expires, and re-reads an in-cluster token file once
+# a minute, so a second's delay never sends an expired token.
+CREDENTIALS_RECHECK = 1.0
+
+
+class Credentials:
+    """The headers an API client's requests carry for their credentials (its bearer token,
+    if it has one), as the client itself sends them, with its refresh hook run at most every
+    CREDENTIALS_RECHECK seconds instead of before every request. One for each client,
+    shared by the transports that use it (the templated upstream clusters share one)."""
+
+    __slots__ = ("_checked", "_clock", "_configuration", "_headers", "_lock")
+
+    def __init__(self, api_client: ApiClient, clock: Callable[[], float] = time.monotonic) -> None:
+        self._configuration = api_client.configuration
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._checked: float | None = None
+        self._headers: dict[str, str] = {}
+
+    def headers(self) -> dict[str, str]:
+        now = self._clock()
+        with self._lock:
+            if self._checked is None or now - self._checked >= CREDENTIALS_RECHECK:
+                self._headers = self._look()
+                self._checked = now
+            return self._headers
+
+    def _look(self) -> dict[str, str]:
+        """What ApiClient.update_params_for_auth would add: the `authorization` header, from
+        Configuration.auth_settings (which runs the refresh hook)."""
+        setting = self._configuration.auth_settings().get("BearerToken")
+        value = setting.get("value") if setting else None
+        return {str(setting["key"]): str(value)} if setting and value is not None else {}
+
+
+_CREDENTIALS: WeakKeyDictionary[ApiClient, Credentials] = WeakKeyDictionary()
+_CREDENTIALS_LOCK = threading.Lock()
+
+
+def credentials_of(api_client: ApiClient) -> Credentials:
+    """The one Credentials of `api_client`, made on first need."""
+    with _CREDENTIALS_LOCK:
+        found = _CREDENTIALS.get(api_client)
+        if found is None:
+            found = _CREDENTIALS[api_client] = Credentials(api_client)
+        return found
+
+
+def request_url(server: str, request: Request) -> str:
+    """The URL as the client's ApiClient.param_serialize makes it: the path as given, each
+    query value quoted (`/` kept), the names as they are."""
+    if not request.query:
+        return server + request.path
+    query = "&".join(f"{name}={quote(value)}" for name, value in request.query)
+    return f"{server}{request.path}?{query}"
+
+
 class Transport:
     # One for each upstream cluster, kept for the run: slots, not a dict each.
     __slots__ = (
+        "_credentials",
         "_rng",
         "_server",
         "_sleep",
@@ -189,8 +255,9 @@ class Transport:
         self._sleep = sleep
         self._rng = rng or _JITTER
         # Pinned now: the client's token refresh hook re-applies the kubeconfig, host included,
-        # on every request, which would silently send a templated upstream's requests elsewhere.
+        # whenever it runs (Credentials), which would silently send a templated upstream's requests elsewhere.
         self._server = (server or str(api_client.configuration.host)).rstrip("/")
+        self._credentials = credentials_of(api_client)
         # The `Date` of the latest answer: a live run's clock is the hub's (times.run_clock).
         self.last_date: str | None = None
 
@@ -238,11 +305,10 @@ class Transport:
                     refused(f"{request.method} {request.path} on {self.target}: {exc}"),
                     maybe_applied,
                 ) from None
-            except ApiException as exc:  # how the client reports TLS failures: not transient
-                reason = " ".join(str(exc.reason).split())[:200]  # one line
+            except _TlsRefused as exc:  # not transient
                 raise TlsFailure(
-                    f"{request.method} {request.path} on {self.target}: {reason}"
-                ) from exc
+                    f"{request.method} {request.path} on {self.target}: {exc}"
+                ) from exc.__cause__
             except (urllib3.exceptions.HTTPError, OSError, AttemptTimedOut) as exc:
                 # No answer: the request may or may not have been applied.
                 maybe_applied = True
@@ -345,32 +411,31 @@ class Transport:
             raise
 
     def _exchange(self, request: Request, limit: float, exchange: _Exchange) -> None:
+        # The headers in the order the client sent them: its own (User-Agent), then the token.
         headers = {"Accept": request.accept}
         if request.content_type:
             headers["Content-Type"] = request.content_type
-        method, url, header_params, body, post_params = self.api_client.param_serialize(
-            method=request.method,
-            resource_path=request.path,
-            query_params=list(request.query) or None,
-            header_params=headers,
-            body=request.body,
-            auth_settings=["BearerToken"],
-            _host=self._server,
-        )
+        client = self.api_client
+        headers.update(client.default_headers)
+        if client.cookie:
+            headers["Cookie"] = client.cookie
+        headers.update(self._credentials.headers())
         # Socket timeouts no longer than the attempt, so an abandoned thread ends soon too.
         socket_read = max(0.01, limit)
         socket_connect = max(0.01, min(self.timeouts.connect, limit))
-        raw = self.api_client.call_api(
-            method,
-            url,
-            header_params=header_params,
-            body=body,
-            post_params=post_params,
-            _request_timeout=(socket_connect, socket_read),
-        )
-        stream = raw.response
+        try:
+            stream = client.rest_client.pool_manager.request(
+                request.method,
+                request_url(self._server, request),
+                body=None if request.body is None else json.dumps(request.body),
+                headers=headers,
+                timeout=urllib3.Timeout(connect=socket_connect, read=socket_read),
+                preload_content=False,
+            )
+        except urllib3.exceptions.SSLError as exc:
+            raise _TlsRefused(" ".join(f"{type(exc).__name__} {exc}".split())[:200]) from exc
         exchange.stream = stream
-        status, response_headers = raw.status, dict(raw.headers or {})
+        status, response_headers = stream.status, dict(stream.headers or {})
         try:
             _check_encoding(response_headers)
             if exchange.streaming and 200 <= status < 300:
@@ -428,6 +493,10 @@ _WORKERS = ExchangeThreads(idle=256)
 
 class _Interrupted(Exception):
     """A stop request abandoned the attempt in flight."""
+
+
+class _TlsRefused(Exception):
+    """The TLS handshake failed (the server's certificate, the client's): its one-line why."""
 
 
 class _Exchange:

@@ -434,7 +434,7 @@ TYPED_CALL = re.compile(r"[A-Z]\w*Api$|(read|list|patch|delete|create|replace)_n
 def test_every_request_is_one_of_gcjobs_own_never_a_typed_client_api() -> None:
     """The kubernetes client's typed APIs (CoreV1Api().read_namespaced_secret: a full GET of
     a Secret, payload and all) are never used: gcjob sends only the requests built here,
-    through ApiClient.call_api (gcjob/kube/transport.py)."""
+    through the client's urllib3 pool (gcjob/kube/transport.py)."""
     for path in Path(requests.__file__).parent.parent.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -17,10 +17,12 @@ from gcjob.budget import RunBudget
 from gcjob.kube import requests
 from gcjob.kube import transport as transport_module
 from gcjob.kube.connect import hub_client
-from gcjob.kube.errors import Stopped, Unavailable
+from gcjob.kube.errors import Stopped, TlsFailure, Unavailable
 from gcjob.kube.resources import CONFIGMAPS
 from gcjob.kube.transport import (
+    CREDENTIALS_RECHECK,
     MAX_BODY_BYTES,
+    Credentials,
     ExchangeThreads,
     NestedTooDeeply,
     RequestStats,
@@ -29,6 +31,7 @@ from gcjob.kube.transport import (
     Timeouts,
     Transport,
     decode_json,
+    request_url,
 )
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.hostile import Hostile, hostile_transport
@@ -525,3 +528,119 @@ def test_an_exchange_never_waits_for_a_busy_thread_and_idle_threads_are_kept_few
 
 def _exchange_threads() -> int:
     return sum(1 for t in threading.enumerate() if t.name == "test-exchange")
+
+
+# -- requests as the client would send them, without its per-request machinery -------------
+
+_QUERY_VALUE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+
+@given(
+    path=st.sampled_from(["/api/v1/configmaps", "/apis/g.example/v1/namespaces/a b/x", "/apis"]),
+    query=st.lists(
+        st.tuples(
+            st.sampled_from(["limit", "labelSelector", "continue", "fieldSelector"]),
+            _QUERY_VALUE,
+        ),
+        max_size=4,
+    ),
+)
+def test_a_request_url_is_the_one_the_client_builds(
+    path: str, query: list[tuple[str, str]]
+) -> None:
+    """Any selector or continue token (the server's, so anything) is quoted as
+    ApiClient.param_serialize quotes it."""
+    server = "https://127.0.0.1:6443/apis/resourcemanager.miloapis.com/v1alpha1/projects/p/cp"
+    request = requests.Request("GET", path, tuple(query))
+    _, expected, _, _, _ = ApiClient(Configuration()).param_serialize(
+        method="GET", resource_path=path, query_params=list(query) or None, _host=server
+    )
+    assert request_url(server, request) == expected
+
+
+def _bearer(token: str) -> Configuration:
+    configuration = Configuration()
+    configuration.api_key["BearerToken"] = token
+    return configuration
+
+
+def test_credentials_are_the_clients_and_its_hook_runs_once_a_recheck() -> None:
+    configuration = _bearer("Bearer one")
+    runs: list[str] = []
+
+    def hook(target: Configuration) -> None:  # as the client's: re-applies the token
+        runs.append(target.api_key["BearerToken"])
+
+    configuration.refresh_api_key_hook = hook
+    now = [10.0]
+    credentials = Credentials(ApiClient(configuration), clock=lambda: now[0])
+
+    assert credentials.headers() == {"authorization": "Bearer one"}
+    configuration.api_key["BearerToken"] = "Bearer two"  # what a renewed token does
+    now[0] += CREDENTIALS_RECHECK / 2
+    assert credentials.headers() == {"authorization": "Bearer one"}
+    assert len(runs) == 1
+    now[0] += CREDENTIALS_RECHECK
+    assert credentials.headers() == {"authorization": "Bearer two"}
+    assert len(runs) == 2
+    # The same header ApiClient.update_params_for_auth would have set.
+    headers: dict[str, str] = {}
+    ApiClient(configuration).update_params_for_auth(headers, [], ["BearerToken"], "/", "GET", None)
+    assert credentials.headers() == headers
+
+
+def test_a_client_without_a_token_sends_no_authorization() -> None:
+    assert Credentials(ApiClient(Configuration())).headers() == {}
+
+
+def test_the_server_sees_the_headers_the_client_sent(faults: FaultProxy, kubeconfig: str) -> None:
+    transport, _, _ = make(kubeconfig)
+    client = transport.api_client
+    selector = "app in (a,b),!gcjob.io/x"
+    request = requests.list_page(
+        CONFIGMAPS,
+        namespace="default",
+        label_selector=selector,
+        limit=10,
+        continue_token=None,
+        metadata_only=True,
+    )
+
+    assert transport.send(request).status == 200
+    seen = faults.requests[-1]
+    assert seen.query["labelSelector"] == [selector]
+    assert seen.accept == request.accept
+    assert seen.headers["user-agent"] == client.default_headers["User-Agent"]
+    assert seen.headers["authorization"] == client.configuration.get_api_key_with_prefix(
+        "BearerToken"
+    )
+
+
+def test_a_body_is_sent_as_json(faults: FaultProxy, kubeconfig: str) -> None:
+    transport, _, _ = make(kubeconfig)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "w36c-"}}
+    response = transport.send(requests.create(CONFIGMAPS, "default", body))
+
+    assert response.status == 201
+    seen = faults.requests[-1]
+    assert seen.method == "POST" and seen.body == body
+    assert seen.headers["content-type"] == "application/json"
+    name = response.json()["metadata"]["name"]
+    meta = response.json()["metadata"]
+    delete = requests.delete(CONFIGMAPS, "default", name, meta["uid"], meta["resourceVersion"])
+    assert transport.send(delete).status == 200
+
+
+def test_a_server_whose_certificate_does_not_verify_is_a_tls_failure(kubeconfig: str) -> None:
+    """Not retried, one line, as the client's own words said it."""
+    import certifi
+
+    client = hub_client(kubeconfig, None)
+    client.configuration.ssl_ca_cert = certifi.where()  # not the test CA
+    stranger = ApiClient(client.configuration)
+    transport = Transport(stranger, "hub", stats=RequestStats(), budget=RunBudget(None))
+
+    with pytest.raises(TlsFailure, match=r"SSLError .*CERTIFICATE_VERIFY_FAILED") as raised:
+        transport.send(LIST)
+    assert "\n" not in str(raised.value)
+    assert transport.stats.total == 1
