@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+import urllib3
 from hypothesis import given
 from hypothesis import strategies as st
 from kubernetes.client import ApiClient, Configuration
@@ -644,3 +645,66 @@ def test_a_server_whose_certificate_does_not_verify_is_a_tls_failure(kubeconfig:
         transport.send(LIST)
     assert "\n" not in str(raised.value)
     assert transport.stats.total == 1
+
+
+def test_a_get_reaches_the_server_as_the_pool_manager_sends_it(
+    faults: FaultProxy, kubeconfig: str
+) -> None:
+    """The GET fast path (straight to the connection pool) puts the same path on the wire as
+    PoolManager.request: odd characters quoted, dot segments resolved, the query as built."""
+    transport, _, _ = make(kubeconfig)
+    pool_manager = transport.api_client.rest_client.pool_manager
+    odd = [
+        requests.Request("GET", "/api/v1/namespaces/default/configmaps/a b"),
+        requests.Request("GET", "/api/v1/namespaces/x/../default/configmaps/./é"),
+        requests.Request("GET", "/api/v1/configmaps", (("labelSelector", "a in (b, c)"),)),
+    ]
+    for request in odd:
+        transport.send(request)
+        pool_manager.request(
+            "GET",
+            request_url(transport.server, request),
+            headers={"Accept": request.accept},
+            preload_content=True,
+        )
+    seen = [(r.path, r.query) for r in faults.requests]
+    assert len(seen) == 2 * len(odd)
+    assert seen[0::2] == seen[1::2]
+
+
+def test_a_redirect_is_answered_as_it_is_not_followed(faults: FaultProxy, kubeconfig: str) -> None:
+    faults.add_fault(
+        Fault(method="GET", path="/api/v1/configmaps$", status=302, headers={"Location": "/api"})
+    )
+    transport, _, stats = make(kubeconfig)
+
+    assert transport.send(LIST).status == 302
+    assert stats.total == 1 and len(faults.requests) == 1
+
+
+def test_a_proxied_client_and_a_write_go_through_the_pool_managers_request() -> None:
+    """Only a GET without a proxy takes the fast path: a ProxyManager sends its own way."""
+    sent: list[str] = []
+
+    def through(manager: urllib3.PoolManager, method: str) -> None:
+        request = manager.request
+
+        def spy(*args: object, **kwargs: object) -> object:
+            sent.append(method)
+            return request(*args, **kwargs)
+
+        manager.request = spy  # type: ignore[method-assign]
+        with pytest.raises(urllib3.exceptions.HTTPError):  # nothing listens on port 9
+            transport_module._open(
+                manager,
+                method,
+                "http://127.0.0.1:9/api/v1/configmaps",
+                body=None,
+                headers={},
+                timeout=urllib3.Timeout(1.0),
+            )
+
+    through(urllib3.ProxyManager("http://127.0.0.1:9", retries=False), "GET")
+    through(urllib3.PoolManager(retries=False), "DELETE")
+    through(urllib3.PoolManager(retries=False), "GET")
+    assert sent == ["GET", "DELETE"]
