@@ -607,6 +607,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             timeouts=upstream_timeouts,
             retry=UPSTREAM_RETRY,
             max_body_bytes=limits.value,
+            keeps_date=False,  # the run's clock is the hub's
         )
         return KubeAccess(
             transport,

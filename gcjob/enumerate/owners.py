@@ -118,21 +118,18 @@ class OwnerLookups:
         self.found = found
         self._clusters: dict[str, _Answered] = {}
         self._reads: dict[UpstreamOwner, OwnerRead] = {}
+        self._lock = threading.Lock()  # the reader threads keep what they read in the two
 
     def load(self, owners: Iterable[UpstreamOwner]) -> None:
-        by_cluster: dict[str, set[UpstreamOwner]] = defaultdict(set)
+        # A list of owners a cluster while they wait, not a set: a set was 216 bytes one.
+        by_cluster: dict[str, list[UpstreamOwner]] = {}
         for owner in owners:
-            by_cluster[owner.cluster].add(owner)
+            by_cluster.setdefault(owner.cluster, []).append(owner)
         clusters = sorted(by_cluster)
-        found = self.reads.all([partial(self._read_cluster, c, by_cluster[c]) for c in clusters])
-        stopped: Stopped | None = None
-        for cluster, (state, stop) in zip(clusters, found, strict=True):
-            kinds = shared_kinds(state.kinds)
-            self._clusters[cluster] = _Answered(state.available, state.detail, state.reader, kinds)
-            self._reads.update(state.owners)
-            stopped = stopped or stop
+        stops = self.reads.map(lambda c: self._read_cluster(c, set(by_cluster.pop(c))), clusters)
+        stopped = next((stop for stop in stops if stop is not None), None)
         if stopped is not None:
-            raise stopped
+            raise stopped  # the first in cluster order, whichever stopped first
 
     def answered(self) -> list[str]:
         """The clusters that answered every read this run."""
@@ -180,7 +177,18 @@ class OwnerLookups:
 
     # -- one cluster, in a reader thread ----------------------------------------------
 
-    def _read_cluster(
+    def _read_cluster(self, cluster: str, owners: set[UpstreamOwner]) -> Stopped | None:
+        """One cluster read, in a reader thread, and what is kept of it (`_Answered`, its
+        owners' reads) kept at once: what only its reads needed is dropped here, not held
+        until every cluster is read. Returns the stop it ended with."""
+        state, stop = self._read_one(cluster, owners)
+        answered = _Answered(state.available, state.detail, state.reader, shared_kinds(state.kinds))
+        with self._lock:
+            self._clusters[cluster] = answered
+            self._reads.update(state.owners)
+        return stop
+
+    def _read_one(
         self, cluster: str, owners: set[UpstreamOwner]
     ) -> tuple[_Cluster, Stopped | None]:
         try:

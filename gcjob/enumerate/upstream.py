@@ -18,7 +18,6 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol
 
 from gcjob.brakes import suspect_detail, suspect_groups
@@ -188,7 +187,7 @@ class UpstreamIndex:
         of a cluster that found none of theirs. Raises Stopped (the first, in cluster order)."""
         routes = wanted.routes
         clusters = sorted(routes)
-        found = reads.all([partial(self._read_cluster, c, wanted.gateways[c]) for c in clusters])
+        found = reads.map(lambda c: self._read_cluster(c, wanted.gateways[c]), clusters)
         stopped: Stopped | None = None
         for cluster, (state, namespaces, stop) in zip(clusters, found, strict=True):
             stopped = stopped or stop

@@ -215,6 +215,7 @@ class Transport:
     # One for each upstream cluster, kept for the run: slots, not a dict each.
     __slots__ = (
         "_credentials",
+        "_keeps_date",
         "_rng",
         "_server",
         "_sleep",
@@ -241,11 +242,14 @@ class Transport:
         rng: random.Random | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
         server: str | None = None,
+        keeps_date: bool = True,
     ) -> None:
         """`max_body_bytes`: the largest answer read whole (an upstream's is far smaller
         than the hub's: it answers a handful of Gateways, and a hostile one is decoded too).
         `server`: where requests go when not the client's own host (the templated upstream
-        clusters share one client, connect.UpstreamClient)."""
+        clusters share one client, connect.UpstreamClient). `keeps_date`: whether
+        `last_date` is kept (the hub's: the run's clock); an upstream's is not, a string
+        a cluster for the run."""
         self.api_client = api_client
         self.max_body_bytes = max_body_bytes
         self.target = target
@@ -262,6 +266,7 @@ class Transport:
         self._credentials = credentials_of(api_client)
         # The `Date` of the latest answer: a live run's clock is the hub's (times.run_clock).
         self.last_date: str | None = None
+        self._keeps_date = keeps_date
 
     @property
     def server(self) -> str:
@@ -317,9 +322,10 @@ class Transport:
                 failure = f"{type(exc).__name__}: {str(exc)[:160]}"
                 retry_after = None
             else:
-                self.last_date = next(
-                    (v for k, v in response.headers.items() if k.lower() == "date"), None
-                )
+                if self._keeps_date:
+                    self.last_date = next(
+                        (v for k, v in response.headers.items() if k.lower() == "date"), None
+                    )
                 response.resent_after_maybe_applied = maybe_applied
                 if response.status not in RETRYABLE_STATUS:
                     return response

@@ -25,6 +25,31 @@ def test_results_come_in_the_order_asked_whatever_finishes_first() -> None:
         reads.close()
 
 
+def test_map_reads_each_item_in_order_and_makes_its_job_only_as_it_is_handed_over() -> None:
+    reads = Reads(2, "test")
+    asked: list[int] = []
+
+    class Items(list[int]):
+        def __getitem__(self, at):  # type: ignore[no-untyped-def, override]
+            asked.append(at)
+            return super().__getitem__(at)
+
+    ahead: list[int] = []
+
+    def read(i: int) -> int:
+        ahead.append(len(asked) - i)  # items taken past this one when it runs
+        time.sleep(0.01 * (i % 3))
+        return i * i
+
+    try:
+        items = Items(range(40))
+        assert reads.map(read, items) == [i * i for i in range(40)]
+        assert asked == list(range(40))  # each item taken once, when its job is made
+        assert max(ahead) <= reads.size * QUEUED
+    finally:
+        reads.close()
+
+
 def test_at_most_size_jobs_run_at_once() -> None:
     reads = Reads(3, "test")
     running = 0

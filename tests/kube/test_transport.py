@@ -7,6 +7,7 @@ import gzip
 import socket
 import threading
 import time
+from email.utils import parsedate_to_datetime
 
 import pytest
 import urllib3
@@ -73,7 +74,9 @@ class Clock:
         self.now += seconds
 
 
-def make(kubeconfig: str, *, budget: RunBudget | None = None, attempts: int = 5):
+def make(
+    kubeconfig: str, *, budget: RunBudget | None = None, attempts: int = 5, keeps_date: bool = True
+):
     clock = Clock()
     stats = RequestStats()
     transport = Transport(
@@ -84,8 +87,22 @@ def make(kubeconfig: str, *, budget: RunBudget | None = None, attempts: int = 5)
         timeouts=Timeouts(1.0, 1.0),
         retry=RetryPolicy(attempts=attempts),
         sleep=clock.sleep,
+        keeps_date=keeps_date,
     )
     return transport, clock, stats
+
+
+def test_the_hubs_transport_keeps_the_date_of_its_last_answer_and_an_upstreams_none(
+    kubeconfig: str,
+) -> None:
+    hub, _, _ = make(kubeconfig)
+    upstream, _, _ = make(kubeconfig, keeps_date=False)
+
+    assert hub.send(LIST).status == 200 and upstream.send(LIST).status == 200
+
+    assert hub.last_date is not None
+    assert parsedate_to_datetime(hub.last_date).tzinfo is not None  # the server's own Date
+    assert upstream.last_date is None  # a string a cluster for the run, and never read
 
 
 def test_transient_errors_are_retried_with_growing_backoff(
