@@ -645,6 +645,11 @@ def test_a_body_is_sent_as_json(faults: FaultProxy, kubeconfig: str) -> None:
     assert seen.headers["content-type"] == "application/json"
     name = response.json()["metadata"]["name"]
     meta = response.json()["metadata"]
+    # A delete's preconditions reach the server in its body: pinned to another version, it is
+    # refused, and nothing is deleted.
+    stale = requests.delete(CONFIGMAPS, "default", name, meta["uid"], "1")
+    assert transport.send(stale).status == 409
+    assert faults.requests[-1].body["preconditions"] == {"uid": meta["uid"], "resourceVersion": "1"}
     delete = requests.delete(CONFIGMAPS, "default", name, meta["uid"], meta["resourceVersion"])
     assert transport.send(delete).status == 200
 
