@@ -28,6 +28,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from testbed.cluster import wait_for
 from testbed.servers import die_with_parent, free_port
 
 READY_TIMEOUT = 30.0
@@ -141,8 +142,17 @@ class Pushgateway(Server):
         )
 
     def wipe(self) -> None:
-        """Every group deleted, as a fresh Pushgateway would be."""
+        """Every group deleted, as a fresh Pushgateway would be. It answers 202 and deletes
+        in the background (its write queue): waited for, so no group outlives it."""
         self.send("PUT", "/api/v1/admin/wipe")
+        wait_for(lambda: self.groups() == [], what="the Pushgateway to wipe its groups")
+
+    def delete(self, path: str) -> None:
+        """DELETE the group at `path` (`/metrics/job/...`): answered 202 and deleted in the
+        background, so waited for until the Pushgateway holds one group fewer."""
+        before = len(self.groups())
+        self.send("DELETE", path)
+        wait_for(lambda: len(self.groups()) < before, what=f"the Pushgateway to delete {path}")
 
     def samples(self) -> dict[Sample, float]:
         """What it holds, as Prometheus would scrape it (its own metrics left out)."""

@@ -170,7 +170,7 @@ def test_an_old_group_is_deleted_by_its_hub_in_base64_as_the_docs_say(
     assert push(pushgateway.url, summary(), duration=1.0, finished=100.0)
     name = base64.urlsafe_b64encode(HUB.encode()).decode()
 
-    pushgateway.send("DELETE", f"/metrics/job/gcjob/hub@base64/{name}")
+    pushgateway.delete(f"/metrics/job/gcjob/hub@base64/{name}")
 
     assert pushgateway.groups() == []
 
@@ -413,6 +413,6 @@ def test_an_old_shards_group_is_deleted_by_its_hub_and_shard_in_base64_as_the_do
     hub = base64.urlsafe_b64encode(HUB.encode()).decode()
     first = base64.urlsafe_b64encode(b"0/2").decode()
 
-    pushgateway.send("DELETE", f"/metrics/job/gcjob/hub@base64/{hub}/shard@base64/{first}")
+    pushgateway.delete(f"/metrics/job/gcjob/hub@base64/{hub}/shard@base64/{first}")
 
     assert [g["shard"] for g in pushgateway.groups()] == ["1/2"]
