@@ -694,9 +694,13 @@ def test_a_get_reaches_the_server_as_the_pool_manager_sends_it(
     assert seen[0::2] == seen[1::2]
 
 
-def test_a_redirect_is_answered_as_it_is_not_followed(faults: FaultProxy, kubeconfig: str) -> None:
+@pytest.mark.parametrize("location", ["/api", "https://127.0.0.1:9/elsewhere"])
+def test_a_redirect_is_answered_as_it_is_not_followed(
+    faults: FaultProxy, kubeconfig: str, location: str
+) -> None:
+    """On this host or another: the token never goes where a Location says."""
     faults.add_fault(
-        Fault(method="GET", path="/api/v1/configmaps$", status=302, headers={"Location": "/api"})
+        Fault(method="GET", path="/api/v1/configmaps$", status=302, headers={"Location": location})
     )
     transport, _, stats = make(kubeconfig)
 
