@@ -187,7 +187,8 @@ class UpstreamIndex:
         of a cluster that found none of theirs. Raises Stopped (the first, in cluster order)."""
         routes = wanted.routes
         clusters = sorted(routes)
-        found = reads.map(lambda c: self._read_cluster(c, wanted.gateways[c]), clusters)
+        # `get`: a reader thread never adds to the defaultdict (a cluster asked for no Gateway).
+        found = reads.map(lambda c: self._read_cluster(c, wanted.gateways.get(c, {})), clusters)
         stopped: Stopped | None = None
         for cluster, (state, namespaces, stop) in zip(clusters, found, strict=True):
             stopped = stopped or stop
