@@ -118,7 +118,7 @@ class OwnerLookups:
         self.found = found
         self._clusters: dict[str, _Answered] = {}
         self._reads: dict[UpstreamOwner, OwnerRead] = {}
-        self._lock = threading.Lock()  # the reader threads keep what they read in the two
+        self._lock = threading.Lock()  # the reader threads add to the two maps above
 
     def load(self, owners: Iterable[UpstreamOwner]) -> None:
         # A list of owners a cluster while they wait, not a set: a set was 216 bytes one.
