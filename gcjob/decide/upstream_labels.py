@@ -13,6 +13,7 @@ and it is kept for its own reason. The one exception is an anchor, NSO's bookkee
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -127,7 +128,16 @@ def copy_of(
             f"{UPSTREAM_KIND_LABEL}={upstream_kind[:80]!r}: no upstream object"
         )
         return no(Reason.NOT_A_COPY, detail, "labels", cluster)
-    owner = UpstreamOwner(cluster, upstream_group, upstream_kind, namespace, upstream_name)
+    # One string for each value however many copies name it (most projects' copies name the
+    # same kinds, namespaces and names; each project's many copies, its cluster).
+    intern = sys.intern
+    owner = UpstreamOwner(
+        intern(cluster),
+        intern(upstream_group),
+        intern(upstream_kind),
+        intern(namespace),
+        intern(upstream_name),
+    )
     trace.passed("labels", lambda: f"names upstream owner {owner}")
     synced = GATEWAY_SYNC_LABEL in labels
     anchor_uid = anchor_uid_of(name)
