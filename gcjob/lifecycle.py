@@ -47,7 +47,7 @@ from gcjob.kube.liststrategy import Choice, ListStrategy, choose
 from gcjob.kube.reader import Reader
 from gcjob.kube.snapshot import Snapshot, SnapshotStore, SnapshotUpstreams
 from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
-from gcjob.kube.upstreams import LiveUpstreams
+from gcjob.kube.upstreams import LiveUpstreams, Shared
 from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld, ShardLock
 from gcjob.logs import log
 from gcjob.model import Sweep
@@ -595,9 +595,12 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         seconds=settings.upstream_max_time.total_seconds(),
     )
 
-    def make_upstream_access(upstream: UpstreamClient, target: str) -> KubeAccess:
+    def make_upstream_access(
+        upstream: UpstreamClient, target: str, shared: Shared | None = None
+    ) -> KubeAccess:
         """Each upstream cluster on its own read budget: a hostile or broken one runs out of
-        it and is unavailable; the others go on."""
+        it and is unavailable; the others go on. `shared`: the budget and discovery of the
+        cluster's earlier readers (kube/upstreams.py)."""
         transport = Transport(
             upstream.client,
             target,
@@ -615,11 +618,12 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             # An upstream's lists are small and its version is not asked (a request more per
             # cluster): read from the cache, one request a list, unless pages are forced.
             list_from_cache=settings.list_from != "pages",
-            budget=ReadBudget(limits, target),
+            budget=ReadBudget(limits, target) if shared is None else shared.budget,
             max_value_chars=limits.value,
             # Two requests tell what a cluster serves, however many groups are asked about.
             aggregated_discovery=True,
             discovery_groups=UPSTREAM_GROUPS,
+            discovered=None if shared is None else shared.discovered,
         )
 
     if settings.snapshot:

@@ -30,6 +30,7 @@ from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.enumerate.upstream import UpstreamSource
 from gcjob.kube.discovery import resolve
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
+from gcjob.kube.oneofeach import OneOfEach
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import NAMESPACES, PROJECTS, Resource
 from gcjob.model import (
@@ -67,36 +68,30 @@ class _Cluster:
 
 @dataclass(frozen=True, slots=True)  # one per upstream cluster, for the run
 class _Answered:
-    """What is kept of a cluster once read: whether it answered, and what a live re-read of
-    its owners needs (its reader, the kinds its groups resolved to). Its owners' reads are
-    kept in one map for every cluster (a map each was 224 bytes a cluster), its namespaces'
-    not at all (a re-read reads them again)."""
+    """What is kept of a cluster once read: whether it answered, and the kinds its groups
+    resolved to (what a live re-read of its owners needs, with a reader made then). Its
+    owners' reads are kept in one map for every cluster (a map each was 224 bytes a
+    cluster), its namespaces' not at all (a re-read reads them again)."""
 
     available: bool
     detail: str = ""
-    reader: DiscoveringReader | None = None
     kinds: Mapping[str, Kinds | None] = field(default_factory=dict)
 
 
-# The groups' kinds each cluster resolved, one map for every equal one (most clusters serve
-# the same documents, each interned by discovery: a map is 224 bytes a cluster); bounded, so
-# what hostile clusters serve cannot grow it without end: past it, each map is kept as made.
-_SHARED_KINDS: dict[tuple[tuple[str, int], ...], Mapping[str, Kinds | None]] = {}
-MAX_SHARED_KINDS = 4096
-_SHARED_KINDS_LOCK = threading.Lock()
+# One _Answered for every cluster that answered with the same (interned) kinds: most clusters
+# serve the same documents (one each was about 300 bytes a cluster for the run).
+SHARED_ANSWERS: OneOfEach[tuple[tuple[str, int], ...], _Answered] = OneOfEach()
 
 
-def shared_kinds(kinds: Mapping[str, Kinds | None]) -> Mapping[str, Kinds | None]:
-    """`kinds`, or an equal map already kept: equal when each group maps to the very same
-    (interned) kinds, never merely equal ones. Never changed once shared."""
+def answered(available: bool, detail: str, kinds: Mapping[str, Kinds | None]) -> _Answered:
+    """What is kept of a cluster: one object for every cluster that answered every read with
+    the very same kinds (each group's answer the same object), never merely equal ones."""
+    if not available:
+        return _Answered(False, detail)  # never read again: its kinds are not kept
+    if detail:
+        return _Answered(True, detail, kinds)
     key = tuple(sorted((group, id(found)) for group, found in kinds.items()))
-    with _SHARED_KINDS_LOCK:
-        kept = _SHARED_KINDS.get(key)
-        if kept is not None:
-            return kept
-        if len(_SHARED_KINDS) < MAX_SHARED_KINDS:
-            _SHARED_KINDS[key] = kinds  # holds its values: their ids stay theirs
-    return kinds
+    return SHARED_ANSWERS.kept(key, _Answered(True, "", kinds))
 
 
 class OwnerLookups:
@@ -148,10 +143,13 @@ class OwnerLookups:
     def recheck(self, owner: UpstreamOwner) -> OwnerRead:
         """The owner read again, with GETs only, right before its group is deleted."""
         state = self._clusters.get(owner.cluster)
-        if state is None or not state.available or state.reader is None:
+        if state is None or not state.available:
             return OwnerRead(False, state.detail if state else "not read this run")
-        fresh = _Cluster(True, reader=state.reader, kinds=dict(state.kinds))
         try:
+            reader = self.source.reader_for(owner.cluster)
+            if not isinstance(reader, DiscoveringReader):
+                return OwnerRead(False, "this source answers no discovery (a snapshot)")
+            fresh = _Cluster(True, reader=reader, kinds=dict(state.kinds))
             return self._look_up(fresh, owner, listed=None)
         except Stopped:
             raise
@@ -182,9 +180,9 @@ class OwnerLookups:
         owners' reads) kept at once: what only its reads needed is dropped here, not held
         until every cluster is read. Returns the stop it ended with."""
         state, stop = self._read_one(cluster, owners)
-        answered = _Answered(state.available, state.detail, state.reader, shared_kinds(state.kinds))
+        kept = answered(state.available, state.detail, state.kinds)
         with self._lock:
-            self._clusters[cluster] = answered
+            self._clusters[cluster] = kept
             self._reads.update(state.owners)
         return stop
 

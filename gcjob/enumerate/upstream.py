@@ -60,7 +60,9 @@ class ClusterState:
     status: ClusterStatus
     detail: str = ""
     server: str = ""
-    reader: Reader | None = None
+    # It answered its probe: it may be read again (a deletion's live reads), with a reader
+    # made then (one kept for each cluster was about 1 KiB a cluster for the run).
+    probed: bool = False
     routes: int = 0
     gateways_found: int = 0  # of those some route asked for
     # When suspect: the hub namespaces whose routes found a Gateway here.
@@ -154,33 +156,41 @@ class UpstreamIndex:
 
     def cluster(self, name: str) -> ClusterState:
         if name not in self.clusters:
-            self.clusters[name] = self._probe(name)
+            state, reader = self._probe(name)
+            if reader is not None:
+                reader.close_idle()
+            self.clusters[name] = state
         return self.clusters[name]
 
-    def _probe(self, name: str) -> ClusterState:
+    def _probe(self, name: str) -> tuple[ClusterState, Reader | None]:
+        """The cluster's state once probed, and the reader that probed it if it answered."""
         try:
             reader = self.source.reader_for(name)
         except UnknownCluster as exc:
-            return ClusterState(ClusterStatus.UNKNOWN, redact(str(exc)))
+            return ClusterState(ClusterStatus.UNKNOWN, redact(str(exc))), None
         except Stopped:
             raise  # the run is over: not a fact about this cluster
         except KubeError as exc:  # configured, but its credentials cannot be loaded
-            return ClusterState(ClusterStatus.UNAVAILABLE, redact(str(exc)))
+            return ClusterState(ClusterStatus.UNAVAILABLE, redact(str(exc))), None
         try:
             served = reader.served(GATEWAYS)
         except Stopped:
             raise
         except KubeError as exc:
             reader.close_idle()
-            return ClusterState(ClusterStatus.UNAVAILABLE, redact(str(exc)), reader.server)
+            return ClusterState(ClusterStatus.UNAVAILABLE, redact(str(exc)), reader.server), None
         if not served:
             reader.close_idle()
-            return ClusterState(
-                ClusterStatus.UNAVAILABLE,
-                f"{reader.server} does not serve {GATEWAYS.api_version} gateways",
-                reader.server,
-            )
-        return ClusterState(ClusterStatus.OK, "", reader.server, reader)
+            detail = f"{reader.server} does not serve {GATEWAYS.api_version} gateways"
+            return ClusterState(ClusterStatus.UNAVAILABLE, detail, reader.server), None
+        return ClusterState(ClusterStatus.OK, "", reader.server, probed=True), reader
+
+    def _reader(self, cluster: str) -> Reader:
+        """A reader of a cluster that answered its probe, made for this use. Raises
+        KubeError."""
+        if not self.cluster(cluster).probed:
+            raise KubeError(f"upstream cluster {cluster} did not answer its probe")
+        return self.source.reader_for(cluster)
 
     def load(self, wanted: Wanted, suspect_min_routes: int, reads: Reads = SERIAL) -> None:
         """Look up every Gateway wanted, cluster by cluster at once; then distrust the routes
@@ -237,14 +247,22 @@ class UpstreamIndex:
         """One cluster's probe (unless done already), then its namespaces' lookups, in a
         reader thread: it only returns what it found, and a stop with it; `load` merges."""
         state = self.clusters.get(cluster)
+        reader: Reader | None = None
         namespaces: dict[str, _Namespace] = {}
         try:
             if state is None:
-                state = self._probe(cluster)
-            if state.status is ClusterStatus.OK:
-                assert state.reader is not None
+                state, reader = self._probe(cluster)
+            elif state.status is ClusterStatus.OK:
+                try:
+                    reader = self._reader(cluster)  # probed before (explain)
+                except Stopped:
+                    raise
+                except KubeError as exc:
+                    unavailable = ClusterStatus.UNAVAILABLE
+                    state = ClusterState(unavailable, redact(str(exc)), state.server)
+            if state.status is ClusterStatus.OK and reader is not None:
                 for namespace, names in sorted(wanted.items()):
-                    entry = self._lookup(cluster, state.reader, namespace, names)
+                    entry = self._lookup(cluster, reader, namespace, names)
                     namespaces[namespace] = entry
                     if entry.gateways is None:
                         # Its other answers decide nothing either: a cluster that answers only
@@ -260,8 +278,8 @@ class UpstreamIndex:
         finally:
             # Done with this cluster until a deletion's live read, if any: its connection
             # would otherwise stay open for the rest of the run, one per cluster.
-            if state is not None and state.reader is not None:
-                state.reader.close_idle()
+            if reader is not None:
+                reader.close_idle()
         return state, namespaces, None
 
     def _lookup(self, cluster: str, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
@@ -307,10 +325,8 @@ class UpstreamIndex:
             guard = self._reading.setdefault((cluster, namespace), threading.Lock())
         with guard:
             if entry.exists is None:
-                reader = self.cluster(cluster).reader
-                if reader is None:
-                    return None
                 try:
+                    reader = self._reader(cluster)
                     found = reader.get(NAMESPACES, None, namespace, reduce.name_of)
                 except KubeError:
                     return None
@@ -333,10 +349,7 @@ class UpstreamIndex:
 
     def gateway_exists(self, cluster: str, namespace: str, name: str) -> bool:
         """A live read, right before deleting. Raises KubeError when it cannot be proven."""
-        reader = self.cluster(cluster).reader
-        if reader is None:
-            raise KubeError(f"upstream cluster {cluster} has no reader")
-        return reader.get(GATEWAYS, namespace, name, reduce.name_of) is not None
+        return self._reader(cluster).get(GATEWAYS, namespace, name, reduce.name_of) is not None
 
     def summary(self) -> dict[str, dict[str, object]]:
         return dict(self.summaries())

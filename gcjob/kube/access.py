@@ -9,6 +9,7 @@ or annotation its rules do not read) is all that any `reduce`, list or get ever 
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -25,6 +26,7 @@ from gcjob.domain import secret_as_kept
 from gcjob.kube import discovery, requests
 from gcjob.kube.errors import AnswerTooLarge, ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
+from gcjob.kube.oneofeach import OneOfEach
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
 from gcjob.kube.transport import (
@@ -129,6 +131,12 @@ class BudgetExhausted(Unavailable):
     """A cluster's read budget ran out: nothing more is read from it this run."""
 
 
+# The budgets' locks, each shared by every budget given it in turn, not one a budget (72 bytes
+# an upstream cluster for the run): a budget's lock is held for a few additions, never while
+# anything is read.
+_BUDGET_LOCKS = itertools.cycle([threading.Lock() for _ in range(64)])
+
+
 class ReadBudget:
     """Counts what one cluster's answers cost, against its ReadLimits. Shared by the reads of
     that cluster (its reader thread; a deletion's live read later), hence the lock."""
@@ -145,7 +153,7 @@ class ReadBudget:
         self.items = 0
         self.bytes = 0
         self.seconds = 0.0  # spent waiting on answers, requests done
-        self._lock = threading.Lock()
+        self._lock = next(_BUDGET_LOCKS)
 
     def take(
         self, *, pages: int = 0, items: int = 0, size: int = 0, in_flight: float = 0.0
@@ -173,6 +181,10 @@ class ReadBudget:
             ]
         if over:
             raise BudgetExhausted(f"{self.target}: read budget ran out: {over[0]}")
+
+    def renewed(self) -> ReadBudget:
+        """The same budget again, unspent."""
+        return ReadBudget(self.limits, self.target, self.clock)
 
     def spend(self, seconds: float) -> None:
         """A request's time, once it is over (answered or not): checked by the next take."""
@@ -291,13 +303,43 @@ class PatchResult:
     detail: str = ""  # the server's word on a conflict (which test failed)
 
 
+class Discovered:
+    """What one server's discovery said of the groups asked about (and the readers'
+    `discovery_groups`), kept for the run and shared by the readers of that server. The map is
+    replaced whole, never changed, so a reader looks at it without a lock; equal maps are one
+    object (most upstream clusters serve the same groups: a map each was 232 bytes a cluster).
+    Two readers of one server asking at once may each read a document; the first answer kept
+    for a group stays."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self) -> None:
+        self.groups: Mapping[str, discovery.Versions | None] = {}
+
+    def add(
+        self, found: Mapping[str, discovery.Versions | None]
+    ) -> Mapping[str, discovery.Versions | None]:
+        """Keeps `found` (each answer discovery.interned) beside what was kept; returns the map."""
+        with _DISCOVERED_LOCK:
+            groups = {**found, **self.groups}
+            key = tuple(sorted((group, id(versions)) for group, versions in groups.items()))
+            self.groups = SHARED_GROUPS.kept(key, groups)
+            return self.groups
+
+
+_DISCOVERED_LOCK = threading.Lock()  # held to replace one map: never while anything is read
+# The maps kept, one for every equal one (equal: each group's answer the very same object).
+SHARED_GROUPS: OneOfEach[tuple[tuple[str, int], ...], Mapping[str, discovery.Versions | None]] = (
+    OneOfEach()
+)
+
+
 class KubeAccess(ListsByFolding):
     # One for each upstream cluster, kept for the run: slots, not a dict each.
     __slots__ = (
-        "_discovery_lock",
-        "_groups",
         "aggregated_discovery",
         "budget",
+        "discovered",
         "discovery_groups",
         "list_from_cache",
         "max_value_chars",
@@ -315,6 +357,7 @@ class KubeAccess(ListsByFolding):
         max_value_chars: int = MAX_VALUE_CHARS,
         aggregated_discovery: bool = False,
         discovery_groups: frozenset[str] = frozenset(),
+        discovered: Discovered | None = None,
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`resourceVersion=0`, the cache
         read of gcjob/kube/liststrategy.py; a run sets it once it has chosen), which can lag
@@ -326,7 +369,9 @@ class KubeAccess(ListsByFolding):
         this reader's life (an upstream cluster's: its run), a group's own documents only where
         they do not answer for it. `discovery_groups`: the groups whose answers are kept when
         a document is read, besides the one asked about (those its callers will ask about: a
-        group not kept costs its document once more)."""
+        group not kept costs its document once more). `discovered`: where what discovery said
+        is kept, shared with this server's other readers (an upstream cluster's, made for each
+        use: connect/upstreams.py); None: this reader's own."""
         self.transport = transport
         self.page_size = page_size
         self.list_from_cache = list_from_cache
@@ -334,18 +379,13 @@ class KubeAccess(ListsByFolding):
         self.max_value_chars = max_value_chars
         self.aggregated_discovery = aggregated_discovery
         self.discovery_groups = discovery_groups
-        # What discovery said of the groups asked about and `discovery_groups`, kept for this
-        # reader's life (aggregated_discovery only), each answer shared with every reader that
-        # was given the same (discovery.interned): a document's other groups are not kept (at
-        # 10,000 upstream clusters, every group of each would be hundreds of MiB).
-        self._discovery_lock = threading.Lock()
-        self._groups: dict[str, discovery.Versions | None] = {}
+        self.discovered = discovered if discovered is not None else Discovered()
 
     def renew_budget(self) -> None:
         """The same budget again, unspent: a round of --drain is a full sweep, and reads
         everything again (one Project API list a round): each round has the run's budget."""
         if self.budget is not None:
-            self.budget = ReadBudget(self.budget.limits, self.budget.target, self.budget.clock)
+            self.budget = self.budget.renewed()
 
     def _send(self, request: Request, *, final: bool = False) -> Response:
         """A request answered whole, its bytes and time taken from the budget."""
@@ -383,17 +423,19 @@ class KubeAccess(ListsByFolding):
         the aggregated document that holds the group, else (a server that does not serve it,
         or a group it cannot vouch for) the group's own documents. Raises when it cannot
         tell; nothing that failed is kept."""
-        with self._discovery_lock:  # one reader's discovery, asked from several threads
-            if group not in self._groups:
-                core = not group
-                document = self._aggregated(core, {group, *self.discovery_groups})
-                if document is not None:
-                    for kept in {group, *self.discovery_groups} - document.unsure:
-                        if (not kept) == core and kept not in self._groups:
-                            self._groups[kept] = discovery.interned(document.versions(kept))
-                if group not in self._groups:
-                    self._groups[group] = discovery.interned(self._group_versions(group))
-            return self._groups[group]
+        known = self.discovered.groups
+        if group in known:
+            return known[group]
+        core = not group
+        found: dict[str, discovery.Versions | None] = {}
+        document = self._aggregated(core, {group, *self.discovery_groups})
+        if document is not None:
+            for kept in {group, *self.discovery_groups} - document.unsure:
+                if (not kept) == core:
+                    found[kept] = discovery.interned(document.versions(kept))
+        if group not in found:
+            found[group] = discovery.interned(self._group_versions(group))
+        return self.discovered.add(found)[group]
 
     def _aggregated(self, core: bool, groups: set[str]) -> discovery.Aggregated | None:
         """`/api`'s or `/apis`'s aggregated document, read for `groups` only; None when the

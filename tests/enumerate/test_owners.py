@@ -1,6 +1,7 @@
 """gcjob/enumerate/owners.py: what is kept of each upstream cluster for the run. Clusters
-that resolved their groups to the very same (interned) discovery answers share one map of
-them; a map merely equal is never taken for another cluster's, and the table is bounded."""
+that answered with the very same (interned) discovery answers share one kept state; one whose
+answers are merely equal never takes another's, one that did not answer keeps no kinds, and
+the table is bounded (gcjob/kube/oneofeach.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gcjob.enumerate import owners
-from gcjob.enumerate.owners import Kinds, shared_kinds
+from gcjob.enumerate.owners import Kinds, answered
 from gcjob.kube.resources import GATEWAYS
 
 SERVED: list[Kinds | None] = [{"Gateway": (GATEWAYS,)}, {"Gateway": ()}, None]
@@ -19,11 +20,9 @@ SERVED: list[Kinds | None] = [{"Gateway": (GATEWAYS,)}, {"Gateway": ()}, None]
 
 @pytest.fixture(autouse=True)
 def empty_table() -> Iterator[None]:
-    kept = dict(owners._SHARED_KINDS)
-    owners._SHARED_KINDS.clear()
+    owners.SHARED_ANSWERS.clear()
     yield
-    owners._SHARED_KINDS.clear()
-    owners._SHARED_KINDS.update(kept)
+    owners.SHARED_ANSWERS.clear()
 
 
 @given(
@@ -34,28 +33,37 @@ def empty_table() -> Iterator[None]:
         max_size=6,
     )
 )
-def test_a_clusters_kinds_are_shared_only_with_the_very_same_answers(
+def test_a_clusters_state_is_shared_only_with_the_very_same_answers(
     picks: list[dict[str, int]],
 ) -> None:
-    owners._SHARED_KINDS.clear()
+    owners.SHARED_ANSWERS.clear()
     made = [{group: SERVED[n] for group, n in pick.items()} for pick in picks]
-    kept = [shared_kinds(kinds) for kinds in made]
+    kept = [answered(True, "", kinds) for kinds in made]
     for kinds, got in zip(made, kept, strict=True):
-        assert got == kinds  # what it resolves to is what the cluster said
-        assert all(got[group] is kinds[group] for group in kinds)
+        assert got.available and got.kinds == kinds  # what it resolves to is what it said
+        assert all(got.kinds[group] is kinds[group] for group in kinds)
     for i, a in enumerate(made):
         for j, b in enumerate(made):
             assert (kept[i] is kept[j]) == (a == b)  # SERVED's answers differ from each other
 
 
-def test_merely_equal_answers_are_not_shared_and_the_table_is_bounded(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_merely_equal_answers_are_not_shared_and_the_table_is_bounded() -> None:
     first = {"net": {"Connector": ()}}
     equal_not_same = {"net": {"Connector": ()}}
-    assert shared_kinds(first) is first
-    assert shared_kinds(equal_not_same) is equal_not_same  # another document: its own map
-    monkeypatch.setattr(owners, "MAX_SHARED_KINDS", len(owners._SHARED_KINDS))
-    past = {"other": None}
-    assert shared_kinds(past) is past
-    assert shared_kinds({"other": None}) is not past  # not kept: the table is full
+    assert answered(True, "", first).kinds is first
+    assert answered(True, "", equal_not_same).kinds is equal_not_same  # its own document
+    owners.SHARED_ANSWERS.bound = len(owners.SHARED_ANSWERS)
+    try:
+        past = {"other": None}
+        assert answered(True, "", past).kinds is past
+        assert answered(True, "", {"other": None}).kinds is not past  # the table is full
+    finally:
+        owners.SHARED_ANSWERS.bound = 4096
+
+
+def test_a_cluster_that_did_not_answer_is_never_shared_and_keeps_no_kinds() -> None:
+    kinds: dict[str, Kinds | None] = {"net": SERVED[0]}
+    a, b = answered(False, "403 Forbidden", kinds), answered(False, "403 Forbidden", kinds)
+    assert a is not b and not a.available and a.detail == "403 Forbidden" and not a.kinds
+    with_detail = answered(True, "partly", kinds)
+    assert with_detail.detail == "partly" and with_detail is not answered(True, "", kinds)

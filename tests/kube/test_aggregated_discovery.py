@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from gcjob.budget import RunBudget
 from gcjob.kube import discovery
-from gcjob.kube.access import KubeAccess
+from gcjob.kube.access import Discovered, KubeAccess
 from gcjob.kube.connect import hub_client
 from gcjob.kube.errors import KubeError
 from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, HTTPROUTES, Resource
@@ -26,12 +26,20 @@ from testbed.faultproxy import Fault, FaultProxy
 GROUPS = ("", "gateway.networking.k8s.io", "work.karmada.io", "apps", "not.served.example")
 
 
-def reader(kubeconfig: str, aggregated: bool, groups: tuple[str, ...] = GROUPS) -> KubeAccess:
+def reader(
+    kubeconfig: str,
+    aggregated: bool,
+    groups: tuple[str, ...] = GROUPS,
+    discovered: Discovered | None = None,
+) -> KubeAccess:
     transport = Transport(
         hub_client(kubeconfig, None), "hub", stats=RequestStats(), budget=RunBudget(None)
     )
     return KubeAccess(
-        transport, aggregated_discovery=aggregated, discovery_groups=frozenset(groups)
+        transport,
+        aggregated_discovery=aggregated,
+        discovery_groups=frozenset(groups),
+        discovered=discovered,
     )
 
 
@@ -63,6 +71,31 @@ def test_aggregated_discovery_answers_as_each_groups_documents_in_two_requests(
     assert accept == {
         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     }
+
+
+def test_readers_of_one_server_share_what_its_discovery_said_and_no_other_server_does(
+    faults: FaultProxy, hub_kubeconfig: str
+) -> None:
+    """An upstream cluster's reader is made for each use (kube/upstreams.py): what its
+    discovery said is kept once for the cluster, not read again by its next reader. Another
+    cluster keeps its own proof: it reads its own documents, and only the map of equal
+    answers is one object."""
+    faults.clear_requests()
+    one_cluster = Discovered()
+    first = reader(hub_kubeconfig, aggregated=True, discovered=one_cluster)
+    expected = {group: first.kinds(group) for group in GROUPS}
+    assert sorted(asked(faults)) == ["/api", "/apis"]
+    faults.clear_requests()
+
+    again = reader(hub_kubeconfig, aggregated=True, discovered=one_cluster)
+    assert {group: again.kinds(group) for group in GROUPS} == expected
+    assert asked(faults) == []  # from what the cluster's first reader read
+
+    another_cluster = Discovered()
+    other = reader(hub_kubeconfig, aggregated=True, discovered=another_cluster)
+    assert {group: other.kinds(group) for group in GROUPS} == expected
+    assert sorted(asked(faults)) == ["/api", "/apis"]  # its own proof that it answers
+    assert another_cluster.groups is one_cluster.groups  # equal answers: one map
 
 
 def test_a_server_without_aggregated_discovery_is_read_group_by_group(
