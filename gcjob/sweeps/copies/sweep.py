@@ -15,7 +15,7 @@ only where the operator enforces it (`--enforce copies`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -38,6 +38,7 @@ from gcjob.model import (
     Outcome,
     OwnerFacts,
     Presence,
+    ProjectCall,
     Replica,
     SecondLook,
     Sweep,
@@ -103,15 +104,47 @@ class SecondRead:
 
     kept: list[tuple[Verdict, Resource]] = field(default_factory=list)
     healthy: Counter[Reason] = field(default_factory=Counter)
-    named: set[str] = field(default_factory=set)
+    # Digests, not strings (a string and a set's slot were about 150 bytes a copy that stays):
+    # a shared digest keeps an anchor, never the other way round (enumerate/keyset.py).
+    named: KeySet = field(default_factory=KeySet)
     members: dict[UpstreamOwner, list[Member]] = field(default_factory=lambda: defaultdict(list))
 
     def update(self, other: SecondRead) -> None:
         self.kept += other.kept
         self.healthy.update(other.healthy)
-        self.named |= other.named
+        self.named.update(other.named)
         for owner, found in other.members.items():
             self.members[owner] += found
+
+
+class FactsOf(Mapping[UpstreamOwner, OwnerFacts]):
+    """Each owner's facts (its project's call, its cluster's answer), made from what was read
+    each time they are asked for, not held: a map of them was about 110 bytes an owner, at
+    the sweep's peak."""
+
+    def __init__(
+        self,
+        owners: Collection[UpstreamOwner],
+        calls: Mapping[str, ProjectCall],
+        lookups: OwnerLookups,
+    ) -> None:
+        self._owners = owners
+        self._calls = calls
+        self._lookups = lookups
+
+    def __getitem__(self, owner: UpstreamOwner) -> OwnerFacts:
+        if owner not in self._owners:
+            raise KeyError(owner)
+        return OwnerFacts(self._calls[owner.cluster], self._lookups.read(owner))
+
+    def __contains__(self, owner: object) -> bool:
+        return owner in self._owners
+
+    def __iter__(self) -> Iterator[UpstreamOwner]:
+        return iter(self._owners)
+
+    def __len__(self) -> int:
+        return len(self._owners)
 
 
 class CopyScan(ObjectScan[Replica]):
@@ -171,7 +204,8 @@ class CopyScan(ObjectScan[Replica]):
             self.judged.kept.append((verdict, self.resource))
 
     def _names(self, replica: Replica) -> None:
-        self.judged.named.update(anchors_named(replica.owners))
+        for uid in anchors_named(replica.owners):
+            self.judged.named.add(uid)
 
 
 # A kept object's target is its resource alone: what removing an earlier run's mark needs.
@@ -246,8 +280,7 @@ class Copies(Declaration[Kept, CopyTarget]):
             elsewhere=wanted.elsewhere_clusters,
         )
         yield Projects(calls_by_cluster, brake, self.projects.failed(clusters))
-        facts = {o: OwnerFacts(calls_by_cluster[o.cluster], lookups.read(o)) for o in wanted.owners}
-        wanted.owners = set()  # the facts' keys from here
+        facts = FactsOf(wanted.owners, calls_by_cluster, lookups)
         # Each owner's call is made again for each object that names it (a pure function of
         # its facts), not kept: a call and its detail were about 250 bytes an owner.
         if any(judge_owner(owner, fact).unknown for owner, fact in facts.items()):
@@ -267,8 +300,10 @@ class Copies(Declaration[Kept, CopyTarget]):
         for scan in scans:
             judged.update(scan.judged)
             scan.facts = {}
+        judged.named.freeze()
         # Only the owners whose groups are judged are looked at again (live_look).
-        facts = self.facts = {owner: facts[owner] for owner in judged.members}
+        self.facts = {owner: facts[owner] for owner in judged.members}
+        del facts
         yield Counted(
             sum(s.scanned for s in scans),
             sum(s.in_scope for s in scans),
@@ -291,7 +326,7 @@ class Copies(Declaration[Kept, CopyTarget]):
             """An anchor named by an object that stays, or by another owner's copy (or may be:
             a shared digest keeps it)."""
             return (
-                anchor in judged.named
+                (anchor,) in judged.named
                 or ("anchor", "", anchor) in named_elsewhere
                 or bool(namers.get(anchor, set()) - {owner})
             )
@@ -300,7 +335,13 @@ class Copies(Declaration[Kept, CopyTarget]):
             group = judged.members[owner]
             anchors = frozenset(wanted.anchors.get(owner, ()))
             result = judge_group(
-                owner, group, facts[owner], anchors, run.now, settings.min_age, settings.clock_skew
+                owner,
+                group,
+                self.facts[owner],
+                anchors,
+                run.now,
+                settings.min_age,
+                settings.clock_skew,
             )
             return self.group_plan(kinds, group, result.verdicts, stays_named)
 
