@@ -21,7 +21,7 @@ import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
@@ -94,6 +94,17 @@ def answered(available: bool, detail: str, kinds: Mapping[str, Kinds | None]) ->
     return SHARED_ANSWERS.kept(key, _Answered(True, "", kinds))
 
 
+# Reads kept without the owner's identity, one object for every equal one: they differ only
+# in what was found, and in the resource (one string each).
+SHARED_READS: OneOfEach[OwnerRead, OwnerRead] = OneOfEach()
+
+
+def _anonymous(read: OwnerRead) -> OwnerRead:
+    if read.owner_uid or read.owner_created is not None:
+        read = replace(read, owner_uid="", owner_created=None)
+    return SHARED_READS.kept(read, read)
+
+
 class OwnerLookups:
     """Reads what every owner asked about is, cluster by cluster at once; `read(owner)` then
     answers from what was read, and `recheck(owner)` reads it again, live."""
@@ -104,13 +115,18 @@ class OwnerLookups:
         reads: Reads = SERIAL,
         read_secrets: bool = False,
         found: Found | None = None,
+        identity: bool = True,
     ) -> None:
         """`found`: what another sweep's reads found this round (enumerate/shared.py): a
-        (resource, namespace) whose every owner asked about it holds is not listed again."""
+        (resource, namespace) whose every owner asked about it holds is not listed again.
+        `identity`: whether an owner's uid and creation are kept for the run (the copies
+        sweep's re-created owners rest on them; the routes sweep's rule does not): without
+        them, equal reads are one object."""
         self.source = source
         self.reads = reads
         self.read_secrets = read_secrets
         self.found = found
+        self.identity = identity
         self._clusters: dict[str, _Answered] = {}
         self._reads: dict[UpstreamOwner, OwnerRead] = {}
         self._lock = threading.Lock()  # the reader threads add to the two maps above
@@ -181,9 +197,12 @@ class OwnerLookups:
         until every cluster is read. Returns the stop it ended with."""
         state, stop = self._read_one(cluster, owners)
         kept = answered(state.available, state.detail, state.kinds)
+        reads = (
+            state.owners if self.identity else {o: _anonymous(r) for o, r in state.owners.items()}
+        )
         with self._lock:
             self._clusters[cluster] = kept
-            self._reads.update(state.owners)
+            self._reads.update(reads)
         return stop
 
     def _read_one(

@@ -6,6 +6,7 @@ the table is bounded (gcjob/kube/oneofeach.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from gcjob.enumerate import owners
 from gcjob.enumerate.owners import Kinds, answered
 from gcjob.kube.resources import GATEWAYS
+from gcjob.model import OwnerRead, Presence
 
 SERVED: list[Kinds | None] = [{"Gateway": (GATEWAYS,)}, {"Gateway": ()}, None]
 
@@ -67,3 +69,24 @@ def test_a_cluster_that_did_not_answer_is_never_shared_and_keeps_no_kinds() -> N
     assert a is not b and not a.available and a.detail == "403 Forbidden" and not a.kinds
     with_detail = answered(True, "partly", kinds)
     assert with_detail.detail == "partly" and with_detail is not answered(True, "", kinds)
+
+
+def test_reads_kept_without_identity_are_one_object_for_equal_ones_and_carry_no_uid() -> None:
+    """The routes sweep keeps an HTTPRoute's presence, not its uid or creation."""
+    owners.SHARED_READS.clear()
+
+    def present(uid: str) -> OwnerRead:
+        return OwnerRead(
+            True,
+            resolved=True,
+            resolve_detail="httproutes.gateway.networking.k8s.io/v1",
+            namespace=Presence.PRESENT,
+            owner=Presence.PRESENT,
+            owner_uid=uid,
+            owner_created=datetime(2026, 1, 1, tzinfo=UTC),
+        )
+
+    a, b = owners._anonymous(present("u-1")), owners._anonymous(present("u-2"))
+    assert a is b and a.owner is Presence.PRESENT and not a.owner_uid and a.owner_created is None
+    gone = owners._anonymous(OwnerRead(True, resolved=True, owner=Presence.GONE))
+    assert gone is not a and gone.owner is Presence.GONE

@@ -140,7 +140,8 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     assert run.upstreams is not None  # _gateways read them
     owners = owners_to_read(index, owned)
     del owned
-    lookups = OwnerLookups(run.upstreams, run.upstream_reads)
+    # The routes' rule rests on an HTTPRoute's presence, never on its uid or creation.
+    lookups = OwnerLookups(run.upstreams, run.upstream_reads, identity=False)
     try:
         lookups.load(owners)
     except Stopped as exc:
