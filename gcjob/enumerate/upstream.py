@@ -96,37 +96,39 @@ class Group:
 
 @dataclass
 class Wanted:
-    """What the routes ask of their upstream clusters: how many hang on each cluster, and
-    which Gateways each (cluster, namespace) must be asked for. Nothing per route: the
-    routes sweep builds it as the hub's routes stream in, and keeps no route."""
+    """What the routes ask of their upstream clusters, per cluster and hub namespace (a
+    tenant): how many routes, and which (upstream namespace, Gateway) they asked for, so a
+    Gateway vouches only for those who asked. How many routes hang on a cluster and which
+    Gateways each of its namespaces is asked for are read from these (kept apart as well, they
+    were about 500 bytes a cluster). Nothing per route: the routes sweep builds it as the
+    hub's routes stream in, and keeps no route."""
 
-    routes: Counter[str] = field(default_factory=Counter)
-    gateways: dict[str, dict[str, set[str]]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(set))
-    )
-    # Per cluster and hub namespace (a tenant): how many routes, and which (upstream
-    # namespace, Gateway) they asked for, so a Gateway vouches only for those who asked.
     groups: dict[str, dict[str, Group]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(Group))
     )
 
     def add(self, target: RouteTarget) -> None:
-        self.routes[target.cluster] += 1
-        self.gateways[target.cluster][target.namespace].update(target.gateways)
         group = self.groups[target.cluster][target.route_namespace]
         group.routes += 1
         group.ask((target.namespace, name) for name in target.gateways)
 
     def update(self, other: Wanted) -> None:
-        self.routes.update(other.routes)
-        for cluster, namespaces in other.gateways.items():
-            for namespace, names in namespaces.items():
-                self.gateways[cluster][namespace].update(names)
         for cluster, groups in other.groups.items():
             for route_namespace, group in groups.items():
                 mine = self.groups[cluster][route_namespace]
                 mine.routes += group.routes
                 mine.ask(group.asked)
+
+    def routes(self, cluster: str) -> int:
+        return sum(group.routes for group in self.groups.get(cluster, {}).values())
+
+    def gateways(self, cluster: str) -> dict[str, set[str]]:
+        """The Gateways each upstream namespace of `cluster` is asked for."""
+        asked: dict[str, set[str]] = defaultdict(set)
+        for group in self.groups.get(cluster, {}).values():
+            for namespace, name in group.asked:
+                asked[namespace].add(name)
+        return asked
 
     @classmethod
     def of(cls, targets: Iterable[RouteTarget]) -> Wanted:
@@ -195,17 +197,16 @@ class UpstreamIndex:
     def load(self, wanted: Wanted, suspect_min_routes: int, reads: Reads = SERIAL) -> None:
         """Look up every Gateway wanted, cluster by cluster at once; then distrust the routes
         of a cluster that found none of theirs. Raises Stopped (the first, in cluster order)."""
-        routes = wanted.routes
-        clusters = sorted(routes)
-        # `get`: a reader thread never adds to the defaultdict (a cluster asked for no Gateway).
-        found = reads.map(lambda c: self._read_cluster(c, wanted.gateways.get(c, {})), clusters)
+        clusters = sorted(wanted.groups)
+        # A reader thread only reads `wanted` (`get`: it never adds to a defaultdict).
+        found = reads.map(lambda c: self._read_cluster(c, wanted.gateways(c)), clusters)
         stopped: Stopped | None = None
         for cluster, (state, namespaces, stop) in zip(clusters, found, strict=True):
             stopped = stopped or stop
             if state is None:
                 continue  # stopped before it could be probed
             self.clusters[cluster] = state
-            state.routes += routes[cluster]
+            state.routes += wanted.routes(cluster)
             for namespace, entry in sorted(namespaces.items()):
                 self._namespaces[(cluster, namespace)] = entry
         if stopped is not None:

@@ -203,9 +203,10 @@ def test_covers_any_name_on_a_cluster_that_cannot_be_read() -> None:
 def test_wanted_merges_counts_and_names() -> None:
     first = Wanted.of([RouteTarget("a", "p", ("gw-1",))])
     first.update(Wanted.of([RouteTarget("a", "p", ("gw-2",)), RouteTarget("b", "q", ("gw",))]))
-    assert first.routes == {"a": 2, "b": 1}
-    assert first.gateways["a"]["p"] == {"gw-1", "gw-2"}
-    assert first.gateways["b"]["q"] == {"gw"}
+    assert (first.routes("a"), first.routes("b"), first.routes("c")) == (2, 1, 0)
+    assert first.gateways("a") == {"p": {"gw-1", "gw-2"}}
+    assert first.gateways("b") == {"q": {"gw"}}
+    assert first.gateways("c") == {} and "c" not in first.groups  # asking adds nothing
 
 
 def test_only_gateways_asked_for_are_kept_and_counted() -> None:

@@ -63,7 +63,8 @@ def test_the_first_reads_scans_merge_into_one_and_are_dropped() -> None:
     assert owned == set(targets)
     assert len(owned) == 4
     expected = Wanted.of(targets)
-    assert wanted.routes == expected.routes == {"proj-1": 3, "proj-2": 1}
-    assert wanted.gateways == expected.gateways
+    for cluster, routes in {"proj-1": 3, "proj-2": 1}.items():
+        assert wanted.routes(cluster) == expected.routes(cluster) == routes
+        assert wanted.gateways(cluster) == expected.gateways(cluster)
     assert wanted.groups == expected.groups
     assert wanted.groups["proj-1"]["ns-a"] == Group(1, (("p1", "gw-a"),))
