@@ -72,7 +72,7 @@ def anchor_uid_of(name: str) -> str | None:
     """The owner UID an anchor's name carries: `anchor-<canonical uuid>`, else None."""
     uid = name.removeprefix(ANCHOR_PREFIX)
     if name.startswith(ANCHOR_PREFIX) and CANONICAL_UUID.fullmatch(uid):
-        return uid
+        return sys.intern(uid)  # the owner's uid as read upstream is the same string
     return None
 
 

@@ -314,8 +314,10 @@ class OwnerLookups:
             owner_presence = Presence.GONE if namespace is Presence.PRESENT else Presence.UNKNOWN
             return known(namespace=namespace, owner=owner_presence)
         presence = Presence.TERMINATING if found.terminating else Presence.PRESENT
+        # Interned: the same string as the uid its anchors' names carry (both kept for the run).
+        uid = sys.intern(found.uid) if self.identity else ""
         return known(
-            namespace=namespace, owner=presence, owner_uid=found.uid, owner_created=found.created
+            namespace=namespace, owner=presence, owner_uid=uid, owner_created=found.created
         )
 
     @staticmethod
