@@ -4,6 +4,7 @@ read budget, what its discovery said, and its client when it has one of its own.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 
@@ -12,48 +13,55 @@ from gcjob.kube.connect import UpstreamClient, UpstreamResolver
 from gcjob.kube.errors import ConfigError, Unavailable
 
 
-class Shared:
-    """What every reader of one upstream cluster shares for the run. A reader itself (its
-    transport, its server's URL) is not kept between uses: at 10,000 clusters, one kept for
-    each was about 1 KiB a cluster for the run."""
+class Shared(Discovered):
+    """What every reader of one upstream cluster shares for the run: what its discovery said
+    (it is its readers' Discovered), its read budget, and its client when it has one of its
+    own. A reader itself (its transport, its server's URL) is not kept between uses: at
+    10,000 clusters, one kept for each was about 1 KiB a cluster for the run."""
 
-    __slots__ = ("budget", "client", "discovered")
+    __slots__ = ("budget", "client")
 
-    def __init__(
-        self, budget: ReadBudget | None, discovered: Discovered, client: UpstreamClient | None
-    ) -> None:
+    def __init__(self, budget: ReadBudget, client: UpstreamClient | None) -> None:
+        super().__init__()
         self.budget = budget
-        self.discovered = discovered
         self.client = client  # a kubeconfig context's own (loading it again may be slow)
 
+    @property
+    def discovered(self) -> Discovered:
+        return self
 
-MakeAccess = Callable[[UpstreamClient, str, Shared | None], KubeAccess]
+
+MakeAccess = Callable[[UpstreamClient, str, Shared], KubeAccess]
 
 
 class LiveUpstreams:
-    def __init__(self, resolver: UpstreamResolver, make_access: MakeAccess) -> None:
+    def __init__(
+        self,
+        resolver: UpstreamResolver,
+        make_access: MakeAccess,
+        new_budget: Callable[[str], ReadBudget],
+    ) -> None:
         """`make_access(client, target, shared)`: a reader of that cluster, on `shared`'s
-        budget and discovery (None: the cluster's first, on its own new ones)."""
+        budget and discovery; `new_budget(target)`: a cluster's budget for the run."""
         self.resolver = resolver
         self.make_access = make_access
+        self.new_budget = new_budget
         self._shared: dict[str, Shared] = {}
         self._lock = threading.Lock()  # not held while credentials load: they may be slow
 
     def reader_for(self, cluster: str) -> KubeAccess:
+        # One string for every reader of the cluster, its budget and its request count.
+        target = sys.intern(f"upstream/{cluster}")
         with self._lock:
             shared = self._shared.get(cluster)
-        target = f"upstream/{cluster}"
-        if shared is not None:
-            return self.make_access(shared.client or self._client(cluster), target, shared)
-        client = self._client(cluster)
-        made = self.make_access(client, target, None)
-        # A templated cluster's client is the template's one, got again for nothing.
-        own = None if self.resolver.is_project(cluster) else client
-        first = Shared(made.budget, made.discovered, own)
-        with self._lock:
-            shared = self._shared.setdefault(cluster, first)
-        # Another thread's first reader of this cluster came first: share its budget.
-        return made if shared is first else self.make_access(client, target, shared)
+        if shared is None:
+            client = self._client(cluster)
+            # A templated cluster's client is the template's one, got again for nothing.
+            own = None if self.resolver.is_project(cluster) else client
+            first = Shared(self.new_budget(target), own)
+            with self._lock:  # another thread's first reader of it may have come first
+                shared = self._shared.setdefault(cluster, first)
+        return self.make_access(shared.client or self._client(cluster), target, shared)
 
     def _client(self, cluster: str) -> UpstreamClient:
         try:
@@ -66,5 +74,4 @@ class LiveUpstreams:
         with self._lock:
             every = list(self._shared.values())
         for shared in every:
-            if shared.budget is not None:
-                shared.budget = shared.budget.renewed()
+            shared.budget = shared.budget.renewed()

@@ -6,6 +6,7 @@ renews every cluster's budget for the readers made after it."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from pathlib import Path
 
 from gcjob.budget import RunBudget
@@ -29,7 +30,7 @@ def upstreams(tmp_path: Path) -> tuple[LiveUpstreams, list[str]]:
     resolver = UpstreamResolver(str(path), "https://127.0.0.1:9/projects/{cluster}")
     made: list[str] = []
 
-    def make_access(client: UpstreamClient, target: str, shared: Shared | None) -> KubeAccess:
+    def make_access(client: UpstreamClient, target: str, shared: Shared) -> KubeAccess:
         made.append(target)
         transport = Transport(
             client.client,
@@ -38,12 +39,9 @@ def upstreams(tmp_path: Path) -> tuple[LiveUpstreams, list[str]]:
             stats=RequestStats(),
             budget=RunBudget(None),
         )
-        budget = ReadBudget(ReadLimits(), target) if shared is None else shared.budget
-        return KubeAccess(
-            transport, budget=budget, discovered=None if shared is None else shared.discovered
-        )
+        return KubeAccess(transport, budget=shared.budget, discovered=shared.discovered)
 
-    return LiveUpstreams(resolver, make_access), made
+    return LiveUpstreams(resolver, make_access, partial(ReadBudget, ReadLimits())), made
 
 
 def test_a_clusters_readers_share_its_budget_and_discovery_and_no_other_does(
@@ -53,7 +51,7 @@ def test_a_clusters_readers_share_its_budget_and_discovery_and_no_other_does(
     first, again = live.reader_for("p-1"), live.reader_for("p-1")
     assert first is not again  # made for each use, not kept
     assert again.budget is first.budget and again.discovered is first.discovered
-    assert first.budget is not None
+    assert first.budget is not None and first.budget.target == "upstream/p-1"
     first.budget.take(items=7)
     assert live.reader_for("p-1").budget is first.budget  # what was spent stays spent
     other = live.reader_for("p-2")
