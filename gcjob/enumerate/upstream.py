@@ -59,7 +59,7 @@ def _shared(names: frozenset[str]) -> frozenset[str]:
 class ClusterState:
     status: ClusterStatus
     detail: str = ""
-    server: str = ""
+    server: str = ""  # "" for one that answered its probe: its reader says it (`server_of`)
     # It answered its probe: it may be read again (a deletion's live reads), with a reader
     # made then (one kept for each cluster was about 1 KiB a cluster for the run).
     probed: bool = False
@@ -185,7 +185,8 @@ class UpstreamIndex:
             reader.close_idle()
             detail = f"{reader.server} does not serve {GATEWAYS.api_version} gateways"
             return ClusterState(ClusterStatus.UNAVAILABLE, detail, reader.server), None
-        return ClusterState(ClusterStatus.OK, "", reader.server, probed=True), reader
+        # Its URL is not kept (about 150 bytes a cluster): the report asks its reader again.
+        return ClusterState(ClusterStatus.OK, "", probed=True), reader
 
     def _reader(self, cluster: str) -> Reader:
         """A reader of a cluster that answered its probe, made for this use. Raises
@@ -260,7 +261,7 @@ class UpstreamIndex:
                     raise
                 except KubeError as exc:
                     unavailable = ClusterStatus.UNAVAILABLE
-                    state = ClusterState(unavailable, redact(str(exc)), state.server)
+                    state = ClusterState(unavailable, redact(str(exc)))
             if state.status is ClusterStatus.OK and reader is not None:
                 for namespace, names in sorted(wanted.items()):
                     entry = self._lookup(cluster, reader, namespace, names)
@@ -365,11 +366,21 @@ class UpstreamIndex:
                 {
                     "status": state.status.value,
                     "detail": state.detail,
-                    "server": state.server,
+                    "server": self.server_of(name, state),
                     "routes": state.routes,
                     "gateways_found": state.gateways_found,
                 },
             )
+
+    def server_of(self, name: str, state: ClusterState) -> str:
+        """The server a cluster's reads went to: kept where its probe failed, else its reader's
+        (made again, which reads nothing)."""
+        if state.server or not state.probed:
+            return state.server
+        try:
+            return self.source.reader_for(name).server
+        except KubeError:
+            return ""
 
     def status_counts(self) -> dict[str, int]:
         """How many clusters ended in each status, by its name."""
