@@ -76,14 +76,25 @@ def _trim(configuration: Configuration) -> None:
 
 class _Captured(logging.Handler):
     """The client logs a failed exec credential plugin (logging.error) and goes on as
-    anonymous; gcjob turns that into its own error instead."""
+    anonymous; gcjob turns that into its own error instead. Only the loading thread's records
+    are its load's: another thread's (a load a bound gave up on, failing later; a library's
+    warning) goes where it would have gone, never taken for this load's failure."""
 
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
+    def __init__(self, passed: list[logging.Handler]) -> None:
+        super().__init__(logging.NOTSET)
+        self.thread = threading.get_ident()
+        self.passed = passed
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        if record.thread == self.thread:
+            if record.levelno >= logging.ERROR:
+                self.messages.append(record.getMessage())
+            return
+        fallback = [logging.lastResort] if logging.lastResort is not None else []
+        for handler in self.passed or fallback:
+            if record.levelno >= handler.level:
+                handler.handle(record)
 
 
 def check_kubeconfig(paths: str) -> None:
@@ -176,8 +187,8 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     configuration = Configuration()
     where = f"context {context!r} of " if context else ""
     root = logging.getLogger()
-    captured = _Captured()
     saved = root.handlers[:]
+    captured = _Captured(saved)
     root.handlers = [captured]  # also keeps logging.error() from calling basicConfig()
     try:
         kube_config.load_kube_config(

@@ -533,3 +533,76 @@ def test_an_insecure_kubeconfig_is_said_once_per_target_as_gcjobs_own_warning(
         "(insecure-skip-tls-verify in the kubeconfig): the server's identity is not checked",
     ]
     assert not [w for w in caught if w.category is urllib3.exceptions.InsecureRequestWarning]
+
+
+def test_a_plugin_failure_is_its_loads_alone_and_another_threads_log_lines_go_on(
+    tmp_path: Path,
+) -> None:
+    """While a kubeconfig loads, another thread logs (a load a bound gave up on, failing
+    later, once took a plain kubeconfig's load down with its "credential plugin failed"): its
+    lines are not this load's failure, and they reach the root logger's handlers."""
+    import logging
+    import sys
+    import threading
+
+    def kubeconfig(name: str, user: dict[str, object]) -> str:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+            "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "hub",
+        }
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        return str(path)
+
+    slow_ok = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [
+                "-c",
+                "import json, time; time.sleep(0.5); print(json.dumps({'apiVersion': "
+                "'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
+                "'status': {'token': 'tok'}}))",
+            ],
+            "interactiveMode": "Never",
+        }
+    }
+    good = kubeconfig("good", slow_ok)
+
+    class Kept(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    root = logging.getLogger()
+    kept = Kept()
+    root.addHandler(kept)
+    loading = threading.Event()
+    done = threading.Event()
+
+    def other() -> None:
+        loading.wait()
+        n = 0
+        while not done.is_set():
+            logging.error("exec: process returned 1. from another thread %d", n)
+            n += 1
+            done.wait(0.01)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        loading.set()
+        client = hub_client(good, None)  # its plugin takes 0.5 s: the other thread logs
+    finally:
+        done.set()
+        thread.join()
+        root.removeHandler(kept)
+    assert _token(client) == "Bearer tok"
+    assert len(kept.lines) > 5 and all("from another thread" in line for line in kept.lines)
