@@ -29,6 +29,20 @@ from gcjob.kube.transport import RequestStats, Transport
 TEMPLATE = "https://api.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/{cluster}/control-plane"
 
 
+def one_user_kubeconfig(path: Path, user: dict[str, object]) -> Path:
+    """A kubeconfig of one context, `hub`, whose user is `user`, written to `path`."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "hub",
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
 def kubeconfig(
     path: Path, contexts: dict[str, str], current: str | None = None, token: str = "tok"
 ) -> Path:
@@ -420,16 +434,7 @@ def test_a_token_is_trimmed_as_kubectl_does(tmp_path: Path, ending: str, source:
     token_file = tmp_path / "token"
     token_file.write_text("s3cr3t" + ending)
     user = {"token": "s3cr3t" + ending} if source == "token" else {"tokenFile": str(token_file)}
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": user}],
-        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "hub",
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    path = one_user_kubeconfig(tmp_path / "kubeconfig", user)
     client = hub_client(str(path), None)
     # auth_settings() runs the client's refresh hook, which re-applies the kubeconfig's token
     assert _token(client) == "Bearer s3cr3t"
@@ -458,16 +463,7 @@ def test_a_failing_credential_plugin_is_a_config_error_not_anonymous(
             "interactiveMode": "Never",
         }
     }
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": exec_user}],
-        "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "hub",
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    path = one_user_kubeconfig(tmp_path / "kubeconfig", exec_user)
     with pytest.raises(ConfigError, match="credential plugin failed") as raised:
         hub_client(str(path), None)
     assert "s3cr3t" not in str(raised.value) and "\n" not in str(raised.value)
@@ -545,19 +541,6 @@ def test_a_plugin_failure_is_its_loads_alone_and_another_threads_log_lines_go_on
     import sys
     import threading
 
-    def kubeconfig(name: str, user: dict[str, object]) -> str:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-            "users": [{"name": "u", "user": user}],
-            "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "hub",
-        }
-        path = tmp_path / name
-        path.write_text(yaml.safe_dump(config), encoding="utf-8")
-        return str(path)
-
     slow_ok = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1",
@@ -571,7 +554,7 @@ def test_a_plugin_failure_is_its_loads_alone_and_another_threads_log_lines_go_on
             "interactiveMode": "Never",
         }
     }
-    good = kubeconfig("good", slow_ok)
+    good = one_user_kubeconfig(tmp_path / "good", slow_ok)
 
     class Kept(logging.Handler):
         def __init__(self) -> None:
@@ -599,7 +582,7 @@ def test_a_plugin_failure_is_its_loads_alone_and_another_threads_log_lines_go_on
     thread.start()
     try:
         loading.set()
-        client = hub_client(good, None)  # its plugin takes 0.5 s: the other thread logs
+        client = hub_client(str(good), None)  # its plugin takes 0.5 s: the other thread logs
     finally:
         done.set()
         thread.join()
