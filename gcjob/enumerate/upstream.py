@@ -25,6 +25,7 @@ from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.kube import reduce
 from gcjob.kube.errors import KubeError, Stopped, UnknownCluster
+from gcjob.kube.oneofeach import OneOfEach
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import GATEWAYS, NAMESPACES
 from gcjob.model import ClusterStatus, RouteTarget, UpstreamView
@@ -38,21 +39,12 @@ class UpstreamSource(Protocol):
 
 
 # Sets of Gateway names, one object for every equal set (most clusters ask about and find the
-# same few names: a set is 216 bytes, two a cluster for the run); bounded, so names from the
-# world cannot grow it without end: past it, each set is kept as made.
-_SHARED_NAMES: dict[frozenset[str], frozenset[str]] = {}
-MAX_SHARED_NAMES = 4096
-_SHARED_LOCK = threading.Lock()
+# same few names: a set is 216 bytes, two a cluster for the run).
+SHARED_NAMES: OneOfEach[frozenset[str], frozenset[str]] = OneOfEach()
 
 
 def _shared(names: frozenset[str]) -> frozenset[str]:
-    with _SHARED_LOCK:
-        found = _SHARED_NAMES.get(names)
-        if found is not None:
-            return found
-        if len(_SHARED_NAMES) < MAX_SHARED_NAMES:
-            _SHARED_NAMES[names] = names
-    return names
+    return SHARED_NAMES.kept(names, names)
 
 
 @dataclass(slots=True)  # one per upstream cluster, for the run
@@ -352,6 +344,14 @@ class UpstreamIndex:
     def gateway_exists(self, cluster: str, namespace: str, name: str) -> bool:
         """A live read, right before deleting. Raises KubeError when it cannot be proven."""
         return self._reader(cluster).get(GATEWAYS, namespace, name, reduce.name_of) is not None
+
+    def lookups_done(self) -> None:
+        """The routes are judged and acted on: what the Gateway lookups found is not asked for
+        again. Only each cluster's state stays, for the summary (what each namespace was asked
+        and found was about 170 bytes a cluster, held through the copies sweep's reads)."""
+        with self._lock:
+            self._namespaces = {}
+            self._reading = {}
 
     def summary(self) -> dict[str, dict[str, object]]:
         return dict(self.summaries())

@@ -94,8 +94,11 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
             drive(run, declare(sweep))
             if sweep is Sweep.ROUTES:
                 # What its upstream reads found is not needed past it (the index stays on the
-                # run, for the summary): the copies sweep's second read can use the room.
+                # run, each cluster's state, for the summary): the copies sweep's second read
+                # can use the room.
                 upstream = None
+                if run.upstream_index is not None:
+                    run.upstream_index.lookups_done()
     finally:
         for reads in (ahead, run.upstream_reads, run.hub_reads):
             reads.close()

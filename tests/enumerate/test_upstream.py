@@ -221,6 +221,22 @@ def test_only_gateways_asked_for_are_kept_and_counted() -> None:
     assert index.clusters["single"].gateways_found == 1
 
 
+def test_once_the_routes_are_done_only_each_clusters_state_stays_for_the_summary() -> None:
+    store = CountingStore(*(gateway("p1", name) for name in ("gw-a", "gw-x")))
+    index = UpstreamIndex(SnapshotUpstreams({"single": store}))
+    target = RouteTarget("single", "p1", ("gw-a", "gw-b"), "ns-1")
+    index.load(Wanted.of([target]), suspect_min_routes=10)
+    summary, counts = index.summary(), index.status_counts()
+    assert index.covers(target)
+
+    index.lookups_done()
+
+    assert index.summary() == summary and index.status_counts() == counts
+    assert summary["single"]["gateways_found"] == 1 and summary["single"]["routes"] == 1
+    # Nothing of the lookups is left to vouch for a route: asked again, it is not covered.
+    assert not index.covers(target)
+
+
 def tenant_targets(spread: bool) -> tuple[RouteTarget, list[RouteTarget]]:
     """Tenant A's one route naming cluster b with a parent that exists there, and tenant B's
     ten routes whose Gateways are not there (in one hub namespace, or one each)."""
