@@ -87,7 +87,7 @@ class _Captured(logging.Handler):
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.thread == self.thread:
+        if record.thread in (self.thread, None):  # None: threads not recorded, so ours
             if record.levelno >= logging.ERROR:
                 self.messages.append(record.getMessage())
             return
