@@ -335,7 +335,7 @@ SHARED_GROUPS: OneOfEach[tuple[tuple[str, int], ...], Mapping[str, discovery.Ver
 
 
 class KubeAccess(ListsByFolding):
-    # One for each upstream cluster, kept for the run: slots, not a dict each.
+    # Made for each use of an upstream cluster, thousands in a run: slots, not a dict each.
     __slots__ = (
         "aggregated_discovery",
         "budget",
@@ -365,13 +365,13 @@ class KubeAccess(ListsByFolding):
         `budget`: what this server's answers may cost in all (an upstream cluster's); None:
         no budget (the hub's lists are as large as the hub). `max_value_chars`: the largest
         single item of a list decoded. `aggregated_discovery`: discovery from the two
-        aggregated documents (`/api`, `/apis`), each read once and kept with what it said for
-        this reader's life (an upstream cluster's: its run), a group's own documents only where
+        aggregated documents (`/api`, `/apis`), each read once and kept with what it said in
+        `discovered` (an upstream cluster's: for the run), a group's own documents only where
         they do not answer for it. `discovery_groups`: the groups whose answers are kept when
         a document is read, besides the one asked about (those its callers will ask about: a
         group not kept costs its document once more). `discovered`: where what discovery said
         is kept, shared with this server's other readers (an upstream cluster's, made for each
-        use: connect/upstreams.py); None: this reader's own."""
+        use: kube/upstreams.py); None: this reader's own."""
         self.transport = transport
         self.page_size = page_size
         self.list_from_cache = list_from_cache

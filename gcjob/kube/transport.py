@@ -212,7 +212,7 @@ def request_url(server: str, request: Request) -> str:
 
 
 class Transport:
-    # One for each upstream cluster, kept for the run: slots, not a dict each.
+    # Made for each use of an upstream cluster, thousands in a run: slots, not a dict each.
     __slots__ = (
         "_credentials",
         "_keeps_date",
