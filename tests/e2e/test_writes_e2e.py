@@ -64,10 +64,14 @@ def _writes(faults: FaultProxy) -> list[Any]:
 
 
 def _assert_paced(requests: list[Any]) -> None:
+    """One write every 1/QPS seconds at most, as the server sees them: over all the writes, and
+    between any two (with slack for a request that reached the proxy late on a loaded machine
+    while the next one did not: a floor of 0.8 intervals once failed on 1.31 in CI). Unpaced,
+    the writes would come milliseconds apart."""
     times = sorted(r.received for r in requests)
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    # One write every 1/QPS seconds at most (a little slack for the proxy's own clock).
-    assert all(gap >= 0.8 / QPS for gap in gaps), gaps
+    assert times[-1] - times[0] >= 0.9 * len(gaps) / QPS, gaps
+    assert all(gap >= 0.5 / QPS for gap in gaps), gaps
 
 
 def test_forged_orphaned_labels_on_healthy_companions_cost_no_write(
