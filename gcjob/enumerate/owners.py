@@ -315,7 +315,7 @@ class OwnerLookups:
             return known(namespace=namespace, owner=owner_presence)
         presence = Presence.TERMINATING if found.terminating else Presence.PRESENT
         # Interned: the same string as the uid its anchors' names carry (both kept for the run).
-        uid = sys.intern(found.uid) if self.identity else ""
+        uid = sys.intern(found.uid)  # without identity, dropped where the read is kept (_anonymous)
         return known(
             namespace=namespace, owner=presence, owner_uid=uid, owner_created=found.created
         )
