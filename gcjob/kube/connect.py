@@ -12,7 +12,8 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
@@ -74,27 +75,64 @@ def _trim(configuration: Configuration) -> None:
         configuration.api_key["BearerToken"] = f"{scheme} {token.strip()}"
 
 
-class _Captured(logging.Handler):
-    """The client logs a failed exec credential plugin (logging.error) and goes on as
-    anonymous; gcjob turns that into its own error instead. Only the loading thread's records
-    are its load's: another thread's (a load a bound gave up on, failing later; a library's
-    warning) goes where it would have gone, never taken for this load's failure."""
+class _Captures(logging.Handler):
+    """The root logger's only handler while any kubeconfig loads (several load at once: each
+    upstream cluster's first reader loads its context's credentials). The client logs a
+    failed exec credential plugin (logging.error, its stderr in the message) and goes on as
+    anonymous; gcjob turns that into its own error instead. A record of a loading thread is
+    that load's, never shown; another thread's (a load a bound gave up on, failing later; a
+    library's warning) goes where it would have gone: to the root's handlers from before the
+    first of the loads. One handler for every load at once, counted: loads that each put their
+    own in and the saved list back, ending out of order, left one load's failure uncaught and
+    its stderr printed by basicConfig."""
 
-    def __init__(self, passed: list[logging.Handler]) -> None:
+    def __init__(self) -> None:
         super().__init__(logging.NOTSET)
-        self.thread = threading.get_ident()
-        self.passed = passed
-        self.messages: list[str] = []
+        self.guard = threading.Lock()  # not `lock`: logging.Handler holds that one in handle()
+        self.loads: dict[int, list[str]] = {}  # loading thread -> its load's error messages
+        self.passed: list[logging.Handler] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.thread in (self.thread, None):  # None: threads not recorded, so ours
+        if record.thread is None:  # threads not recorded: it may be any load's, so it is each's
+            for messages in list(self.loads.values()):
+                if record.levelno >= logging.ERROR:
+                    messages.append(record.getMessage())
+            if self.loads:
+                return
+        elif record.thread in self.loads:
             if record.levelno >= logging.ERROR:
-                self.messages.append(record.getMessage())
+                self.loads[record.thread].append(record.getMessage())
             return
         fallback = [logging.lastResort] if logging.lastResort is not None else []
         for handler in self.passed or fallback:
             if record.levelno >= handler.level:
                 handler.handle(record)
+
+    @contextmanager
+    def loading(self) -> Iterator[list[str]]:
+        """This thread's load: the errors it logs, gathered while it runs."""
+        root = logging.getLogger()
+        thread = threading.get_ident()
+        messages: list[str] = []
+        with self.guard:
+            # Put in unless it is the root's only handler (a load left behind, its plugin
+            # hanging, keeps one counted, while whoever set the root's handlers since may
+            # have taken it out): also keeps logging.error() from calling basicConfig().
+            if root.handlers != [self]:
+                self.passed = [handler for handler in root.handlers if handler is not self]
+                root.handlers = [self]
+            self.loads[thread] = messages
+        try:
+            yield messages
+        finally:
+            with self.guard:
+                del self.loads[thread]
+                if not self.loads and root.handlers == [self]:
+                    root.handlers = self.passed
+                    self.passed = []
+
+
+_CAPTURES = _Captures()
 
 
 def check_kubeconfig(paths: str) -> None:
@@ -186,31 +224,27 @@ def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     check_kubeconfig(path)
     configuration = Configuration()
     where = f"context {context!r} of " if context else ""
-    root = logging.getLogger()
-    saved = root.handlers[:]
-    captured = _Captured(saved)
-    root.handlers = [captured]  # also keeps logging.error() from calling basicConfig()
-    try:
-        kube_config.load_kube_config(
-            config_file=path,
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
-    except ConfigException as exc:  # the client's own words: no file content in them
-        raise ConfigError(f"cannot load {where}kubeconfig {path}: {_one_line(exc)}") from exc
-    except Exception as exc:
-        # Whatever else the client raises on a file it cannot read: a file gcjob cannot use
-        # (exit 2), never a traceback. Only the type: its message may quote the file.
-        raise ConfigError(
-            f"cannot load {where}kubeconfig {path}: not a usable kubeconfig ({type(exc).__name__})"
-        ) from exc
-    finally:
-        root.handlers = saved
-    if captured.messages:
+    with _CAPTURES.loading() as failures:
+        try:
+            kube_config.load_kube_config(
+                config_file=path,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        except ConfigException as exc:  # the client's own words: no file content in them
+            raise ConfigError(f"cannot load {where}kubeconfig {path}: {_one_line(exc)}") from exc
+        except Exception as exc:
+            # Whatever else the client raises on a file it cannot read: a file gcjob cannot
+            # use (exit 2), never a traceback. Only the type: its message may quote the file.
+            raise ConfigError(
+                f"cannot load {where}kubeconfig {path}: not a usable kubeconfig "
+                f"({type(exc).__name__})"
+            ) from exc
+    if failures:
         # e.g. "exec: process returned 1. <the plugin's stderr>": the stderr is not shown,
         # it may hold what the plugin was handling.
-        first = captured.messages[0].split(". ", 1)[0]
+        first = failures[0].split(". ", 1)[0]
         raise ConfigError(
             f"cannot load {where}kubeconfig {path}: its credential plugin failed "
             f"({_one_line(ValueError(first))})"

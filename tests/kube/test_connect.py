@@ -494,10 +494,20 @@ def test_a_hanging_credential_plugin_is_bounded_by_the_run(tmp_path: Path) -> No
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    import logging
+    import threading
+
+    root = logging.getLogger()
+    before = list(root.handlers)
     started = time.monotonic()
     with pytest.raises(ConfigError, match="took longer than --timeout"):
         hub_client(str(path), None, timeout=1.0)
     assert time.monotonic() - started < 3.0
+    # The load left behind ends with its plugin; then the root has its handlers back.
+    for thread in threading.enumerate():
+        if thread.name == "gcjob-credentials":
+            thread.join(10)
+    assert root.handlers == before
 
 
 def test_a_plain_kubeconfig_loads_within_a_bound(tmp_path: Path) -> None:
@@ -589,3 +599,101 @@ def test_a_plugin_failure_is_its_loads_alone_and_another_threads_log_lines_go_on
         root.removeHandler(kept)
     assert _token(client) == "Bearer tok"
     assert len(kept.lines) > 5 and all("from another thread" in line for line in kept.lines)
+
+
+def _exec_user(script: str) -> dict[str, object]:
+    """A user whose credentials come from `script`, run by this Python as an exec plugin."""
+    import sys
+
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", script],
+            "interactiveMode": "Never",
+        }
+    }
+
+
+def test_two_contexts_loading_at_once_each_keep_their_own_plugin_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two upstream contexts' credentials load at once (each cluster's first reader loads its
+    own). Context a's plugin answers after 0.5 s; b's load starts 0.2 s in and its plugin
+    fails after 1.5 s, after a's load ended: b's failure is still a ConfigError (never
+    anonymous), its stderr reaches no output, the root logger's handlers are left as they
+    were, and a's thread's later lines are not swallowed. (Each load once put its own handler
+    in and the saved list back: ending out of order, b went anonymous and basicConfig printed
+    its stderr. Found by an audit.)"""
+    import logging
+    import threading
+    import time
+
+    ok_after = (
+        "import json, time; time.sleep(0.5); print(json.dumps({'apiVersion': "
+        "'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
+        "'status': {'token': 'tok'}}))"
+    )
+    fail_after = "import sys, time; time.sleep(1.5); sys.stderr.write('s3cr3t'); sys.exit(3)"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "ca", "cluster": {"server": "https://127.0.0.1:1"}},
+            {"name": "cb", "cluster": {"server": "https://127.0.0.2:1"}},
+        ],
+        "users": [
+            {"name": "ua", "user": _exec_user(ok_after)},
+            {"name": "ub", "user": _exec_user(fail_after)},
+        ],
+        "contexts": [
+            {"name": "a", "context": {"cluster": "ca", "user": "ua"}},
+            {"name": "b", "context": {"cluster": "cb", "user": "ub"}},
+        ],
+        "current-context": "a",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    resolver = UpstreamResolver(str(path), None)
+
+    class Kept(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    kept = Kept()
+    root.handlers = [kept]
+    outcome: dict[str, object] = {}
+    both_loaded = threading.Event()
+
+    def load(cluster: str) -> None:
+        try:
+            outcome[cluster] = resolver.client_for(cluster)
+        except ConfigError as exc:
+            outcome[cluster] = exc
+        if cluster == "a":  # a reader thread goes on reading, and logging, after its load
+            both_loaded.wait(10)
+            logging.getLogger("urllib3.connectionpool").warning("a later line of a's thread")
+
+    first = threading.Thread(target=load, args=("a",))
+    first.start()
+    time.sleep(0.2)
+    second = threading.Thread(target=load, args=("b",))
+    second.start()
+    second.join()
+    both_loaded.set()
+    first.join()
+    after = list(root.handlers)
+    root.handlers = before
+    err = capsys.readouterr().err
+    assert isinstance(outcome["b"], ConfigError)
+    assert "credential plugin failed" in str(outcome["b"]) and "s3cr3t" not in str(outcome["b"])
+    assert not isinstance(outcome["a"], ConfigError)
+    assert not [line for line in kept.lines if "s3cr3t" in line] and "s3cr3t" not in err
+    assert after == [kept]
+    assert "a later line of a's thread" in kept.lines
