@@ -46,11 +46,13 @@ Key = tuple[str, Resource, str]  # (cluster, resource, namespace)
 
 
 class Found:
-    """Objects found this round, by (cluster, resource, namespace); used from reader threads."""
+    """Objects found this round, by (cluster, resource, namespace); used from reader threads.
+    Each place's finds are kept as a tuple of (name, Seen) pairs, not a map: almost always one
+    (a map of one was 232 bytes, kept for every cluster until the copies sweep takes it)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._found: dict[Key, dict[str, Seen]] = {}
+        self._found: dict[Key, tuple[tuple[str, Seen], ...]] = {}
         self._settled = threading.Event()
 
     def settle(self) -> None:
@@ -67,8 +69,11 @@ class Found:
         self, cluster: str, resource: Resource, namespace: str, found: Mapping[str, Seen]
     ) -> None:
         if found:
+            key = (cluster, resource, namespace)
             with self._lock:
-                self._found.setdefault((cluster, resource, namespace), {}).update(found)
+                merged = dict(self._found.get(key, ()))
+                merged.update(found)
+                self._found[key] = tuple(merged.items())
 
     def take(
         self, cluster: str, resource: Resource, namespace: str, names: Mapping[str, object]
@@ -76,7 +81,8 @@ class Found:
         """What was found of `names` there, when every one of them was found; else None (the
         asker reads them itself). Taken: not kept once handed on."""
         with self._lock:
-            found = self._found.get((cluster, resource, namespace))
+            kept = self._found.get((cluster, resource, namespace))
+            found = dict(kept) if kept is not None else None
             if found is None or not all(name in found for name in names):
                 return None
             del self._found[(cluster, resource, namespace)]
