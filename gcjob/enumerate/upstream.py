@@ -4,7 +4,7 @@ Batched and cached per run: each cluster is probed once (resolves, authenticates
 gateway.networking.k8s.io/v1 gateways); each (cluster, namespace) costs one metadata-only
 Gateway list, or one GET when a single Gateway is asked for there. Clusters are read at once
 (`--upstream-concurrency`), each one's reads in order: a slow or black-holed cluster holds one
-reader, and only its own routes wait for it. What they found is merged in cluster order.
+reader, and only its own routes wait for it. What each found is kept as soon as it is read.
 
 Only the names some route asked for are kept from a list (a hostile list of millions of names
 costs nothing but its read budget), and only they count as found. A cluster where any lookup
@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from gcjob.brakes import suspect_detail, suspect_groups
@@ -47,7 +47,7 @@ def _shared(names: frozenset[str]) -> frozenset[str]:
     return SHARED_NAMES.kept(names, names)
 
 
-@dataclass(slots=True)  # one per upstream cluster, for the run
+@dataclass(frozen=True, slots=True)  # one per upstream cluster, for the run: equal ones one
 class ClusterState:
     status: ClusterStatus
     detail: str = ""
@@ -59,6 +59,15 @@ class ClusterState:
     gateways_found: int = 0  # of those some route asked for
     # When suspect: the hub namespaces whose routes found a Gateway here.
     vouched: frozenset[str] = frozenset()
+
+
+# One ClusterState for every equal one: most clusters end alike (answered, one route, its
+# Gateway found): one each was about 90 bytes a cluster for the run.
+SHARED_STATES: OneOfEach[ClusterState, ClusterState] = OneOfEach()
+
+
+def _kept(state: ClusterState) -> ClusterState:
+    return SHARED_STATES.kept(state, state)
 
 
 # A set costs 216 bytes even for one pair, and there is about one group per route (25,000
@@ -153,7 +162,7 @@ class UpstreamIndex:
             state, reader = self._probe(name)
             if reader is not None:
                 reader.close_idle()
-            self.clusters[name] = state
+            self.clusters[name] = _kept(state)
         return self.clusters[name]
 
     def _probe(self, name: str) -> tuple[ClusterState, Reader | None]:
@@ -188,30 +197,37 @@ class UpstreamIndex:
         return self.source.reader_for(cluster)
 
     def load(self, wanted: Wanted, suspect_min_routes: int, reads: Reads = SERIAL) -> None:
-        """Look up every Gateway wanted, cluster by cluster at once; then distrust the routes
-        of a cluster that found none of theirs. Raises Stopped (the first, in cluster order)."""
+        """Look up every Gateway wanted, cluster by cluster at once, and distrust the routes of
+        a cluster that found none of theirs, each cluster as soon as it is read. Empties
+        `wanted` as it goes: a cluster's groups are dropped once it is read (held until every
+        cluster was, they were about 400 bytes a cluster through the longest part of the
+        read). Raises Stopped (the first, in cluster order)."""
         clusters = sorted(wanted.groups)
-        # A reader thread only reads `wanted` (`get`: it never adds to a defaultdict).
-        found = reads.map(lambda c: self._read_cluster(c, wanted.gateways(c)), clusters)
-        stopped: Stopped | None = None
-        for cluster, (state, namespaces, stop) in zip(clusters, found, strict=True):
-            stopped = stopped or stop
-            if state is None:
-                continue  # stopped before it could be probed
-            self.clusters[cluster] = state
-            state.routes += wanted.routes(cluster)
-            for namespace, entry in sorted(namespaces.items()):
-                self._namespaces[(cluster, namespace)] = entry
+        stops = reads.map(lambda c: self._load_cluster(c, wanted, suspect_min_routes), clusters)
+        stopped = next((stop for stop in stops if stop is not None), None)
         if stopped is not None:
             raise stopped  # what was read so far stays, for the summary
-        for cluster in clusters:
-            state = self.clusters[cluster]
-            if state.status is ClusterStatus.OK:
-                self._judge(cluster, state, wanted.groups[cluster], suspect_min_routes)
 
-    def _judge(
+    def _load_cluster(self, cluster: str, wanted: Wanted, min_routes: int) -> Stopped | None:
+        """One cluster read, in a reader thread, and kept at once: its state (judged, unless
+        it stopped) and its namespaces' lookups. Returns the stop it ended with."""
+        state, namespaces, stop = self._read_cluster(cluster, wanted.gateways(cluster))
+        groups = wanted.groups.pop(cluster, {})  # only this thread reads this cluster's
+        if state is None:
+            return stop  # stopped before it could be probed
+        state = replace(state, routes=state.routes + sum(g.routes for g in groups.values()))
+        with self._lock:
+            for namespace, entry in sorted(namespaces.items()):
+                self._namespaces[(cluster, namespace)] = entry
+        if stop is None and state.status is ClusterStatus.OK:
+            state = self._judged(cluster, state, groups, min_routes)
+        with self._lock:
+            self.clusters[cluster] = _kept(state)
+        return stop
+
+    def _judged(
         self, cluster: str, state: ClusterState, groups: dict[str, Group], min_routes: int
-    ) -> None:
+    ) -> ClusterState:
         """Count the Gateways found that some route asked for, and distrust the hub
         namespaces whose routes found none of theirs (suspect_groups)."""
         found: dict[str, int] = {}
@@ -220,16 +236,22 @@ class UpstreamIndex:
                 1 for namespace, name in group.asked if self._found(cluster, namespace, name)
             )
         asked = {pair for group in groups.values() for pair in group.asked}
-        state.gateways_found = sum(1 for pair in asked if self._found(cluster, *pair))
+        state = replace(
+            state, gateways_found=sum(1 for pair in asked if self._found(cluster, *pair))
+        )
         suspect = suspect_groups(
             {ns: (group.routes, found[ns]) for ns, group in groups.items()}, min_routes
         )
-        if suspect:
+        if not suspect:
+            return state
+        held = sum(groups[ns].routes for ns in suspect)
+        return replace(
+            state,
             # Read only of a suspect cluster (view): not kept for the others, one set each.
-            state.vouched = frozenset(ns for ns, count in found.items() if count)
-            state.status = ClusterStatus.SUSPECT
-            held = sum(groups[ns].routes for ns in suspect)
-            state.detail = suspect_detail(held, len(suspect))
+            vouched=frozenset(ns for ns, count in found.items() if count),
+            status=ClusterStatus.SUSPECT,
+            detail=suspect_detail(held, len(suspect)),
+        )
 
     def _found(self, cluster: str, namespace: str, name: str) -> bool:
         entry = self._namespaces.get((cluster, namespace))
@@ -262,9 +284,10 @@ class UpstreamIndex:
                         # Its other answers decide nothing either: a cluster that answers only
                         # part of what it is asked is not trusted with the rest, and its
                         # failure must show as the cluster's, where alerts look.
-                        state.status = ClusterStatus.UNAVAILABLE
-                        state.detail = (
-                            f"Gateway lookup in namespace {namespace} failed: {entry.error}"
+                        state = replace(
+                            state,
+                            status=ClusterStatus.UNAVAILABLE,
+                            detail=f"Gateway lookup in namespace {namespace} failed: {entry.error}",
                         )
                         break
         except Stopped as exc:
@@ -384,4 +407,4 @@ class UpstreamIndex:
 
     def status_counts(self) -> dict[str, int]:
         """How many clusters ended in each status, by its name."""
-        return dict(Counter(state.status.value for state in self.clusters.values()))
+        return dict(sorted(Counter(s.status.value for s in self.clusters.values()).items()))
