@@ -22,6 +22,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
@@ -105,6 +106,24 @@ def _anonymous(read: OwnerRead) -> OwnerRead:
     return SHARED_READS.kept(read, read)
 
 
+# A read kept with its owner's identity: the shared read without it, the uid and creation
+# (an OwnerRead each was about 110 bytes an owner for the run; this is 64).
+_Identified = tuple[OwnerRead, str, datetime | None]
+
+
+def _kept(read: OwnerRead, identity: bool) -> OwnerRead | _Identified:
+    if not identity or not (read.owner_uid or read.owner_created is not None):
+        return _anonymous(read)
+    return (_anonymous(read), read.owner_uid, read.owner_created)
+
+
+def _restored(kept: OwnerRead | _Identified) -> OwnerRead:
+    if isinstance(kept, OwnerRead):
+        return kept
+    read, uid, created = kept
+    return replace(read, owner_uid=uid, owner_created=created)
+
+
 class OwnerLookups:
     """Reads what every owner asked about is, cluster by cluster at once; `read(owner)` then
     answers from what was read, and `recheck(owner)` reads it again, live."""
@@ -128,7 +147,7 @@ class OwnerLookups:
         self.found = found
         self.identity = identity
         self._clusters: dict[str, _Answered] = {}
-        self._reads: dict[UpstreamOwner, OwnerRead] = {}
+        self._reads: dict[UpstreamOwner, OwnerRead | _Identified] = {}
         self._lock = threading.Lock()  # the reader threads add to the two maps above
 
     def load(self, owners: Iterable[UpstreamOwner]) -> None:
@@ -152,9 +171,10 @@ class OwnerLookups:
             return OwnerRead(False, f"cluster {owner.cluster} was not read this run")
         if not state.available:
             return OwnerRead(False, state.detail)
-        return self._reads.get(owner) or OwnerRead(
-            True, detail=f"{owner} was not looked up this run"
-        )
+        kept = self._reads.get(owner)
+        if kept is None:
+            return OwnerRead(True, detail=f"{owner} was not looked up this run")
+        return _restored(kept)
 
     def recheck(self, owner: UpstreamOwner) -> OwnerRead:
         """The owner read again, with GETs only, right before its group is deleted."""
@@ -197,9 +217,7 @@ class OwnerLookups:
         until every cluster is read. Returns the stop it ended with."""
         state, stop = self._read_one(cluster, owners)
         kept = answered(state.available, state.detail, state.kinds)
-        reads = (
-            state.owners if self.identity else {o: _anonymous(r) for o, r in state.owners.items()}
-        )
+        reads = {owner: _kept(read, self.identity) for owner, read in state.owners.items()}
         with self._lock:
             self._clusters[cluster] = kept
             self._reads.update(reads)

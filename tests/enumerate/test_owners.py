@@ -90,3 +90,39 @@ def test_reads_kept_without_identity_are_one_object_for_equal_ones_and_carry_no_
     assert a is b and a.owner is Presence.PRESENT and not a.owner_uid and a.owner_created is None
     gone = owners._anonymous(OwnerRead(True, resolved=True, owner=Presence.GONE))
     assert gone is not a and gone.owner is Presence.GONE
+
+
+@given(
+    uid=st.text(max_size=40),
+    created=st.none() | st.datetimes(timezones=st.just(UTC)),
+    owner=st.sampled_from(list(Presence)),
+    namespace=st.sampled_from(list(Presence)),
+    identity=st.booleans(),
+)
+def test_a_read_kept_with_identity_comes_back_whole_and_without_it_never_carries_one(
+    uid: str, created: datetime | None, owner: Presence, namespace: Presence, identity: bool
+) -> None:
+    """The copies sweep keeps each owner's uid and creation beside one shared read (its
+    re-created owners rest on them): `read` gives back exactly what was read. The routes
+    sweep's reads keep neither."""
+    read = OwnerRead(
+        True,
+        resolved=True,
+        resolve_detail="gateways.gateway.networking.k8s.io/v1",
+        namespace=namespace,
+        owner=owner,
+        owner_uid=uid,
+        owner_created=created,
+    )
+    back = owners._restored(owners._kept(read, identity))
+    if identity:
+        assert back == read
+    else:
+        assert back.owner_uid == "" and back.owner_created is None
+        assert back == OwnerRead(
+            True,
+            resolved=True,
+            resolve_detail=read.resolve_detail,
+            namespace=namespace,
+            owner=owner,
+        )
