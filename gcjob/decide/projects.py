@@ -12,7 +12,7 @@ Pure: the answers are read elsewhere (enumerate) and passed in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gcjob.brakes import projects_brake
@@ -92,6 +92,49 @@ def never_a_project(cluster: str) -> bool:
     return False
 
 
+class ProjectCalls(Mapping[str, ProjectCall]):
+    """Each cluster's project call, made from the answers each time it is asked for (a pure
+    function of them), not held: a map of calls, each detail naming its project, was about
+    120 bytes a project for the run. Behind the projects brake (`brake`: its reason, "" when
+    it held nothing), a project found gone is not known."""
+
+    def __init__(
+        self,
+        clusters: frozenset[str],
+        is_project: Callable[[str], bool],
+        answers: Mapping[str, ProjectAnswer],
+        api: ProjectApiCheck,
+        brake: str = "",
+    ) -> None:
+        self._clusters = clusters
+        self._is_project = is_project
+        self._answers = answers
+        self._api = api
+        self._brake = brake
+
+    def __getitem__(self, cluster: str) -> ProjectCall:
+        if cluster not in self._clusters:
+            raise KeyError(cluster)
+        call = self.unbraked(cluster)
+        if self._brake and call.state is ProjectState.GONE:
+            return ProjectCall(ProjectState.UNKNOWN, self._brake)
+        return call
+
+    def unbraked(self, cluster: str) -> ProjectCall:
+        """Its call before the brake, whichever cluster (another shard's too)."""
+        answer = self._answers.get(cluster, ProjectAnswer.UNREAD)
+        return judge_project(cluster, self._is_project(cluster), answer, self._api)
+
+    def __contains__(self, cluster: object) -> bool:
+        return cluster in self._clusters
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._clusters))
+
+    def __len__(self) -> int:
+        return len(self._clusters)
+
+
 def project_calls(
     clusters: Iterable[str],
     is_project: Callable[[str], bool],
@@ -99,29 +142,18 @@ def project_calls(
     answered: Sequence[str],
     max_gone: int,
     elsewhere: Iterable[str] = (),
-) -> tuple[dict[str, ProjectCall], str]:
+) -> tuple[ProjectCalls, str]:
     """Each cluster's project call, and the projects brake's reason ("" when it holds
     nothing): gone only on a trusted Project API's NotFound, and no more of them than
     `max_gone` in one run (else none is taken as gone). `elsewhere`: with --shard, the
     clusters other shards judge: the brake counts theirs found gone too (by `answers`), so
     that it holds for the whole hub, the same in every shard."""
-    clusters = sorted(set(clusters))
     api = check_project_api(answers, [c for c in answered if is_project(c)])
-    calls = {
-        c: judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
-        for c in clusters
-    }
-    gone = sorted(c for c, call in calls.items() if call.state is ProjectState.GONE)
-    others = set(elsewhere) - set(clusters)
-    gone_elsewhere = [
-        c
-        for c in sorted(others)
-        if judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api).state
-        is ProjectState.GONE
-    ]
+    calls = ProjectCalls(frozenset(clusters), is_project, answers, api)
+    gone = [c for c, call in calls.items() if call.state is ProjectState.GONE]
+    others = set(elsewhere) - calls.keys()
+    gone_elsewhere = [c for c in others if calls.unbraked(c).state is ProjectState.GONE]
     reason = projects_brake(len(gone) + len(gone_elsewhere), max_gone)
     if reason is None:
         return calls, ""
-    for c in gone:
-        calls[c] = ProjectCall(ProjectState.UNKNOWN, reason)
-    return calls, reason
+    return ProjectCalls(calls._clusters, is_project, answers, api, reason), reason

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gcjob.decide.projects import check_project_api, judge_project, project_calls
-from gcjob.model import ProjectAnswer, ProjectState
+from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
 FOUND, GONE = ProjectAnswer.FOUND, ProjectAnswer.NOT_FOUND
 
@@ -77,3 +77,34 @@ def test_more_projects_gone_than_the_brake_allows_proves_none_gone():
     assert {calls[n].state for n in "abc"} == {ProjectState.UNKNOWN}
     calls, brake = project_calls(answers, is_project, answers, ["p1"], max_gone=3)
     assert brake == "" and {calls[n].state for n in "abc"} == {ProjectState.GONE}
+
+
+@given(
+    answers=st.dictionaries(
+        st.sampled_from(["p1", "p2", "a", "b", "c", "x/y"]), st.sampled_from(list(ProjectAnswer))
+    ),
+    clusters=st.sets(st.sampled_from(["p1", "p2", "a", "b", "c", "x/y", "ctx"])),
+    answered=st.lists(st.sampled_from(["p1", "p2", "a", "ctx"])),
+    max_gone=st.integers(0, 3),
+)
+def test_calls_made_when_asked_for_are_the_calls_judged_one_by_one(
+    answers, clusters, answered, max_gone
+):
+    """project_calls' map makes each call when asked for (not held): it is, key for key,
+    what judging each cluster on its own answer gives, behind the brake."""
+
+    def is_project(name: str) -> bool:
+        return name != "ctx"
+
+    calls, brake = project_calls(clusters, is_project, answers, answered, max_gone)
+    api = check_project_api(answers, [c for c in answered if is_project(c)])
+    expected = {
+        c: judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
+        for c in sorted(clusters)
+    }
+    gone = [c for c, call in expected.items() if call.state is ProjectState.GONE]
+    assert (brake != "") == (len(gone) > max_gone)
+    if brake:
+        expected.update({c: ProjectCall(ProjectState.UNKNOWN, brake) for c in gone})
+    assert dict(calls.items()) == expected and list(calls) == sorted(clusters)
+    assert len(calls) == len(clusters) and "nowhere" not in calls

@@ -12,7 +12,7 @@ appeared or changed between the two reads may name a Gateway nobody asked about:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -318,7 +318,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
 
     def projects_named(
         self, index: UpstreamIndex, elsewhere: frozenset[str] = frozenset()
-    ) -> Generator[Step[RouteJudgement, RouteTarget | None], None, dict[str, ProjectCall]]:
+    ) -> Generator[Step[RouteJudgement, RouteTarget | None], None, Mapping[str, ProjectCall]]:
         """What the Project API says of the projects the routes name, behind the projects
         brake; a cluster that failed fails the run. `elsewhere`: with --shard, the clusters
         other shards read, whose projects found gone the brake counts too (the whole hub)."""
