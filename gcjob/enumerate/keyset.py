@@ -44,7 +44,12 @@ class KeySet:
 
     def freeze(self) -> KeySet:
         if not self._frozen:
-            self._digests = array("Q", sorted(set(self._digests)))
+            # Sorted, then each once: no set of them beside the list (16 bytes a key more, at
+            # the run's end, where the copies sweep freezes the anchors its copies name).
+            ordered = sorted(self._digests)
+            self._digests = array(
+                "Q", (d for i, d in enumerate(ordered) if not i or d != ordered[i - 1])
+            )
             self._frozen = True
         return self
 
