@@ -6,6 +6,8 @@ nothing is contacted: building a client makes no request.
 
 from __future__ import annotations
 
+import logging
+import sys
 import warnings
 from pathlib import Path
 
@@ -41,6 +43,29 @@ def one_user_kubeconfig(path: Path, user: dict[str, object]) -> Path:
     }
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
+
+
+def _exec_user(script: str) -> dict[str, object]:
+    """A user whose credentials come from `script`, run by this Python as an exec plugin."""
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", script],
+            "interactiveMode": "Never",
+        }
+    }
+
+
+class KeptLines(logging.Handler):
+    """Every line it is handed, as its message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def kubeconfig(
@@ -453,7 +478,6 @@ def test_a_failing_credential_plugin_is_a_config_error_not_anonymous(
     tmp_path: Path, script: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """issue 12 item 5: the client would log `ERROR:root:` and go on as system:anonymous."""
-    import sys
 
     exec_user = {
         "exec": {
@@ -473,7 +497,6 @@ def test_a_failing_credential_plugin_is_a_config_error_not_anonymous(
 
 def test_a_hanging_credential_plugin_is_bounded_by_the_run(tmp_path: Path) -> None:
     """issue 12 item 6: the client waits for an exec plugin with no time limit."""
-    import sys
     import time
 
     hang = {
@@ -494,7 +517,6 @@ def test_a_hanging_credential_plugin_is_bounded_by_the_run(tmp_path: Path) -> No
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    import logging
     import threading
 
     root = logging.getLogger()
@@ -547,35 +569,17 @@ def test_a_plugin_failure_is_its_loads_alone_and_another_threads_log_lines_go_on
     """While a kubeconfig loads, another thread logs (a load a bound gave up on, failing
     later, once took a plain kubeconfig's load down with its "credential plugin failed"): its
     lines are not this load's failure, and they reach the root logger's handlers."""
-    import logging
-    import sys
     import threading
 
-    slow_ok = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [
-                "-c",
-                "import json, time; time.sleep(0.5); print(json.dumps({'apiVersion': "
-                "'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
-                "'status': {'token': 'tok'}}))",
-            ],
-            "interactiveMode": "Never",
-        }
-    }
+    slow_ok = _exec_user(
+        "import json, time; time.sleep(0.5); print(json.dumps({'apiVersion': "
+        "'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
+        "'status': {'token': 'tok'}}))"
+    )
     good = one_user_kubeconfig(tmp_path / "good", slow_ok)
 
-    class Kept(logging.Handler):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lines: list[str] = []
-
-        def emit(self, record: logging.LogRecord) -> None:
-            self.lines.append(record.getMessage())
-
     root = logging.getLogger()
-    kept = Kept()
+    kept = KeptLines()
     root.addHandler(kept)
     loading = threading.Event()
     done = threading.Event()
@@ -601,20 +605,6 @@ def test_a_plugin_failure_is_its_loads_alone_and_another_threads_log_lines_go_on
     assert len(kept.lines) > 5 and all("from another thread" in line for line in kept.lines)
 
 
-def _exec_user(script: str) -> dict[str, object]:
-    """A user whose credentials come from `script`, run by this Python as an exec plugin."""
-    import sys
-
-    return {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": ["-c", script],
-            "interactiveMode": "Never",
-        }
-    }
-
-
 def test_two_contexts_loading_at_once_each_keep_their_own_plugin_failure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -625,7 +615,6 @@ def test_two_contexts_loading_at_once_each_keep_their_own_plugin_failure(
     were, and a's thread's later lines are not swallowed. (Each load once put its own handler
     in and the saved list back: ending out of order, b went anonymous and basicConfig printed
     its stderr. Found by an audit.)"""
-    import logging
     import threading
     import time
 
@@ -656,17 +645,9 @@ def test_two_contexts_loading_at_once_each_keep_their_own_plugin_failure(
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     resolver = UpstreamResolver(str(path), None)
 
-    class Kept(logging.Handler):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lines: list[str] = []
-
-        def emit(self, record: logging.LogRecord) -> None:
-            self.lines.append(record.getMessage())
-
     root = logging.getLogger()
     before = list(root.handlers)
-    kept = Kept()
+    kept = KeptLines()
     root.handlers = [kept]
     outcome: dict[str, object] = {}
     both_loaded = threading.Event()
