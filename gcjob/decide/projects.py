@@ -153,11 +153,12 @@ def project_calls(
     clusters other shards judge: the brake counts theirs found gone too (by `answers`), so
     that it holds for the whole hub, the same in every shard."""
     api = check_project_api(answers, [c for c in answered if is_project(c)])
-    calls = ProjectCalls(tuple(sorted(set(clusters))), is_project, answers, api)
+    asked = tuple(sorted(set(clusters)))
+    calls = ProjectCalls(asked, is_project, answers, api)
     gone = [c for c, call in calls.items() if call.state is ProjectState.GONE]
     others = set(elsewhere) - calls.keys()
     gone_elsewhere = [c for c in others if calls.unbraked(c).state is ProjectState.GONE]
     reason = projects_brake(len(gone) + len(gone_elsewhere), max_gone)
     if reason is None:
         return calls, ""
-    return ProjectCalls(calls._clusters, is_project, answers, api, reason), reason
+    return ProjectCalls(asked, is_project, answers, api, reason), reason

@@ -212,10 +212,11 @@ class UpstreamIndex:
         """One cluster read, in a reader thread, and kept at once: its state (judged, unless
         it stopped) and its namespaces' lookups. Returns the stop it ended with."""
         state, namespaces, stop = self._read_cluster(cluster, wanted.gateways(cluster))
+        routes = wanted.routes(cluster)
         groups = wanted.groups.pop(cluster, {})  # only this thread reads this cluster's
         if state is None:
             return stop  # stopped before it could be probed
-        state = replace(state, routes=state.routes + sum(g.routes for g in groups.values()))
+        state = replace(state, routes=state.routes + routes)
         with self._lock:
             for namespace, entry in sorted(namespaces.items()):
                 self._namespaces[(cluster, namespace)] = entry
