@@ -159,10 +159,14 @@ def first_read(
     whichever shard: what keeps an anchor is read whole)."""
     wanted = OwnersWanted(shard)
     for resource in kinds.swept:
-        for scan in scan_kind(hub, resource, scope, partial(OwnersWanted, shard), reads):
+        scans = scan_kind(hub, resource, scope, partial(OwnersWanted, shard), reads)
+        while scans:  # each scan dropped once merged: not every scan's map beside the merged one
+            scan = scans.pop()
             wanted.elsewhere_clusters |= scan.elsewhere_clusters
             for owner, uids in scan.anchors.items():
-                wanted.anchors[owner] = with_uids(wanted.anchors.get(owner, ()), uids)
+                mine = wanted.anchors.get(owner)
+                # An owner first seen here keeps this scan's UIDs as they are, not a copy.
+                wanted.anchors[owner] = uids if mine is None else with_uids(mine, uids)
     named = KeySet()
     for resource in kinds.owners_only:
         for named_scan in scan_kind(hub, resource, scope, AnchorsNamed, reads):
