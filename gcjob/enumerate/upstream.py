@@ -95,6 +95,12 @@ class Group:
                 self.asked = {*self.asked, pair}
 
 
+# A cluster's groups: almost always one hub namespace's routes hang on a cluster, and its
+# group is held with that namespace as a pair; a map only past one (a map of one group per
+# cluster was about 190 bytes a cluster, through the hub's read and the Gateways' reads).
+ClusterGroups = tuple[str, Group] | dict[str, Group]
+
+
 @dataclass
 class Wanted:
     """What the routes ask of their upstream clusters, per cluster and hub namespace (a
@@ -104,29 +110,55 @@ class Wanted:
     were about 500 bytes a cluster). Nothing per route: the routes sweep builds it as the
     hub's routes stream in, and keeps no route."""
 
-    groups: dict[str, dict[str, Group]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(Group))
-    )
+    groups: dict[str, ClusterGroups] = field(default_factory=dict)
 
     def add(self, target: RouteTarget) -> None:
-        group = self.groups[target.cluster][target.route_namespace]
+        group = self._group(target.cluster, target.route_namespace)
         group.routes += 1
         group.ask((target.namespace, name) for name in target.gateways)
 
+    def _group(self, cluster: str, route_namespace: str) -> Group:
+        held = self.groups.get(cluster)
+        if held is None:
+            group = Group()
+            self.groups[cluster] = (route_namespace, group)
+            return group
+        if isinstance(held, tuple):
+            if held[0] == route_namespace:
+                return held[1]
+            held = self.groups[cluster] = {held[0]: held[1]}
+        found = held.get(route_namespace)
+        if found is None:
+            found = held[route_namespace] = Group()
+        return found
+
     def update(self, other: Wanted) -> None:
-        for cluster, groups in other.groups.items():
-            for route_namespace, group in groups.items():
-                mine = self.groups[cluster][route_namespace]
+        for cluster in other.groups:
+            for route_namespace, group in other.of_cluster(cluster).items():
+                mine = self._group(cluster, route_namespace)
                 mine.routes += group.routes
                 mine.ask(group.asked)
 
+    def of_cluster(self, cluster: str) -> dict[str, Group]:
+        """The cluster's groups by hub namespace (a new map of one where one is held)."""
+        held = self.groups.get(cluster)
+        if held is None:
+            return {}
+        return {held[0]: held[1]} if isinstance(held, tuple) else held
+
+    def pop(self, cluster: str) -> dict[str, Group]:
+        """The cluster's groups, no longer held."""
+        groups = self.of_cluster(cluster)
+        self.groups.pop(cluster, None)
+        return groups
+
     def routes(self, cluster: str) -> int:
-        return sum(group.routes for group in self.groups.get(cluster, {}).values())
+        return sum(group.routes for group in self.of_cluster(cluster).values())
 
     def gateways(self, cluster: str) -> dict[str, set[str]]:
         """The Gateways each upstream namespace of `cluster` is asked for."""
         asked: dict[str, set[str]] = defaultdict(set)
-        for group in self.groups.get(cluster, {}).values():
+        for group in self.of_cluster(cluster).values():
             for namespace, name in group.asked:
                 asked[namespace].add(name)
         return asked
@@ -213,7 +245,7 @@ class UpstreamIndex:
         it stopped) and its namespaces' lookups. Returns the stop it ended with."""
         state, namespaces, stop = self._read_cluster(cluster, wanted.gateways(cluster))
         routes = wanted.routes(cluster)
-        groups = wanted.groups.pop(cluster, {})  # only this thread reads this cluster's
+        groups = wanted.pop(cluster)  # only this thread reads this cluster's
         if state is None:
             return stop  # stopped before it could be probed
         state = replace(state, routes=state.routes + routes)

@@ -209,6 +209,26 @@ def test_wanted_merges_counts_and_names() -> None:
     assert first.gateways("c") == {} and "c" not in first.groups  # asking adds nothing
 
 
+def test_a_clusters_groups_are_one_pair_until_a_second_hub_namespace_asks() -> None:
+    """A cluster's one group is held with its hub namespace, not in a map of one; a second hub
+    namespace's routes get a group of their own, and merging or popping loses none."""
+    wanted = Wanted.of([RouteTarget("a", "p", ("gw-1",), "hub-1")])
+    assert wanted.groups["a"] == ("hub-1", Group(1, (("p", "gw-1"),)))
+    wanted.add(RouteTarget("a", "p", ("gw-1",), "hub-1"))
+    wanted.update(Wanted.of([RouteTarget("a", "q", ("gw-2",), "hub-2")]))
+    assert wanted.of_cluster("a") == {
+        "hub-1": Group(2, (("p", "gw-1"),)),
+        "hub-2": Group(1, (("q", "gw-2"),)),
+    }
+    assert wanted.routes("a") == 3
+    assert wanted.gateways("a") == {"p": {"gw-1"}, "q": {"gw-2"}}
+    assert wanted.pop("a") == wanted.of_cluster("b") | {
+        "hub-1": Group(2, (("p", "gw-1"),)),
+        "hub-2": Group(1, (("q", "gw-2"),)),
+    }
+    assert "a" not in wanted.groups and wanted.pop("a") == {} and wanted.routes("a") == 0
+
+
 def test_only_gateways_asked_for_are_kept_and_counted() -> None:
     """issue 20 items 7, 9: a list keeps only the names asked for, and only they count."""
     store = CountingStore(*(gateway("p1", name) for name in ("gw-a", "gw-x", "gw-y", "gw-z")))

@@ -67,4 +67,4 @@ def test_the_first_reads_scans_merge_into_one_and_are_dropped() -> None:
         assert wanted.routes(cluster) == expected.routes(cluster) == routes
         assert wanted.gateways(cluster) == expected.gateways(cluster)
     assert wanted.groups == expected.groups
-    assert wanted.groups["proj-1"]["ns-a"] == Group(1, (("p1", "gw-a"),))
+    assert wanted.of_cluster("proj-1")["ns-a"] == Group(1, (("p1", "gw-a"),))
