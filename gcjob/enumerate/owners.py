@@ -124,6 +124,10 @@ def _restored(kept: OwnerRead | _Identified) -> OwnerRead:
     return replace(read, owner_uid=uid, owner_created=created)
 
 
+def _cluster_of(owner: UpstreamOwner) -> str:
+    return owner.cluster
+
+
 class OwnerLookups:
     """Reads what every owner asked about is, cluster by cluster at once; `read(owner)` then
     answers from what was read, and `recheck(owner)` reads it again, live."""
@@ -151,12 +155,22 @@ class OwnerLookups:
         self._lock = threading.Lock()  # the reader threads add to the two maps above
 
     def load(self, owners: Iterable[UpstreamOwner]) -> None:
-        # A list of owners a cluster while they wait, not a set: a set was 216 bytes one.
-        by_cluster: dict[str, list[UpstreamOwner]] = {}
-        for owner in owners:
-            by_cluster.setdefault(owner.cluster, []).append(owner)
-        clusters = sorted(by_cluster)
-        stops = self.reads.map(lambda c: self._read_cluster(c, set(by_cluster.pop(c))), clusters)
+        # The owners in one list in cluster order, each cluster's a slice of it while they
+        # wait: a map of a list a cluster was about 150 bytes a cluster, all of it held from
+        # the start of the reads (at 10,000 projects, 3 MiB at the run's peak).
+        ordered = sorted(owners, key=_cluster_of)
+        clusters: list[str] = []
+        starts: list[int] = []
+        for at, owner in enumerate(ordered):
+            if not clusters or owner.cluster != clusters[-1]:
+                clusters.append(owner.cluster)
+                starts.append(at)
+        starts.append(len(ordered))
+
+        def read(i: int) -> Stopped | None:
+            return self._read_cluster(clusters[i], set(ordered[starts[i] : starts[i + 1]]))
+
+        stops = self.reads.map(read, range(len(clusters)))
         stopped = next((stop for stop in stops if stop is not None), None)
         if stopped is not None:
             raise stopped  # the first in cluster order, whichever stopped first
