@@ -409,3 +409,21 @@ def test_name_helpers() -> None:
     assert reduce.ref_of(RESOURCEBINDINGS)(resourcebinding()).kind == "ResourceBinding"
     assert reduce.name_of(configmap(name="")) is None
     assert reduce.namespace_and_name(configmap(namespace=None)) == ("", "app-config")
+
+
+def test_records_read_of_one_namespace_share_one_string_for_it() -> None:
+    """Each object's decoded namespace is its own string; the records keep one for them all,
+    without growing the interpreter's table of interned strings (it never shrinks)."""
+    import json
+
+    texts = [
+        json.dumps({"metadata": {"namespace": "ns-shared-7f3", "name": f"cm-{i}", "uid": "u"}})
+        for i in range(3)
+    ]
+    decoded = [json.loads(text) for text in texts]
+    assert decoded[0]["metadata"]["namespace"] is not decoded[1]["metadata"]["namespace"]
+    refs = [reduce.object_ref(obj, CONFIGMAPS) for obj in decoded]
+    assert refs[0].namespace == "ns-shared-7f3"
+    assert refs[0].namespace is refs[1].namespace is refs[2].namespace
+    pairs = [reduce.namespace_and_name(obj) for obj in decoded]
+    assert all(pair is not None and pair[0] is refs[0].namespace for pair in pairs)
