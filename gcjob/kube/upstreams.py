@@ -4,7 +4,6 @@ read budget, what its discovery said, and its client when it has one of its own.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 
@@ -50,17 +49,18 @@ class LiveUpstreams:
         self._lock = threading.Lock()  # not held while credentials load: they may be slow
 
     def reader_for(self, cluster: str) -> KubeAccess:
-        # One string for every reader of the cluster, its budget and its request count.
-        target = sys.intern(f"upstream/{cluster}")
         with self._lock:
             shared = self._shared.get(cluster)
         if shared is None:
             client = self._client(cluster)
             # A templated cluster's client is the template's one, got again for nothing.
             own = None if self.resolver.is_project(cluster) else client
-            first = Shared(self.new_budget(target), own)
+            first = Shared(self.new_budget(f"upstream/{cluster}"), own)
             with self._lock:  # another thread's first reader of it may have come first
                 shared = self._shared.setdefault(cluster, first)
+        # One string for every reader of the cluster, its budget and its request count: its
+        # budget's (not sys.intern: the interpreter's table of them never shrinks).
+        target = shared.budget.target
         return self.make_access(shared.client or self._client(cluster), target, shared)
 
     def _client(self, cluster: str) -> UpstreamClient:

@@ -58,6 +58,8 @@ def test_a_clusters_readers_share_its_budget_and_discovery_and_no_other_does(
     assert other.budget is not first.budget and other.discovered is not first.discovered
     assert other.server.endswith("/projects/p-2") and first.server.endswith("/projects/p-1")
     assert made == ["upstream/p-1"] * 3 + ["upstream/p-2"]
+    # One string for every reader of a cluster, its budget's: none made for each reader.
+    assert made[0] is made[1] is made[2] is first.budget.target
     # A kubeconfig context keeps its own client (loading it again may be slow).
     context = live.reader_for("own")
     assert live.reader_for("own").transport.api_client is context.transport.api_client
