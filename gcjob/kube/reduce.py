@@ -42,12 +42,20 @@ from gcjob.times import parse_time
 Obj = dict[str, Any]
 
 
-@lru_cache(maxsize=256)
+NAMESPACE_NAME_MAX = 63  # a namespace's name is a DNS-1123 label
+
+
 def one_string(value: str) -> str:
     """One string for equal values met lately: a namespace, shared by the records read of it
     (a list holds a namespace's objects together). Not sys.intern: the interpreter's table of
     interned strings never shrinks, and each read of 10,000 namespaces grew it again (1.8 MiB
-    at the first read of the hub, 3.7 at the copies' second read: the run's peak)."""
+    at the first read of the hub, 3.7 at the copies' second read: the run's peak). A value
+    longer than any namespace's name is not shared: the cache would keep it."""
+    return _recent(value) if len(value) <= NAMESPACE_NAME_MAX else value
+
+
+@lru_cache(maxsize=256)
+def _recent(value: str) -> str:
     return value
 
 

@@ -427,3 +427,16 @@ def test_records_read_of_one_namespace_share_one_string_for_it() -> None:
     assert refs[0].namespace is refs[1].namespace is refs[2].namespace
     pairs = [reduce.namespace_and_name(obj) for obj in decoded]
     assert all(pair is not None and pair[0] is refs[0].namespace for pair in pairs)
+
+
+def test_a_namespace_value_longer_than_any_namespace_is_not_kept_to_be_shared() -> None:
+    """A hub writer's 1.5 MB `spec.resource.namespace` is not held by the cache of shared
+    strings after its record is gone (256 of them would be 384 MiB)."""
+    import json
+
+    text = json.dumps({"namespace": "n" * 64})
+    first, second = json.loads(text)["namespace"], json.loads(text)["namespace"]
+    assert reduce.one_string(first) is first and reduce.one_string(second) is second
+    short = json.dumps({"namespace": "n" * 63})
+    kept = reduce.one_string(json.loads(short)["namespace"])
+    assert reduce.one_string(json.loads(short)["namespace"]) is kept
