@@ -137,6 +137,7 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
     if isinstance(gateways, UpstreamRead):
         return gateways
     index, owned, elsewhere = gateways
+    del gateways  # the tuple would hold `owned` through the owners' reads
     assert run.upstreams is not None  # _gateways read them
     owners = owners_to_read(index, owned)
     del owned

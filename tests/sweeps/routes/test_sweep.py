@@ -3,11 +3,15 @@ demo's hub and its two upstream clusters."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterable
 from datetime import timedelta
 
+import pytest
+
 from gcjob.decide.projects import never_a_project
-from gcjob.enumerate.owners import ProjectReads
-from gcjob.model import ClusterStatus, Sweep
+from gcjob.enumerate.owners import OwnerLookups, ProjectReads
+from gcjob.model import ClusterStatus, RouteTarget, Sweep, UpstreamOwner
 from gcjob.sweeps.routes import sweep as routes
 from testbed.runs import snapshot_run
 
@@ -59,3 +63,28 @@ def test_without_an_upstream_the_sweep_is_not_configured() -> None:
     state = ran.run.tally.sweeps[Sweep.ROUTES]
     assert state.status == "not-configured" and "--upstream-kubeconfig" in state.detail
     assert ran.items() == []
+
+
+def test_what_the_routes_asked_is_let_go_before_their_upstream_routes_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each route's target is held only until the owners' reads have gathered their owners:
+    at 10,000 projects they were 1.65 MiB held through the longest part of the run."""
+
+    def targets() -> set[int]:
+        gc.collect()
+        return {id(o) for o in gc.get_objects() if isinstance(o, RouteTarget)}
+
+    alive: list[int] = []
+    load = OwnerLookups.load
+    before = targets()  # other tests' (still held, so no new one takes their ids)
+
+    def counting(self: OwnerLookups, owners: Iterable[UpstreamOwner]) -> None:
+        owners = list(owners)
+        assert owners, "the demo's routes name upstream HTTPRoutes to read"
+        alive.append(len(targets() - before))
+        load(self, owners)
+
+    monkeypatch.setattr(OwnerLookups, "load", counting)
+    read = routes.read(snapshot_run(Sweep.ROUTES).run)
+    assert read.owners is not None and alive == [0]
