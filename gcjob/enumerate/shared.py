@@ -42,17 +42,33 @@ def seen(obj: dict[str, Any]) -> tuple[str, Seen] | None:
     return meta["name"], Seen(ref.uid, ref.created, ref.terminating)
 
 
-Key = tuple[str, Resource, str]  # (cluster, resource, namespace)
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """One object found, as Found keeps it: where, its name, and its identity, in one object
+    (a key tuple, a tuple of pairs, a pair and a Seen were about 200 bytes more a cluster,
+    held from the Gateways' reads until the copies' owners take them)."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    uid: str
+    created: datetime | None
+    terminating: bool
+
+    def seen(self) -> Seen:
+        return Seen(self.uid, self.created, self.terminating)
+
+
+Place = tuple[Resource, str]  # (resource, namespace)
 
 
 class Found:
-    """Objects found this round, by (cluster, resource, namespace); used from reader threads.
-    Each place's finds are kept as a tuple of (name, Seen) pairs, not a map: almost always one
-    (a map of one was 232 bytes, kept for every cluster until the copies sweep takes it)."""
+    """Objects found this round, by cluster; used from reader threads. A cluster's finds are
+    one _Kept, almost always; past one, a map of each place's finds."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._found: dict[Key, tuple[tuple[str, Seen], ...]] = {}
+        self._found: dict[str, _Kept | dict[Place, tuple[_Kept, ...]]] = {}
         self._settled = threading.Event()
 
     def settle(self) -> None:
@@ -68,22 +84,45 @@ class Found:
     def add(
         self, cluster: str, resource: Resource, namespace: str, found: Mapping[str, Seen]
     ) -> None:
-        if found:
-            key = (cluster, resource, namespace)
-            with self._lock:
-                merged = dict(self._found.get(key, ()))
-                merged.update(found)
-                self._found[key] = tuple(merged.items())
+        if not found:
+            return
+        kept = [
+            _Kept(resource, namespace, name, seen.uid, seen.created, seen.terminating)
+            for name, seen in found.items()
+        ]
+        with self._lock:
+            held = self._found.get(cluster)
+            if held is None and len(kept) == 1:
+                self._found[cluster] = kept[0]
+                return
+            places = self._places(cluster)
+            names = {k.name: k for k in places.get((resource, namespace), ())}
+            names.update((k.name, k) for k in kept)
+            places[(resource, namespace)] = tuple(names.values())
+            self._found[cluster] = places
 
     def take(
         self, cluster: str, resource: Resource, namespace: str, names: Mapping[str, object]
     ) -> dict[str, Seen] | None:
         """What was found of `names` there, when every one of them was found; else None (the
-        asker reads them itself). Taken: not kept once handed on."""
+        asker reads them itself). Taken: what was found there is not kept once handed on."""
         with self._lock:
-            kept = self._found.get((cluster, resource, namespace))
-            found = dict(kept) if kept is not None else None
-            if found is None or not all(name in found for name in names):
+            places = self._places(cluster)
+            there = {k.name: k for k in places.get((resource, namespace), ())}
+            if not there or not all(name in there for name in names):
                 return None
-            del self._found[(cluster, resource, namespace)]
-        return {name: found[name] for name in names}
+            del places[(resource, namespace)]
+            if places:
+                self._found[cluster] = places
+            else:
+                self._found.pop(cluster, None)
+        return {name: there[name].seen() for name in names}
+
+    def _places(self, cluster: str) -> dict[Place, tuple[_Kept, ...]]:
+        """The cluster's finds by place, as a map of its own (the caller keeps it or not)."""
+        held = self._found.get(cluster)
+        if held is None:
+            return {}
+        if isinstance(held, _Kept):
+            return {(held.resource, held.namespace): (held,)}
+        return held

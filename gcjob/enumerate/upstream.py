@@ -334,16 +334,20 @@ class UpstreamIndex:
 
     def _lookup(self, cluster: str, reader: Reader, namespace: str, names: set[str]) -> _Namespace:
         asked = _shared(frozenset(names))
+        # What is found is kept by the name asked for, not the one its answer spelled again (a
+        # string each, held with what was found until the copies sweep takes it).
+        by_name = {name: name for name in asked}
 
         def asked_one(obj: dict[str, Any]) -> tuple[str, Seen] | None:
             found = seen(obj)  # kept while the list streams in only if asked for
-            return found if found is not None and found[0] in asked else None
+            name = by_name.get(found[0]) if found is not None else None
+            return None if found is None or name is None else (name, found[1])
 
         try:
             if len(names) == 1:
                 (name,) = names
                 got = reader.get(GATEWAYS, namespace, name, seen)
-                listed = dict([got] if got is not None and got[0] == name else [])
+                listed = {name: got[1]} if got is not None and got[0] == name else {}
             else:
                 listed = dict(reader.list(GATEWAYS, asked_one, namespace=namespace))
         except Stopped:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gcjob.enumerate.shared import Found, Seen
-from gcjob.kube.resources import CONFIGMAPS, GATEWAYS
+from gcjob.kube.resources import CONFIGMAPS, GATEWAYS, Resource
 
 NAMES = st.sets(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=5)
 
@@ -73,3 +73,38 @@ def test_the_copies_owners_wait_until_the_routes_gateways_are_all_read() -> None
     ended.set()  # the routes' reads ended (cancelled, say) without settling
     done.join(timeout=5)
     assert not done.is_alive()
+
+
+PLACES = st.lists(
+    st.tuples(
+        st.sampled_from(["p1", "p2"]),
+        st.sampled_from([GATEWAYS, CONFIGMAPS]),
+        st.sampled_from(["app", "other"]),
+        NAMES,
+    ),
+    max_size=8,
+)
+
+
+@given(adds=PLACES, takes=PLACES)
+def test_finds_in_many_places_of_a_cluster_are_each_handed_on_once_and_whole(
+    adds: list[tuple[str, Resource, str, set[str]]],
+    takes: list[tuple[str, Resource, str, set[str]]],
+) -> None:
+    """A cluster's finds are held as one object, or by place past one: whatever the shape,
+    each place answers as a map of (cluster, resource, namespace) to what was found would."""
+    shared = Found()
+    model: dict[tuple[str, Resource, str], dict[str, Seen]] = {}
+    for cluster, resource, namespace, names in adds:
+        shared.add(cluster, resource, namespace, {name: seen(name) for name in names})
+        if names:
+            model.setdefault((cluster, resource, namespace), {}).update(
+                {name: seen(name) for name in names}
+            )
+    for cluster, resource, namespace, names in takes:
+        there = model.get((cluster, resource, namespace))
+        want = None
+        if there and all(name in there for name in names):
+            want = {name: there[name] for name in names}
+            del model[(cluster, resource, namespace)]
+        assert shared.take(cluster, resource, namespace, dict.fromkeys(names)) == want
