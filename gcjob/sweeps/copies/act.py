@@ -89,10 +89,16 @@ def _keeping(rechecks: Rechecks, target: MemberDeletion) -> None:
 # -- what judging the groups rests on, read before them (the sweep and explain alike) ------
 
 
-# UIDs, each once: a tuple while few (FEW_UIDS), a set past them (a tuple of one is 48
-# bytes, a set 216; a set bounds what many copies naming one owner cost).
-Uids = tuple[str, ...] | set[str]
+# UIDs, each once: one UID as its string (almost always: an owner has one anchor), a tuple
+# while few (FEW_UIDS), a set past them (a tuple of one is 48 bytes an owner, held for the
+# run; a set 216, and a set bounds what many copies naming one owner cost). Read through
+# `uids_of`: a string iterated is its characters.
+Uids = str | tuple[str, ...] | set[str]
 FEW_UIDS = 8
+
+
+def uids_of(uids: Uids) -> frozenset[str]:
+    return frozenset((uids,)) if isinstance(uids, str) else frozenset(uids)
 
 
 def with_uids(uids: Uids, more: Iterable[str]) -> Uids:
@@ -100,6 +106,10 @@ def with_uids(uids: Uids, more: Iterable[str]) -> Uids:
     for uid in more:
         if isinstance(uids, set):
             uids.add(uid)
+        elif isinstance(uids, str):
+            uids = uids if uid == uids else (uids, uid)
+        elif not uids:
+            uids = uid
         elif uid not in uids:
             uids = (*uids, uid) if len(uids) < FEW_UIDS else {*uids, uid}
     return uids
@@ -114,7 +124,7 @@ class OwnersWanted(ObjectScan[Replica]):
         super().__init__(shard)
         # Every owner the copies name, with its anchors' UIDs (almost always one; () when
         # none): one map, not a set of the owners beside it (about 50 bytes an owner).
-        self.anchors: dict[UpstreamOwner, Uids] = {}
+        self._anchors: dict[UpstreamOwner, Uids] = {}
         self.elsewhere_clusters: set[str] = set()  # the clusters other shards ask
 
     def shard_key(self, record: Replica) -> str:
@@ -127,15 +137,27 @@ class OwnersWanted(ObjectScan[Replica]):
                 self.elsewhere_clusters.add(member.owner.cluster)
             return
         if isinstance(member, Member):
-            uids = self.anchors.get(member.owner, ())
+            uids = self._anchors.get(member.owner, ())
             if member.anchor_uid is not None:
                 uids = with_uids(uids, (member.anchor_uid,))
-            self.anchors[member.owner] = uids
+            self._anchors[member.owner] = uids
+
+    def update(self, other: OwnersWanted) -> None:
+        """`other`'s owners and anchors added; `other` is not to be used after."""
+        self.elsewhere_clusters |= other.elsewhere_clusters
+        for owner, uids in other._anchors.items():
+            mine = self._anchors.get(owner)
+            # An owner first seen here keeps the other's UIDs as they are, not a copy.
+            self._anchors[owner] = uids if mine is None else with_uids(mine, uids_of(uids))
 
     @property
     def owners(self) -> KeysView[UpstreamOwner]:
         """The owners to ask about."""
-        return self.anchors.keys()
+        return self._anchors.keys()
+
+    def anchors_of(self, owner: UpstreamOwner) -> frozenset[str]:
+        """The UIDs of the anchors the hub has of `owner`."""
+        return uids_of(self._anchors.get(owner, ()))
 
 
 class AnchorsNamed(ObjectScan[Replica]):
@@ -161,12 +183,7 @@ def first_read(
     for resource in kinds.swept:
         scans = scan_kind(hub, resource, scope, partial(OwnersWanted, shard), reads)
         while scans:  # each scan dropped once merged: not every scan's map beside the merged one
-            scan = scans.pop()
-            wanted.elsewhere_clusters |= scan.elsewhere_clusters
-            for owner, uids in scan.anchors.items():
-                mine = wanted.anchors.get(owner)
-                # An owner first seen here keeps this scan's UIDs as they are, not a copy.
-                wanted.anchors[owner] = uids if mine is None else with_uids(mine, uids)
+            wanted.update(scans.pop())
     named = KeySet()
     for resource in kinds.owners_only:
         for named_scan in scan_kind(hub, resource, scope, AnchorsNamed, reads):

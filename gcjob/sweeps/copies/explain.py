@@ -79,7 +79,7 @@ def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace)
         ctx.max_projects_gone,
     )
     facts = OwnerFacts(calls[owner.cluster], lookups.read(owner))
-    anchors = frozenset(wanted.anchors.get(owner, ()))
+    anchors = wanted.anchors_of(owner)
     judged = judge_group(owner, group, facts, anchors, ctx.now, ctx.min_age, ctx.clock_skew)
     trace.steps.extend(judged.traces[member.ref.uid].steps)
     if brake:

@@ -333,7 +333,7 @@ class Copies(Declaration[Kept, CopyTarget]):
 
         def group_plans(owner: UpstreamOwner) -> list[Planned[CopyTarget]]:
             group = judged.members[owner]
-            anchors = frozenset(wanted.anchors.get(owner, ()))
+            anchors = wanted.anchors_of(owner)
             result = judge_group(
                 owner,
                 group,

@@ -20,7 +20,9 @@ from gcjob.sweeps.copies.act import (
     MemberDeletion,
     OwnersWanted,
     Rechecks,
+    Uids,
     delete_member,
+    uids_of,
     with_uids,
 )
 from gcjob.sweeps.copies.scan import replica
@@ -70,7 +72,7 @@ def test_the_first_read_gathers_each_owner_and_its_anchors() -> None:
         "app",
         "web",
     )
-    assert wanted.anchors[owner] == (U1,)  # the upstream uid its name carries
+    assert wanted.anchors_of(owner) == {U1}  # the upstream uid its name carries
 
 
 def test_objects_read_only_for_their_anchors_name_them() -> None:
@@ -118,15 +120,17 @@ def test_a_copy_still_proven_gone_would_be_deleted_in_a_dry_run() -> None:
 def test_an_owners_anchor_uids_are_each_kept_once_in_a_tuple_while_few(
     batches: list[list[str]],
 ) -> None:
-    """What the first read keeps of an owner's anchors: every UID named, once; a tuple while
-    few (an owner has one anchor, almost always), a set past them, so that many copies naming
-    one owner cost no more than a set."""
-    uids: tuple[str, ...] | set[str] = ()
+    """What the first read keeps of an owner's anchors: every UID named, once; one as its
+    string (an owner has one anchor, almost always), a tuple while few, a set past them, so
+    that many copies naming one owner cost no more than a set."""
+    uids: Uids = ()
     for batch in batches:
         uids = with_uids(uids, batch)
     named = {uid for batch in batches for uid in batch}
-    assert set(uids) == named
-    if len(named) <= FEW_UIDS:
+    assert uids_of(uids) == named
+    if len(named) == 1:
+        assert isinstance(uids, str)
+    elif len(named) <= FEW_UIDS:
         assert isinstance(uids, tuple) and len(uids) == len(named)
     else:
         assert isinstance(uids, set)
