@@ -171,12 +171,26 @@ class Wanted:
         return wanted
 
 
-@dataclass(slots=True)  # one per (cluster, upstream namespace), for the run
+@dataclass(frozen=True, slots=True)  # one per (cluster, upstream namespace), for the run
 class _Namespace:
     gateways: frozenset[str] | None = None
     error: str = ""
     exists: bool | None = None
     asked: frozenset[str] = frozenset()  # `gateways` says nothing of names not asked for
+
+
+# One _Namespace for every equal one that names no error: most clusters' namespaces were asked
+# and found alike (one each, and its (cluster, namespace) key, were about 120 bytes a cluster
+# through the owners' reads). An error names its cluster: not kept past the cluster's own.
+SHARED_NAMESPACES: OneOfEach[_Namespace, _Namespace] = OneOfEach()
+
+
+def _one_of_each(entry: _Namespace) -> _Namespace:
+    return entry if entry.error else SHARED_NAMESPACES.kept(entry, entry)
+
+
+# A cluster's namespaces: almost always one, held as a pair with its name; a map past one.
+ClusterNamespaces = tuple[str, _Namespace] | dict[str, _Namespace]
 
 
 @dataclass
@@ -185,7 +199,7 @@ class UpstreamIndex:
     # What the lookups found, handed on to another sweep's reads this round (shared.py).
     found: Found | None = None
     clusters: dict[str, ClusterState] = field(default_factory=dict)
-    _namespaces: dict[tuple[str, str], _Namespace] = field(default_factory=dict)
+    _namespaces: dict[str, ClusterNamespaces] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _reading: dict[tuple[str, str], threading.Lock] = field(default_factory=dict)
 
@@ -251,7 +265,7 @@ class UpstreamIndex:
         state = replace(state, routes=state.routes + routes)
         with self._lock:
             for namespace, entry in sorted(namespaces.items()):
-                self._namespaces[(cluster, namespace)] = entry
+                self._keep(cluster, namespace, entry)
         if stop is None and state.status is ClusterStatus.OK:
             state = self._judged(cluster, state, groups, min_routes)
         with self._lock:
@@ -286,8 +300,25 @@ class UpstreamIndex:
             detail=suspect_detail(held, len(suspect)),
         )
 
+    def _entry(self, cluster: str, namespace: str) -> _Namespace | None:
+        held = self._namespaces.get(cluster)
+        if isinstance(held, tuple):
+            return held[1] if held[0] == namespace else None
+        return held.get(namespace) if held is not None else None
+
+    def _keep(self, cluster: str, namespace: str, entry: _Namespace) -> None:
+        """Keeps what `cluster`'s `namespace` said; called with the lock held."""
+        entry = _one_of_each(entry)
+        held = self._namespaces.get(cluster)
+        if held is None or (isinstance(held, tuple) and held[0] == namespace):
+            self._namespaces[cluster] = (namespace, entry)
+        elif isinstance(held, tuple):
+            self._namespaces[cluster] = {held[0]: held[1], namespace: entry}
+        else:
+            held[namespace] = entry
+
     def _found(self, cluster: str, namespace: str, name: str) -> bool:
-        entry = self._namespaces.get((cluster, namespace))
+        entry = self._entry(cluster, namespace)
         return entry is not None and entry.gateways is not None and name in entry.gateways
 
     def _read_cluster(
@@ -367,7 +398,7 @@ class UpstreamIndex:
             return False
         if state.status not in (ClusterStatus.OK, ClusterStatus.SUSPECT):
             return True  # the cluster's own state decides, whatever the names
-        entry = self._namespaces.get((target.cluster, target.namespace))
+        entry = self._entry(target.cluster, target.namespace)
         return entry is not None and entry.asked.issuperset(target.gateways)
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool | None:
@@ -375,21 +406,23 @@ class UpstreamIndex:
         once (from the upstream readers too, a deletion's live reads read ahead: one at a time
         per namespace)."""
         with self._lock:
-            entry = self._namespaces.setdefault((cluster, namespace), _Namespace())
             guard = self._reading.setdefault((cluster, namespace), threading.Lock())
         with guard:
+            entry = self._entry(cluster, namespace) or _Namespace()
             if entry.exists is None:
                 try:
                     reader = self._reader(cluster)
                     found = reader.get(NAMESPACES, None, namespace, reduce.name_of)
                 except KubeError:
                     return None
-                entry.exists = found is not None
+                entry = replace(entry, exists=found is not None)
+                with self._lock:
+                    self._keep(cluster, namespace, entry)
             return entry.exists
 
     def view(self, target: RouteTarget) -> UpstreamView:
         state = self.cluster(target.cluster)
-        entry = self._namespaces.get((target.cluster, target.namespace), _Namespace())
+        entry = self._entry(target.cluster, target.namespace) or _Namespace()
         status = state.status
         if status is ClusterStatus.SUSPECT and target.route_namespace in state.vouched:
             status = ClusterStatus.OK  # its own hub namespace's routes found theirs here

@@ -6,6 +6,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.enumerate.parallel import Reads
 from gcjob.enumerate.upstream import FEW_ASKED, Group, UpstreamIndex, Wanted
@@ -344,3 +346,60 @@ def test_clusters_that_end_alike_keep_one_state_and_none_can_be_changed_under_an
     assert p3 is not p1 and p3.gateways_found == 0 and p3.status is ClusterStatus.OK
     with pytest.raises(dataclasses.FrozenInstanceError):
         p1.routes = 5  # type: ignore[misc]
+
+
+CLUSTERS = ("c1", "c2", "c3")
+NAMESPACES_ASKED = ("app", "web")
+GATEWAY_NAMES = ("gw", "gw-b")
+ROUTE = st.tuples(
+    st.sampled_from(CLUSTERS),
+    st.sampled_from(NAMESPACES_ASKED),
+    st.sets(st.sampled_from(GATEWAY_NAMES), min_size=1),
+)
+UPSTREAM = st.sets(st.tuples(st.sampled_from(NAMESPACES_ASKED), st.sampled_from(GATEWAY_NAMES)))
+
+
+@given(
+    routes=st.lists(ROUTE, min_size=1, max_size=8),
+    upstream=st.fixed_dictionaries({c: UPSTREAM for c in CLUSTERS}),
+    namespaces=st.fixed_dictionaries(
+        {c: st.sets(st.sampled_from(NAMESPACES_ASKED)) for c in CLUSTERS}
+    ),
+)
+def test_each_clusters_namespaces_answer_for_that_cluster_alone(
+    routes: list[tuple[str, str, set[str]]],
+    upstream: dict[str, set[tuple[str, str]]],
+    namespaces: dict[str, set[str]],
+) -> None:
+    """Equal answers of different clusters are held as one object (and a cluster's one
+    namespace as a pair): what each view says is still that cluster's and namespace's own,
+    a namespace's existence read for one cluster included."""
+    stores = {
+        cluster: CountingStore(
+            *(gateway(ns, name) for ns, name in upstream[cluster]),
+            *(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                for ns in namespaces[cluster]
+            ),
+        )
+        for cluster in CLUSTERS
+    }
+    index = UpstreamIndex(SnapshotUpstreams(stores))
+    targets = [RouteTarget(c, ns, tuple(sorted(names))) for c, ns, names in routes]
+    index.load(Wanted.of(targets), suspect_min_routes=100)
+    for target in targets:
+        asked = {
+            n
+            for c, ns, names in routes
+            if (c, ns) == (target.cluster, target.namespace)
+            for n in names
+        }
+        there = {name for ns, name in upstream[target.cluster] if ns == target.namespace}
+        assert index.covers(target)
+        assert index.view(target).gateways == frozenset(asked & there)
+    for target in targets:
+        exists = target.namespace in namespaces[target.cluster]
+        assert index.namespace_exists(target.cluster, target.namespace) is exists
+    for target in targets:
+        view = index.view(target)
+        assert view.namespace_exists is (target.namespace in namespaces[target.cluster])
