@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Any, TextIO
 
 import click
@@ -643,7 +642,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
     is_project: Callable[[str], bool] = never_a_project
     if settings.upstream_kubeconfig or settings.upstream_server_template:
         resolver = UpstreamResolver(settings.upstream_kubeconfig, settings.upstream_server_template)
-        live = LiveUpstreams(resolver, make_upstream_access, partial(ReadBudget, limits))
+        live = LiveUpstreams(resolver, make_upstream_access, limits)
         api = settings.project_api or project_api_from_template(settings.upstream_server_template)
         if api is not None and resolver.server_template:
             # Counted with the upstreams; no cluster can be named with parentheses.

@@ -303,18 +303,17 @@ class PatchResult:
     detail: str = ""  # the server's word on a conflict (which test failed)
 
 
-class Discovered:
+class KeepsDiscovery:
     """What one server's discovery said of the groups asked about (and the readers'
     `discovery_groups`), kept for the run and shared by the readers of that server. The map is
     replaced whole, never changed, so a reader looks at it without a lock; equal maps are one
     object (most upstream clusters serve the same groups: a map each was 232 bytes a cluster).
     Two readers of one server asking at once may each read a document; the first answer kept
-    for a group stays."""
+    for a group stays. Its `groups` slot is its subclasses' (an upstream cluster's is kept on
+    the object that is its read budget: kube/upstreams.py)."""
 
-    __slots__ = ("groups",)
-
-    def __init__(self) -> None:
-        self.groups: Mapping[str, discovery.Versions | None] = {}
+    __slots__ = ()
+    groups: Mapping[str, discovery.Versions | None]
 
     def add(
         self, found: Mapping[str, discovery.Versions | None]
@@ -323,8 +322,18 @@ class Discovered:
         with _DISCOVERED_LOCK:
             groups = {**found, **self.groups}
             key = tuple(sorted((group, id(versions)) for group, versions in groups.items()))
-            self.groups = SHARED_GROUPS.kept(key, groups)
+            # The slot is each subclass's (mypy reads only this class's empty __slots__).
+            self.groups = SHARED_GROUPS.kept(key, groups)  # type: ignore[misc]
             return self.groups
+
+
+class Discovered(KeepsDiscovery):
+    """A reader's own, or one server's: nothing known yet."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self) -> None:
+        self.groups = {}
 
 
 _DISCOVERED_LOCK = threading.Lock()  # held to replace one map: never while anything is read
@@ -357,7 +366,7 @@ class KubeAccess(ListsByFolding):
         max_value_chars: int = MAX_VALUE_CHARS,
         aggregated_discovery: bool = False,
         discovery_groups: frozenset[str] = frozenset(),
-        discovered: Discovered | None = None,
+        discovered: KeepsDiscovery | None = None,
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`resourceVersion=0`, the cache
         read of gcjob/kube/liststrategy.py; a run sets it once it has chosen), which can lag
@@ -379,7 +388,7 @@ class KubeAccess(ListsByFolding):
         self.max_value_chars = max_value_chars
         self.aggregated_discovery = aggregated_discovery
         self.discovery_groups = discovery_groups
-        self.discovered = discovered if discovered is not None else Discovered()
+        self.discovered: KeepsDiscovery = discovered if discovered is not None else Discovered()
 
     def renew_budget(self) -> None:
         """The same budget again, unspent: a round of --drain is a full sweep, and reads

@@ -6,11 +6,10 @@ renews every cluster's budget for the readers made after it."""
 from __future__ import annotations
 
 import threading
-from functools import partial
 from pathlib import Path
 
 from gcjob.budget import RunBudget
-from gcjob.kube.access import KubeAccess, ReadBudget, ReadLimits
+from gcjob.kube.access import KubeAccess, ReadLimits
 from gcjob.kube.connect import UpstreamClient, UpstreamResolver
 from gcjob.kube.transport import RequestStats, Transport
 from gcjob.kube.upstreams import LiveUpstreams, Shared
@@ -41,7 +40,7 @@ def upstreams(tmp_path: Path) -> tuple[LiveUpstreams, list[str]]:
         )
         return KubeAccess(transport, budget=shared.budget, discovered=shared.discovered)
 
-    return LiveUpstreams(resolver, make_access, partial(ReadBudget, ReadLimits())), made
+    return LiveUpstreams(resolver, make_access, ReadLimits()), made
 
 
 def test_a_clusters_readers_share_its_budget_and_discovery_and_no_other_does(
@@ -94,4 +93,6 @@ def test_a_round_of_a_drain_renews_each_clusters_budget_for_its_next_readers(
     after = live.reader_for("p-1")
     assert after.budget is not None and after.budget is not before.budget
     assert after.budget.items == 0 and before.budget.items == 5
-    assert after.discovered is before.discovered  # what it serves is not read again
+    # What it serves is not read again; its client is kept.
+    assert after.discovered.groups is before.discovered.groups
+    assert after.transport.api_client is before.transport.api_client
