@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import sys
 import threading
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -382,21 +383,23 @@ class ProjectReads:
         # Each project listed, and whether it is being deleted: all its answer rests on (a
         # project's uid and creation were kept too: about 200 bytes a project for the run).
         self._listed: dict[str, bool] | None = None
-        self._answers: dict[str, ProjectAnswer] = {}
+        self._answers: dict[str, ProjectAnswer] = {}  # of the projects not listed, read by GET
         self._failed: dict[str, str] = {}  # project -> why it could not be read ("": the list)
         self._list_error: KubeError | None = None
 
-    def answers(self, clusters: Iterable[str]) -> dict[str, ProjectAnswer]:
+    def answers(self, clusters: Iterable[str]) -> Mapping[str, ProjectAnswer]:
         """What the Project API says of every project among `clusters` (UNREAD without an
         API, or when its read failed). Raises Stopped."""
         names = sorted({c for c in clusters if self.is_project(c)})
         if self.api is None or not names:
             return dict.fromkeys(names, ProjectAnswer.UNREAD)
         listed = self._list(self.api)
+        if listed is None:
+            return dict.fromkeys(names, ProjectAnswer.UNREAD)
         for name in names:
-            if name not in self._answers:
+            if name not in listed and name not in self._answers:
                 self._answers[name] = self._answer(self.api, name, listed)
-        return {name: self._answers[name] for name in names}
+        return ProjectAnswers(tuple(names), listed, self._answers)
 
     def list_at_start(self) -> KubeError | None:
         """The run's one list of projects, read before any sweep asks: the error it failed
@@ -459,6 +462,42 @@ class ProjectReads:
                 return ProjectAnswer.NOT_FOUND
             terminating = got[1]
         return ProjectAnswer.TERMINATING if terminating else ProjectAnswer.FOUND
+
+
+class ProjectAnswers(Mapping[str, ProjectAnswer]):
+    """What the Project API says of `names` (sorted, each once), read from the round's list and
+    GETs each time it is asked, not copied: a map of them was about 30 bytes a project, one
+    for each sweep, held while it judges."""
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        listed: Mapping[str, bool],
+        read: Mapping[str, ProjectAnswer],
+    ) -> None:
+        self._names = names
+        self._listed = listed
+        self._read = read
+
+    def __getitem__(self, name: str) -> ProjectAnswer:
+        if name not in self:
+            raise KeyError(name)
+        terminating = self._listed.get(name)
+        if terminating is None:
+            return self._read[name]
+        return ProjectAnswer.TERMINATING if terminating else ProjectAnswer.FOUND
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        at = bisect_left(self._names, name)
+        return at < len(self._names) and self._names[at] == name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def _terminating(obj: dict[str, Any]) -> tuple[str, bool] | None:

@@ -149,3 +149,43 @@ def test_a_listed_projects_name_is_the_string_its_hub_objects_name_its_cluster_b
     assert reads._listed is not None
     (listed,) = reads._listed
     assert listed is cluster
+
+
+@given(
+    listed=st.dictionaries(st.sampled_from(["p-a", "p-b", "p-c", "p-d"]), st.booleans()),
+    asked=st.lists(st.sampled_from(["p-a", "p-b", "p-c", "p-d", "p-e", "ctx"]), max_size=8),
+)
+def test_each_projects_answer_is_read_from_the_list_or_its_own_get(
+    listed: dict[str, bool], asked: list[str]
+) -> None:
+    """The answers handed to a sweep are read from the round's list and GETs when asked, not
+    copied: each project listed is found (or being deleted), one not listed is NotFound by its
+    GET, and a cluster that is no project is not among them."""
+    api = SnapshotStore("milo", [], every_kind=True)
+    for name, terminating in listed.items():
+        meta: dict[str, object] = {"name": name, "uid": f"u-{name}"}
+        if terminating:
+            meta["deletionTimestamp"] = "2026-11-27T00:00:00Z"
+        api.add(
+            {
+                "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
+                "kind": "Project",
+                "metadata": meta,
+            }
+        )
+    reads = owners.ProjectReads(api, lambda name: name.startswith("p-"))
+    answers = reads.answers(asked)
+    expected = {
+        name: (
+            ProjectAnswer.NOT_FOUND
+            if name not in listed
+            else ProjectAnswer.TERMINATING
+            if listed[name]
+            else ProjectAnswer.FOUND
+        )
+        for name in sorted(set(asked))
+        if name.startswith("p-")
+    }
+    assert dict(answers) == expected
+    assert list(answers) == list(expected) and len(answers) == len(expected)
+    assert "ctx" not in answers and "p-z" not in answers

@@ -142,11 +142,12 @@ def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> Iter
 
 
 def project_answers(
-    index: UpstreamIndex, projects: ProjectReads
-) -> tuple[dict[str, ProjectAnswer], list[str]]:
-    """What the Project API says of the projects the routes name, and which of their
-    control planes answered (what vouches for the API: decide/projects.py)."""
-    clusters = sorted(index.clusters)
+    index: UpstreamIndex, projects: ProjectReads, elsewhere: Iterable[str] = ()
+) -> tuple[Mapping[str, ProjectAnswer], list[str]]:
+    """What the Project API says of the projects the routes name (and, with --shard, of the
+    clusters other shards read: `elsewhere`), and which of their control planes answered
+    (what vouches for the API: decide/projects.py)."""
+    clusters = [*index.clusters, *elsewhere]
     answered = [
         name
         for name, state in index.clusters.items()

@@ -325,8 +325,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
         other shards read, whose projects found gone the brake counts too (the whole hub)."""
         run = self.run
         try:
-            answers, answered = project_answers(index, self.projects)
-            answers |= self.projects.answers(elsewhere)
+            answers, answered = project_answers(index, self.projects, elsewhere)
         except Stopped as exc:
             raise Incomplete("stopped while reading the Project API", exc) from exc
         calls, brake = project_calls(
