@@ -177,6 +177,7 @@ class _Namespace:
     error: str = ""
     exists: bool | None = None
     asked: frozenset[str] = frozenset()  # `gateways` says nothing of names not asked for
+    namespace: str = ""  # which (kept with it, so that a cluster's one needs no pair)
 
 
 # One _Namespace for every equal one that names no error: most clusters' namespaces were asked
@@ -189,8 +190,9 @@ def _one_of_each(entry: _Namespace) -> _Namespace:
     return entry if entry.error else SHARED_NAMESPACES.kept(entry, entry)
 
 
-# A cluster's namespaces: almost always one, held as a pair with its name; a map past one.
-ClusterNamespaces = tuple[str, _Namespace] | dict[str, _Namespace]
+# A cluster's namespaces: almost always one, held alone (it names its namespace); a map past
+# one.
+ClusterNamespaces = _Namespace | dict[str, _Namespace]
 
 
 @dataclass
@@ -302,18 +304,18 @@ class UpstreamIndex:
 
     def _entry(self, cluster: str, namespace: str) -> _Namespace | None:
         held = self._namespaces.get(cluster)
-        if isinstance(held, tuple):
-            return held[1] if held[0] == namespace else None
+        if isinstance(held, _Namespace):
+            return held if held.namespace == namespace else None
         return held.get(namespace) if held is not None else None
 
     def _keep(self, cluster: str, namespace: str, entry: _Namespace) -> None:
         """Keeps what `cluster`'s `namespace` said; called with the lock held."""
-        entry = _one_of_each(entry)
+        entry = _one_of_each(replace(entry, namespace=namespace))
         held = self._namespaces.get(cluster)
-        if held is None or (isinstance(held, tuple) and held[0] == namespace):
-            self._namespaces[cluster] = (namespace, entry)
-        elif isinstance(held, tuple):
-            self._namespaces[cluster] = {held[0]: held[1], namespace: entry}
+        if held is None or (isinstance(held, _Namespace) and held.namespace == namespace):
+            self._namespaces[cluster] = entry
+        elif isinstance(held, _Namespace):
+            self._namespaces[cluster] = {held.namespace: held, namespace: entry}
         else:
             held[namespace] = entry
 
