@@ -116,6 +116,8 @@ class Found:
                 self._found[cluster] = places
             else:
                 self._found.pop(cluster, None)
+                if not self._found:  # all taken: its table, sized for every cluster, goes too
+                    self._found = {}
         return {name: there[name].seen() for name in names}
 
     def _places(self, cluster: str) -> dict[Place, tuple[_Kept, ...]]:

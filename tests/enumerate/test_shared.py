@@ -4,6 +4,7 @@ asked; an absence never is (issue 33 item 1: each proof rule stays as strong).""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 from hypothesis import given
@@ -108,3 +109,12 @@ def test_finds_in_many_places_of_a_cluster_are_each_handed_on_once_and_whole(
             want = {name: there[name] for name in names}
             del model[(cluster, resource, namespace)]
         assert shared.take(cluster, resource, namespace, dict.fromkeys(names)) == want
+
+
+def test_once_every_find_is_taken_nothing_sized_for_them_is_held() -> None:
+    shared = Found()
+    for n in range(1000):
+        shared.add(f"p{n}", GATEWAYS, "app", {"a": seen("a")})
+    for n in range(1000):
+        assert shared.take(f"p{n}", GATEWAYS, "app", {"a": None}) == {"a": seen("a")}
+    assert sys.getsizeof(shared._found) == sys.getsizeof({})
