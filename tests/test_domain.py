@@ -6,6 +6,8 @@ import json
 from importlib import resources
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcjob.decide.explanation import SWEEP_OF
 from gcjob.domain import (
@@ -18,6 +20,7 @@ from gcjob.domain import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_reserved_namespace,
+    sorted_names,
 )
 from gcjob.kube.resources import COMPANION_RESOURCES, JUDGED_RESOURCES, REPLICATED_RESOURCES
 from gcjob.model import Sweep
@@ -164,3 +167,8 @@ def test_every_list_of_kinds_is_the_one_table() -> None:
     assert set(REPLICATED_PLURALS) == set(replicated)
     assert set(REPLICATED_RESOURCES) | set(COMPANION_RESOURCES) == {kind for _, kind in replicated}
     assert set(TARGET_KINDS.values()) == set(kinds)
+
+
+@given(st.lists(st.sampled_from(["p-a", "p-b", "p-c", "ctx", ""]), max_size=12))
+def test_sorted_names_are_each_name_once_in_order(names: list[str]) -> None:
+    assert sorted_names(names) == tuple(sorted(set(names)))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gcjob.brakes import projects_brake
-from gcjob.domain import is_dns1123_label
+from gcjob.domain import is_dns1123_label, sorted_names
 from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
 PROJECT_GROUP = "resourcemanager.miloapis.com"
@@ -153,7 +153,7 @@ def project_calls(
     clusters other shards judge: the brake counts theirs found gone too (by `answers`), so
     that it holds for the whole hub, the same in every shard."""
     api = check_project_api(answers, [c for c in answered if is_project(c)])
-    asked = tuple(sorted(set(clusters)))
+    asked = sorted_names(clusters)
     calls = ProjectCalls(asked, is_project, answers, api)
     gone = [c for c, call in calls.items() if call.state is ProjectState.GONE]
     others = set(elsewhere) - calls.keys()

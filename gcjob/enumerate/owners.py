@@ -27,6 +27,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
+from gcjob.domain import sorted_names
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.enumerate.upstream import UpstreamSource
@@ -390,7 +391,7 @@ class ProjectReads:
     def answers(self, clusters: Iterable[str]) -> Mapping[str, ProjectAnswer]:
         """What the Project API says of every project among `clusters` (UNREAD without an
         API, or when its read failed). Raises Stopped."""
-        names = sorted({c for c in clusters if self.is_project(c)})
+        names = sorted_names(c for c in clusters if self.is_project(c))
         if self.api is None or not names:
             return dict.fromkeys(names, ProjectAnswer.UNREAD)
         listed = self._list(self.api)
@@ -399,7 +400,7 @@ class ProjectReads:
         for name in names:
             if name not in listed and name not in self._answers:
                 self._answers[name] = self._answer(self.api, name, listed)
-        return ProjectAnswers(tuple(names), listed, self._answers)
+        return ProjectAnswers(names, listed, self._answers)
 
     def list_at_start(self) -> KubeError | None:
         """The run's one list of projects, read before any sweep asks: the error it failed
@@ -413,7 +414,7 @@ class ProjectReads:
     def failed(self, clusters: Iterable[str]) -> str:
         """Why the Project API could not answer for some project among `clusters`: its list's
         error, else the first failed GET's; "" when every read it needed answered."""
-        names = sorted({c for c in clusters if self.is_project(c)})
+        names = sorted_names(c for c in clusters if self.is_project(c))
         if names and "" in self._failed:
             return self._failed[""]
         return next((self._failed[c] for c in names if c in self._failed), "")
