@@ -502,8 +502,6 @@ class ProjectAnswers(Mapping[str, ProjectAnswer]):
 
 
 def _terminating(obj: dict[str, Any]) -> tuple[str, bool] | None:
-    """A project's name and whether it is being deleted. The name interned: the same string
-    as the cluster name its hub objects carry (domain.decode_cluster_label), not one more for
-    each project, held for the run."""
+    """A project's name and whether it is being deleted."""
     found = seen(obj)
-    return None if found is None else (sys.intern(found[0]), found[1].terminating)
+    return None if found is None else (found[0], found[1].terminating)

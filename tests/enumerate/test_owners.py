@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.domain import decode_cluster_label
 from gcjob.enumerate import owners
 from gcjob.enumerate.owners import Kinds, answered
 from gcjob.kube.resources import GATEWAYS
@@ -128,27 +127,6 @@ def test_a_read_kept_with_identity_comes_back_whole_and_without_it_never_carries
             namespace=namespace,
             owner=owner,
         )
-
-
-def test_a_listed_projects_name_is_the_string_its_hub_objects_name_its_cluster_by() -> None:
-    """One string a project for the run, whichever was read first: the Project API's list or
-    the hub's cluster labels."""
-    api = SnapshotStore("milo", [], every_kind=True)
-    name = "".join(["proj-", "listed"])  # made at run time, as a decoded answer is
-    api.add(
-        {
-            "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
-            "kind": "Project",
-            "metadata": {"name": name, "uid": "u-1"},
-        }
-    )
-    reads = owners.ProjectReads(api, lambda _: True)
-    assert reads.list_at_start() is None
-    cluster = decode_cluster_label("cluster-proj-listed")
-    assert cluster is not None and reads.answers([cluster]) == {cluster: ProjectAnswer.FOUND}
-    assert reads._listed is not None
-    (listed,) = reads._listed
-    assert listed is cluster
 
 
 @given(
