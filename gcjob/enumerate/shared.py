@@ -121,7 +121,8 @@ class Found:
         return {name: there[name].seen() for name in names}
 
     def _places(self, cluster: str) -> dict[Place, tuple[_Kept, ...]]:
-        """The cluster's finds by place, as a map of its own (the caller keeps it or not)."""
+        """The cluster's finds by place: the map held, past one find; else a new one (held
+        only if the caller stores it)."""
         held = self._found.get(cluster)
         if held is None:
             return {}
