@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 COMPANION_LABEL = "compute.datumapis.com/referenced-data"
 REFERRERS_ANNOTATION = "compute.datumapis.com/referenced-by"
@@ -185,6 +186,29 @@ def sorted_names(names: Iterable[str]) -> tuple[str, ...]:
     several at once were the run's peak at 10,000 projects."""
     ordered = sorted(names)
     return tuple(name for at, name in enumerate(ordered) if not at or ordered[at - 1] != name)
+
+
+V = TypeVar("V")
+
+
+class ByName(Mapping[str, V]):
+    """A map over names kept as one sorted tuple (`sorted_names`), its values made when asked
+    (`__getitem__`, the subclass's): what is looked up per name is not copied for each."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self._names = names
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        at = bisect_left(self._names, name)
+        return at < len(self._names) and self._names[at] == name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def decode_cluster_label(value: str) -> str | None:

@@ -12,12 +12,11 @@ Pure: the answers are read elsewhere (enumerate) and passed in.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gcjob.brakes import projects_brake
-from gcjob.domain import is_dns1123_label, sorted_names
+from gcjob.domain import ByName, is_dns1123_label, sorted_names
 from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
 PROJECT_GROUP = "resourcemanager.miloapis.com"
@@ -93,7 +92,7 @@ def never_a_project(cluster: str) -> bool:
     return False
 
 
-class ProjectCalls(Mapping[str, ProjectCall]):
+class ProjectCalls(ByName[ProjectCall]):
     """Each cluster's project call, made from the answers each time it is asked for (a pure
     function of them), not held: a map of calls, each detail naming its project, was about
     120 bytes a project for the run. Behind the projects brake (`brake`: its reason, "" when
@@ -107,7 +106,7 @@ class ProjectCalls(Mapping[str, ProjectCall]):
         api: ProjectApiCheck,
         brake: str = "",
     ) -> None:
-        self._clusters = clusters
+        super().__init__(clusters)
         self._is_project = is_project
         self._answers = answers
         self._api = api
@@ -125,18 +124,6 @@ class ProjectCalls(Mapping[str, ProjectCall]):
         """Its call before the brake, whichever cluster (another shard's too)."""
         answer = self._answers.get(cluster, ProjectAnswer.UNREAD)
         return judge_project(cluster, self._is_project(cluster), answer, self._api)
-
-    def __contains__(self, cluster: object) -> bool:
-        if not isinstance(cluster, str):
-            return False
-        at = bisect_left(self._clusters, cluster)
-        return at < len(self._clusters) and self._clusters[at] == cluster
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._clusters)
-
-    def __len__(self) -> int:
-        return len(self._clusters)
 
 
 def project_calls(

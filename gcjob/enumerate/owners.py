@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import sys
 import threading
-from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
-from gcjob.domain import sorted_names
+from gcjob.domain import ByName, sorted_names
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.shared import Found, Seen, seen
 from gcjob.enumerate.upstream import UpstreamSource
@@ -465,7 +464,7 @@ class ProjectReads:
         return ProjectAnswer.TERMINATING if terminating else ProjectAnswer.FOUND
 
 
-class ProjectAnswers(Mapping[str, ProjectAnswer]):
+class ProjectAnswers(ByName[ProjectAnswer]):
     """What the Project API says of `names` (sorted, each once), read from the round's list and
     GETs each time it is asked, not copied: a map of them was about 30 bytes a project, one
     for each sweep, held while it judges."""
@@ -476,7 +475,7 @@ class ProjectAnswers(Mapping[str, ProjectAnswer]):
         listed: Mapping[str, bool],
         read: Mapping[str, ProjectAnswer],
     ) -> None:
-        self._names = names
+        super().__init__(names)
         self._listed = listed
         self._read = read
 
@@ -487,18 +486,6 @@ class ProjectAnswers(Mapping[str, ProjectAnswer]):
         if terminating is None:
             return self._read[name]
         return ProjectAnswer.TERMINATING if terminating else ProjectAnswer.FOUND
-
-    def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str):
-            return False
-        at = bisect_left(self._names, name)
-        return at < len(self._names) and self._names[at] == name
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
 
 
 def _terminating(obj: dict[str, Any]) -> tuple[str, bool] | None:
