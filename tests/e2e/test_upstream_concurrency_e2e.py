@@ -312,14 +312,17 @@ def test_hostile_upstreams_at_once_stay_within_memory_and_budget(
     why = {
         "huge": "more than 50000 list items",
         "gzip": "Content-Encoding 'gzip', not asked for",
-        "pages": "more than 20 continued list pages",
+        # 2,000 items a page: on a loaded machine its time may run out before its pages do.
+        "pages": ("more than 20 continued list pages", "(--upstream-max-time)"),
         "loop": "more than 20 continued list pages",
         "wide": "read budget ran out",  # its bytes, or its time on a loaded machine
         "drip": "seconds waiting on answers (--upstream-max-time)",
     }
     for cluster, mode in hostile.items():
         assert clusters[cluster]["status"] == "unavailable", clusters[cluster]
-        assert why[mode] in clusters[cluster]["detail"], clusters[cluster]
+        expected = why[mode]
+        named = (expected,) if isinstance(expected, str) else expected
+        assert any(n in clusters[cluster]["detail"] for n in named), clusters[cluster]
         assert hub.present("HTTPRoute", ns, f"{cluster}-route")
     # Each loop cluster asked its first page and 20 continued ones, then stopped.
     loops = [c for c, mode in hostile.items() if mode == "loop"]
