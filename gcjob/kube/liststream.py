@@ -59,7 +59,10 @@ class ListStream:
         self._pos = 0
         self._ended = False
         self._retry_at = 0  # a value that did not decode is retried once the buffer grows
-        self._state = self._open_object
+        # The state is the class's function, not a method bound to this stream: a stream
+        # holding its own bound method was a cycle, and it kept the sink it fed (a whole
+        # scan's results) until the cyclic collector ran, long after the list ended.
+        self._state: Callable[[ListStream], bool] = ListStream._open_object
         self._key: str | None = None
         self._fields: dict[str, Any] = {}
         self._items_seen = False
@@ -77,7 +80,7 @@ class ListStream:
         self._ended = True
         self._retry_at = 0
         self._run()
-        if self._state != self._after_object:
+        if self._state is not ListStream._after_object:
             raise ValueError("the answer ends inside the list")
         if not self._items_seen:
             raise ValueError("list without items")
@@ -87,7 +90,7 @@ class ListStream:
 
     def _run(self) -> None:
         try:
-            while self._state():
+            while self._state(self):
                 pass
         except _NeedMore:
             if self._ended:
@@ -145,24 +148,24 @@ class ListStream:
 
     def _open_object(self) -> bool:
         self._expect("{")
-        self._state = self._first_key
+        self._state = ListStream._first_key
         return True
 
     def _first_key(self) -> bool:
         if self._skip_space() == "}":
             self._pos += 1
-            self._state = self._after_object
+            self._state = ListStream._after_object
             return True
-        self._state = self._key_name
+        self._state = ListStream._key_name
         return True
 
     def _next_key(self) -> bool:
         char = self._skip_space()
         self._pos += 1
         if char == "}":
-            self._state = self._after_object
+            self._state = ListStream._after_object
         elif char == ",":
-            self._state = self._key_name
+            self._state = ListStream._key_name
         else:
             raise ValueError("expected ',' or '}' at top level of the list")
         return True
@@ -172,18 +175,18 @@ class ListStream:
             raise ValueError("expected a key at top level of the list")
         key = self._value()
         self._key = key
-        self._state = self._colon
+        self._state = ListStream._colon
         return True
 
     def _colon(self) -> bool:
         self._expect(":")
-        self._state = self._items_open if self._key == "items" else self._field_value
+        self._state = ListStream._items_open if self._key == "items" else ListStream._field_value
         return True
 
     def _field_value(self) -> bool:
         assert self._key is not None
         value = self._fields[self._key] = self._value()
-        self._state = self._next_key
+        self._state = ListStream._next_key
         if self._on_field is not None:
             self._on_field(self._key, value)
         return True
@@ -193,39 +196,39 @@ class ListStream:
         if char == "[":
             self._pos += 1
             self._items_seen = True
-            self._state = self._first_item
+            self._state = ListStream._first_item
             return True
         # `"items": null` is how a real server sends an empty list (Go's nil slice).
         if char == "n":
             if self._value() is not None:
                 raise ValueError("items is not a list")
             self._items_seen = True
-            self._state = self._next_key
+            self._state = ListStream._next_key
             return True
         raise ValueError("items is not a list")
 
     def _first_item(self) -> bool:
         if self._skip_space() == "]":
             self._pos += 1
-            self._state = self._next_key
+            self._state = ListStream._next_key
         else:
-            self._state = self._item
+            self._state = ListStream._item
         return True
 
     def _next_item(self) -> bool:
         char = self._skip_space()
         self._pos += 1
         if char == "]":
-            self._state = self._next_key
+            self._state = ListStream._next_key
         elif char == ",":
-            self._state = self._item
+            self._state = ListStream._item
         else:
             raise ValueError("expected ',' or ']' between items")
         return True
 
     def _item(self) -> bool:
         item = self._value()
-        self._state = self._next_item
+        self._state = ListStream._next_item
         self.items += 1
         self._on_item(item)
         return True

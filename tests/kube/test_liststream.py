@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from typing import Any
 
 import pytest
@@ -198,3 +200,25 @@ def test_each_top_level_field_is_handed_on_as_soon_as_it_is_decoded(chunk: int) 
     assert seen[2][1] == {"resourceVersion": "42", "continue": "tok"}
     assert head == {key: value for key, value, _ in seen}
     assert items == LIST["items"]
+
+
+def test_a_stream_is_freed_by_its_last_reference_not_by_the_cyclic_collector() -> None:
+    """A stream holds what it feeds (a scan's sink): were the stream in a cycle, the sink
+    would outlive the list until the collector ran."""
+
+    class Sink:
+        def __init__(self) -> None:
+            self.items: list[Any] = []
+
+    gc.collect()
+    gc.disable()
+    try:
+        sink = Sink()
+        stream = ListStream(sink.items.append)
+        stream.feed(json.dumps(LIST).encode())
+        stream.end()
+        left, freed = weakref.ref(sink), weakref.ref(stream)
+        del sink, stream
+        assert left() is None and freed() is None
+    finally:
+        gc.enable()
