@@ -596,14 +596,14 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
     )
 
     def make_upstream_access(
-        upstream: UpstreamClient, target: str, shared: Shared | None = None
+        upstream: UpstreamClient, cluster: str, shared: Shared | None = None
     ) -> KubeAccess:
         """Each upstream cluster on its own read budget: a hostile or broken one runs out of
-        it and is unavailable; the others go on. `shared`: the budget and discovery of the
-        cluster's earlier readers (kube/upstreams.py)."""
+        it and is unavailable; the others go on. `shared`: the budget, discovery and count of
+        requests of the cluster's earlier readers (kube/upstreams.py)."""
         transport = Transport(
             upstream.client,
-            target,
+            f"upstream/{cluster}",  # made for this reader: not kept for the run
             server=upstream.server,
             stats=stats,
             budget=budget,
@@ -611,6 +611,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             retry=UPSTREAM_RETRY,
             max_body_bytes=limits.value,
             keeps_date=False,  # the run's clock is the hub's
+            counts=shared,
         )
         return KubeAccess(
             transport,
@@ -618,7 +619,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             # An upstream's lists are small and its version is not asked (a request more per
             # cluster): read from the cache, one request a list, unless pages are forced.
             list_from_cache=settings.list_from != "pages",
-            budget=ReadBudget(limits, target) if shared is None else shared.budget,
+            budget=ReadBudget(limits, cluster) if shared is None else shared.budget,
             max_value_chars=limits.value,
             # Two requests tell what a cluster serves, however many groups are asked about.
             aggregated_discovery=True,
@@ -646,8 +647,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         api = settings.project_api or project_api_from_template(settings.upstream_server_template)
         if api is not None and resolver.server_template:
             # Counted with the upstreams; no cluster can be named with parentheses.
-            target = "upstream/(project api)"
-            projects = make_upstream_access(resolver.project_api_client(api), target)
+            projects = make_upstream_access(resolver.project_api_client(api), "(project api)")
             is_project = resolver.is_project
     now = settings.now or datetime.now(UTC)
     return Sources(access, access, now, live, make_access, None, projects, is_project)

@@ -26,6 +26,7 @@ from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.liststrategy import Choice
 from gcjob.kube.reader import Reader
 from gcjob.kube.transport import RequestStats
+from gcjob.kube.upstreams import LiveUpstreams
 from gcjob.logs import log
 from gcjob.model import (
     PROJECT_BRAKE_HELD,
@@ -460,7 +461,7 @@ class Run:
             },
             "api_requests": {
                 "total": self.stats.total,
-                "by_target": _by_target_kind(self.stats.by_target),
+                "by_target": dict(sorted(self.stats.by_target.items())),
             },
             "exit_code": int(exit_code),
             "exit_reason": redact(error or self._exit_reason(exit_code)),
@@ -503,25 +504,17 @@ class Run:
         if self.upstream_index is None:
             return iter(())
         emitted = datetime.now(UTC)
+        upstreams = self.upstreams
         return (
             upstream_record(
                 cluster,
                 _redacted(state),
-                self.stats.by_target.get(f"upstream/{cluster}", 0),
+                upstreams.requests_to(cluster) if isinstance(upstreams, LiveUpstreams) else 0,
                 self.run_id,
                 emitted,
             )
             for cluster, state in self.upstream_index.summaries()
         )
-
-
-def _by_target_kind(by_target: dict[str, int]) -> dict[str, int]:
-    """Requests to the hub and to all upstreams together; each upstream record has its own."""
-    kinds: dict[str, int] = {}
-    for target, count in by_target.items():
-        kind = target.partition("/")[0]
-        kinds[kind] = kinds.get(kind, 0) + count
-    return dict(sorted(kinds.items()))
 
 
 def _redacted(state: dict[str, Any]) -> dict[str, Any]:

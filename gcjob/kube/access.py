@@ -141,13 +141,15 @@ class ReadBudget:
     """Counts what one cluster's answers cost, against its ReadLimits. Shared by the reads of
     that cluster (its reader thread; a deletion's live read later), hence the lock."""
 
-    __slots__ = ("_lock", "bytes", "clock", "items", "limits", "pages", "seconds", "target")
+    __slots__ = ("_lock", "bytes", "clock", "cluster", "items", "limits", "pages", "seconds")
 
     def __init__(
-        self, limits: ReadLimits, target: str, clock: Callable[[], float] = time.monotonic
+        self, limits: ReadLimits, cluster: str, clock: Callable[[], float] = time.monotonic
     ) -> None:
+        """`cluster`: its name, as the reads were asked for it (kept, not a string made of it
+        for each cluster: `target` makes one when a message needs it)."""
         self.limits = limits
-        self.target = target
+        self.cluster = cluster
         self.clock = clock
         self.pages = 0
         self.items = 0
@@ -182,9 +184,13 @@ class ReadBudget:
         if over:
             raise BudgetExhausted(f"{self.target}: read budget ran out: {over[0]}")
 
+    @property
+    def target(self) -> str:
+        return f"upstream/{self.cluster}"
+
     def renewed(self) -> ReadBudget:
         """The same budget again, unspent."""
-        return ReadBudget(self.limits, self.target, self.clock)
+        return ReadBudget(self.limits, self.cluster, self.clock)
 
     def spend(self, seconds: float) -> None:
         """A request's time, once it is over (answered or not): checked by the next take."""

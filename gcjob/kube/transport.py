@@ -136,16 +136,28 @@ class Response:
         return decode_json(self.body) if self.body else None
 
 
+class CountsRequests(Protocol):
+    """What keeps one upstream cluster's own count of requests (kube/upstreams.Shared)."""
+
+    def count_request(self) -> None: ...
+
+
 class RequestStats:
-    """API requests made, per target ("hub", "upstream/<cluster>"); counted from many threads."""
+    """API requests made, per kind of target ("hub"; "upstream", the Project API's with them);
+    counted from many threads. Each upstream cluster's own count is kept with what its
+    readers share (`count`'s `cluster`), not in a map here: one keyed by its target was a
+    string and an entry a cluster for the run."""
 
     def __init__(self) -> None:
         self.by_target: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def count(self, target: str) -> None:
+    def count(self, target: str, cluster: CountsRequests | None = None) -> None:
+        kind = target.partition("/")[0]
         with self._lock:
-            self.by_target[target] += 1
+            self.by_target[kind] += 1
+        if cluster is not None:
+            cluster.count_request()
 
     @property
     def total(self) -> int:
@@ -221,6 +233,7 @@ class Transport:
         "_sleep",
         "api_client",
         "budget",
+        "counts",
         "last_date",
         "max_body_bytes",
         "retry",
@@ -243,14 +256,16 @@ class Transport:
         max_body_bytes: int = MAX_BODY_BYTES,
         server: str | None = None,
         keeps_date: bool = True,
+        counts: CountsRequests | None = None,
     ) -> None:
         """`max_body_bytes`: the largest answer read whole (an upstream's is far smaller
         than the hub's: it answers a handful of Gateways, and a hostile one is decoded too).
         `server`: where requests go when not the client's own host (the templated upstream
         clusters share one client, connect.UpstreamClient). `keeps_date`: whether
         `last_date` is kept (the hub's: the run's clock); an upstream's is not, a string
-        a cluster for the run."""
+        a cluster for the run. `counts`: the upstream cluster's own count of its requests."""
         self.api_client = api_client
+        self.counts = counts
         self.max_body_bytes = max_body_bytes
         self.target = target
         self.stats = stats
@@ -375,7 +390,7 @@ class Transport:
             if remaining is not None:
                 limit = max(0.0, min(limit, remaining))
         deadline = started + limit
-        self.stats.count(self.target)
+        self.stats.count(self.target, self.counts)
         exchange = _Exchange(streaming=consume is not None)
         _WORKERS.run(partial(exchange.run, partial(self._exchange, request, limit, exchange)))
         head: Response | None = None

@@ -88,7 +88,7 @@ def reader(wire: ScriptedWire, limits: ReadLimits = LIMITS) -> KubeAccess:
     return KubeAccess(
         cast(Transport, wire),
         page_size=5,
-        budget=ReadBudget(limits, "upstream/x", clock=lambda: wire.clock[0]),
+        budget=ReadBudget(limits, "x", clock=lambda: wire.clock[0]),
         max_value_chars=limits.value,
     )
 
@@ -222,7 +222,7 @@ def test_bytes_are_counted_over_every_request() -> None:
 def test_the_budget_raises_at_the_first_crossing_and_after(
     takes: list[tuple[int, int, int]],
 ) -> None:
-    budget = ReadBudget(LIMITS, "upstream/x")
+    budget = ReadBudget(LIMITS, "x")
     crossed = False
     for pages, items, size in takes:
         before = (budget.pages, budget.items, budget.bytes)

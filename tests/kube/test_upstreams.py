@@ -8,9 +8,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 from gcjob.budget import RunBudget
 from gcjob.kube.access import KubeAccess, ReadLimits
 from gcjob.kube.connect import UpstreamClient, UpstreamResolver
+from gcjob.kube.errors import KubeError
 from gcjob.kube.transport import RequestStats, Transport
 from gcjob.kube.upstreams import LiveUpstreams, Shared
 
@@ -29,14 +32,15 @@ def upstreams(tmp_path: Path) -> tuple[LiveUpstreams, list[str]]:
     resolver = UpstreamResolver(str(path), "https://127.0.0.1:9/projects/{cluster}")
     made: list[str] = []
 
-    def make_access(client: UpstreamClient, target: str, shared: Shared) -> KubeAccess:
-        made.append(target)
+    def make_access(client: UpstreamClient, cluster: str, shared: Shared) -> KubeAccess:
+        made.append(cluster)
         transport = Transport(
             client.client,
-            target,
+            f"upstream/{cluster}",
             server=client.server,
             stats=RequestStats(),
             budget=RunBudget(None),
+            counts=shared,
         )
         return KubeAccess(transport, budget=shared.budget, discovered=shared.discovered)
 
@@ -51,14 +55,15 @@ def test_a_clusters_readers_share_its_budget_and_discovery_and_no_other_does(
     assert first is not again  # made for each use, not kept
     assert again.budget is first.budget and again.discovered is first.discovered
     assert first.budget is not None and first.budget.target == "upstream/p-1"
+    assert first.budget.cluster == "p-1"
     first.budget.take(items=7)
     assert live.reader_for("p-1").budget is first.budget  # what was spent stays spent
     other = live.reader_for("p-2")
     assert other.budget is not first.budget and other.discovered is not first.discovered
     assert other.server.endswith("/projects/p-2") and first.server.endswith("/projects/p-1")
-    assert made == ["upstream/p-1"] * 3 + ["upstream/p-2"]
-    # One string for every reader of a cluster, its budget's: none made for each reader.
-    assert made[0] is made[1] is made[2] is first.budget.target
+    assert made == ["p-1"] * 3 + ["p-2"]
+    # One name for every reader of a cluster, its budget's: no string kept for each cluster.
+    assert made[0] is made[1] is made[2] is first.budget.cluster
     # A kubeconfig context keeps its own client (loading it again may be slow).
     context = live.reader_for("own")
     assert live.reader_for("own").transport.api_client is context.transport.api_client
@@ -96,3 +101,20 @@ def test_a_round_of_a_drain_renews_each_clusters_budget_for_its_next_readers(
     # What it serves is not read again; its client is kept.
     assert after.discovered.groups is before.discovered.groups
     assert after.transport.api_client is before.transport.api_client
+
+
+def test_each_clusters_requests_are_counted_on_it_and_with_the_upstreams(tmp_path: Path) -> None:
+    """A cluster's upstream record says its own requests, failed ones too (nothing answers
+    at port 9); the run's count has them all, as "upstream", and keeps no map of clusters."""
+    live, _ = upstreams(tmp_path)
+    stats = RequestStats()
+    for cluster in ("p-1", "p-1", "p-2"):
+        reader = live.reader_for(cluster)
+        reader.transport.stats = stats
+        with pytest.raises(KubeError):
+            reader.kinds("")
+    assert live.requests_to("p-1") >= 2 and live.requests_to("p-2") >= 1
+    assert live.requests_to("p-3") == 0  # never asked
+    assert stats.by_target == {"upstream": live.requests_to("p-1") + live.requests_to("p-2")}
+    live.renew_budgets()  # a --drain round: the run's counts go on
+    assert live.requests_to("p-1") >= 2
