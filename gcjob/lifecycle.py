@@ -601,9 +601,10 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         """Each upstream cluster on its own read budget: a hostile or broken one runs out of
         it and is unavailable; the others go on. `shared`: the budget, discovery and count of
         requests of the cluster's earlier readers (kube/upstreams.py)."""
+        read_budget = ReadBudget(limits, cluster) if shared is None else shared.budget
         transport = Transport(
             upstream.client,
-            f"upstream/{cluster}",  # made for this reader: not kept for the run
+            read_budget.target,  # made for this reader: not kept for the run
             server=upstream.server,
             stats=stats,
             budget=budget,
@@ -619,7 +620,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             # An upstream's lists are small and its version is not asked (a request more per
             # cluster): read from the cache, one request a list, unless pages are forced.
             list_from_cache=settings.list_from != "pages",
-            budget=ReadBudget(limits, cluster) if shared is None else shared.budget,
+            budget=read_budget,
             max_value_chars=limits.value,
             # Two requests tell what a cluster serves, however many groups are asked about.
             aggregated_discovery=True,
