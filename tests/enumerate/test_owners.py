@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gcjob.decide.upstream_labels import anchor_uid_of
 from gcjob.enumerate import owners
 from gcjob.enumerate.owners import Kinds, answered
 from gcjob.kube.resources import GATEWAYS
@@ -127,6 +128,20 @@ def test_a_read_kept_with_identity_comes_back_whole_and_without_it_never_carries
             namespace=namespace,
             owner=owner,
         )
+
+
+def test_a_uid_kept_with_identity_is_the_string_its_anchors_name_gives() -> None:
+    """The copies sweep holds each owner's uid twice (in its anchors' names, in its read): one
+    interned string serves both. Interned where it is kept, not where it is read: a read kept
+    without identity (a route's HTTPRoute) leaves nothing in the interpreter's table."""
+    uid = "".join(["8a6b3c1e-2f4d-4e5a-9b7c-", "0d1e2f3a4b5c"])  # made at run time, as read
+    read = OwnerRead(True, resolved=True, owner=Presence.PRESENT, owner_uid=uid)
+    kept = owners._kept(read, identity=True)
+    assert isinstance(kept, tuple)
+    assert kept[1] == uid
+    assert kept[1] is anchor_uid_of(
+        "anchor-" + "".join(["8a6b3c1e-2f4d-4e5a-9b7c-", "0d1e2f3a4b5c"])
+    )
 
 
 @given(
