@@ -86,24 +86,29 @@ def test_more_projects_gone_than_the_brake_allows_proves_none_gone():
     clusters=st.sets(st.sampled_from(["p1", "p2", "a", "b", "c", "x/y", "ctx"])),
     answered=st.lists(st.sampled_from(["p1", "p2", "a", "ctx"])),
     max_gone=st.integers(0, 3),
+    elsewhere=st.lists(st.sampled_from(["p1", "b", "c", "d", "e", "x/y"])),
 )
 def test_calls_made_when_asked_for_are_the_calls_judged_one_by_one(
-    answers, clusters, answered, max_gone
+    answers, clusters, answered, max_gone, elsewhere
 ):
     """project_calls' map makes each call when asked for (not held): it is, key for key,
-    what judging each cluster on its own answer gives, behind the brake."""
+    what judging each cluster on its own answer gives, behind the brake. The brake counts
+    each project gone once, whether this shard judges it or another (`elsewhere`, named any
+    number of times)."""
 
     def is_project(name: str) -> bool:
         return name != "ctx"
 
-    calls, brake = project_calls(clusters, is_project, answers, answered, max_gone)
+    calls, brake = project_calls(clusters, is_project, answers, answered, max_gone, elsewhere)
     api = check_project_api(answers, [c for c in answered if is_project(c)])
-    expected = {
-        c: judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
-        for c in sorted(clusters)
-    }
+
+    def judged(c: str) -> ProjectCall:
+        return judge_project(c, is_project(c), answers.get(c, ProjectAnswer.UNREAD), api)
+
+    expected = {c: judged(c) for c in sorted(clusters)}
     gone = [c for c, call in expected.items() if call.state is ProjectState.GONE]
-    assert (brake != "") == (len(gone) > max_gone)
+    gone_elsewhere = {c for c in set(elsewhere) - clusters if judged(c).state is ProjectState.GONE}
+    assert (brake != "") == (len(gone) + len(gone_elsewhere) > max_gone)
     if brake:
         expected.update({c: ProjectCall(ProjectState.UNKNOWN, brake) for c in gone})
     assert dict(calls.items()) == expected and list(calls) == sorted(clusters)
