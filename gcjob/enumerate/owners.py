@@ -440,7 +440,11 @@ class ProjectReads:
         """The one list of the run; None when it failed (it is not tried again)."""
         if self._listed is None and "" not in self._failed:
             try:
-                self._listed = dict(api.list(PROJECTS, _terminating))
+                # Each name interned: a project with copies or routes on the hub is a cluster
+                # whose name the hub's labels give again (domain.decode_cluster_label), one
+                # string for both (a second was 59 bytes a project for the run).
+                listed = api.list(PROJECTS, _terminating)
+                self._listed = {sys.intern(name): gone for name, gone in listed}
             except Stopped:
                 raise
             except KubeError as exc:

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gcjob.decide.upstream_labels import anchor_uid_of
+from gcjob.domain import decode_cluster_label
 from gcjob.enumerate import owners
 from gcjob.enumerate.owners import Kinds, answered
 from gcjob.kube.resources import GATEWAYS
@@ -182,3 +183,22 @@ def test_each_projects_answer_is_read_from_the_list_or_its_own_get(
     assert dict(answers) == expected
     assert list(answers) == list(expected) and len(answers) == len(expected)
     assert "ctx" not in answers and "p-z" not in answers
+
+
+def test_a_listed_projects_name_is_the_string_its_hub_cluster_label_gives() -> None:
+    """Each project listed and each cluster the hub's labels name are held for the run: a
+    project with copies or routes on the hub is both, and one string serves both."""
+    api = SnapshotStore("milo", [], every_kind=True)
+    name = "".join(["proj-", "7f3a9c"])  # made at run time, as a decoded answer is
+    api.add(
+        {
+            "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
+            "kind": "Project",
+            "metadata": {"name": name, "uid": "u-1"},
+        }
+    )
+    reads = owners.ProjectReads(api, lambda _: True)
+    assert reads.list_at_start() is None
+    cluster = decode_cluster_label("".join(["cluster-", "proj-", "7f3a9c"]))
+    (listed,) = [key for key in reads._listed or {} if key == cluster]
+    assert listed is cluster
