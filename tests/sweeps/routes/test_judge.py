@@ -130,6 +130,15 @@ def test_route_target_of_nso_route() -> None:
     assert route_target(r) == RouteTarget("org/proj", "team-a", ("gw",), r.ref.namespace, owner)
 
 
+def test_routes_naming_the_same_gateways_share_one_tuple_of_them() -> None:
+    """Each route's target is held from the hub's read through the Gateways' reads: routes
+    that name the same Gateways (in any order, any number of times) hold one tuple."""
+    a = target_of(route("a", parents=(parent("gw-2"), parent("gw-1"))))
+    b = target_of(route("b", parents=(parent("gw-1"), parent("gw-2"), parent("gw-1"))))
+    assert a.gateways == ("gw-1", "gw-2") and a.gateways is b.gateways
+    assert target_of(route("c", parents=(parent("gw-1"),))).gateways == ("gw-1",)
+
+
 def test_route_target_upstream_namespace_is_the_label_not_the_hub_namespace() -> None:
     target = target_of(route(labels=route_labels(namespace="default"), namespace=HUB_NS))
     assert target.namespace == "default"
