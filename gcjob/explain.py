@@ -10,10 +10,12 @@ prints the result. It never takes the lock, deletes or writes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from gcjob import sweeps
 from gcjob.decide.explanation import Conclusion, Explanation, Target, conclusion
+from gcjob.decide.plan import not_enforced
 from gcjob.decide.projects import never_a_project
 from gcjob.decide.trace import Trace
 from gcjob.domain import TARGET_KINDS, is_dns1123_label, is_dns1123_subdomain, target_kinds_said
@@ -22,6 +24,7 @@ from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamSource
 from gcjob.kube.errors import KubeError
 from gcjob.kube.reader import Reader
+from gcjob.model import Action
 from gcjob.reasons import Reason
 from gcjob.settings import Settings
 from gcjob.sweeps.explaining import ExplainContext
@@ -66,6 +69,7 @@ class Explainer:
         Milo's Project API, which clusters are projects)."""
         log = ReadLog()
         copies = settings if settings is not None else Settings()
+        self.enforce = copies.enforce
         self.ctx = ExplainContext(
             log,
             RecordingReader(hub, log),
@@ -116,4 +120,12 @@ class Explainer:
         if out.verdict is None and verdict is not None:
             ctx.file(out, subject, trace)
             out.verdict = conclusion(subject, verdict)
+        said = out.verdict
+        if (
+            said is not None
+            and said.action == Action.WOULD_DELETE
+            and out.sweep not in self.enforce
+        ):
+            # As the sweep's run says it: a sweep not enforced deletes nothing.
+            out.verdict = replace(said, detail=not_enforced(said.detail, out.sweep.value))
         return out

@@ -3,6 +3,7 @@ brake, shared with the marker: gcjob/act/writes.py), preconditions."""
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
+from gcjob.decide.plan import not_enforced
 from gcjob.kube.access import DeleteResult, KubeAccess
 from gcjob.kube.errors import DeleteUncertain, KubeError, Stopped
 from gcjob.kube.resources import Resource
@@ -32,17 +34,29 @@ class Deleter:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         record: DeletionRecord | None = None,
+        enforced: bool = True,
     ) -> None:
         """`writes`: the run's write budget, shared with the marker; without one, a budget of
         its own paced at `qps` and never braked. `record`: each object is recorded before its
-        delete goes out, and not deleted when it cannot be (--record-deletions)."""
+        delete goes out, and not deleted when it cannot be (--record-deletions). Not
+        `enforced`: for a sweep not in --enforce, deletes nothing (`report_only`)."""
         self.access = access
         self.record = record
         self.dry_run = dry_run
+        self.enforced = enforced
         self.budget = budget
         self.writes = writes or Writes(
             budget, qps=qps, max_writes=sys.maxsize, clock=clock, sleep=sleep
         )
+
+    def report_only(self) -> Deleter:
+        """This deleter for a sweep that is not enforced (not in --enforce), as the driver
+        hands it to that sweep's writes (gcjob/sweeps/driver.py `deleter_for`): every delete
+        is said, `would-delete`, never sent, in a dry run and a --delete run alike, and
+        spends no write of the run's budget."""
+        said = copy.copy(self)
+        said.enforced = False
+        return said
 
     def stopped(self, sweep: Sweep, verdict: Verdict) -> Outcome | None:
         """An Outcome saying the run stopped before this object, if it has."""
@@ -66,6 +80,9 @@ class Deleter:
         return None
 
     def delete(self, sweep: Sweep, verdict: Verdict, resource: Resource) -> Outcome:
+        if not self.enforced:
+            detail = not_enforced(verdict.detail, sweep.value)
+            return Outcome.of(sweep, verdict, Action.WOULD_DELETE, detail=detail)
         if self.dry_run:
             braked = self.writes.take(send=False)
             if braked is not None:

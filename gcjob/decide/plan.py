@@ -46,3 +46,12 @@ def removal(detail: str, *, dry_run: bool = True) -> str:
     """What the removal of a mark says: the object's own detail after it."""
     removed = "mark would be removed" if dry_run else "mark removed"
     return f"{removed}: {detail}" if detail else removed
+
+
+NOT_ENFORCED = "not deleted: this sweep is not enforced"
+
+
+def not_enforced(detail: str, sweep: str) -> str:
+    """What a due orphan of a sweep that is not enforced (report-only) says, in a dry run and
+    a --delete run alike, and in `gcjob explain`: it would go, and this sweep deletes nothing."""
+    return f"{detail}; {NOT_ENFORCED} (--enforce {sweep})"

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
+from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import waiting
 from gcjob.brakes import drain_cut, group_brake, limit_said
 from gcjob.decide.grace import (
@@ -209,7 +210,9 @@ class Declaration(Generic[J, T]):
     def resource(self, graced: Graced[T]) -> Resource:
         raise NotImplementedError
 
-    def delete(self, graced: Graced[T]) -> list[Outcome]:
+    def delete(self, graced: Graced[T], deleter: Deleter) -> list[Outcome]:
+        """Deletes one object (and what goes with it) through `deleter`, the one the driver
+        hands it (`deleter_for`: for a sweep not enforced, one that deletes nothing)."""
         raise NotImplementedError
 
     def mark(self, graced: Graced[T]) -> list[Outcome]:
@@ -328,6 +331,7 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
     held something back."""
     sweep = declared.sweep
     enforced = sweep in run.settings.enforce
+    deleter = deleter_for(run, sweep)
 
     def when(graced: Graced[T], outcomes: list[Outcome]) -> list[Outcome]:
         at = deletes_at(graced.call, run.now)
@@ -345,7 +349,7 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
 
     def delete(graced: Graced[T]) -> None:
         since = graced.call.since
-        outcomes = [replace(o, orphaned_since=since) for o in declared.delete(graced)]
+        outcomes = [replace(o, orphaned_since=since) for o in declared.delete(graced, deleter)]
         run.count_deletion(when(graced, outcomes))
 
     def mark(graced: Graced[T]) -> None:
@@ -411,6 +415,16 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
     declared.ahead_of_marks(sort.new_marks)
     each(run, sweep, sort.new_marks, _ref, mark)
     return clear
+
+
+def deleter_for(run: Run, sweep: Sweep) -> Deleter:
+    """The deleter a sweep's writes delete through, chosen here for every sweep: the run's
+    when the sweep is enforced (--enforce); else one that deletes nothing and says
+    `would-delete` (act/deleter.py `report_only`), whatever the sweep's writes do. Its marks
+    are written all the same (docs/operating.md: the others mark and report `would-delete`)."""
+    if sweep in run.settings.enforce:
+        return run.deleter
+    return run.deleter.report_only()
 
 
 def on_its_way(outcomes: list[Outcome], at: datetime | None) -> list[Outcome]:

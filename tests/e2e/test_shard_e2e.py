@@ -539,7 +539,7 @@ def test_an_object_two_shards_would_delete_at_once_is_deleted_once_and_nothing_f
         anchors.append(made["metadata"]["name"])
     given = [
         *copies_args(gcjob_hub_args, milo_kubeconfig, milo, ns),
-        *two_sweeps("--enforce", "copies"),
+        *two_sweeps("--enforce", "copies", "--enforce", "companions"),
     ]
     one = run_gcjob(*given)  # a dry run: both sweeps would delete each anchor
     assert one.exit_code == 0, one.stderr

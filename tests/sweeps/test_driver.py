@@ -5,13 +5,16 @@ declared as a new folder would declare it, run by the one driver (issue 32 item 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from gcjob.act.deleter import Deleter
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.exitcodes import ExitCode
+from gcjob.kube.access import DeleteResult
 from gcjob.kube.errors import ApiError, Stopped
 from gcjob.kube.resources import CONFIGMAPS, Resource
 from gcjob.marks import Rule, companion_evidence
@@ -130,9 +133,9 @@ class Toy(Declaration[Verdict, None]):
     def resource(self, graced: Graced[None]) -> Resource:
         return CONFIGMAPS
 
-    def delete(self, graced: Graced[None]) -> list[Outcome]:
+    def delete(self, graced: Graced[None], deleter: Deleter) -> list[Outcome]:
         self.deleted.append(graced.verdict.ref.name)
-        return [Outcome.of(self.sweep, graced.verdict, Action.WOULD_DELETE)]
+        return [deleter.delete(self.sweep, graced.verdict, CONFIGMAPS)]
 
     def mark(self, graced: Graced[None]) -> list[Outcome]:
         # Its objects are not on the snapshot's hub: the mark is said, not patched.
@@ -243,3 +246,39 @@ def test_what_the_project_api_said_and_the_exit_codes_a_scan_calls_for_reach_the
         ran.run.tally.sweeps[Sweep.COMPANIONS].detail
     )
     assert ExitCode.ITEM_FAILED in ran.run.tally.codes
+
+
+# -- --enforce, held by the driver for every sweep (issue 46 item 1) ---------------------------
+
+
+class Sent:
+    """The hub as a deleter sees it: each delete sent is kept (none should be)."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def delete(self, resource: Resource, namespace: str, name: str, uid: str, rv: str) -> Any:
+        self.deleted.append(name)
+        return DeleteResult.DELETED
+
+
+def test_a_sweep_not_enforced_sends_no_delete_whatever_its_writes_do() -> None:
+    """The driver hands a sweep not in --enforce a deleter that deletes nothing: the sweep's
+    own delete runs (its second looks, its binding), and says `would-delete`; only the copies
+    sweep read --enforce before, the others deleted."""
+    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0), enforce=(Sweep.COPIES,))
+    sent = Sent()
+    live = Deleter(sent, dry_run=False, budget=ran.run.budget)  # type: ignore[arg-type]
+    ran.run.context = replace(ran.run.context, deleter=live)
+    toy = Toy(ran.run, [Counted(1, 1), Judged([_orphan("due", "u3")], _ref_of)])
+    drive(ran.run, toy)
+    assert toy.deleted == ["due"] and sent.deleted == []
+    [item] = ran.items()
+    assert (item["action"], item["reason"]) == ("would-delete", "orphaned")
+    assert "not deleted: this sweep is not enforced (--enforce companions)" in item["detail"]
+    assert "would_delete_if_enforced_at" in item
+    # Enforced, the same sweep's delete goes out.
+    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0))
+    ran.run.context = replace(ran.run.context, deleter=live)
+    drive(ran.run, Toy(ran.run, [Counted(1, 1), Judged([_orphan("due", "u3")], _ref_of)]))
+    assert sent.deleted == ["due"]

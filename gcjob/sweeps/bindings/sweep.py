@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Set
 from datetime import datetime, timedelta
 
+from gcjob.act.deleter import Deleter
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube import reduce
@@ -207,9 +208,8 @@ class Bindings(Declaration[BindingJudged, BoundName]):
     def resource(self, graced: Graced[BoundName]) -> Resource:
         return RESOURCEBINDINGS
 
-    def delete(self, graced: Graced[BoundName]) -> list[Outcome]:
-        run = self.run
-        return [delete_binding(graced.verdict, graced.target, run.hub, run.deleter)]
+    def delete(self, graced: Graced[BoundName], deleter: Deleter) -> list[Outcome]:
+        return [delete_binding(graced.verdict, graced.target, self.run.hub, deleter)]
 
 
 def sweep(run: Run, labelled: KeySet, reported: Set[str]) -> None:

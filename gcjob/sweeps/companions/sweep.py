@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
+from gcjob.act.deleter import Deleter
 from gcjob.decide.grace import Graced
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.parallel import SERIAL, ReadAhead, result_of, wait_all
@@ -185,8 +186,8 @@ class Companions(Declaration[CompanionJudgement, None]):
     def resource(self, graced: Graced[None]) -> Resource:
         return COMPANION_RESOURCES[graced.verdict.ref.kind]
 
-    def delete(self, graced: Graced[None]) -> list[Outcome]:
-        return self._noting(delete_companion(graced.verdict, self.run.hub, self.run.deleter))
+    def delete(self, graced: Graced[None], deleter: Deleter) -> list[Outcome]:
+        return self._noting(delete_companion(graced.verdict, self.run.hub, deleter))
 
     def mark(self, graced: Graced[None]) -> list[Outcome]:
         run = self.run

@@ -57,7 +57,6 @@ def delete_member(
     target: MemberDeletion,
     deleter: Deleter,
     rechecks: Rechecks,
-    enforced: bool,
 ) -> Outcome:
     held = deleter.held(SWEEP, verdict)
     if held is not None:
@@ -71,10 +70,8 @@ def delete_member(
     if kept is not None:
         _keeping(rechecks, target)
         return kept
-    if not enforced and not deleter.dry_run:
-        # What enforcing would do, its anchor included: nothing is kept back for it.
-        detail = f"{verdict.detail}; not deleted: this sweep is not enforced (--enforce copies)"
-        return Outcome.of(SWEEP, verdict, Action.WOULD_DELETE, detail=detail)
+    # Not enforced (the driver's deleter says `would-delete`): what enforcing would do, its
+    # anchor included, nothing kept back for it.
     outcome = deleter.delete(SWEEP, verdict, CONFIGMAPS if target.is_anchor else target.resource)
     if outcome.action not in GONE or outcome.reason == Reason.BRAKE:
         _keeping(rechecks, target)

@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from gcjob import preflight
+from gcjob.act.deleter import Deleter
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.decide.projects import project_calls
 from gcjob.domain import sorted_names
@@ -397,11 +398,9 @@ class Copies(Declaration[Kept, CopyTarget]):
         assert isinstance(graced.target, MemberDeletion)  # only orphans are grouped
         return graced.target.owner
 
-    def delete(self, graced: Graced[CopyTarget]) -> list[Outcome]:
+    def delete(self, graced: Graced[CopyTarget], deleter: Deleter) -> list[Outcome]:
         assert isinstance(graced.target, MemberDeletion)  # an orphan always has its target
-        enforced = SWEEP in self.run.settings.enforce
-        deleter = self.run.deleter
-        return [delete_member(graced.verdict, graced.target, deleter, self.rechecks, enforced)]
+        return [delete_member(graced.verdict, graced.target, deleter, self.rechecks)]
 
     def ahead_of_deletes(self, graced: list[Graced[CopyTarget]]) -> None:
         """The owners of the groups about to go, their second looks read a few at once on the

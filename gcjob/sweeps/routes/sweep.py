@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
+from gcjob.act.deleter import Deleter
 from gcjob.decide.grace import Graced
 from gcjob.decide.projects import project_calls
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
@@ -353,7 +354,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
     def resource(self, graced: Graced[RouteTarget | None]) -> Resource:
         return HTTPROUTES
 
-    def delete(self, graced: Graced[RouteTarget | None]) -> list[Outcome]:
+    def delete(self, graced: Graced[RouteTarget | None], deleter: Deleter) -> list[Outcome]:
         assert graced.target is not None  # an orphan always has its Gateways
         index = self.upstream.index
         assert index is not None  # the routes were judged on it
@@ -362,7 +363,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
                 graced.verdict,
                 graced.target,
                 index,
-                self.run.deleter,
+                deleter,
                 read=lambda: self.looked(graced),
             )
         ]

@@ -97,12 +97,12 @@ def test_the_owner_is_looked_at_again_once_and_an_anchor_waits_for_its_kept_copy
     rechecks = Rechecks(look)
     deleter = Deleter(None, dry_run=True, budget=RunBudget(None), qps=0)
     copy_target = MemberDeletion(CONNECTORS, OWNER, (U1,), is_anchor=False)
-    kept = delete_member(_verdict("Connector", "web", "c-1"), copy_target, deleter, rechecks, True)
+    kept = delete_member(_verdict("Connector", "web", "c-1"), copy_target, deleter, rechecks)
     assert kept.action is Action.SKIPPED  # the owner is no longer proven gone
     assert rechecks.anchors_keeping == {U1}
     anchor_target = MemberDeletion(CONFIGMAPS, OWNER, (U1,), is_anchor=True)
     anchor_verdict = _verdict("ConfigMap", f"anchor-{U1}", "a-1")
-    held = delete_member(anchor_verdict, anchor_target, deleter, rechecks, True)
+    held = delete_member(anchor_verdict, anchor_target, deleter, rechecks)
     assert (held.action, held.reason) == (Action.SKIPPED, Reason.ANCHOR_OWNS_KEPT_COPY)
     assert looks == [OWNER]  # one look for the owner, whatever its members
 
@@ -111,7 +111,7 @@ def test_a_copy_still_proven_gone_would_be_deleted_in_a_dry_run() -> None:
     rechecks = Rechecks(lambda owner, reason: SecondLook(Looked.PROVEN, "still gone"))
     deleter = Deleter(None, dry_run=True, budget=RunBudget(None), qps=0)
     target = MemberDeletion(CONNECTORS, OWNER, (U1,), is_anchor=False)
-    outcome = delete_member(_verdict("Connector", "web", "c-1"), target, deleter, rechecks, False)
+    outcome = delete_member(_verdict("Connector", "web", "c-1"), target, deleter, rechecks)
     assert (outcome.action, outcome.reason) == (Action.WOULD_DELETE, Reason.PROJECT_GONE)
     assert rechecks.anchors_keeping == set()
 
