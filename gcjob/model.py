@@ -59,6 +59,7 @@ class OwnerRef:
     kind: str
     name: str
     controller: bool  # True also where `controller` is not a boolean: fail closed
+    uid: str = ""  # read where a rule compares it (a binding's: decide/common.py), else ""
 
 
 # An ownerReference that could not be read: decisions treat it as a foreign controller.
@@ -120,6 +121,7 @@ class Binding:
     cluster_policy: bool  # bound by a ClusterPropagationPolicy: never ours to touch
     resource: BoundResource | None = None
     protect: Protect = ()
+    owners: tuple[OwnerRef, ...] = ()  # every ownerReference, controller or not, with its uid
 
 
 @dataclass(frozen=True, slots=True)

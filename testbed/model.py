@@ -9,7 +9,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gcjob.model import Binding, BoundResource, Companion, ObjectRef, ParentRef, Protect, Route
+from gcjob.model import (
+    Binding,
+    BoundResource,
+    Companion,
+    ObjectRef,
+    OwnerRef,
+    ParentRef,
+    Protect,
+    Route,
+)
 
 NOW = datetime(2026, 7, 1, 12, 0, 0, tzinfo=UTC)
 MIN_AGE = timedelta(minutes=5)
@@ -82,6 +91,7 @@ def binding(
     cluster_policy: bool = False,
     resource: BoundResource | None = None,
     protected: bool = False,
+    owners: tuple[OwnerRef, ...] = (),
     **ref_kwargs: Any,
 ) -> Binding:
     return Binding(
@@ -91,6 +101,7 @@ def binding(
         cluster_policy=cluster_policy,
         resource=resource,
         protect=PROTECTED if protected else (),
+        owners=owners,
     )
 
 

@@ -109,6 +109,7 @@ def test_a_companion_trace_says_what_happens_to_its_binding() -> None:
         "grace",
         "binding-names-companion",
         "binding-not-terminating",
+        "binding-not-owned",
         "binding-not-protected",
     ]
     gone = explained["steps"][4]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 
 from gcjob.decide.trace import Trace, given
 from gcjob.domain import ANCHOR_PREFIX, PROTECT_ANNOTATION
@@ -105,30 +106,76 @@ def is_anchor(owner: OwnerRef) -> bool:
     )
 
 
+ANCHOR_SAID = "an anchor (NSO's bookkeeping)"
+TEMPLATE_SAID = "its resource template, as Karmada writes it"
+
+
 def check_owners(
     owners: tuple[OwnerRef, ...],
     trace: Trace,
     *,
     ours: Callable[[OwnerRef], bool] = lambda owner: False,
     controllers_only: bool = False,
+    rule: str = "not-owned",
+    ours_said: str = ANCHOR_SAID,
 ) -> tuple[Reason, str] | None:
     """The ownership step: (reason, detail) to keep an object that has an owner the sweep does
-    not recognise as `ours`, else None. `controllers_only`: only a controller reference is an
-    owner that manages it (the routes and copies sweeps); `owners` are every reference the
-    sweep read (for routes, only their controllers), and the evidence says what is there."""
-    managing = [o for o in owners if o.controller or not controllers_only]
-    foreign = [o for o in managing if not ours(o)]
-    if foreign:
-        owner = foreign[0]
-        what = "controller ownerReference" if owner.controller else "ownerReference"
-        named = f"{owner.kind} {owner.name[:80]}".strip()
-        return trace.hold("not-owned", Reason.OWNED, f"{what} to {named}: its owner manages it")
-    trace.passed("not-owned", _owners_said(owners, ours, controllers_only))
+    not recognise as `ours` (`ours_said`: what such a reference is), else None.
+    `controllers_only`: only a controller reference is an owner that manages it (the routes
+    and copies sweeps); `owners` are every reference the sweep read (for routes, only their
+    controllers), and the evidence says what is there."""
+    foreign = owned_by_another(owners, ours, controllers_only)
+    if foreign is not None:
+        what = "controller ownerReference" if foreign.controller else "ownerReference"
+        named = f"{foreign.kind} {foreign.name[:80]}".strip()
+        return trace.hold(rule, Reason.OWNED, f"{what} to {named}: its owner manages it")
+    trace.passed(rule, _owners_said(owners, ours, controllers_only, ours_said))
     return None
 
 
+def owned_by_another(
+    owners: tuple[OwnerRef, ...],
+    ours: Callable[[OwnerRef], bool] = lambda owner: False,
+    controllers_only: bool = False,
+) -> OwnerRef | None:
+    """The first of `owners` that manages the object and is not `ours`, else None: the
+    ownership rule (docs/rules.md, `owned`)."""
+    for owner in owners:
+        if (owner.controller or not controllers_only) and not ours(owner):
+            return owner
+    return None
+
+
+def is_resource_template(resource: BoundResource | None, owner: OwnerRef) -> bool:
+    """A binding's ownerReference to its own resource template, as Karmada writes it: a
+    controller reference whose apiVersion, kind, name and uid are its spec.resource's. Any
+    other ownerReference of a binding, controller or not, is another owner's (`owned`)."""
+    return (
+        resource is not None
+        and owner.controller
+        and bool(resource.uid)
+        and owner.uid == resource.uid
+        and owner.kind == resource.kind
+        and owner.name == resource.name
+        and owner.api_version == resource.api_version
+    )
+
+
+def check_binding_owners(
+    binding: Binding, trace: Trace | None = None, rule: str = "not-owned"
+) -> tuple[Reason, str] | None:
+    """The ownership step for a binding, in both sweeps that delete one: kept (`owned`) when
+    any ownerReference names another than its resource template (`is_resource_template`),
+    with no read needed."""
+    ours = partial(is_resource_template, binding.resource)
+    return check_owners(binding.owners, given(trace), ours=ours, rule=rule, ours_said=TEMPLATE_SAID)
+
+
 def _owners_said(
-    owners: tuple[OwnerRef, ...], ours: Callable[[OwnerRef], bool], controllers_only: bool
+    owners: tuple[OwnerRef, ...],
+    ours: Callable[[OwnerRef], bool],
+    controllers_only: bool,
+    ours_said: str,
 ) -> str:
     """What the ownership step found, when nothing manages the object: each reference there
     is (at most three named), and why it is no owner that manages it."""
@@ -137,7 +184,7 @@ def _owners_said(
     said = []
     for owner in owners[:3]:
         what = "controller ownerReference" if owner.controller else "ownerReference"
-        why = "an anchor (NSO's bookkeeping)" if ours(owner) else "not a controller"
+        why = ours_said if ours(owner) else "not a controller"
         said.append(f"{what} to {owner.kind} {owner.name[:80]}: {why}".strip())
     more = f"; and {len(owners) - 3} more" if len(owners) > 3 else ""
     return "; ".join(said) + more + ": no other owner manages it"

@@ -137,8 +137,9 @@ def protect(obj: Obj) -> Protect:
     return tuple(found)
 
 
-def owners(obj: Obj, controllers_only: bool = False) -> tuple[OwnerRef, ...]:
-    """Its ownerReferences (or only the controller ones); one that cannot be read is kept as
+def owners(obj: Obj, controllers_only: bool = False, uids: bool = False) -> tuple[OwnerRef, ...]:
+    """Its ownerReferences (or only the controller ones; with their uids where `uids`: only
+    where a rule reads them, a binding's); one that cannot be read is kept as
     UNREADABLE_OWNER, which no rule lets go of."""
     refs = _meta(obj).get("ownerReferences")
     if refs is None:
@@ -160,6 +161,7 @@ def owners(obj: Obj, controllers_only: bool = False) -> tuple[OwnerRef, ...]:
                 kind=sys.intern(_text(ref.get("kind"))),
                 name=_text(ref.get("name")),
                 controller=is_controller,
+                uid=_text(ref.get("uid")) if uids else "",
             )
         )
     return tuple(found)
@@ -218,6 +220,7 @@ def binding(obj: Obj) -> Binding:
         ),
         resource=_bound_resource(obj),
         protect=protect(obj),
+        owners=owners(obj, uids=True),
     )
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Protocol
 
-from gcjob.decide.common import hold_back, spec_resource_names
+from gcjob.decide.common import check_binding_owners, hold_back, spec_resource_names
 from gcjob.decide.grace import Graced, left_scope
 from gcjob.decide.trace import Trace, given
 from gcjob.domain import CITY_POLICY_PREFIX, POLICY_KEY
@@ -112,7 +112,10 @@ def binding_verdict(
     )
     if mismatch is not None:
         return Verdict(ref, False, *mismatch)
-    held = hold_back(ref, now, min_age, binding.protect, trace)
+    # Karmada's binding is owned by its resource template: any other owner manages it.
+    held = check_binding_owners(binding, trace) or hold_back(
+        ref, now, min_age, binding.protect, trace
+    )
     if held is not None:
         return Verdict(ref, False, *held)
     return Verdict(ref, True, Reason.ORPHANED, f"no {kind} named {name} in {ref.namespace}")

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from gcjob.decide.common import (
+    check_binding_owners,
     check_owners,
     check_protection,
     hold_back,
@@ -220,7 +221,9 @@ def follow_binding(binding: Binding, companion: ObjectRef, trace: Trace | None =
             "binding-not-terminating", detail, Verdict(ref, False, Reason.TERMINATING, detail)
         )
     trace.passed("binding-not-terminating", "no deletionTimestamp")
-    held = check_protection(binding.protect, trace, "binding-not-protected")
+    held = check_binding_owners(binding, trace, "binding-not-owned") or check_protection(
+        binding.protect, trace, "binding-not-protected"
+    )
     if held is not None:
         return Verdict(ref, False, *held)
     return Verdict(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from gcjob.model import Binding, BoundResource
+from gcjob.model import UNREADABLE_OWNER, Binding, BoundResource, OwnerRef
 from gcjob.sweeps.bindings.judge import Existence, binding_verdict, bound_target
 from testbed import model as builders
 from testbed.model import HUB_NS, MIN_AGE, NOW, YOUNG, bound
@@ -166,6 +167,38 @@ def test_protected_binding_kept() -> None:
     verdict = binding_verdict(binding(protected=True), Existence.ABSENT, NOW, MIN_AGE)
     assert verdict.delete is False
     assert verdict.reason == "protected"
+
+
+# Karmada's binding is owned by its resource template: the controller ownerReference whose
+# apiVersion, kind, name and uid are its spec.resource's (issue 46 item 2).
+OWN_TEMPLATE = OwnerRef("v1", "ConfigMap", "app-config", controller=True, uid="uid-object")
+
+
+def test_a_binding_owned_by_its_own_resource_template_is_judged_on() -> None:
+    verdict = binding_verdict(binding(owners=(OWN_TEMPLATE,)), Existence.ABSENT, NOW, MIN_AGE)
+    assert (verdict.delete, verdict.reason) == (True, "orphaned")
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        # a live ConfigMap other than its spec.resource, as its controller
+        pytest.param(OwnerRef("v1", "ConfigMap", "other", True, uid="uid-other"), id="other-cm"),
+        # its template's kind and name, another uid: another object of that name
+        pytest.param(OwnerRef("v1", "ConfigMap", "app-config", True, uid="uid-2"), id="other-uid"),
+        pytest.param(OwnerRef("v1", "ConfigMap", "app-config", True), id="no-uid"),
+        pytest.param(OwnerRef("v1", "Secret", "app-config", True, uid="uid-object"), id="kind"),
+        # its template, but not as its controller: not as Karmada writes it
+        pytest.param(replace(OWN_TEMPLATE, controller=False), id="not-controller"),
+        # any other owner, controller or not, any kind
+        pytest.param(OwnerRef("apps/v1", "Deployment", "web", False, uid="d"), id="deployment"),
+        pytest.param(UNREADABLE_OWNER, id="unreadable"),
+    ],
+)
+def test_a_binding_with_any_other_owner_is_its_owners(owner: OwnerRef) -> None:
+    for owners in ((owner,), (OWN_TEMPLATE, owner)):
+        verdict = binding_verdict(binding(owners=owners), Existence.ABSENT, NOW, MIN_AGE)
+        assert (verdict.delete, verdict.reason) == (False, "owned"), owners
 
 
 def test_unpinnable_binding_kept() -> None:

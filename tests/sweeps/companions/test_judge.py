@@ -11,7 +11,7 @@ import pytest
 
 from gcjob.decide.grace import GraceCall, Next
 from gcjob.marks import binding_evidence, companion_binding_evidence, new_mark, since_value
-from gcjob.model import Binding, BoundResource, Mark, Verdict
+from gcjob.model import Binding, BoundResource, Mark, OwnerRef, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps.companions.judge import (
     MAX_REFERRER_KEYS,
@@ -375,6 +375,23 @@ def test_a_deleted_companion_takes_its_own_binding_and_no_other() -> None:
     kept = companion_binding(other, judged.ref, judged, _called("delete"))
     assert kept is not None and kept.next is Next.NOTHING
     assert kept.verdict.reason == "binding-mismatch"
+
+
+@pytest.mark.parametrize("call", ["delete", "mark", "wait"])
+def test_a_companions_binding_another_owns_is_kept_owned(call: str) -> None:
+    """Issue 46 item 2: a companion's binding whose controller ownerReference names a ConfigMap
+    other than its spec.resource is that owner's; its own template's reference is not."""
+    judged = _orphan()
+    own = OwnerRef("v1", "ConfigMap", "app-config", controller=True, uid="uid-1")
+    follows = companion_binding(_its_binding(owners=(own,)), judged.ref, judged, _called(call))
+    assert follows is not None and follows.verdict.delete  # marked, or deleted, with it
+    assert follows.next in (Next.DELETE, Next.MARK, Next.WAIT)
+    foreign = OwnerRef("v1", "ConfigMap", "live-config", controller=True, uid="uid-live")
+    for owners in ((foreign,), (own, replace(foreign, controller=False))):
+        binding = _its_binding(owners=owners)
+        kept = companion_binding(binding, judged.ref, judged, _called(call))
+        assert kept is not None and kept.next is Next.NOTHING, owners
+        assert kept.verdict.reason == "owned"
 
 
 def test_a_marked_companion_marks_its_binding_with_the_same_time_once() -> None:
