@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -188,6 +189,45 @@ def _owners_said(
         said.append(f"{what} to {owner.kind} {owner.name[:80]}: {why}".strip())
     more = f"; and {len(owners) - 3} more" if len(owners) > 3 else ""
     return "; ".join(said) + more + ": no other owner manages it"
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """What the rules every sweep obeys read of one object, as plain data its sweep declares
+    with each plan (gcjob/sweeps/driver.py `Planned`): the ownerReferences it read (a route's:
+    only its controllers), those that are its own bookkeeping and no owner (`own`: NSO's
+    anchors, a binding's resource template), whether only a controller reference manages it,
+    and its protect key. The driver holds every orphan to `claimed` before any write."""
+
+    owners: tuple[OwnerRef, ...] = ()
+    protect: Protect = ()
+    own: tuple[OwnerRef, ...] = ()
+    controllers_only: bool = False
+
+
+def claimed(claims: Claims) -> tuple[Reason, str] | None:
+    """(reason, detail) when someone other than its sweep claims the object: an owner the
+    sweep does not recognise (`owned`) or the protect key (`protected`,
+    `protect-not-understood`); else None. The same rules each judgement traces."""
+    return check_owners(
+        claims.owners,
+        given(None),
+        ours=claims.own.__contains__,
+        controllers_only=claims.controllers_only,
+    ) or protection(claims.protect)
+
+
+def anchored_claims(owners: tuple[OwnerRef, ...], protect: Protect) -> Claims:
+    """A route's or a copy's claims: only a controller reference manages it, and one to an
+    anchor is NSO's bookkeeping."""
+    own = tuple(o for o in owners if is_anchor(o))
+    return Claims(owners, protect, own, controllers_only=True)
+
+
+def binding_claims(binding: Binding) -> Claims:
+    """A binding's claims: any ownerReference manages it but its resource template's."""
+    own = tuple(o for o in binding.owners if is_resource_template(binding.resource, o))
+    return Claims(binding.owners, binding.protect, own)
 
 
 def resource_mismatch(

@@ -18,10 +18,12 @@
   a moment ahead of the waits and marks, or of the deletes.
 
 `drive` runs the rest, the same for every sweep: each object in its own boundary
-(boundary.py), the grace rule's sort, the marks of objects that left, the healthy counts, the
-brakes (drain cap, percent breaker, marks brake), the marks, the deletes, the report and the
-sweep's state. Adding a sweep is adding a folder that declares these: nothing here changes.
-(kopf's declared handlers run by one reactor are the model.)"""
+(boundary.py), the rules every sweep obeys (an orphan another owner manages or that is
+protected is kept, `guarded`, on the claims its plan declares; a sweep not in --enforce
+deletes nothing, `deleter_for`), the grace rule's sort, the marks of objects that left, the
+healthy counts, the brakes (drain cap, percent breaker, marks brake), the marks, the deletes,
+the report and the sweep's state. Adding a sweep is adding a folder that declares these:
+nothing here changes. (kopf's declared handlers run by one reactor are the model.)"""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import waiting
 from gcjob.brakes import drain_cut, group_brake, limit_said
+from gcjob.decide.common import Claims, claimed
 from gcjob.decide.grace import (
     GraceCall,
     Graced,
@@ -42,6 +45,7 @@ from gcjob.decide.grace import (
     deletes_at,
     due_by,
     due_if_enforced,
+    grace_call,
 )
 from gcjob.decide.plan import Plan, graced_plan
 from gcjob.exitcodes import ExitCode
@@ -62,12 +66,16 @@ C = TypeVar("C")  # one candidate, judged once the sweep read what its judgement
 @dataclass(frozen=True, slots=True)
 class Planned(Generic[T]):
     """What follows from one judgement: its verdict, the evidence an orphan's verdict rests
-    on, the grace rule's call (None: it has nothing to say), and what acting on it needs."""
+    on, the grace rule's call (None: it has nothing to say), what acting on it needs, and what
+    the rules every sweep obeys read of the object (`claims`: its owners and protect key,
+    which the driver holds an orphan to, `guarded`; None only for an object kept, and an
+    orphan declared without them is kept)."""
 
     verdict: Verdict
     evidence: Evidence | None
     call: GraceCall | None
     target: T
+    claims: Claims | None
 
     @property
     def plan(self) -> Plan:
@@ -258,6 +266,7 @@ def drive(run: Run, declared: Declaration[J, T]) -> None:
     sort: GraceSort[T] = GraceSort(declared.rule, run.now, run.settings.grace)
 
     def file(planned: Planned[T]) -> None:
+        planned = guarded(run, declared.rule, planned)
         if planned.plan.next is Next.NOTHING or not sort.take(
             planned.verdict, planned.evidence, planned.call, planned.target
         ):
@@ -415,6 +424,28 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
     declared.ahead_of_marks(sort.new_marks)
     each(run, sweep, sort.new_marks, _ref, mark)
     return clear
+
+
+def guarded(run: Run, rule: Rule, planned: Planned[T]) -> Planned[T]:
+    """An orphan held to the rules every sweep obeys, here for every declared sweep whatever
+    its judgement said: owned by something its sweep does not recognise (`owned`) or carrying
+    the protect key (`protected`, `protect-not-understood`), it is kept, neither marked nor
+    deleted (a mark of its rule goes, as for any object kept); declared without its claims, it
+    is kept too (`internal-error`). Every delete is pinned to the uid and resourceVersion
+    judged (act/deleter.py), so what was held here is what a delete would have taken."""
+    verdict = planned.verdict
+    if not verdict.delete:
+        return planned
+    if planned.claims is None:
+        held = (Reason.INTERNAL_ERROR, "kept: its sweep declared no owners or protect key for it")
+    else:
+        found = claimed(planned.claims)
+        if found is None:
+            return planned
+        held = found
+    kept = replace(verdict, delete=False, reason=held[0], detail=held[1], healthy=False)
+    call = grace_call(rule, kept, None, run.now, run.settings.grace)
+    return Planned(kept, None, call, planned.target, planned.claims)
 
 
 def deleter_for(run: Run, sweep: Sweep) -> Deleter:

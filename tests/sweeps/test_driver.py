@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from gcjob.act.deleter import Deleter
+from gcjob.decide.common import Claims
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import DeleteResult
@@ -23,6 +24,7 @@ from gcjob.model import (
     Action,
     ObjectRef,
     Outcome,
+    OwnerRef,
     ProjectCall,
     ProjectState,
     Sweep,
@@ -116,6 +118,8 @@ class Toy(Declaration[Verdict, None]):
         self.unswept = unswept
         self.deleted: list[str] = []
         self.marked: list[str] = []
+        # What each object carries of the rules every sweep obeys (by name): none, unless set.
+        self.claims: dict[str, Claims | None] = {}
 
     def scan(self) -> Scan[Verdict, None]:
         yield from self.steps
@@ -128,7 +132,7 @@ class Toy(Declaration[Verdict, None]):
         evidence = companion_evidence('["default/web"]') if judged.delete else None
         run = self.run
         call = grace_call(self.rule, judged, evidence, run.now, run.settings.grace)
-        return Planned(judged, evidence, call, None)
+        return Planned(judged, evidence, call, None, self.claims.get(judged.ref.name, Claims()))
 
     def resource(self, graced: Graced[None]) -> Resource:
         return CONFIGMAPS
@@ -282,3 +286,44 @@ def test_a_sweep_not_enforced_sends_no_delete_whatever_its_writes_do() -> None:
     ran.run.context = replace(ran.run.context, deleter=live)
     drive(ran.run, Toy(ran.run, [Counted(1, 1), Judged([_orphan("due", "u3")], _ref_of)]))
     assert sent.deleted == ["due"]
+
+
+# -- owned and protected, held by the driver for every sweep (issue 46) -----------------------
+
+FOREIGN = OwnerRef("v1", "ConfigMap", "live-config", controller=True, uid="uid-live")
+ANCHOR = OwnerRef("v1", "ConfigMap", "anchor-8a1f0c2e-3b4d-4e5f-9a6b-7c8d9e0f1a2b", True)
+
+
+@pytest.mark.parametrize(
+    "claims,reason",
+    [
+        (Claims(owners=(FOREIGN,)), "owned"),
+        (Claims(owners=(replace(FOREIGN, controller=False),)), "owned"),
+        (Claims(protect=(("annotation gcjob.datumapis.com/protect", "true"),)), "protected"),
+        (Claims(protect=(("label gcjob.datumapis.com/protect", "yes"),)), "protect-not-understood"),
+        (None, "internal-error"),  # an orphan declared without its claims
+    ],
+)
+@pytest.mark.parametrize("grace", [timedelta(0), timedelta(minutes=10)])
+def test_an_orphan_its_sweep_judged_but_another_claims_is_neither_marked_nor_deleted(
+    claims: Claims | None, reason: str, grace: timedelta
+) -> None:
+    """Whatever a declared sweep's judgement says, the driver keeps an orphan that something
+    else owns or that is protected: a sixth sweep that forgot the rule deletes nothing."""
+    ran = snapshot_run(Sweep.COMPANIONS, grace=grace)
+    toy = Toy(
+        ran.run, [Counted(2, 2), Judged([_orphan("held", "u1"), _orphan("free", "u2")], _ref_of)]
+    )
+    toy.claims["held"] = claims
+    drive(ran.run, toy)
+    assert ran.outcomes()[("ConfigMap", HUB_NS, "held")] == ("skipped", reason)
+    assert "held" not in toy.deleted and "held" not in toy.marked
+    assert "free" in toy.deleted or "free" in toy.marked  # the rule, not a broken sweep
+
+
+def test_an_owner_the_sweep_declares_its_own_holds_nothing() -> None:
+    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0))
+    toy = Toy(ran.run, [Counted(1, 1), Judged([_orphan("anchored", "u1")], _ref_of)])
+    toy.claims["anchored"] = Claims(owners=(ANCHOR,), own=(ANCHOR,), controllers_only=True)
+    drive(ran.run, toy)
+    assert toy.deleted == ["anchored"]

@@ -7,6 +7,7 @@ from collections.abc import Set
 from datetime import datetime, timedelta
 
 from gcjob.act.deleter import Deleter
+from gcjob.decide.common import Claims, binding_claims
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.enumerate.keyset import KeySet
 from gcjob.kube import reduce
@@ -198,12 +199,17 @@ class Bindings(Declaration[BindingJudged, BoundName]):
                     return []  # gone since it was listed: nothing to decide
                 binding = live
         judged = judge_binding(binding, Answered(presence, error), run.now, run.settings.min_age)
-        return [self.plan((judged.verdict, (kind, name), judged.evidence))]
+        claims = binding_claims(binding)
+        return [self._planned((judged.verdict, (kind, name), judged.evidence), claims)]
 
     def plan(self, judged: BindingJudged) -> Planned[BoundName]:
+        """A binding of a labelled companion, kept: no orphan, no claims to hold it to."""
+        return self._planned(judged, None)
+
+    def _planned(self, judged: BindingJudged, claims: Claims | None) -> Planned[BoundName]:
         verdict, target, evidence = judged
         call = grace_call(self.rule, verdict, evidence, self.run.now, self.run.settings.grace)
-        return Planned(verdict, evidence, call, target)
+        return Planned(verdict, evidence, call, target, claims)
 
     def resource(self, graced: Graced[BoundName]) -> Resource:
         return RESOURCEBINDINGS

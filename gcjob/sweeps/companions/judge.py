@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from gcjob.decide.common import (
+    Claims,
     check_binding_owners,
     check_owners,
     check_protection,
@@ -269,6 +270,7 @@ class CompanionJudgement:
     verdict: Verdict
     evidence: Evidence | None
     call: GraceCall | None
+    claims: Claims | None = None  # an orphan's: what the driver holds it to (driver.py)
 
 
 def judge_companion(
@@ -293,7 +295,9 @@ def judge_companion(
     raw = companion.referrers_raw
     evidence = companion_evidence(raw) if verdict.delete and raw is not None else None
     call = grace_call(Rule.COMPANION, verdict, evidence, now, grace, trace)
-    return CompanionJudgement(verdict, evidence, call)
+    # Any ownerReference is another owner's: companions carry none.
+    claims = Claims(companion.owners, companion.protect) if verdict.delete else None
+    return CompanionJudgement(verdict, evidence, call, claims)
 
 
 def companion_left_scope(companion: Companion) -> Graced[None] | None:

@@ -181,7 +181,7 @@ class Companions(Declaration[CompanionJudgement, None]):
         self.keys = keys.freeze()
 
     def plan(self, judged: CompanionJudgement) -> Planned[None]:
-        return Planned(judged.verdict, judged.evidence, judged.call, None)
+        return Planned(judged.verdict, judged.evidence, judged.call, None, judged.claims)
 
     def resource(self, graced: Graced[None]) -> Resource:
         return COMPANION_RESOURCES[graced.verdict.ref.kind]

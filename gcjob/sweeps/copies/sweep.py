@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from gcjob import preflight
 from gcjob.act.deleter import Deleter
+from gcjob.decide.common import anchored_claims
 from gcjob.decide.grace import Graced, grace_call
 from gcjob.decide.projects import project_calls
 from gcjob.domain import sorted_names
@@ -358,7 +359,7 @@ class Copies(Declaration[Kept, CopyTarget]):
         verdict, resource = kept
         run = self.run
         call = grace_call(self.rule, verdict, None, run.now, run.settings.grace)
-        return Planned(verdict, None, call, resource)
+        return Planned(verdict, None, call, resource, None)  # kept: no orphan
 
     def group_plan(
         self,
@@ -387,7 +388,9 @@ class Copies(Declaration[Kept, CopyTarget]):
                 (anchor,) if anchor is not None else member.anchors,
                 anchor is not None,
             )
-            plans.append(Planned(step.verdict, step.evidence, step.call, target))
+            replica = member.replica
+            claims = anchored_claims(replica.owners, replica.protect)
+            plans.append(Planned(step.verdict, step.evidence, step.call, target, claims))
         return plans
 
     def resource(self, graced: Graced[CopyTarget]) -> Resource:

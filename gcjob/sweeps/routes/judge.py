@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Protocol
 
-from gcjob.decide.common import check_owners, hold_back, is_anchor
+from gcjob.decide.common import Claims, anchored_claims, check_owners, hold_back, is_anchor
 from gcjob.decide.grace import GraceCall, Graced, grace_call, left_scope
 from gcjob.decide.trace import Trace, given
 from gcjob.decide.upstream_labels import NotCopied, copy_of
@@ -336,6 +336,7 @@ class RouteJudgement:
     target: RouteTarget | None
     evidence: Evidence | None
     call: GraceCall | None
+    claims: Claims | None = None  # an orphan's: what the driver holds it to (driver.py)
 
 
 def judge_route(
@@ -363,7 +364,8 @@ def judge_route(
         t = target
         evidence = route_evidence(t.cluster, t.namespace, t.gateways, route.parent_refs)
     call = grace_call(Rule.ROUTE, verdict, evidence, now, grace, trace)
-    return RouteJudgement(verdict, target, evidence, call)
+    claims = anchored_claims(route.owners, route.protect) if verdict.delete else None
+    return RouteJudgement(verdict, target, evidence, call, claims)
 
 
 def before_delete(

@@ -349,7 +349,8 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
         return calls
 
     def plan(self, judged: RouteJudgement) -> Planned[RouteTarget | None]:
-        return Planned(judged.verdict, judged.evidence, judged.call, judged.target)
+        verdict, claims = judged.verdict, judged.claims
+        return Planned(verdict, judged.evidence, judged.call, judged.target, claims)
 
     def resource(self, graced: Graced[RouteTarget | None]) -> Resource:
         return HTTPROUTES
