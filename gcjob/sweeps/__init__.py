@@ -38,6 +38,16 @@ from gcjob.sweeps.routes.sweep import UpstreamRead
 
 NOT_SWEPT = CompanionsSwept(None, frozenset())
 
+# Every sweep's declaration, in order: what `execute` drives (`declare`), and what the tests
+# of the rules every sweep obeys iterate (tests/sweeps/test_every_sweep.py): declaring a sweep
+# here adds it to them.
+DECLARED: tuple[type[Declaration[Any, Any]], ...] = (
+    companions.Companions,
+    bindings.Bindings,
+    routes.Routes,
+    copies.Copies,
+)
+
 
 def execute(run: Run, projects: ProjectReads | None = None) -> None:
     """Every requested sweep, companions first: their bindings go with them. Reads that
@@ -64,7 +74,12 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
     first: companions.Companions | None = None  # what the bindings sweep is handed
 
     def declare(sweep: Sweep) -> Declaration[Any, Any]:
-        """The sweep, declared by its folder, with what it is handed."""
+        """The sweep, declared by its folder (one of DECLARED), with what it is handed."""
+        declared = handed(sweep)
+        assert type(declared) in DECLARED and declared.sweep is sweep
+        return declared
+
+    def handed(sweep: Sweep) -> Declaration[Any, Any]:
         nonlocal first
         if sweep is Sweep.COMPANIONS:
             first = companions.Companions(run)

@@ -431,12 +431,15 @@ def guarded(run: Run, rule: Rule, planned: Planned[T]) -> Planned[T]:
     its judgement said: owned by something its sweep does not recognise (`owned`) or carrying
     the protect key (`protected`, `protect-not-understood`), it is kept, neither marked nor
     deleted (a mark of its rule goes, as for any object kept); declared without its claims, it
-    is kept too (`internal-error`). Every delete is pinned to the uid and resourceVersion
-    judged (act/deleter.py), so what was held here is what a delete would have taken."""
+    is kept too (`internal-error`), and so is one no write could be pinned to (`unpinnable`).
+    Every delete is pinned to the uid and resourceVersion judged (act/deleter.py), so what was
+    held here is what a delete would have taken."""
     verdict = planned.verdict
     if not verdict.delete:
         return planned
-    if planned.claims is None:
+    if not verdict.ref.uid or not verdict.ref.resource_version:
+        held = (Reason.UNPINNABLE, "no uid or resourceVersion to pin a delete or a mark to")
+    elif planned.claims is None:
         held = (Reason.INTERNAL_ERROR, "kept: its sweep declared no owners or protect key for it")
     else:
         found = claimed(planned.claims)

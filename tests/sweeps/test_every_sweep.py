@@ -1,0 +1,206 @@
+"""The rules every sweep obeys, held by the driver (gcjob/sweeps/driver.py) for every sweep
+gcjob/sweeps/__init__.py declares (`DECLARED`) and for the toy sweep a new folder would
+declare (tests/sweeps/test_driver.py `Toy`), over generated worlds (issue 46): a sweep not in
+--enforce deletes nothing; an orphan another owner manages, or that carries the protect key,
+is never deleted or marked; every delete sent is pinned to the uid and resourceVersion judged.
+Declaring a sweep in DECLARED adds it here."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gcjob.act.deleter import Deleter
+from gcjob.decide.common import Claims, claimed
+from gcjob.kube.access import DeleteResult
+from gcjob.kube.resources import Resource
+from gcjob.model import UNREADABLE_OWNER, OwnerRef, Sweep, Verdict
+from gcjob.reasons import Reason
+from gcjob.sweeps import DECLARED, execute
+from gcjob.sweeps.driver import Counted, Declaration, Judged, drive
+from testbed.model import ref
+from testbed.runs import DEMO, snapshot_run
+from tests.sweeps.test_driver import Toy
+
+# Every declared sweep, and the toy: each driven as that sweep (its name, its grace rule).
+SWEEPS: list[type[Declaration[Any, Any]]] = [*DECLARED, Toy]
+
+
+def test_every_sweep_is_declared() -> None:
+    assert {declared.sweep for declared in DECLARED} == set(Sweep)
+
+
+@dataclass
+class Sent:
+    """The hub as a deleter sees it: every delete sent, with its preconditions."""
+
+    deletes: list[tuple[str, str, str]]
+
+    def delete(self, resource: Resource, namespace: str, name: str, uid: str, rv: str) -> Any:
+        self.deletes.append((name, uid, rv))
+        return DeleteResult.DELETED
+
+
+ANCHOR = OwnerRef("v1", "ConfigMap", "anchor-8a1f0c2e-3b4d-4e5f-9a6b-7c8d9e0f1a2b", True)
+TEMPLATE = OwnerRef("v1", "ConfigMap", "app-config", True, uid="uid-template")
+owner_st = st.sampled_from(
+    [
+        OwnerRef("v1", "ConfigMap", "live-config", True, uid="uid-live"),  # issue 46 item 2
+        OwnerRef("apps/v1", "Deployment", "web", False, uid="uid-web"),
+        OwnerRef("apps/v1", "Deployment", "web", True, uid="uid-web"),
+        ANCHOR,
+        TEMPLATE,
+        UNREADABLE_OWNER,
+    ]
+)
+protect_st = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["annotation gcjob.datumapis.com/protect", "label gcjob.datumapis.com/Protect"]
+        ),
+        st.sampled_from(["true", "false", "yes", "True", " true", ""]),
+    ),
+    max_size=2,
+).map(tuple)
+claims_st = st.one_of(
+    st.none(),  # declared without: kept
+    st.builds(
+        Claims,
+        owners=st.lists(owner_st, max_size=3).map(tuple),
+        protect=protect_st,
+        own=st.sampled_from([(), (ANCHOR,), (TEMPLATE,), (ANCHOR, TEMPLATE)]),
+        controllers_only=st.booleans(),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Thing:
+    """One object of a generated world: an orphan or not, as its sweep judged it, pinnable or
+    not, and what it carries of the rules every sweep obeys."""
+
+    orphan: bool
+    uid: str
+    rv: str
+    claims: Claims | None
+
+
+thing_st = st.builds(
+    Thing,
+    orphan=st.booleans(),
+    uid=st.sampled_from(["", "u"]),
+    rv=st.sampled_from(["", "7"]),
+    claims=claims_st,
+)
+
+
+def _verdict(index: int, thing: Thing) -> Verdict:
+    uid = f"{thing.uid}{index}" if thing.uid else ""
+    at = ref("ConfigMap", f"obj-{index}", uid=uid, resource_version=thing.rv)
+    if thing.orphan:
+        return Verdict(at, True, Reason.ORPHANED, "no referrer")
+    return Verdict(at, False, Reason.REFERRER_LIVE, "in use", healthy=True)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A snapshot of the demo's namespaces alone, at its time: a run's context, read fast
+    for each generated world (its objects are the world's, not the snapshot's)."""
+    root = tmp_path_factory.mktemp("tiny")
+    (root / "hub").mkdir()
+    shutil.copy(DEMO / "snapshot.yaml", root / "snapshot.yaml")
+    shutil.copy(DEMO / "hub" / "namespaces.yaml", root / "hub" / "namespaces.yaml")
+    return root
+
+
+@pytest.mark.parametrize("declared", SWEEPS, ids=lambda d: d.__name__)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    things=st.lists(thing_st, max_size=8),
+    enforce=st.sets(st.sampled_from(list(Sweep))),
+    grace=st.sampled_from([timedelta(0), timedelta(minutes=10)]),
+    live=st.booleans(),
+)
+def test_the_rules_every_sweep_obeys_hold_for_each_declared_sweep(
+    tiny: Path,
+    declared: type[Declaration[Any, Any]],
+    things: list[Thing],
+    enforce: set[Sweep],
+    grace: timedelta,
+    live: bool,
+) -> None:
+    sweep = declared.sweep
+    ran = snapshot_run(sweep, directory=tiny, grace=grace, enforce=tuple(sorted(enforce)))
+    sent = Sent([])
+    deleter = Deleter(sent, dry_run=not live, budget=ran.run.budget)  # type: ignore[arg-type]
+    ran.run.context = replace(ran.run.context, deleter=deleter)
+    # The toy, named and ruled as the declared sweep: the driver knows no more of a sweep.
+    as_sweep = type(f"As{declared.__name__}", (Toy,), {"sweep": sweep, "rule": declared.rule})
+    verdicts = [_verdict(i, t) for i, t in enumerate(things)]
+    toy = as_sweep(ran.run, [Counted(len(things), len(things)), Judged(verdicts, _ref)])
+    toy.claims = {v.ref.name: t.claims for v, t in zip(verdicts, things, strict=True)}
+    drive(ran.run, toy)
+
+    if sweep not in enforce:
+        assert sent.deletes == []  # a sweep not in --enforce deletes nothing
+    judged = {v.ref.name: v for v in verdicts}
+    for name, uid, rv in sent.deletes:  # every delete pinned to what was judged
+        assert uid and rv and (uid, rv) == (judged[name].ref.uid, judged[name].ref.resource_version)
+    said = ran.outcomes()
+    for verdict, thing in zip(verdicts, things, strict=True):
+        name = verdict.ref.name
+        unpinnable = not verdict.ref.uid or not verdict.ref.resource_version
+        held = unpinnable or thing.claims is None or claimed(thing.claims) is not None
+        if verdict.delete and held:
+            assert name not in toy.deleted and name not in toy.marked, thing
+            assert all(sent_name != name for sent_name, _, _ in sent.deletes)
+            action, reason = said[("ConfigMap", verdict.ref.namespace, name)]
+            assert action == "skipped" and reason in {
+                "owned",
+                "protected",
+                "protect-not-understood",
+                "internal-error",
+                "unpinnable",
+            }, (action, reason)
+
+
+def _ref(verdict: Verdict) -> Any:
+    return verdict.ref
+
+
+@pytest.mark.parametrize("enforced", [False, True])
+def test_the_declared_sweeps_own_deletes_go_through_the_deleter_the_driver_hands(
+    enforced: bool,
+) -> None:
+    """The sweeps declared, their own writes driven over the demo's snapshot (its hub and
+    upstreams; the copies sweep needs discovery, which no snapshot holds), every orphan due:
+    not enforced, none sends a delete whatever its writes do; enforced, each sends its own,
+    pinned."""
+    sweeps = (Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES)
+    ran = snapshot_run(*sweeps, grace=timedelta(0), enforce=sweeps if enforced else ())
+    ran.run.tally.sweeps.clear()
+    ran.run.context = replace(ran.run.context, settings=replace(ran.run.settings, sweeps=sweeps))
+    sent = Sent([])
+    deleter = Deleter(sent, dry_run=False, budget=ran.run.budget)  # type: ignore[arg-type]
+    ran.run.context = replace(ran.run.context, deleter=deleter)
+    execute(ran.run)
+    due = {
+        (i["kind"], i["name"]) for i in ran.items() if i["action"] in ("deleted", "would-delete")
+    }
+    kinds = {kind for kind, _ in due}
+    assert {"ConfigMap", "ResourceBinding", "HTTPRoute"} <= kinds  # each sweep had its orphans
+    if not enforced:
+        assert sent.deletes == []
+        assert all(i["action"] != "deleted" for i in ran.items())
+    else:
+        assert {name for name, _, _ in sent.deletes} == {name for _, name in due}
+        assert all(uid and rv for _, uid, rv in sent.deletes)
