@@ -9,7 +9,7 @@
   pass it marks none of them (`MarksBrake`);
 - the write brake: at most --max-writes writes a run (`WriteBrake`);
 - the projects brake: more Milo projects found gone in one run than --max-projects-gone, and
-  none is taken as gone (`projects_brake`);
+  none is taken as gone (`projects_brake`), each counted once a run (`ProjectsBrake`);
 - the suspect rule: an upstream cluster where many routes hang on Gateways and none is found
   is distrusted (`is_suspect`, `suspect_groups`, `suspect_detail`).
 
@@ -20,7 +20,7 @@ Each message names its brake first and says how an operator gets past it (docs/o
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
@@ -212,6 +212,29 @@ def projects_brake(gone: int, max_gone: int) -> str | None:
         f"--max-projects-gone {max_gone}; none is taken as gone this run (check Milo's "
         f"Project API for them, then raise --max-projects-gone {FOR_ONE_RUN})"
     )
+
+
+@dataclass
+class ProjectsBrake:
+    """The projects brake for one run: each project found gone counted once, however many
+    sweeps, rounds of --drain (or, with --shard, shards) find it; once more than `max_gone`
+    are, none is taken as gone, for the rest of the run (a brake that held stays held)."""
+
+    max_gone: int
+    gone: frozenset[str] = frozenset()  # distinct, while it holds nothing (at most max_gone)
+    reason: str = ""  # why it holds, once it does
+
+    def count(self, gone: Iterable[str]) -> str:
+        """Projects found gone (any already counted, any number of times): the brake's
+        reason, "" while it holds nothing."""
+        if not self.reason:
+            found = self.gone.union(gone)
+            if len(found) > self.max_gone:
+                self.reason = projects_brake(len(found), self.max_gone) or ""
+                self.gone = frozenset()  # not needed once it holds
+            else:
+                self.gone = found
+        return self.reason
 
 
 # -- the suspect rule ----------------------------------------------------------------------

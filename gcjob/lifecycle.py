@@ -246,13 +246,14 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
             )
             lock.acquire(datetime.now(UTC))
         # The run's one list of Milo's projects, read now: a Project API that cannot be right
-        # is a configuration error before anything is touched.
+        # is a configuration error before anything is touched. Its answers are the run's, for
+        # every round of --drain: one answer a project.
         projects = ProjectReads(run.projects, run.is_project)
         check_project_list(projects, settings.sweeps)
         execute(run, projects)
         if settings.drain:
             assert access is not None  # --drain needs --delete: never a snapshot
-            _drain(run, access, lock)
+            _drain(run, access, lock, projects)
     except NotAHub as exc:
         run.tally.codes.add(ExitCode.USAGE)
         error = str(exc)
@@ -297,7 +298,9 @@ def _hub_clock(run: Run, access: KubeAccess) -> datetime:
     return clock.now
 
 
-def _drain(run: Run, access: KubeAccess, lock: LeaseLock | ShardLock | None) -> None:
+def _drain(
+    run: Run, access: KubeAccess, lock: LeaseLock | ShardLock | None, projects: ProjectReads
+) -> None:
     """--drain (the rollout Job): after the first round, sleep until the next mark is due
     (at once while a backlog is left past the drain cap), renew the lease, and sweep again,
     a full sweep on the same rules, until no orphan waits, a round does not end cleanly, or
@@ -355,7 +358,7 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | ShardLock | None) -> 
             lock.renew(datetime.now(UTC))
         run.next_round(_hub_clock(run, access))
         _renew_read_budgets(run)
-        execute(run)
+        execute(run, projects)
         rounds += 1
     run.tally.drain = {
         "rounds": rounds,
@@ -368,9 +371,10 @@ def _drain(run: Run, access: KubeAccess, lock: LeaseLock | ShardLock | None) -> 
 
 
 def _renew_read_budgets(run: Run) -> None:
-    """Each round of --drain reads every upstream and the Project API again, as a run does:
-    each has its read budget again (a budget spent over the rounds would fail the Nth round's
-    reads, and end the drain, on no fault of the cluster)."""
+    """Each round of --drain reads every upstream again, as a run does, and the Project API
+    for the projects no earlier round asked about (a project answered keeps its answer for
+    the run): each has its read budget again (a budget spent over the rounds would fail the
+    Nth round's reads, and end the drain, on no fault of the cluster)."""
     if isinstance(run.upstreams, LiveUpstreams):
         run.upstreams.renew_budgets()
     if isinstance(run.projects, KubeAccess):

@@ -17,7 +17,7 @@ from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
 from gcjob.brakes import BrakeLimits, deletion_brake, drain_pace, limit_said, percent_brake
 from gcjob.budget import RunBudget
-from gcjob.decide.projects import never_a_project
+from gcjob.decide.projects import ProjectJudgement, never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import NamespaceCheck, Scope
 from gcjob.enumerate.upstream import UpstreamIndex, UpstreamSource
@@ -108,7 +108,11 @@ class Tally:
     # a companion's binding too; a mark held back by a brake is no mark.
     marks: dict[str, dict[str, int]] = field(default_factory=dict)
     brakes: list[str] = field(default_factory=list)  # each brake that engaged, named, once
-    project_counts: dict[str, str] = field(default_factory=dict)  # project -> counted state
+    # Project -> counted state, for the run (every sweep and round): each project once.
+    project_counts: dict[str, str] = field(default_factory=dict)
+    # The run's one judgement of Milo's projects (its API check and projects brake): every
+    # sweep and round of --drain judges through it (gcjob/sweeps/driver.py RoundProjects).
+    projects_judged: ProjectJudgement | None = None
     # The upstream clusters (projects) each sweep read this round: with --shard, its shard's.
     clusters_read: dict[str, int] = field(default_factory=dict)
 
@@ -186,6 +190,13 @@ class Run:
     @property
     def limits(self) -> BrakeLimits:
         return self.context.limits
+
+    @property
+    def projects_judged(self) -> ProjectJudgement:
+        """The run's one judgement of Milo's projects, for every sweep and round."""
+        if self.tally.projects_judged is None:
+            self.tally.projects_judged = ProjectJudgement(self.settings.max_projects_gone)
+        return self.tally.projects_judged
 
     # -- reporting ---------------------------------------------------------------------
 
@@ -325,9 +336,9 @@ class Run:
     def next_round(self, now: datetime) -> None:
         """A --drain run's next round: a full sweep again, with its own drain cap, as of the
         hub's `now`; what was reported stays reported. The summary describes the hub as the
-        last round left it, with every round's marks and deletions added up."""
+        last round left it, with every round's marks and deletions added up, and its projects
+        counted once for the run (the projects brake counts them so)."""
         self.reporter.next_round()
-        self.tally.project_counts.clear()
         self.now = now
         self.tally.deleted = 0
         self.tally.backlog = 0
@@ -390,7 +401,8 @@ class Run:
 
     def count_projects(self, calls: Mapping[str, ProjectCall], brake: str) -> None:
         """What a sweep found of each Milo project among `calls` (`brake`: the projects brake's
-        reason, "" when it held nothing), for the summary's `projects`."""
+        reason, "" when it held nothing), for the summary's `projects`: each project once a
+        run, by the most cautious call any sweep or round of --drain made of it."""
         for name, call in calls.items():
             if call.state is ProjectState.NOT_A_PROJECT:
                 continue

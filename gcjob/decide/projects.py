@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gcjob.brakes import projects_brake
+from gcjob.brakes import ProjectsBrake
 from gcjob.domain import ByName, is_dns1123_label, sorted_names
 from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
@@ -110,20 +110,78 @@ class ProjectCalls(ByName[ProjectCall]):
         self._is_project = is_project
         self._answers = answers
         self._api = api
-        self._brake = brake
+        self.brake = brake
 
     def __getitem__(self, cluster: str) -> ProjectCall:
         if cluster not in self:
             raise KeyError(cluster)
         call = self.unbraked(cluster)
-        if self._brake and call.state is ProjectState.GONE:
-            return ProjectCall(ProjectState.UNKNOWN, self._brake)
+        if self.brake and call.state is ProjectState.GONE:
+            return ProjectCall(ProjectState.UNKNOWN, self.brake)
         return call
 
     def unbraked(self, cluster: str) -> ProjectCall:
         """Its call before the brake, whichever cluster (another shard's too)."""
         answer = self._answers.get(cluster, ProjectAnswer.UNREAD)
         return judge_project(cluster, self._is_project(cluster), answer, self._api)
+
+    def of(self, clusters: Iterable[str]) -> ProjectCalls:
+        """The same calls (the same answers, API check and brake), of `clusters` only: what
+        one sweep of a judgement made for several is handed."""
+        return ProjectCalls(
+            sorted_names(clusters), self._is_project, self._answers, self._api, self.brake
+        )
+
+
+class ProjectJudgement:
+    """The run's one judgement of Milo's projects (one a run: `Run.projects_judged`), made
+    for every sweep and every round of --drain. Each `judge` is over every project the
+    sweeps of a round name, before any of them acts (gcjob/sweeps/driver.py
+    `RoundProjects`); what it found holds for the rest of the run, and a later judgement (a
+    round of --drain, a project first named then) can only renew it towards keeping:
+
+    - the Project API's check (`check_project_api`): once a judgement found the API cannot
+      prove anything, no project is proven gone for the rest of the run;
+    - the projects brake (brakes.py `ProjectsBrake`): each project found gone counted once,
+      however many sweeps, rounds (or, with --shard, shards: `elsewhere`) find it; once more
+      than --max-projects-gone are, none is taken as gone for the rest of the run.
+
+    The answers themselves are the first the Project API gave this run (enumerate/owners.py
+    `ProjectReads` keeps them), so each project has one answer a run. Pure."""
+
+    def __init__(self, max_gone: int) -> None:
+        self.brake = ProjectsBrake(max_gone)
+        self.api: ProjectApiCheck | None = None
+
+    def judge(
+        self,
+        clusters: Iterable[str],
+        is_project: Callable[[str], bool],
+        answers: Mapping[str, ProjectAnswer],
+        answered: Sequence[str],
+        elsewhere: Iterable[str] = (),
+    ) -> ProjectCalls:
+        """Each cluster's project call, behind the run's brake: gone only on a trusted
+        Project API's NotFound (trusted by every control plane in `answered`, and by every
+        earlier judgement of the run), and no more of them than --max-projects-gone in the
+        run (else none is taken as gone). `elsewhere`: with --shard, the clusters other
+        shards judge: the brake counts theirs found gone too (by `answers`), so that it holds
+        for the whole hub, the same in every shard."""
+        api = check_project_api(answers, [c for c in answered if is_project(c)])
+        if self.api is None or self.api.trusted:  # distrust, once found, stays for the run
+            self.api = api
+        asked = sorted_names(clusters)
+        calls = ProjectCalls(asked, is_project, answers, self.api)
+        gone = [c for c, call in calls.items() if call.state is ProjectState.GONE]
+        gone += [
+            c
+            for c in sorted_names(elsewhere)
+            if c not in calls and calls.unbraked(c).state is ProjectState.GONE
+        ]
+        reason = self.brake.count(gone)
+        if not reason:
+            return calls
+        return ProjectCalls(asked, is_project, answers, self.api, reason)
 
 
 def project_calls(
@@ -135,20 +193,7 @@ def project_calls(
     elsewhere: Iterable[str] = (),
 ) -> tuple[ProjectCalls, str]:
     """Each cluster's project call, and the projects brake's reason ("" when it holds
-    nothing): gone only on a trusted Project API's NotFound, and no more of them than
-    `max_gone` in one run (else none is taken as gone). `elsewhere`: with --shard, the
-    clusters other shards judge: the brake counts theirs found gone too (by `answers`), so
-    that it holds for the whole hub, the same in every shard."""
-    api = check_project_api(answers, [c for c in answered if is_project(c)])
-    asked = sorted_names(clusters)
-    calls = ProjectCalls(asked, is_project, answers, api)
-    gone = [c for c, call in calls.items() if call.state is ProjectState.GONE]
-    gone_elsewhere = [
-        c
-        for c in sorted_names(elsewhere)
-        if c not in calls and calls.unbraked(c).state is ProjectState.GONE
-    ]
-    reason = projects_brake(len(gone) + len(gone_elsewhere), max_gone)
-    if reason is None:
-        return calls, ""
-    return ProjectCalls(asked, is_project, answers, api, reason), reason
+    nothing), as one judgement of a run of its own (`ProjectJudgement`): what `gcjob
+    explain` asks."""
+    calls = ProjectJudgement(max_gone).judge(clusters, is_project, answers, answered, elsewhere)
+    return calls, calls.brake

@@ -9,10 +9,11 @@ proves it gone, and only when its namespace exists (a GET of the namespace: a No
 naming it proves the whole namespace gone). A cluster where a read fails is unavailable for
 every owner not yet proven: none of its owners is judged on a part of its answers.
 
-The Project API is read once per run (`ProjectReads`, shared by the sweeps): one
-metadata-only list of projects, then a GET for each project asked about and not listed (a
-NotFound naming `projects/<name>` in Milo's group is the only "not found"); right before a
-delete, one GET of that project. Judging the answers is decide/projects.py's.
+The Project API is read once per run, every round of --drain included (`ProjectReads`,
+shared by the sweeps): one metadata-only list of projects, then a GET for each project asked
+about and not listed (a NotFound naming `projects/<name>` in Milo's group is the only "not
+found"); right before a delete, one GET of that project. Judging the answers is
+decide/projects.py's.
 """
 
 from __future__ import annotations
@@ -371,13 +372,13 @@ class OwnerLookups:
 
 
 class ProjectReads:
-    """Milo's Project API for one run (one round of --drain: `sweeps.execute` makes one a
-    round), shared by every sweep that rests on a project: one metadata-only list of
-    projects, the first time any sweep asks; a GET for each project asked about and not
-    listed (a NotFound naming `projects/<name>` in Milo's group is the only "not found"),
-    once each; and, right before a delete, one live GET of that one project (`still_gone`).
-    Every answer is kept for the run; nothing read is UNREAD, never NOT_FOUND. Used from the
-    sweeps' own thread."""
+    """Milo's Project API for one run (every round of --drain: the lifecycle hands the one it
+    listed at start to each), shared by every sweep that rests on a project: one
+    metadata-only list of projects; a GET for each project asked about and not listed (a
+    NotFound naming `projects/<name>` in Milo's group is the only "not found"), once each;
+    and, right before a delete, one live GET of that one project (`still_gone`). Every answer
+    is kept for the run, the first the API gave: one answer a project (issue 46 item 3);
+    nothing read is UNREAD, never NOT_FOUND. Used from the sweeps' own thread."""
 
     def __init__(self, api: Reader | None, is_project: Callable[[str], bool]) -> None:
         self.api = api

@@ -5,15 +5,16 @@ handed on here, never left on the Run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from gcjob.decide.explanation import Conclusion, Explanation, Target
 from gcjob.decide.trace import Trace
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import ProjectReads
-from gcjob.enumerate.parallel import Reads
+from gcjob.enumerate.parallel import Reads, result_of
 from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError
@@ -30,13 +31,14 @@ from gcjob.sweeps.companions.sweep import CompanionsSwept
 from gcjob.sweeps.copies import explain as copies_explain
 from gcjob.sweeps.copies import sweep as copies
 from gcjob.sweeps.copies.scan import Discovering
-from gcjob.sweeps.driver import Declaration, drive
+from gcjob.sweeps.driver import Declaration, Named, RoundProjects, drive
 from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.routes import explain as routes_explain
 from gcjob.sweeps.routes import sweep as routes
 from gcjob.sweeps.routes.sweep import UpstreamRead
 
 NOT_SWEPT = CompanionsSwept(None, frozenset())
+R = TypeVar("R")
 
 # Every sweep's declaration, in order: what `execute` drives (`declare`), and what the tests
 # of the rules every sweep obeys iterate (tests/sweeps/test_every_sweep.py): declaring a sweep
@@ -66,9 +68,9 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
     ahead = Reads(2, "ahead")
     upstream: Future[UpstreamRead] | None = None
     owners: Future[copies.OwnersRead] | None = None
-    # Milo's Project API, listed once for the routes and copies sweeps alike (once a round of
-    # --drain: each round calls execute); the first round's was read at start (`projects`).
-    projects = projects or ProjectReads(run.projects, run.is_project)
+    # Milo's Project API, listed once for the routes and copies sweeps alike, at start
+    # (`projects`, the run's: every round of --drain reads its answers).
+    project_reads = projects or ProjectReads(run.projects, run.is_project)
     # The Gateways the routes sweep finds upstream, not read again by the copies sweep.
     found = Found() if {Sweep.ROUTES, Sweep.COPIES} <= run.tally.sweeps.keys() else None
     first: companions.Companions | None = None  # what the bindings sweep is handed
@@ -88,8 +90,8 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
             swept = first.swept() if first is not None else NOT_SWEPT
             return bindings.Bindings(run, companion_keys(run, swept), swept.bindings_reported)
         if sweep is Sweep.ROUTES:
-            return routes.Routes(run, projects, upstream)
-        return copies.Copies(run, projects, found, owners)
+            return routes.Routes(run, round_projects, upstream)
+        return copies.Copies(run, round_projects, found, owners)
 
     try:
         if Sweep.ROUTES in run.tally.sweeps and run.upstreams is not None:
@@ -99,6 +101,8 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
                 # upstream readers never wait between the two sweeps; their owners are read
                 # once the routes' Gateways are (enumerate/shared.py), none of them twice.
                 owners = ahead.start(partial(copies.read, run, found, upstream.done))
+        # The projects every sweep of the round names, judged once before any acts on one.
+        round_projects = RoundProjects(run, project_reads, named_ahead(upstream, owners))
         for sweep, state in run.tally.sweeps.items():
             stop = run.budget.stop_reason()
             if stop is not None:
@@ -119,6 +123,26 @@ def execute(run: Run, projects: ProjectReads | None = None) -> None:
             reads.close()
     if ExitCode.STOPPED in run.tally.codes:
         log.warning("run stopped: %s", run.budget.stop_reason())
+
+
+def named_ahead(
+    upstream: Future[routes.UpstreamRead] | None, owners: Future[copies.OwnersRead] | None
+) -> list[Callable[[], Named | None]]:
+    """What the reads started ahead name of projects, each waited for when first asked (None:
+    its read failed or stopped, and its sweep judges none)."""
+    sources: list[Callable[[], Named | None]] = []
+    if upstream is not None:
+        sources.append(partial(_named, upstream, routes.named, "the routes' upstream read"))
+    if owners is not None:
+        sources.append(partial(_named, owners, copies.named, "the copies' owners read ahead"))
+    return sources
+
+
+def _named(future: Future[R], named: Callable[[R], Named | None], what: str) -> Named | None:
+    try:
+        return named(result_of(future, what))
+    except Exception:  # its own sweep raises it when it reads the same future: it acts on none
+        return None
 
 
 def copies_possible(run: Run) -> bool:

@@ -27,8 +27,9 @@ nothing here changes. (kopf's declared handlers run by one reactor are the model
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
@@ -48,6 +49,9 @@ from gcjob.decide.grace import (
     grace_call,
 )
 from gcjob.decide.plan import Plan, graced_plan
+from gcjob.decide.projects import ProjectCalls
+from gcjob.domain import sorted_names
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError, Stopped
 from gcjob.kube.resources import Resource
@@ -147,6 +151,74 @@ class Projects:
     calls: Mapping[str, ProjectCall]
     brake: str
     failed: str
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """The projects one sweep's objects name: the clusters it judges, those of them whose
+    control planes answered it (what vouches for the Project API), and, with --shard, the
+    clusters other shards judge (`elsewhere`: the projects brake counts the whole hub)."""
+
+    clusters: Sequence[str]
+    answered: Sequence[str]
+    elsewhere: Sequence[str] = ()
+
+
+class RoundProjects:
+    """Milo's projects, judged once a round for every sweep that rests on one, through the
+    run's one judgement (`run.projects_judged`, decide/projects.py `ProjectJudgement`), before
+    any sweep acts on any of them. The first sweep to ask waits for what every other sweep of
+    the round names (`sources`: their reads started ahead; None when one could not name them,
+    and that sweep then acts on none), so that one Project API check vouches for all, the
+    projects brake counts them together, and each project has one call that every sweep
+    reads. `reads`: the run's Project API, its answers kept for the run."""
+
+    def __init__(
+        self,
+        run: Run,
+        reads: ProjectReads,
+        sources: Sequence[Callable[[], Named | None]] = (),
+    ) -> None:
+        self.run = run
+        self.reads = reads
+        self._sources = sources
+        self._named = Named((), ())  # every project the round judged, sorted, each once
+        self._judged: ProjectCalls | None = None
+
+    def calls(self, named: Named) -> ProjectCalls:
+        """The calls of `named`'s clusters, from the round's one judgement (raises Stopped
+        while the Project API is read). A sweep that names a project no judgement of the
+        round was made over is judged again with all of them (the brake counts it too)."""
+        judged, was = self._judged, self._named
+        if (
+            judged is None
+            or not _within(was.clusters, named.clusters)
+            or not _within(was.elsewhere, named.elsewhere)
+            or not _within(was.answered, named.answered)
+        ):
+            every = [was, named, *filter(None, (source() for source in self._sources))]
+            self._sources = ()  # what they hold is not kept past the judgement
+            now = self._named = Named(
+                sorted_names(c for n in every for c in n.clusters),
+                sorted_names(c for n in every for c in n.answered),
+                sorted_names(c for n in every for c in n.elsewhere),
+            )
+            del every
+            run = self.run
+            answers = self.reads.answers([*now.clusters, *now.elsewhere])
+            judged = self._judged = run.projects_judged.judge(
+                now.clusters, run.is_project, answers, now.answered, now.elsewhere
+            )
+        return judged.of(named.clusters)
+
+
+def _within(names: Sequence[str], some: Iterable[str]) -> bool:
+    """Whether every one of `some` is among `names` (sorted, each once)."""
+    for name in some:
+        at = bisect_left(names, name)
+        if at == len(names) or names[at] != name:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

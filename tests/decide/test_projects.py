@@ -6,7 +6,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.decide.projects import check_project_api, judge_project, project_calls
+from gcjob.decide.projects import (
+    ProjectJudgement,
+    check_project_api,
+    judge_project,
+    project_calls,
+)
 from gcjob.model import ProjectAnswer, ProjectCall, ProjectState
 
 FOUND, GONE = ProjectAnswer.FOUND, ProjectAnswer.NOT_FOUND
@@ -113,3 +118,119 @@ def test_calls_made_when_asked_for_are_the_calls_judged_one_by_one(
         expected.update({c: ProjectCall(ProjectState.UNKNOWN, brake) for c in gone})
     assert dict(calls.items()) == expected and list(calls) == sorted(clusters)
     assert len(calls) == len(clusters) and "nowhere" not in calls
+
+
+# The run's one judgement (issue 46 item 3): two projects gone, one named only by the routes
+# sweep, one only by the copies sweep, each sweep with one; --max-projects-gone 1.
+BOTH = {"live": FOUND, "gone-route": GONE, "gone-copy": GONE}
+
+
+def _is_project(name: str) -> bool:
+    return name != "ctx"
+
+
+def test_the_projects_brake_counts_the_projects_every_sweep_names_together():
+    """Judged over the union before either sweep acts, neither project is taken as gone, and
+    the brake says the run's count (2), not one sweep's (1)."""
+    judgement = ProjectJudgement(max_gone=1)
+    calls = judgement.judge(["live", "gone-route", "gone-copy"], _is_project, BOTH, ["live"])
+    assert "projects brake: 2 projects" in calls.brake
+    routes, copies = calls.of(["live", "gone-route"]), calls.of(["gone-copy"])
+    assert (
+        routes["gone-route"]
+        == copies["gone-copy"]
+        == ProjectCall(ProjectState.UNKNOWN, calls.brake)
+    )
+    assert routes["live"].state is ProjectState.PRESENT
+    assert list(copies) == ["gone-copy"] and "gone-route" not in copies
+
+
+def test_a_brake_that_held_holds_for_the_rest_of_the_run():
+    """Judged one after the other (one sweep, then the other; a round of --drain, then the
+    next), the second judgement's project makes two: the brake holds it, and every later
+    judgement of the run, the first project included, takes none as gone."""
+    judgement = ProjectJudgement(max_gone=1)
+    first = judgement.judge(["live", "gone-route"], _is_project, BOTH, ["live"])
+    assert first.brake == "" and first["gone-route"].state is ProjectState.GONE
+    second = judgement.judge(["live", "gone-copy"], _is_project, BOTH, ["live"])
+    assert second["gone-copy"].state is ProjectState.UNKNOWN
+    assert "projects brake: 2 projects" in second.brake
+    again = judgement.judge(["gone-route"], _is_project, BOTH, ["live"])
+    assert again["gone-route"] == ProjectCall(ProjectState.UNKNOWN, second.brake)
+
+
+def test_a_project_counted_again_is_counted_once():
+    judgement = ProjectJudgement(max_gone=1)
+    for _ in range(3):  # each sweep, each round: the same project gone
+        calls = judgement.judge(["live", "gone-route"], _is_project, BOTH, ["live"])
+        assert calls.brake == "" and calls["gone-route"].state is ProjectState.GONE
+
+
+def test_one_sweeps_vouching_control_planes_vouch_for_the_other_sweeps_projects():
+    """As an operator's run found: the copies sweep's only project was the gone one, so no
+    control plane of its own answered; the routes sweep's live project's did. One judgement,
+    one answer: `project-gone` to both (before: gone to the routes, unknown to the copies)."""
+    judgement = ProjectJudgement(max_gone=3)
+    calls = judgement.judge(["live", "gone-route"], _is_project, BOTH, ["live"])
+    assert calls.of(["gone-route"])["gone-route"].state is ProjectState.GONE
+    alone = ProjectJudgement(max_gone=3).judge(["gone-route"], _is_project, BOTH, [])
+    assert alone["gone-route"].state is ProjectState.UNKNOWN  # nothing vouched: no proof
+
+
+def test_an_api_distrusted_once_is_distrusted_for_the_rest_of_the_run():
+    judgement = ProjectJudgement(max_gone=3)
+    answers = {**BOTH, "other": GONE}  # "other"'s control plane answers: a wrong API?
+    assert (
+        judgement.judge(["gone-route"], _is_project, answers, ["live"])["gone-route"].state
+        is ProjectState.GONE
+    )
+    distrusted = judgement.judge(["other"], _is_project, answers, ["other"])
+    assert distrusted["other"].state is ProjectState.UNKNOWN and not distrusted.brake
+    later = judgement.judge(["gone-route"], _is_project, answers, ["live"])
+    assert later["gone-route"].state is ProjectState.UNKNOWN
+
+
+NAMES = ["live", "p1", "p2", "a", "b", "c", "x/y", "ctx"]
+
+
+@given(
+    answers=st.dictionaries(st.sampled_from(NAMES), st.sampled_from(list(ProjectAnswer))),
+    judgements=st.lists(
+        st.tuples(
+            st.sets(st.sampled_from(NAMES)),
+            st.lists(st.sampled_from(["live", "p1", "p2", "a", "ctx"])),
+            st.lists(st.sampled_from(NAMES), max_size=3),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    max_gone=st.integers(0, 3),
+)
+def test_no_more_projects_than_the_limit_are_taken_as_gone_in_a_run(answers, judgements, max_gone):
+    """However the run's sweeps, rounds and shards name its projects (any order, any
+    overlap), the brake holds once the distinct projects found gone over the run pass
+    --max-projects-gone (each counted once), and from then on; the projects taken as gone
+    over the whole run are at most that many; and a project's call only ever moves towards
+    keeping (gone -> not known), never back."""
+    judgement = ProjectJudgement(max_gone)
+    taken: set[str] = set()
+    found_gone: set[str] = set()  # by the run's API check as it stood at each judgement
+    first: dict[str, ProjectState] = {}
+    held = False
+    for clusters, answered, elsewhere in judgements:
+        calls = judgement.judge(clusters, _is_project, answers, answered, elsewhere)
+        api = judgement.api
+        assert api is not None
+        for name in [*clusters, *elsewhere]:
+            answer = answers.get(name, ProjectAnswer.UNREAD)
+            if judge_project(name, _is_project(name), answer, api).state is ProjectState.GONE:
+                found_gone.add(name)
+        held = held or len(found_gone) > max_gone
+        assert bool(calls.brake) == held, (found_gone, calls.brake)
+        for name, call in calls.items():
+            if call.state is ProjectState.GONE:
+                taken.add(name)
+            before = first.setdefault(name, call.state)
+            if call.state is not before:
+                assert (before, call.state) == (ProjectState.GONE, ProjectState.UNKNOWN)
+    assert len(taken) <= max_gone

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,10 +15,12 @@ import pytest
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import Claims
 from gcjob.decide.grace import Graced, grace_call
+from gcjob.enumerate.owners import ProjectReads
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import DeleteResult
 from gcjob.kube.errors import ApiError, Stopped
 from gcjob.kube.resources import CONFIGMAPS, Resource
+from gcjob.kube.snapshot import SnapshotStore
 from gcjob.marks import Rule, companion_evidence
 from gcjob.model import (
     PROJECT_COUNTED_AS,
@@ -40,9 +43,11 @@ from gcjob.sweeps.driver import (
     Healthy,
     Incomplete,
     Judged,
+    Named,
     NotConfigured,
     Planned,
     Projects,
+    RoundProjects,
     Scan,
     Step,
     Unswept,
@@ -327,3 +332,84 @@ def test_an_owner_the_sweep_declares_its_own_holds_nothing() -> None:
     toy.claims["anchored"] = Claims(owners=(ANCHOR,), own=(ANCHOR,), controllers_only=True)
     drive(ran.run, toy)
     assert toy.deleted == ["anchored"]
+
+
+def _milo(*live: str) -> SnapshotStore:
+    api = SnapshotStore("milo", [], every_kind=True)
+    for name in live:
+        api.add(
+            {
+                "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
+                "kind": "Project",
+                "metadata": {"name": name, "uid": f"u-{name}"},
+            }
+        )
+    return api
+
+
+def test_a_rounds_projects_are_judged_once_for_every_sweep_before_either_acts() -> None:
+    """Issue 46 item 3: two projects gone, one named only by the routes sweep, one only by the
+    copies sweep, --max-projects-gone 1. The first sweep to ask waits for what the other
+    names: neither project is taken as gone, in either sweep, and the summary counts each
+    project once (before: each sweep counted its one, both were deleted, `gone: 2`). The
+    copies sweep's only project is the gone one, so no control plane of its own vouches for
+    the API: the routes sweep's does, for the one judgement (before: `project-gone` to one
+    sweep, unknown to the other)."""
+    ran = snapshot_run(Sweep.COMPANIONS, max_projects_gone=1)  # the toy sweep
+    run = ran.run
+    run.context = replace(run.context, is_project=lambda name: True)
+    reads = ProjectReads(_milo("live"), lambda name: True)
+    by_routes = Named(("gone-route", "live"), ("live",))
+    by_copies = Named(("gone-copy",), ())
+    asked: list[str] = []
+
+    def source(name: str, named: Named) -> Named:
+        asked.append(name)
+        return named
+
+    sources = [partial(source, "routes", by_routes), partial(source, "copies", by_copies)]
+    projects = RoundProjects(run, reads, sources)
+    routes = projects.calls(by_routes)
+    assert asked == ["routes", "copies"]  # before the routes sweep acts on any of them
+    copies = projects.calls(by_copies)
+    assert asked == ["routes", "copies"]  # one judgement a round
+    assert list(routes) == ["gone-route", "live"] and list(copies) == ["gone-copy"]
+    assert "projects brake: 2 projects found gone in one run" in routes.brake
+    assert routes.brake == copies.brake
+    assert (
+        routes["gone-route"]
+        == copies["gone-copy"]
+        == ProjectCall(ProjectState.UNKNOWN, routes.brake)
+    )
+    for calls in (routes, copies):
+        drive(run, Toy(run, [Projects(calls, calls.brake, "")]))
+    counted = run.summary(run.exit_code())["projects"]
+    assert (counted["brake-held"], counted["gone"], counted["present"]) == (2, 0, 1)
+
+    # Within the limit, the one judgement vouches for the copies sweep's project too.
+    ran = snapshot_run(Sweep.COMPANIONS, max_projects_gone=2)
+    ran.run.context = replace(ran.run.context, is_project=lambda name: True)
+    projects = RoundProjects(ran.run, reads, [lambda: by_copies])
+    assert projects.calls(by_routes)["gone-route"].state is ProjectState.GONE
+    assert projects.calls(by_copies)["gone-copy"].state is ProjectState.GONE
+
+
+def test_the_projects_brake_counts_every_round_of_a_drain_together() -> None:
+    """A round of --drain finds one project gone, the next another: two in the run, over
+    --max-projects-gone 1. The second round takes neither as gone, and the summary counts
+    the run's projects (before: each round had its own count of one, and cleared the
+    summary's)."""
+    ran = snapshot_run(Sweep.COMPANIONS, max_projects_gone=1)  # the toy sweep
+    run = ran.run
+    run.context = replace(run.context, is_project=lambda name: True)
+    reads = ProjectReads(_milo("live"), lambda name: True)
+    first = RoundProjects(run, reads).calls(Named(("gone-a", "live"), ("live",)))
+    assert first["gone-a"].state is ProjectState.GONE and not first.brake
+    drive(run, Toy(run, [Projects(first, first.brake, "")]))
+    run.next_round(run.now)
+    second = RoundProjects(run, reads).calls(Named(("gone-a", "gone-b", "live"), ("live",)))
+    assert "projects brake: 2 projects" in second.brake
+    assert {second[n].state for n in ("gone-a", "gone-b")} == {ProjectState.UNKNOWN}
+    drive(run, Toy(run, [Projects(second, second.brake, "")]))
+    counted = run.summary(run.exit_code())["projects"]
+    assert (counted["brake-held"], counted["gone"], counted["present"]) == (2, 0, 1)

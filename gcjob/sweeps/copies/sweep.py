@@ -23,7 +23,6 @@ from gcjob import preflight
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import anchored_claims
 from gcjob.decide.grace import Graced, grace_call
-from gcjob.decide.projects import project_calls
 from gcjob.domain import sorted_names
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
@@ -85,10 +84,12 @@ from gcjob.sweeps.driver import (
     Incomplete,
     Judged,
     Leaving,
+    Named,
     NotConfigured,
     Noted,
     Planned,
     Projects,
+    RoundProjects,
     Scan,
     drive,
 )
@@ -228,7 +229,8 @@ class Copies(Declaration[Kept, CopyTarget]):
     whole. Before the deletes, each owner (or its project) is looked at again, live, once, a
     few ahead; an owner's anchors and copies pass the drain cap together or wait together.
 
-    `projects`: the run's Project API, shared with the routes sweep; `found`: what the routes
+    `projects`: the round's one judgement of projects, shared with the routes sweep (its
+    Project API: `projects.reads`); `found`: what the routes
     sweep's upstream reads found this round, not read again (enumerate/shared.py); `ahead`:
     the reads before judging (`read`), started beside the routes sweep's, if they were."""
 
@@ -238,7 +240,7 @@ class Copies(Declaration[Kept, CopyTarget]):
     def __init__(
         self,
         run: Run,
-        projects: ProjectReads,
+        projects: RoundProjects,
         found: Found | None = None,
         ahead: Future[OwnersRead] | None = None,
     ) -> None:
@@ -270,21 +272,14 @@ class Copies(Declaration[Kept, CopyTarget]):
         del owners  # the judgements below hold what they need of it
         clusters = sorted_names(o.cluster for o in wanted.owners)
         try:
-            # With --shard, the projects brake counts the projects gone in the whole hub.
-            answers = self.projects.answers([*clusters, *wanted.elsewhere_clusters])
+            # The round's one judgement of projects, for the routes sweep too; with --shard,
+            # the projects brake counts the projects gone in the whole hub.
+            calls_by_cluster = self.projects.calls(named_by(wanted, lookups))
         except Stopped as exc:
             raise Incomplete("stopped while reading the Project API", exc) from exc
-        calls_by_cluster, brake = project_calls(
-            clusters,
-            run.is_project,
-            answers,
-            lookups.answered(),
-            settings.max_projects_gone,
-            elsewhere=wanted.elsewhere_clusters,
-        )
-        failed = self.projects.failed(clusters)
+        failed = self.projects.reads.failed(clusters)
         del clusters  # not held through the second read
-        yield Projects(calls_by_cluster, brake, failed)
+        yield Projects(calls_by_cluster, calls_by_cluster.brake, failed)
         facts = FactsOf(wanted.owners, calls_by_cluster, lookups)
         # Each owner's call is made again for each object that names it (a pure function of
         # its facts), not kept: a call and its detail were about 250 bytes an owner.
@@ -420,7 +415,7 @@ class Copies(Declaration[Kept, CopyTarget]):
         """An owner's live second look: in an upstream reader thread when read ahead."""
         owner, reason = key
         assert self.lookups is not None  # the groups were judged on them
-        return _recheck(self.projects, self.lookups, self.facts[owner], owner, reason)
+        return _recheck(self.projects.reads, self.lookups, self.facts[owner], owner, reason)
 
     def recheck(self, owner: UpstreamOwner, reason: Reason) -> SecondLook:
         found = self.looks.take((owner, reason)) if self.looks is not None else None
@@ -432,7 +427,7 @@ class Copies(Declaration[Kept, CopyTarget]):
 
 def sweep(run: Run, projects: ProjectReads, found: Found | None = None) -> None:
     """The copies sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
-    drive(run, Copies(run, projects, found))
+    drive(run, Copies(run, RoundProjects(run, projects), found))
 
 
 @dataclass
@@ -447,6 +442,24 @@ class OwnersRead:
     named_elsewhere: KeySet = field(default_factory=lambda: KeySet().freeze())
     lookups: OwnerLookups | None = None
     unswept: Incomplete | None = None
+
+
+def named(owners: OwnersRead) -> Named | None:
+    """The projects the copies name, for the round's one judgement of projects (driver.py
+    `RoundProjects`); None when the copies' reads failed (the sweep then judges none)."""
+    if owners.unswept is not None or owners.wanted is None or owners.lookups is None:
+        return None
+    return named_by(owners.wanted, owners.lookups)
+
+
+def named_by(wanted: OwnersWanted, lookups: OwnerLookups) -> Named:
+    """The clusters of the owners the copies name, those that answered (what vouches for the
+    Project API) and, with --shard, the clusters other shards judge."""
+    return Named(
+        sorted_names(o.cluster for o in wanted.owners),
+        lookups.answered(),
+        sorted_names(wanted.elsewhere_clusters),
+    )
 
 
 def read(

@@ -147,10 +147,14 @@ def project_answers(
     """What the Project API says of the projects the routes name (and, with --shard, of the
     clusters other shards read: `elsewhere`), and which of their control planes answered
     (what vouches for the API: decide/projects.py)."""
-    clusters = [*index.clusters, *elsewhere]
-    answered = [
+    return projects.answers([*index.clusters, *elsewhere]), answered_clusters(index)
+
+
+def answered_clusters(index: UpstreamIndex) -> list[str]:
+    """The clusters whose control planes answered the routes sweep (what vouches for the
+    Project API: decide/projects.py)."""
+    return [
         name
         for name, state in index.clusters.items()
         if state.status in (ClusterStatus.OK, ClusterStatus.SUSPECT)
     ]
-    return projects.answers(clusters), answered

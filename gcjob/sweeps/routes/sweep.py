@@ -20,7 +20,7 @@ from functools import partial
 
 from gcjob.act.deleter import Deleter
 from gcjob.decide.grace import Graced
-from gcjob.decide.projects import project_calls
+from gcjob.domain import sorted_names
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import ReadAhead, wait_all
 from gcjob.enumerate.shared import Found
@@ -55,9 +55,11 @@ from gcjob.sweeps.driver import (
     Incomplete,
     Judged,
     Leaving,
+    Named,
     NotConfigured,
     Planned,
     Projects,
+    RoundProjects,
     Scan,
     Step,
     drive,
@@ -74,8 +76,8 @@ from gcjob.sweeps.routes.judge import (
 )
 from gcjob.sweeps.routes.scan import (
     IndexedUpstream,
+    answered_clusters,
     owners_to_read,
-    project_answers,
     scan_marked_outside_routes,
     scan_routes,
 )
@@ -150,6 +152,17 @@ def read(run: Run, found: Found | None = None) -> UpstreamRead:
         failed = "stopped while reading upstream HTTPRoutes"
         return UpstreamRead(index, None, failed, exc, elsewhere)
     return UpstreamRead(index, lookups, elsewhere=elsewhere)
+
+
+def named(upstream: UpstreamRead) -> Named | None:
+    """The projects the routes name, for the round's one judgement of projects (driver.py
+    `RoundProjects`); None when the routes' upstream reads failed (the sweep judges none)."""
+    if upstream.index is None or upstream.failed:
+        return None
+    index = upstream.index
+    return Named(
+        sorted_names(index.clusters), answered_clusters(index), sorted_names(upstream.elsewhere)
+    )
 
 
 def _gateways(
@@ -254,14 +267,14 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
     routes that left the sweep. Before the deletes, each route's upstream reads are looked
     at again, live, a few ahead.
 
-    `projects`: the run's Project API, shared with the copies sweep; `ahead`: the upstream
-    read started before the first sweep (`read`), if it was."""
+    `projects`: the round's one judgement of projects, shared with the copies sweep;
+    `ahead`: the upstream read started before the first sweep (`read`), if it was."""
 
     sweep = SWEEP
     rule = Rule.ROUTE
 
     def __init__(
-        self, run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None
+        self, run: Run, projects: RoundProjects, ahead: Future[UpstreamRead] | None = None
     ) -> None:
         super().__init__(run)
         self.projects = projects
@@ -321,23 +334,18 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
     def projects_named(
         self, index: UpstreamIndex, elsewhere: frozenset[str] = frozenset()
     ) -> Generator[Step[RouteJudgement, RouteTarget | None], None, Mapping[str, ProjectCall]]:
-        """What the Project API says of the projects the routes name, behind the projects
-        brake; a cluster that failed fails the run. `elsewhere`: with --shard, the clusters
-        other shards read, whose projects found gone the brake counts too (the whole hub)."""
-        run = self.run
+        """What the Project API says of the projects the routes name, from the round's one
+        judgement of projects (for every sweep, behind the run's projects brake); a cluster
+        that failed fails the run. `elsewhere`: with --shard, the clusters other shards
+        read, whose projects found gone the brake counts too (the whole hub)."""
+        named = Named(
+            sorted_names(index.clusters), answered_clusters(index), sorted_names(elsewhere)
+        )
         try:
-            answers, answered = project_answers(index, self.projects, elsewhere)
+            calls = self.projects.calls(named)
         except Stopped as exc:
             raise Incomplete("stopped while reading the Project API", exc) from exc
-        calls, brake = project_calls(
-            index.clusters,
-            run.is_project,
-            answers,
-            answered,
-            run.settings.max_projects_gone,
-            elsewhere=elsewhere,
-        )
-        yield Projects(calls, brake, self.projects.failed(index.clusters))
+        yield Projects(calls, calls.brake, self.projects.reads.failed(index.clusters))
         gone = {name for name, call in calls.items() if call.state is ProjectState.GONE}
         if any(
             state.status is ClusterStatus.UNAVAILABLE and name not in gone
@@ -384,7 +392,7 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
             graced.verdict,
             graced.target,
             self.upstream.index,
-            self.projects.still_gone,
+            self.projects.reads.still_gone,
             self.owner_still_gone,
         )
 
@@ -404,4 +412,4 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
 
 def sweep(run: Run, projects: ProjectReads, ahead: Future[UpstreamRead] | None = None) -> None:
     """The routes sweep alone, driven as gcjob/sweeps/__init__.py `execute` drives it."""
-    drive(run, Routes(run, projects, ahead))
+    drive(run, Routes(run, RoundProjects(run, projects), ahead))
