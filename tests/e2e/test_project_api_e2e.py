@@ -418,3 +418,116 @@ def test_a_project_api_that_fails_at_start_leaves_its_projects_not_answered_exit
     assert not [i for i in result.items if i["action"] == "deleted"]
     assert present(hub, "Connector", world.ns, "web-0")
     assert hub.present("HTTPRoute", world.ns, "gone-route")
+
+
+def hub_route(hub: TestCluster, ns: str, name: str, project: str, upstream_ns: str) -> None:
+    """A route NSO copied from `project`, on the Gateway every project's control plane serves
+    (they forward to one server)."""
+    hub.create(
+        route(
+            ns,
+            name,
+            cluster_label=f"cluster-{project}",
+            upstream_namespace=upstream_ns,
+            parents=[{"name": "gw-live"}],
+        )
+    )
+
+
+def routes_and_copies(
+    hub_args: list[str], kubeconfig: str, proxy: FaultProxy, ns: str, *more: str
+) -> list[str]:
+    return [
+        *hub_args,
+        *("--upstream-kubeconfig", kubeconfig, "--upstream-server-template", template(proxy)),
+        *("--sweep", "routes", "--sweep", "copies", "--namespace", ns, "--clock-skew", "0s"),
+        *("--delete", "--enforce", "routes", "--enforce", "copies"),
+        # Past the deletion brakes, deliberately: the projects brake is what is tried here.
+        *("--max-deletions", "1000", "--max-delete-percent", "100"),
+        *more,
+    ]
+
+
+def test_two_projects_gone_one_for_each_sweep_are_two_for_the_projects_brake_exit_4(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+) -> None:
+    """Issue 46 item 3, as reproduced: two projects gone, one with only a route left on the
+    hub, one with only a Connector copy, under --max-projects-gone 1. Before, each sweep
+    counted its own one: both were deleted, exit 0, the summary said `gone: 2`. The run has
+    one count: neither project is taken as gone, in either sweep, nothing of either is
+    deleted, exit 4, and the summary and its metric count each project once."""
+    live, by_route, by_copy = project_name(), project_name(), project_name()
+    for name in (live, by_route, by_copy):
+        make_project(upstream, name)
+    upstream_ns = upstream.namespace("app")
+    upstream.create(gateway(upstream_ns, "gw-live"))
+    upstream.create(upstream_route(upstream_ns, "live-route", ("gw-live",)))
+    ns = hub.namespace("ns")
+    # The live project vouches for the Project API in both sweeps (a copy and a route).
+    connector_group(hub, ns, live, upstream_ns, "other", live_owner(upstream, upstream_ns, "other"))
+    hub_route(hub, ns, "live-route", live, upstream_ns)
+    hub_route(hub, ns, "gone-route", by_route, upstream_ns)
+    connector_group(hub, ns, by_copy, upstream_ns, "web", str(uuid.uuid4()))
+    delete_project(upstream, milo, by_route)
+    delete_project(upstream, milo, by_copy)
+
+    run = routes_and_copies(gcjob_hub_args, milo_kubeconfig, milo, ns)
+    result = run_gcjob(*run, "--max-projects-gone", "1")
+
+    assert result.exit_code == 4, (result.stderr, result.summary["sweeps"])
+    assert not [i for i in result.items if i["action"] == "deleted"]
+    assert hub.present("HTTPRoute", ns, "gone-route")
+    assert present(hub, "Connector", ns, "web")
+    for kind, name in (("HTTPRoute", "gone-route"), ("Connector", "web")):
+        item = result.item(kind, name)
+        assert item is not None and item["action"] == "skipped", item
+        assert item["reason"] != "project-gone", item
+    for sweep in ("routes", "copies"):
+        detail = result.summary["sweeps"][sweep]["detail"]
+        assert "projects brake: 2 projects found gone in one run" in detail, detail
+    counted = result.summary["projects"]
+    assert (counted["brake-held"], counted["gone"], counted["present"]) == (2, 0, 1), counted
+    assert metric(result, "gcjob_run_projects", state="gone") == 0
+    assert metric(result, "gcjob_run_projects", state="brake-held") == 2
+
+
+def test_a_project_asked_by_both_sweeps_gets_one_verdict(
+    hub: TestCluster,
+    upstream: TestCluster,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+) -> None:
+    """Issue 46 item 3, as an operator's run found it: a deleted project was `project-gone`
+    to the routes sweep and not known (`upstream-unavailable`) to the copies sweep in the
+    same run. The copies sweep's only project was the gone one, so no control plane of its
+    own vouched for the Project API; the routes sweep's live project's did. One judgement of
+    the run's projects: the same verdict in both sweeps, both gone, exit 0, the project
+    counted once."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    upstream_ns = upstream.namespace("app")
+    upstream.create(gateway(upstream_ns, "gw-live"))
+    upstream.create(upstream_route(upstream_ns, "live-route", ("gw-live",)))
+    ns = hub.namespace("ns")
+    hub_route(hub, ns, "live-route", live, upstream_ns)  # the live project: a route only
+    hub_route(hub, ns, "gone-route", gone, upstream_ns)
+    connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    delete_project(upstream, milo, gone)
+
+    result = run_gcjob(*routes_and_copies(gcjob_hub_args, milo_kubeconfig, milo, ns))
+
+    assert result.outcome("HTTPRoute", "gone-route") == ("deleted", "project-gone")
+    assert result.outcome("Connector", "web") == ("deleted", "project-gone")
+    assert not hub.present("HTTPRoute", ns, "gone-route")
+    assert not present(hub, "Connector", ns, "web")
+    kept = result.outcome("HTTPRoute", "live-route")
+    assert kept is None or kept[0] == "skipped", kept  # healthy: counted, not itemised
+    assert result.exit_code == 0, (result.stderr, result.summary["sweeps"])
+    counted = result.summary["projects"]
+    assert (counted["gone"], counted["present"], counted["not-answered"]) == (1, 1, 0), counted
