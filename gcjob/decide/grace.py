@@ -102,8 +102,12 @@ def grace_rule(
     else:
         why = ""
     if why:
-        due = later(now, grace)
-        return GraceCall(Next.MARK, f"{why}; {due_by(due)}", now, due, upgrade)
+        # Never before the object was created: the hub's Date counts whole seconds, so `now`
+        # can be a moment behind a creationTimestamp it stamped, and such a mark reads void
+        # ("a copied mark") the next run. The later time only makes the grace period longer.
+        starts = now if ref.created is None else max(now, ref.created)
+        due = later(starts, grace)
+        return GraceCall(Next.MARK, f"{why}; {due_by(due)}", starts, due, upgrade)
     since = reading.since
     assert since is not None  # a bound mark has its time
     due = later(since, grace)

@@ -47,6 +47,23 @@ def test_a_mark_keeps_fractions_of_a_second_so_grace_is_exact() -> None:
     assert rule(mark, now=now + GRACE).next is Next.DELETE
 
 
+def test_a_new_mark_never_predates_its_object() -> None:
+    """Issue 46: the hub's Date counts whole seconds, so its time now can be a moment behind
+    a creationTimestamp it stamped; a mark from before its object reads void ("a copied
+    mark") the next run. The mark starts when the object was created, never before; a later
+    `now` is the mark's time as always."""
+    ref = ref_of(configmap())
+    assert ref.created is not None
+    behind = ref.created - timedelta(milliseconds=700)
+    call = grace_rule(Rule.COMPANION, EVIDENCE, ref, behind, GRACE)
+    assert (call.next, call.since, call.due) == (Next.MARK, ref.created, ref.created + GRACE)
+    mark = marks.new_mark(EVIDENCE.on(ref.uid), "orphaned", call.since)
+    reading = marks.read_mark(mark, ref.uid, ref.created, ref.created)
+    assert reading.state is marks.MarkState.BOUND
+    later_on = ref.created + timedelta(seconds=3)
+    assert grace_rule(Rule.COMPANION, EVIDENCE, ref, later_on, GRACE).since == later_on
+
+
 def test_inside_the_grace_period_it_waits() -> None:
     call = rule(mark_at(NOW - GRACE + timedelta(seconds=1)))
     assert call.next is Next.WAIT
@@ -448,8 +465,9 @@ def test_the_grace_rule_never_raises_and_deletes_only_on_gcjobs_own_mark_due(
         assert created is not None and created <= since <= now
         assert now - since >= grace
         assert call.since == since
-    if call.next is Next.MARK:
-        assert call.since == now and call.due is not None and call.due >= now
+    if call.next is Next.MARK:  # from now, never before its object (issue 46)
+        assert call.since == (now if created is None else max(now, created))
+        assert call.due is not None and call.due >= call.since
     # When it goes if it stays orphaned: the rule's own due time, never before now.
     goes = deletes_at(call, now)
     if call.next in (Next.MARK, Next.WAIT):
