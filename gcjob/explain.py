@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from gcjob import sweeps
 from gcjob.decide.explanation import Conclusion, Explanation, Target, conclusion
@@ -28,6 +28,7 @@ from gcjob.model import Action
 from gcjob.reasons import Reason
 from gcjob.settings import Settings
 from gcjob.sweeps.explaining import ExplainContext
+from gcjob.times import HubClock
 
 __all__ = ["Explainer", "Explanation", "Target", "parse_target"]
 
@@ -55,7 +56,7 @@ class Explainer:
         self,
         hub: Reader,
         upstreams: UpstreamSource | None,
-        now: datetime,
+        clock: HubClock,
         min_age: timedelta,
         scope: Scope | None = None,
         suspect_min_routes: int = 0,
@@ -74,7 +75,7 @@ class Explainer:
             log,
             RecordingReader(hub, log),
             None if upstreams is None else RecordingUpstreams(upstreams, log),
-            now,
+            clock,
             min_age,
             grace,
             scope if scope is not None else Scope(),
@@ -88,13 +89,13 @@ class Explainer:
         )
 
     @property
-    def now(self) -> datetime:
-        return self.ctx.now
+    def clock(self) -> HubClock:
+        return self.ctx.clock
 
-    @now.setter
-    def now(self, now: datetime) -> None:
+    @clock.setter
+    def clock(self, clock: HubClock) -> None:
         """The hub's clock, once its check has read it."""
-        self.ctx.now = now
+        self.ctx.clock = clock
 
     def explain(
         self, target: Target, check_hub: Callable[[Reader], str] | None = None
@@ -109,6 +110,7 @@ class Explainer:
             if check_hub is not None:
                 ctx.reads_for("karmada-hub")
                 trace.passed("karmada-hub", check_hub(ctx.hub))
+                out.decided_at = ctx.clock.at  # the hub's, as a run's decided_at
                 ctx.file(out, subject, trace)
             verdict = sweeps.explain(ctx, target, out, trace)
         except KubeError as exc:

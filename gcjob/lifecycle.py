@@ -59,7 +59,7 @@ from gcjob.report.explain_output import render_json, render_text
 from gcjob.run import Run, RunContext
 from gcjob.settings import IGNORED_VARIABLES, Settings
 from gcjob.sweeps import execute
-from gcjob.times import run_clock
+from gcjob.times import HubClock, run_clock
 from gcjob.visible import visible
 
 LEASE_MARGIN = timedelta(minutes=1)
@@ -208,7 +208,7 @@ def _new_run(
         projects=sources.projects,
         is_project=sources.is_project,
     )
-    return Run(context, sources.now)
+    return Run(context, sources.clock)
 
 
 def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
@@ -222,7 +222,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
     try:
         check_hub(hub, settings.sweeps)
         if access is not None:  # a live hub: its clock, from the Date of its last answer
-            run.now = _hub_clock(run, access)
+            run.clock = _round_clock(run, access)
         run.list_strategy = choose_list_strategy(settings, access)
         run.namespace_check = check_namespaces(hub, settings.namespaces)
         for warning in run.namespace_check.warnings():
@@ -288,14 +288,22 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
     return error, lock_held_for
 
 
-def _hub_clock(run: Run, access: KubeAccess) -> datetime:
-    """The hub's time, from the Date of its last answer (a problem with it is noted on the
-    run: then nothing is deleted or marked)."""
-    clock = run_clock(run.settings.now, access.transport.last_date, datetime.now(UTC), live=True)
-    run.clock_problem = clock.problem
+def _read_hub_clock(settings: Settings, access: KubeAccess) -> HubClock:
+    """The hub's clock, from the Date of its last answer (the hub check's, just made), going
+    on from this moment by the monotonic clock (times.HubClock); --now's, fixed. The one
+    place a run, a --drain round and explain read it."""
+    return run_clock(
+        settings.now, access.transport.last_date, datetime.now(UTC), time.monotonic(), live=True
+    )
+
+
+def _round_clock(run: Run, access: KubeAccess) -> HubClock:
+    """The run's (or its round's) hub clock; a problem with it is said: the run then deletes
+    and marks nothing (the driver reads `run.clock_problem`)."""
+    clock = _read_hub_clock(run.settings, access)
     if clock.problem:
         log.warning("%s: nothing is deleted or marked this run", clock.problem)
-    return clock.now
+    return clock
 
 
 def _drain(
@@ -306,7 +314,6 @@ def _drain(
     a full sweep on the same rules, until no orphan waits, a round does not end cleanly, or
     --timeout would pass first (exit 5, what is left reported)."""
     budget, rounds, slept = run.budget, 1, 0.0
-    round_started = time.monotonic()
     while True:
         if run.exit_code() is not ExitCode.OK:
             finished = f"round {rounds} did not end cleanly: {run.exit_code().name.lower()}"
@@ -317,13 +324,13 @@ def _drain(
         if run.tally.backlog and not run.tally.deleted:  # --max-deletions 0: no round can help
             finished = "backlog left: this round deleted nothing (--max-deletions)"
             break
-        wake = run.now if run.tally.backlog else run.tally.next_due
-        assert wake is not None
-        elapsed = time.monotonic() - round_started
-        # The Date header counts whole seconds: a second more, so the mark is surely due.
-        pause = max((wake - run.now).total_seconds() - elapsed, 0.0) + (
-            0.0 if run.tally.backlog else DRAIN_MARGIN
-        )
+        if run.tally.backlog:
+            pause = 0.0
+        else:
+            assert run.tally.next_due is not None
+            # From the hub's time now (its clock went on through the round). The Date header
+            # counts whole seconds: a second more, so the mark is surely due.
+            pause = max((run.tally.next_due - run.now).total_seconds(), 0.0) + DRAIN_MARGIN
         left = budget.remaining()
         if left is not None and pause + DRAIN_MARGIN >= left:
             finished = "deadline"
@@ -352,11 +359,11 @@ def _drain(
             finished = f"stopped: {stop}"
             run.tally.codes.add(ExitCode.STOPPED)
             break
-        round_started = time.monotonic()
         check_hub(run.hub, run.settings.sweeps)  # a fresh answer: its Date is the round's time
+        clock = _round_clock(run, access)  # read at once: the renew's time counts on it
         if lock is not None:
             lock.renew(datetime.now(UTC))
-        run.next_round(_hub_clock(run, access))
+        run.next_round(clock)
         _renew_read_budgets(run)
         execute(run, projects)
         rounds += 1
@@ -437,7 +444,7 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
         explainer = Explainer(
             sources.hub,
             sources.upstreams,
-            sources.now,
+            sources.clock,
             settings.min_age,
             scope=Scope(settings.namespaces, frozenset(settings.exclude_namespaces)),
             suspect_min_routes=settings.suspect_min_routes,
@@ -452,10 +459,7 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
             """The sweep's own hub check, as the trace's first step; then the hub's clock."""
             seen = check_hub(hub, settings.sweeps)
             if access is not None:
-                clock = run_clock(
-                    settings.now, access.transport.last_date, datetime.now(UTC), live=True
-                )
-                explainer.now = clock.now
+                clock = explainer.clock = _read_hub_clock(settings, access)
                 if clock.problem:
                     log.warning("%s: explaining by the pod's clock", clock.problem)
             choose_list_strategy(settings, access)
@@ -555,7 +559,7 @@ class Sources:
 
     access: KubeAccess | None  # the live hub, when there is one: deletes go through it
     hub: Reader
-    now: datetime
+    clock: HubClock  # a live hub's until its check reads the hub's (_read_hub_clock)
     upstreams: SnapshotUpstreams | LiveUpstreams | None
     make_access: Callable[..., KubeAccess]
     snapshot_hub: SnapshotStore | None = None
@@ -635,8 +639,8 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
     if settings.snapshot:
         snapshot = Snapshot(settings.snapshot)
         upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
-        now = settings.now or snapshot.captured_at or datetime.now(UTC)
-        return Sources(None, snapshot.hub, now, upstreams, make_access, snapshot.hub)
+        clock = HubClock(settings.now or snapshot.captured_at or datetime.now(UTC))
+        return Sources(None, snapshot.hub, clock, upstreams, make_access, snapshot.hub)
     # In flight at once: each hub reader's list and the page it asks ahead, the run's own.
     connections = 2 * settings.hub_concurrency + 2
     client = hub_client(
@@ -654,8 +658,8 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             # Counted with the upstreams; no cluster can be named with parentheses.
             projects = make_upstream_access(resolver.project_api_client(api), "(project api)")
             is_project = resolver.is_project
-    now = settings.now or datetime.now(UTC)
-    return Sources(access, access, now, live, make_access, None, projects, is_project)
+    clock = HubClock(settings.now or datetime.now(UTC))
+    return Sources(access, access, clock, live, make_access, None, projects, is_project)
 
 
 def choose_list_strategy(settings: Settings, access: KubeAccess | None) -> Choice | None:

@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -254,6 +254,13 @@ def _shown(value: str, limit: int = 64) -> str:
     return text if len(text) <= limit else text[: limit - 4] + '..."'
 
 
+# The hub's clock is known to the second (its `Date`), carried on by the pod's monotonic clock
+# (gcjob/times.py HubClock): a mark written late in one second can read as a fraction of a
+# second after the next run's now. Within this it counts (its grace period has simply not
+# begun); past it, a mark dated after now is void.
+HUB_CLOCK_RESOLUTION = timedelta(seconds=1)
+
+
 def counts_for_nothing(mark: Mark | None, uid: str, created: datetime | None) -> bool:
     """A void mark that no moment can make count (incomplete, unreadable, copied, before its
     object): nothing to remove, so no write is spent on it. A mark dated after now is not
@@ -290,7 +297,7 @@ def read_mark(mark: Mark | None, uid: str, created: datetime | None, now: dateti
             f"void mark: orphaned-since {mark.since} is before the object was created "
             f"({since_value(created)}): a copied mark"
         )
-    if since > now:
+    if since > now and since - now > HUB_CLOCK_RESOLUTION:
         return _void(f"void mark: orphaned-since {mark.since} is after now ({since_value(now)})")
     state = MarkState.LEGACY if bound_to is None else MarkState.BOUND
     return MarkReading(state, since, evidence)

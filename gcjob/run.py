@@ -45,6 +45,7 @@ from gcjob.report.emitter import Reporter
 from gcjob.report.records import DueTally, rfc3339, upstream_record
 from gcjob.settings import SHARED_LIMITS, Settings
 from gcjob.shard import Shard
+from gcjob.times import HubClock
 
 # How a sweep's detail says that a Project API read it rests on failed (once a sweep).
 PROJECT_API_FAILED = "the Project API could not be read"
@@ -124,8 +125,7 @@ class Run:
     sweeps.execute for a round's length (the read pools), and its tallies."""
 
     context: RunContext
-    now: datetime  # the hub's clock, as of which this round decides
-    clock_problem: str = ""  # why `now` is not the hub's: then nothing is deleted or marked
+    clock: HubClock  # the hub's clock this round (its `now`: the hub's time now)
     namespace_check: NamespaceCheck = field(default_factory=NamespaceCheck)  # --namespace found?
     list_strategy: Choice | None = None  # how the hub's lists were read; None: not chosen
     hub_reads: Reads = SERIAL  # set by sweeps.execute for the round's length
@@ -133,6 +133,17 @@ class Run:
     upstream_index: UpstreamIndex | None = None  # what the routes sweep read upstream
     events: Events | None = None  # a --delete run's Events (act/events.py), sent after writes
     tally: Tally = field(default_factory=Tally)
+
+    @property
+    def now(self) -> datetime:
+        """The hub's time now (times.HubClock), read afresh each time: a judgement made once
+        the reads it rests on came back carries a time no earlier than its evidence."""
+        return self.clock.now()
+
+    @property
+    def clock_problem(self) -> str:
+        """Why `now` is not the hub's ("" when it is): then nothing is deleted or marked."""
+        return self.clock.problem
 
     # The context, read-only, as the sweeps read it.
     @property
@@ -333,13 +344,13 @@ class Run:
             if self.tally.next_due is None or due < self.tally.next_due:
                 self.tally.next_due = due
 
-    def next_round(self, now: datetime) -> None:
-        """A --drain run's next round: a full sweep again, with its own drain cap, as of the
-        hub's `now`; what was reported stays reported. The summary describes the hub as the
-        last round left it, with every round's marks and deletions added up, and its projects
-        counted once for the run (the projects brake counts them so)."""
+    def next_round(self, clock: HubClock) -> None:
+        """A --drain run's next round: a full sweep again, with its own drain cap, on the
+        hub's `clock` read again; what was reported stays reported. The summary describes the
+        hub as the last round left it, with every round's marks and deletions added up, and its
+        projects counted once for the run (the projects brake counts them so)."""
         self.reporter.next_round()
-        self.now = now
+        self.clock = clock
         self.tally.deleted = 0
         self.tally.backlog = 0
         self.tally.next_due = None
@@ -435,7 +446,7 @@ class Run:
             "dry_run": not self.settings.delete,
             "started": rfc3339(self.context.started),
             "finished": rfc3339(finished),
-            "decided_at": rfc3339(self.now),
+            "decided_at": rfc3339(self.clock.at),
             "min_age_seconds": int(self.settings.min_age.total_seconds()),
             "grace_seconds": int(self.settings.grace.total_seconds()),
             "namespaces": {

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 
 def parse_time(value: object) -> datetime | None:
@@ -64,29 +66,54 @@ def parse_http_date(value: object) -> datetime | None:
 
 
 @dataclass(frozen=True, slots=True)
-class RunClock:
-    """The time a run decides at, and what is wrong with it (empty when nothing is)."""
+class HubClock:
+    """The hub's time now: what its clock said once (`at`, the `Date` of an answer), carried
+    on by the monotonic clock from the moment that answer was taken (`read_at`, a
+    time.monotonic() reading): a pod's wall clock, stepped or skewed, plays no part. A
+    judgement asks for `now()` once the reads it rests on came back, so a mark's time is
+    never before its evidence was complete, however long the run read before it judged.
+    `read_at` None: a fixed clock (--now, a snapshot), every `now()` the same. `problem`:
+    why `at` is not the hub's (empty when it is): then nothing is deleted or marked on it."""
 
-    now: datetime
+    at: datetime
+    read_at: float | None = None
     problem: str = ""
+    monotonic: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
+
+    def now(self) -> datetime:
+        if self.read_at is None:
+            return self.at
+        # Never before `at`: a monotonic clock does not go back, a fake one might.
+        return self.at + timedelta(seconds=max(self.monotonic() - self.read_at, 0.0))
 
 
 def run_clock(
-    override: datetime | None, hub_date: str | None, pod_now: datetime, *, live: bool
-) -> RunClock:
+    override: datetime | None,
+    hub_date: str | None,
+    pod_now: datetime,
+    read_at: float,
+    *,
+    live: bool,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> HubClock:
     """A live run measures marks and ages with the hub's clock, from the `Date` of its
     answer, as the hub stamps creationTimestamps: a skewed pod clock must neither void nor
-    shorten a grace period. `override` (--now: dry runs, explain) and snapshots (no server)
-    use their own time. A live hub with no usable Date leaves the pod's clock, with the
-    problem stated: the caller then deletes nothing on it and writes no mark."""
+    shorten a grace period. `read_at`: the monotonic clock when that answer was taken (and
+    `pod_now` read); from it the clock goes on. `override` (--now: dry runs, explain) and
+    snapshots (no server) use their own time, fixed. A live hub with no usable Date leaves
+    the pod's clock, with the problem stated: the caller then deletes nothing on it and writes
+    no mark."""
     if override is not None:
-        return RunClock(override)
+        return HubClock(override)
     if not live:
-        return RunClock(pod_now)
+        return HubClock(pod_now)
     hub_now = parse_http_date(hub_date)
     if hub_now is None:
         shown = "none" if hub_date is None else repr(hub_date[:64])
-        return RunClock(
-            pod_now, f"the hub sent no usable Date header ({shown}): no clock to measure marks by"
+        return HubClock(
+            pod_now,
+            read_at,
+            f"the hub sent no usable Date header ({shown}): no clock to measure marks by",
+            monotonic,
         )
-    return RunClock(hub_now)
+    return HubClock(hub_now, read_at, monotonic=monotonic)

@@ -8,12 +8,15 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
 from gcjob.cli import cli
+from gcjob.report.records import rfc3339
+from gcjob.times import parse_time
 from testbed import schemas
 
 # `gcjob explain` names its target kind/namespace/name with these short kinds
@@ -48,6 +51,26 @@ class Result:
     def outcome(self, kind: str, name: str) -> tuple[str, str] | None:
         found = self.item(kind, name)
         return None if found is None else (found["action"], found["reason"])
+
+    def judged_during(self, value: object) -> bool:
+        """Whether a time this run reported or wrote (an item's orphaned_since, a mark's
+        time) is the hub's time while it judged: no earlier than its decided_at (the hub's
+        time when it began deciding), no later than that plus the run's length (and two
+        seconds: the report's times are whole seconds). Issue 46: each judgement takes the
+        hub's time once the reads it rests on came back, not the run's start."""
+        moment, start = parse_time(value), parse_time(self.summary["decided_at"])
+        began, ended = parse_time(self.summary["started"]), parse_time(self.summary["finished"])
+        assert moment is not None and start is not None, (value, self.summary["decided_at"])
+        assert began is not None and ended is not None
+        return start <= moment <= start + (ended - began) + timedelta(seconds=2)
+
+
+def to_the_second(value: object) -> str:
+    """A mark's time as a report writes it (RFC 3339, whole seconds): a mark keeps its
+    fraction of a second."""
+    moment = parse_time(value)
+    assert moment is not None, value
+    return rfc3339(moment)
 
 
 def records_of(stdout: str) -> list[dict[str, Any]]:

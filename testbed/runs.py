@@ -22,6 +22,7 @@ from gcjob.model import Sweep
 from gcjob.report.emitter import Reporter
 from gcjob.run import Run, RunContext, SweepState
 from gcjob.settings import Settings
+from gcjob.times import HubClock
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 
@@ -74,7 +75,7 @@ def snapshot_run(
         ),
     )
     assert snapshot.captured_at is not None
-    run = Run(context, snapshot.captured_at)
+    run = Run(context, HubClock(snapshot.captured_at))
     for sweep in sweeps:
         run.tally.sweeps[sweep] = SweepState()
     return SnapshotRun(run, out)
@@ -88,7 +89,7 @@ def explainer(directory: Path = DEMO, grace: timedelta = timedelta(0)) -> Explai
     return Explainer(
         snapshot.hub,
         SnapshotUpstreams(snapshot.upstreams),
-        snapshot.captured_at,
+        HubClock(snapshot.captured_at),
         config.min_age,
         grace=grace,
         suspect_min_routes=config.suspect_min_routes,

@@ -288,6 +288,20 @@ def test_a_time_gcjob_did_not_write_or_out_of_range_voids_the_mark(since: str, w
     assert why in reading.why and reading.why.startswith("void mark: ")
 
 
+@pytest.mark.parametrize("ahead", [timedelta(milliseconds=1), timedelta(milliseconds=900)])
+def test_a_mark_a_fraction_of_a_second_after_now_counts_its_grace_not_begun(
+    ahead: timedelta,
+) -> None:
+    """The hub's clock is known to the second (its Date), carried on by the monotonic clock: a
+    run's mark, written late in one second, reads a fraction of a second after the next run's
+    now (it was marked again, run after run, never reaching its grace period). It counts,
+    its grace period not yet begun; a second or more after now, it is void."""
+    reading = read(mark_at(NOW + ahead))
+    assert reading.state is marks.MarkState.BOUND and reading.since == NOW + ahead
+    late = read(mark_at(NOW + marks.HUB_CLOCK_RESOLUTION + ahead))
+    assert late.state is marks.MarkState.VOID and "after now" in late.why
+
+
 def test_a_mark_copied_from_another_object_is_void() -> None:
     theirs = marks.companion_evidence(RAW).on("uid-of-the-original")
     reading = read(mark_at(NOW - GRACE, theirs))

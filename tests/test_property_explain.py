@@ -40,6 +40,7 @@ from gcjob.marks import (
 )
 from gcjob.model import ObjectRef, RouteTarget
 from gcjob.sweeps.routes.judge import route_target
+from gcjob.times import HubClock
 from testbed import objects
 
 NS = "ns-prop"
@@ -291,7 +292,7 @@ def test_explain_verdict_is_the_sweeps_decision(
             explainer = Explainer(
                 snapshot.hub,
                 SnapshotUpstreams(snapshot.upstreams),
-                snapshot.captured_at,
+                HubClock(snapshot.captured_at),
                 timedelta(minutes=5),
                 suspect_min_routes=SUSPECT_MIN_ROUTES,
                 grace=GRACE,

@@ -26,6 +26,7 @@ from gcjob.report.emitter import Reporter
 from gcjob.run import Run, RunContext, SweepState
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
+from gcjob.times import HubClock
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NAMESPACES = ["ns-a", "ns-b", "kube-system", "karmada-es-member1"]
@@ -235,7 +236,7 @@ def run_world(hub_objects: list[dict[str, Any]], upstream_objects: list[dict[str
         "r",
         Marker(None, dry_run=True, budget=budget),
     )
-    run = Run(context, NOW)
+    run = Run(context, HubClock(NOW))
     execute(run)
     items = [json.loads(line) for line in out.getvalue().splitlines()]
     return run, items

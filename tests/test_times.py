@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.times import RunClock, parse_http_date, parse_time, run_clock
+from gcjob.times import HubClock, parse_http_date, parse_time, run_clock
 
 
 @pytest.mark.parametrize(
@@ -74,27 +74,73 @@ def test_parse_http_date(header: str | None, expected: datetime | None) -> None:
 
 def test_a_live_run_decides_by_the_hubs_clock_whatever_the_pods() -> None:
     for pod in (POD_SKEWED, POD_SKEWED + timedelta(days=400)):
-        clock = run_clock(None, "Mon, 23 Nov 2026 10:00:00 GMT", pod, live=True)
-        assert clock == RunClock(datetime(2026, 11, 23, 10, 0, tzinfo=UTC))
+        clock = run_clock(None, "Mon, 23 Nov 2026 10:00:00 GMT", pod, 5.0, live=True)
+        assert clock == HubClock(datetime(2026, 11, 23, 10, 0, tzinfo=UTC), 5.0)
 
 
 @pytest.mark.parametrize("header", [None, "", "yesterday", "Mon, 23 Nov 2026 10:00:00 +0000"])
 def test_a_live_hub_without_a_usable_date_leaves_the_pods_clock_with_the_problem_stated(
     header: str | None,
 ) -> None:
-    clock = run_clock(None, header, POD_SKEWED, live=True)
-    assert clock.now == POD_SKEWED
+    clock = run_clock(None, header, POD_SKEWED, 5.0, live=True)
+    assert clock.at == POD_SKEWED
     assert "no usable Date header" in clock.problem
 
 
 def test_now_and_snapshots_decide_by_their_own_time() -> None:
     moment = datetime(2030, 1, 1, tzinfo=UTC)
-    assert run_clock(moment, None, POD_SKEWED, live=True) == RunClock(moment)
-    assert run_clock(None, None, POD_SKEWED, live=False) == RunClock(POD_SKEWED)
+    assert run_clock(moment, None, POD_SKEWED, 5.0, live=True) == HubClock(moment)
+    assert run_clock(None, None, POD_SKEWED, 5.0, live=False) == HubClock(POD_SKEWED)
 
 
 @given(st.text(max_size=80) | st.none())
 def test_any_date_header_is_a_time_or_a_stated_problem(header: str | None) -> None:
-    clock = run_clock(None, header, POD_SKEWED, live=True)
-    assert (clock.now == POD_SKEWED and clock.problem) or clock.now.tzinfo is UTC
+    clock = run_clock(None, header, POD_SKEWED, 5.0, live=True)
+    assert (clock.at == POD_SKEWED and clock.problem) or clock.at.tzinfo is UTC
     assert "\n" not in clock.problem or (header is not None and "\n" in header[:64])
+
+
+class FakeMonotonic:
+    def __init__(self) -> None:
+        self.value = 1000.0
+
+    def __call__(self) -> float:
+        return self.value
+
+
+def test_the_hubs_time_goes_on_from_its_date_by_the_monotonic_clock() -> None:
+    """Issue 46: read once at the start, every mark carried the run's start time, minutes
+    before its evidence was complete. The hub's time now is its Date plus the monotonic time
+    since that answer was taken; the pod's wall clock (skewed) plays no part."""
+    tick = FakeMonotonic()
+    clock = run_clock(
+        None, "Mon, 23 Nov 2026 10:00:00 GMT", POD_SKEWED, tick(), live=True, monotonic=tick
+    )
+    start = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    assert clock.now() == start
+    tick.value += 13.25  # the last referrer goes 13 s into the run; its read comes back after
+    assert clock.now() == start + timedelta(seconds=13.25)
+    tick.value += 600
+    assert clock.now() == start + timedelta(seconds=613.25)
+    tick.value -= 10_000  # a monotonic clock never goes back; were it to, not before `at`
+    assert clock.now() == start
+
+
+def test_a_fixed_clock_stays_put() -> None:
+    """--now and snapshots decide at their own time, however long the run takes."""
+    tick = FakeMonotonic()
+    moment = datetime(2030, 1, 1, tzinfo=UTC)
+    for clock in (
+        run_clock(moment, "Mon, 23 Nov 2026 10:00:00 GMT", POD_SKEWED, 0.0, live=True),
+        HubClock(moment, monotonic=tick),
+    ):
+        tick.value += 3600
+        assert clock.now() == moment
+
+
+def test_the_pods_clock_without_a_hub_date_goes_on_too_and_keeps_its_problem() -> None:
+    tick = FakeMonotonic()
+    clock = run_clock(None, None, POD_SKEWED, tick(), live=True, monotonic=tick)
+    tick.value += 5
+    assert clock.now() == POD_SKEWED + timedelta(seconds=5)
+    assert clock.problem

@@ -24,6 +24,7 @@ from gcjob.marks import Evidence, Rule
 from gcjob.model import ObjectRef, Verdict
 from gcjob.reasons import Reason
 from gcjob.settings import CLOCK_SKEW
+from gcjob.times import HubClock
 
 T = TypeVar("T")
 
@@ -37,7 +38,7 @@ class ExplainContext:
     log: ReadLog
     hub: RecordingReader
     upstreams: RecordingUpstreams | None
-    now: datetime
+    clock: HubClock  # the hub's: `now` reads it afresh, after the reads made so far
     min_age: timedelta
     grace: timedelta
     scope: Scope
@@ -50,6 +51,11 @@ class ExplainContext:
     max_projects_gone: int = 3
     clock_skew: timedelta = CLOCK_SKEW
     _project_reads: ProjectReads | None = field(default=None, repr=False)
+
+    @property
+    def now(self) -> datetime:
+        """The hub's time now, as a run's judgement reads it (run.Run.now)."""
+        return self.clock.now()
 
     def project_reads(self) -> ProjectReads:
         """Milo's Project API, listed once for this explanation, as once for a run."""

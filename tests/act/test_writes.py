@@ -29,6 +29,7 @@ from gcjob.report.emitter import Reporter
 from gcjob.run import Run, RunContext
 from gcjob.settings import Settings
 from gcjob.sweeps import execute
+from gcjob.times import HubClock
 from testbed.report import sweep_snapshot
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo"
@@ -169,7 +170,7 @@ def _deleting_run(**settings: Any) -> tuple[Run, list[dict[str, Any]]]:
             snapshot.hub, dry_run=False, budget=budget, writes=writes, max_marks=config.max_marks
         ),
     )
-    run = Run(context, snapshot.captured_at)
+    run = Run(context, HubClock(snapshot.captured_at))
     execute(run)
     return run, [json.loads(line) for line in out.getvalue().splitlines()]
 

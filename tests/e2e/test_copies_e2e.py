@@ -127,11 +127,11 @@ def test_a_deleted_projects_copies_and_anchors_go_copies_first(
     assert outcome(result, "Gateway", "edge") == ("would-delete", "project-gone")
     assert present(hub, "Gateway", ns, "edge")
     assert result.summary["sweeps"]["copies"]["status"] == "completed", result.summary
-    # It says when they would go were the sweep enforced (issue 23 item 2): now; counted and
-    # worded apart, never as a pending deletion (issue 34 item 2).
+    # It says when they would go were the sweep enforced (issue 23 item 2): now (the hub's
+    # time when each was judged, issue 46); counted and worded apart, never as a pending
+    # deletion (issue 34 item 2).
     due = [i for i in result.items if i["action"] == "would-delete"]
-    at = {i.get("would_delete_if_enforced_at") for i in due}
-    assert due and at == {result.summary["decided_at"]}
+    assert due and all(result.judged_during(i.get("would_delete_if_enforced_at")) for i in due)
     assert not [i for i in result.items if i["sweep"] == "copies" and "would_delete_at" in i]
     assert "copies" not in result.summary["would_delete"]
     assert result.summary["would_delete_if_enforced"]["copies"]["this_run"] == len(due)

@@ -18,6 +18,8 @@ from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import hub_client
 from gcjob.kube.transport import RequestStats, Transport
 from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld
+from gcjob.lifecycle import DRAIN_MARGIN
+from gcjob.times import parse_time
 from testbed.backlog import seed_backlog
 from testbed.cluster import TestCluster, wait_for
 from testbed.objects import companion, workload
@@ -77,7 +79,10 @@ def test_one_drain_run_clears_a_backlog_of_510_and_deletes_nothing_live(
     print("drain:", summary["drain"], "from", summary["started"], "to", summary["finished"])
     assert summary["drain"]["finished"] == "clear"
     assert summary["drain"]["rounds"] >= 3  # marked, waited, deleted 200 a round
-    assert summary["drain"]["slept_seconds"] >= 2
+    # It waited for the marks to fall due, from the hub's time now (issue 46: each mark is
+    # dated when it was judged, and a round slower than the grace period waits only the
+    # margin after it), and deleted none before its mark's grace period was over.
+    assert summary["drain"]["slept_seconds"] >= DRAIN_MARGIN
     assert summary["drain"]["waiting"] == summary["drain"]["backlog"] == 0
     # Orphan deletes of 510 objects: the garbage collector takes their `orphan` finalizers
     # off at its client's pace (about a minute here), so the first look waits for it.
@@ -91,6 +96,11 @@ def test_one_drain_run_clears_a_backlog_of_510_and_deletes_nothing_live(
     items = [r for r in records if r["record"] == "item"]
     deleted = Counter((r["kind"], r["name"]) for r in items if r["action"] == "deleted")
     assert set(deleted) == set(orphans)
+    grace = timedelta(seconds=int(GRACE.removesuffix("s")))
+    for r in items:
+        if r["action"] == "deleted":
+            since, at = parse_time(r["orphaned_since"]), parse_time(r["time"])
+            assert since is not None and at is not None and at >= since + grace, r
     assert max(deleted.values()) == 1  # each deleted once
     actions = Counter(r["action"] for r in items)
     assert actions["marked"] == len(orphans) + 2  # and the revived Secret with its binding

@@ -29,6 +29,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
     UPSTREAM_KIND_LABEL,
 )
+from gcjob.report.records import rfc3339
 from gcjob.sweeps.companions.scan import LEFT_COMPANIONS_SELECTOR
 from gcjob.times import parse_http_date, parse_time
 from testbed.cluster import TestCluster
@@ -43,7 +44,7 @@ from testbed.objects import (
     upstream_route,
     workload,
 )
-from testbed.report import Result, run_gcjob
+from testbed.report import Result, run_gcjob, to_the_second
 
 GRACE = timedelta(seconds=4)
 
@@ -85,6 +86,14 @@ def decided_at(result: Result) -> str:
     return str(result.summary["decided_at"])
 
 
+def judged_by(result: Result) -> str:
+    """The latest time a mark `result` wrote can carry (Result.judged_during)."""
+    summary = result.summary
+    start, began, ended = (parse_time(summary[k]) for k in ("decided_at", "started", "finished"))
+    assert start is not None and began is not None and ended is not None
+    return marks.since_value(start + (ended - began) + timedelta(seconds=2))
+
+
 def wait_past(since: str, span: timedelta = GRACE) -> None:
     """Sleep until the hub's clock (this machine's, to the second) is past `since + span`."""
     moment = parse_time(since)
@@ -105,13 +114,15 @@ def test_a_run_marks_a_run_inside_the_grace_period_keeps_a_run_after_it_deletes(
     assert first.exit_code == 0, first.stderr
     assert first.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
     assert first.outcome("ResourceBinding", rb) == ("marked", "companion-orphaned")
-    t0 = decided_at(first)
+    since = mark_of(hub.get("ConfigMap", ns, "app-config"))["since"]  # type: ignore[index]
+    assert first.judged_during(since)  # the hub's time when it was judged (issue 46)
+    t0 = to_the_second(since)
     for kind, name in (("ConfigMap", "app-config"), ("ResourceBinding", rb)):
         item = first.item(kind, name)
         assert item is not None and item["orphaned_since"] == t0
         obj = hub.get(kind, ns, name)
         mark = mark_of(obj)
-        assert mark is not None and mark["label"] == "true" and mark["since"] == t0
+        assert mark is not None and mark["label"] == "true" and mark["since"] == since
         # bound to this very object
         assert obj is not None and str(mark["evidence"]).endswith(":" + obj["metadata"]["uid"])
     assert mark_of(hub.get("ConfigMap", ns, "app-config"))["evidence"].startswith("companion:")  # type: ignore[index]
@@ -128,7 +139,7 @@ def test_a_run_marks_a_run_inside_the_grace_period_keeps_a_run_after_it_deletes(
     assert hub.present("ConfigMap", ns, "app-config") and hub.present("ResourceBinding", ns, rb)
     assert inside.summary["marks"] == {}
 
-    wait_past(t0)
+    wait_past(str(since))
     after = graced("--namespace", ns)
 
     assert after.exit_code == 0, after.stderr
@@ -158,7 +169,7 @@ def test_a_referrer_back_between_two_runs_removes_the_mark(hub: TestCluster, gra
     again = graced("--namespace", ns)
 
     assert again.outcome("Secret", "db-creds") == ("marked", "orphaned")
-    assert again.item("Secret", "db-creds")["orphaned_since"] == decided_at(again)  # type: ignore[index]
+    assert again.judged_during(again.item("Secret", "db-creds")["orphaned_since"])  # type: ignore[index]
     assert hub.present("Secret", ns, "db-creds")
 
 
@@ -167,7 +178,8 @@ def test_changed_evidence_under_a_mark_restarts_the_grace_period(
 ) -> None:
     ns = hub.namespace("grace")
     hub.create(companion("ConfigMap", ns, "app-config", ["default/web-gone"]))
-    t0 = decided_at(graced("--namespace", ns))
+    graced("--namespace", ns)
+    t0 = str(mark_of(hub.get("ConfigMap", ns, "app-config"))["since"])  # type: ignore[index]
     time.sleep(3)  # the second mark is a few seconds younger than the first
 
     referrers = json.dumps(sorted(["default/web-gone", "default/api-gone"]))
@@ -181,8 +193,8 @@ def test_changed_evidence_under_a_mark_restarts_the_grace_period(
 
     assert changed.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
     assert "evidence changed" in changed.item("ConfigMap", "app-config")["detail"]  # type: ignore[index]
-    t1 = decided_at(changed)
-    assert t1 > t0 and mark_of(hub.get("ConfigMap", ns, "app-config"))["since"] == t1  # type: ignore[index]
+    t1 = str(mark_of(hub.get("ConfigMap", ns, "app-config"))["since"])  # type: ignore[index]
+    assert t1 > t0 and changed.judged_during(t1)
 
     wait_past(t0)
     due_by_the_first_mark = graced("--namespace", ns)
@@ -359,15 +371,17 @@ def test_a_dry_run_says_when_each_orphan_would_go_marked_or_not_and_writes_nothi
     dry_grace = timedelta(seconds=9)
     due_ns, waiting_ns, new_ns = (hub.namespace("dry") for _ in range(3))
     due_rb = hub.create_with_binding(companion("ConfigMap", due_ns, "due-config", ["default/a"]))
-    t0 = decided_at(graced("--namespace", due_ns))  # marked: its grace period starts
+    graced("--namespace", due_ns)  # marked: its grace period starts
     time.sleep(12)  # > dry_grace: the first mark is due for the dry run
     rb = hub.create_with_binding(companion("ConfigMap", waiting_ns, "waiting-config", ["x/b"]))
-    t1 = decided_at(graced("--namespace", waiting_ns))
+    graced("--namespace", waiting_ns)
     new_rb = hub.create_with_binding(companion("ConfigMap", new_ns, "new-config", ["default/c"]))
     marks_before = {
         name: mark_of(hub.get("ConfigMap", ns, name))
         for ns, name in ((due_ns, "due-config"), (waiting_ns, "waiting-config"))
     }
+    t1 = parse_time(marks_before["waiting-config"]["since"])  # type: ignore[index]
+    assert t1 is not None
     faults.clear_requests()  # only the dry run's requests from here
 
     scope = ("--namespace", due_ns, "--namespace", waiting_ns, "--namespace", new_ns)
@@ -375,36 +389,39 @@ def test_a_dry_run_says_when_each_orphan_would_go_marked_or_not_and_writes_nothi
 
     assert dry.exit_code == 0, dry.stderr
     now = parse_time(decided_at(dry))
-    at_t0, at_t1 = parse_time(t0), parse_time(t1)
-    assert now is not None and at_t0 is not None and at_t1 is not None
-    assert now - at_t1 < dry_grace, "the machine was too slow for this test's timing"
-    fresh, waits = marks.since_value(now + dry_grace), marks.since_value(at_t1 + dry_grace)
+    assert now is not None
+    assert now - t1 < dry_grace, "the machine was too slow for this test's timing"
+    waits = t1 + dry_grace  # the mark's time, to the microsecond, and its grace period
+    fresh = parse_time(dry.item("ConfigMap", "new-config")["would_delete_at"])  # type: ignore[index]
+    assert fresh is not None and dry.judged_during(rfc3339(fresh - dry_grace))
     expected = {
-        ("ConfigMap", "due-config"): ("would-delete", "orphaned", decided_at(dry)),
-        ("ResourceBinding", due_rb): ("would-delete", "companion-deleted", decided_at(dry)),
-        ("ConfigMap", "waiting-config"): ("skipped", "grace-period", waits),
-        ("ResourceBinding", rb): ("skipped", "grace-period", waits),
-        ("ConfigMap", "new-config"): ("would-mark", "orphaned", fresh),
-        ("ResourceBinding", new_rb): ("would-mark", "companion-orphaned", fresh),
+        ("ConfigMap", "due-config"): ("would-delete", "orphaned"),
+        ("ResourceBinding", due_rb): ("would-delete", "companion-deleted"),
+        ("ConfigMap", "waiting-config"): ("skipped", "grace-period"),
+        ("ResourceBinding", rb): ("skipped", "grace-period"),
+        ("ConfigMap", "new-config"): ("would-mark", "orphaned"),
+        ("ResourceBinding", new_rb): ("would-mark", "companion-orphaned"),
     }
-    for (kind, name), (action, reason, when) in expected.items():
+    for (kind, name), (action, reason) in expected.items():
         item = dry.item(kind, name)
         assert item is not None and item["dry_run"] is True
-        assert (item["action"], item["reason"], item.get("would_delete_at")) == (
-            action,
-            reason,
-            when,
-        ), item
-    for name in ("waiting-config", "new-config"):
-        detail = dry.item("ConfigMap", name)["detail"]  # type: ignore[index]
-        assert f"due for deletion at {expected[('ConfigMap', name)][2]} if still" in detail
+        assert (item["action"], item["reason"]) == (action, reason), item
+        at = item["would_delete_at"]
+        if action == "would-delete":  # due: the hub's time when it was judged
+            assert dry.judged_during(at), item
+        else:  # its mark's time (one a dry run would write, for a new one) + --grace
+            assert at == rfc3339(waits if reason == "grace-period" else fresh), item
+    waiting = dry.item("ConfigMap", "waiting-config")["detail"]  # type: ignore[index]
+    assert f"due for deletion at {marks.since_value(waits)} if still" in waiting
+    new = dry.item("ConfigMap", "new-config")["detail"]  # type: ignore[index]
+    assert f"due for deletion at {rfc3339(fresh).removesuffix('Z')}" in new
     # Nothing says it marked: it marked nothing.
     assert not [i["detail"] for i in dry.items if " marked" in f" {i['detail']}"]
     assert dry.summary["would_delete"]["companions"] == {
         "this_run": 2,
         "later": 4,
-        "earliest": waits,
-        "latest": fresh,
+        "earliest": rfc3339(waits),
+        "latest": rfc3339(fresh),
     }
     assert dry.summary["totals"]["marked"] == 0 and dry.summary["totals"]["deleted"] == 0
     # It wrote nothing: only reads went to the hub, and every object and mark is as it was.
@@ -480,7 +497,7 @@ def test_routes_are_marked_unmarked_when_a_gateway_exists_and_deleted_after_grac
     assert marked.outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")
     assert graced(*args).outcome("HTTPRoute", "web") == ("skipped", "grace-period")
     assert hub.present("HTTPRoute", ns, "web")
-    wait_past(decided_at(marked))
+    wait_past(str(mark_of(hub.get("HTTPRoute", ns, "web"))["since"]))  # type: ignore[index]
     gone = graced(*args)
     assert gone.outcome("HTTPRoute", "web") == ("deleted", "upstream-gateways-gone")
     assert hub.gone("HTTPRoute", ns, "web")
@@ -522,11 +539,12 @@ def test_a_mark_copied_onto_a_new_object_even_in_another_namespace_deletes_nothi
     for name in variants:
         assert run.outcome("ConfigMap", name) == ("marked", "orphaned"), name
         item = run.item("ConfigMap", name)
-        assert item is not None and item["orphaned_since"] == decided_at(run)
+        assert item is not None and run.judged_during(item["orphaned_since"])
         assert hub.present("ConfigMap", ns, name)
         obj = hub.get("ConfigMap", ns, name)
         mark = mark_of(obj)
-        assert obj is not None and mark is not None and mark["since"] == decided_at(run)
+        assert obj is not None and mark is not None and run.judged_during(mark["since"])
+        assert to_the_second(mark["since"]) == item["orphaned_since"]
         assert str(mark["evidence"]).endswith(":" + obj["metadata"]["uid"])
     for name in variants:
         detail = run.item("ConfigMap", name)["detail"]  # type: ignore[index]
@@ -586,7 +604,7 @@ def test_marks_whose_time_gcjob_did_not_write_are_void_and_named(
         assert run.outcome("ConfigMap", name) == ("marked", "orphaned"), name
         detail = run.item("ConfigMap", name)["detail"]  # type: ignore[index]
         assert detail.startswith("void mark: orphaned-since") and since in detail, detail
-        assert mark_of(hub.get("ConfigMap", ns, name))["since"] == decided_at(run)  # type: ignore[index]
+        assert run.judged_during(mark_of(hub.get("ConfigMap", ns, name))["since"])  # type: ignore[index]
 
 
 def test_with_no_grace_period_a_void_since_ends_nothing(
@@ -638,7 +656,7 @@ def test_an_older_gcjobs_marks_are_marked_again_without_the_marks_brake(
         assert run.outcome("ConfigMap", f"cm-{i}") == ("marked", "orphaned")
         obj = hub.get("ConfigMap", ns, f"cm-{i}")
         mark = mark_of(obj)
-        assert obj is not None and mark is not None and mark["since"] == decided_at(run)
+        assert obj is not None and mark is not None and run.judged_during(mark["since"])
         assert mark["evidence"] == f"{legacy}:{obj['metadata']['uid']}"
     assert run.summary["sweeps"]["companions"]["status"] == "completed"
     assert run.summary["totals"]["marked"] == 3
@@ -668,7 +686,9 @@ def test_decided_at_and_marks_follow_the_hubs_clock_not_the_pods(
     assert decided is not None
     skew = decided - datetime.now(UTC)
     assert timedelta(hours=23) < skew < timedelta(hours=25), skew
-    assert mark_of(hub.get("ConfigMap", ns, "app-config"))["since"] == decided_at(run)  # type: ignore[index]
+    since = parse_time(mark_of(hub.get("ConfigMap", ns, "app-config"))["since"])  # type: ignore[index]
+    assert since is not None and run.judged_during(since.isoformat())
+    assert timedelta(hours=23) < since - datetime.now(UTC) < timedelta(hours=25)
 
     # The hub's clock back to true: the mark is after now, void, marked afresh (never a
     # delete on it, never a grace period cut short).
@@ -676,6 +696,79 @@ def test_decided_at_and_marks_follow_the_hubs_clock_not_the_pods(
     back = graced("--namespace", ns, "--sweep", "companions")
     assert back.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
     assert "after now" in back.item("ConfigMap", "app-config")["detail"]  # type: ignore[index]
+
+
+def test_a_mark_is_never_older_than_its_evidence_however_long_the_run_read_first(
+    hub: TestCluster, faults: FaultProxy, gcjob_hub_args: list[str]
+) -> None:
+    """Issue 46 item 4: the hub's clock was read once, when the run started, and every mark
+    carried that time. Here the hub is slow to answer the WorkloadDeployments list (the
+    proxy holds it); meanwhile the companion's last referrer is deleted and another orphan
+    created. Each mark carries the hub's time once its evidence came back: after the
+    deletion, after its object's creationTimestamp; and the grace period runs from then,
+    whole: a run a grace period after the run's start (when the old marks were due) keeps it.
+    """
+    grace, held_for = timedelta(seconds=8), 6.0
+    ns = hub.namespace("clock")
+    hub.create(workload(ns, "web"))
+    hub.create(companion("ConfigMap", ns, "app-config", ["default/web"]))
+    gate, moments = threading.Event(), dict[str, datetime | None]()
+    faults.clear_requests()  # only gcjob's requests from here, until the hold
+    faults.add_fault(Fault(method="GET", path="/workloaddeployments$", hold=gate))
+
+    def listing(r: Any) -> bool:
+        return bool(r.method == "GET" and r.path.endswith("/workloaddeployments"))
+
+    def meanwhile() -> None:
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline:
+                if any(map(listing, faults.requests)):
+                    hub.delete("WorkloadDeployment", ns, "web")
+                    moments["deleted"] = datetime.now(UTC)  # the hub's clock is this machine's
+                    made = hub.create(companion("ConfigMap", ns, "late", ["default/gone"]))
+                    moments["created"] = parse_time(made["metadata"]["creationTimestamp"])
+                    time.sleep(held_for)  # a slow hub: the run has read nothing since it began
+                    return
+                time.sleep(0.02)
+        finally:
+            gate.set()
+
+    def graced(*args: str) -> Result:
+        at = f"{int(grace.total_seconds())}s"
+        return run_gcjob(*gcjob_hub_args, "--grace", at, "--delete", *args)
+
+    helper = threading.Thread(target=meanwhile)
+    helper.start()
+    first = graced("--namespace", ns, "--sweep", "companions")
+    helper.join()
+
+    assert first.exit_code == 0, first.stderr
+    deleted, created = moments.get("deleted"), moments.get("created")
+    assert deleted is not None and created is not None, "no WorkloadDeployments list was held"
+    sinces: dict[str, datetime] = {}
+    for name in ("app-config", "late"):
+        assert first.outcome("ConfigMap", name) == ("marked", "orphaned"), name
+        since = parse_time(mark_of(hub.get("ConfigMap", ns, name))["since"])  # type: ignore[index]
+        assert since is not None and first.judged_during(since), name
+        sinces[name] = since
+    started = parse_time(decided_at(first))
+    assert started is not None and started < deleted  # the run began before the deletion
+    assert sinces["app-config"] >= deleted, (sinces, moments)
+    assert sinces["late"] >= created, (sinces, moments)
+
+    wait_past(decided_at(first), grace)  # where a mark of the run's start would be due
+    inside = graced("--namespace", ns, "--sweep", "companions")
+    judged = parse_time(decided_at(inside))
+    assert judged is not None and judged < sinces["app-config"] + grace, "too slow a machine"
+    for name in ("app-config", "late"):
+        assert inside.outcome("ConfigMap", name) == ("skipped", "grace-period"), name
+        assert hub.present("ConfigMap", ns, name)
+
+    wait_past(marks.since_value(max(sinces.values())), grace)
+    due = graced("--namespace", ns, "--sweep", "companions")
+    assert due.outcome("ConfigMap", "app-config") == ("deleted", "orphaned")
+    assert due.outcome("ConfigMap", "late") == ("deleted", "orphaned")
 
 
 @pytest.mark.parametrize("date", [None, "yesterday"], ids=["no-date", "bad-date"])
@@ -748,12 +841,12 @@ def test_a_companion_that_loses_its_label_loses_its_mark_and_starts_afresh_when_
     assert mark_of(hub.get("ResourceBinding", ns, rb)) is None
     assert mark_of(hub.get("ConfigMap", elsewhere, "app-config")) is not None  # not in scope
 
-    wait_past(decided_at(first))  # the old mark would be due by now
+    wait_past(judged_by(first))  # the old mark would be due by now
     hub.patch("ConfigMap", ns, "app-config", {"metadata": {"labels": {COMPANION_LABEL: "true"}}})
     back = graced("--namespace", ns, "--sweep", "companions")
 
     assert back.outcome("ConfigMap", "app-config") == ("marked", "orphaned")
-    assert back.item("ConfigMap", "app-config")["orphaned_since"] == decided_at(back)  # type: ignore[index]
+    assert back.judged_during(back.item("ConfigMap", "app-config")["orphaned_since"])  # type: ignore[index]
     assert hub.present("ConfigMap", ns, "app-config") and hub.present("ResourceBinding", ns, rb)
 
 
@@ -780,14 +873,14 @@ def test_a_binding_that_leaves_the_sweep_loses_its_mark_and_starts_afresh_when_i
     assert left.outcome("ResourceBinding", "gone-configmap") == ("unmarked", "left-scope")
     assert mark_of(hub.get("ResourceBinding", ns, "gone-configmap")) is None
 
-    wait_past(decided_at(first))  # the old mark would be due by now
+    wait_past(judged_by(first))  # the old mark would be due by now
     hub.patch(
         "ResourceBinding", ns, "gone-configmap", {"metadata": {"annotations": {policy: "city-dfw"}}}
     )
     back = graced("--namespace", ns, "--sweep", "bindings")
 
     assert back.outcome("ResourceBinding", "gone-configmap") == ("marked", "orphaned")
-    assert back.item("ResourceBinding", "gone-configmap")["orphaned_since"] == decided_at(back)  # type: ignore[index]
+    assert back.judged_during(back.item("ResourceBinding", "gone-configmap")["orphaned_since"])  # type: ignore[index]
     assert hub.present("ResourceBinding", ns, "gone-configmap")
 
 
@@ -882,7 +975,7 @@ def test_no_generated_mark_ends_a_run_or_cuts_a_grace_period_short(
         assert marks.since_value(kept_since) == written["since"]  # gcjob's own format
     else:
         mark = mark_of(hub.get("ConfigMap", ns, "generated"))
-        assert mark is not None and mark["since"] == decided_at(run)
+        assert mark is not None and run.judged_during(mark["since"])
         assert mark["evidence"] == facts.on(meta["uid"]).digest
 
 
@@ -912,7 +1005,7 @@ def test_a_route_that_loses_its_labels_loses_its_mark(
     assert left.outcome("HTTPRoute", "web") == ("unmarked", "left-scope")
     assert mark_of(hub.get("HTTPRoute", ns, "web")) is None
 
-    wait_past(decided_at(first))
+    wait_past(judged_by(first))
     hub.patch("HTTPRoute", ns, "web", {"metadata": {"labels": {UPSTREAM_KIND_LABEL: "HTTPRoute"}}})
     back = graced(*args)
     assert back.outcome("HTTPRoute", "web") == ("marked", "upstream-gateways-gone")

@@ -406,7 +406,7 @@ def test_the_projects_brake_counts_every_round_of_a_drain_together() -> None:
     first = RoundProjects(run, reads).calls(Named(("gone-a", "live"), ("live",)))
     assert first["gone-a"].state is ProjectState.GONE and not first.brake
     drive(run, Toy(run, [Projects(first, first.brake, "")]))
-    run.next_round(run.now)
+    run.next_round(run.clock)
     second = RoundProjects(run, reads).calls(Named(("gone-a", "gone-b", "live"), ("live",)))
     assert "projects brake: 2 projects" in second.brake
     assert {second[n].state for n in ("gone-a", "gone-b")} == {ProjectState.UNKNOWN}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -69,13 +70,14 @@ class CompanionsSwept:
 
 
 class CompanionScan(ObjectScan[Companion]):
-    """Judges each companion as its page arrives; keeps what must be reported or acted on,
-    and only a count of the healthy ones (unless they are to be itemised)."""
+    """Judges each companion as its page arrives, at the hub's time then (`now`: after the
+    index it is judged by and its own page came back); keeps what must be reported or acted
+    on, and only a count of the healthy ones (unless they are to be itemised)."""
 
     def __init__(
         self,
         world: CompanionWorld,
-        now: datetime,
+        now: Callable[[], datetime],  # the hub's time now (run.Run.now)
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
@@ -100,7 +102,7 @@ class CompanionScan(ObjectScan[Companion]):
         self.keys.add(ref.kind, ref.namespace, ref.name)
         if self.judged_elsewhere(companion):
             return
-        judged = judge_companion(companion, self.world, self.now, self.min_age, self.grace)
+        judged = judge_companion(companion, self.world, self.now(), self.min_age, self.grace)
         verdict = judged.verdict
         if verdict.delete:
             self.candidates.append(judged)
@@ -162,7 +164,12 @@ class Companions(Declaration[CompanionJudgement, None]):
 
         def start() -> CompanionScan:
             return CompanionScan(
-                world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
+                world,
+                run.clock.now,
+                settings.min_age,
+                settings.grace,
+                settings.report_healthy,
+                run.shard,
             )
 
         try:

@@ -12,7 +12,7 @@ appeared or changed between the two reads may name a Gateway nobody asked about:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -206,14 +206,15 @@ def _merged(scans: list[RouteTargets]) -> tuple[Wanted, set[RouteTarget]]:
 
 
 class RouteScan(ObjectScan[Route]):
-    """The second read: judges each route as it arrives, on what the upstream clusters said;
-    keeps what must be reported or acted on, and only a count of the healthy ones (unless
-    they are to be itemised)."""
+    """The second read: judges each route as it arrives, on what the upstream clusters said,
+    at the hub's time then (`now`: after those answers and its own page came back); keeps
+    what must be reported or acted on, and only a count of the healthy ones (unless they are
+    to be itemised)."""
 
     def __init__(
         self,
         world: UpstreamWorld,
-        now: datetime,
+        now: Callable[[], datetime],  # the hub's time now (run.Run.now)
         min_age: timedelta,
         grace: timedelta,
         keep_healthy: bool,
@@ -240,7 +241,7 @@ class RouteScan(ObjectScan[Route]):
         if self.judged_elsewhere(route):
             return
         self.in_scope += 1
-        judged = judge_route(route, self.world, self.now, self.min_age, self.grace)
+        judged = judge_route(route, self.world, self.now(), self.min_age, self.grace)
         verdict = judged.verdict
         if judged.target is None:
             self.shapeless.append(judged)
@@ -301,7 +302,12 @@ class Routes(Declaration[RouteJudgement, RouteTarget | None]):
 
         def start() -> RouteScan:
             return RouteScan(
-                world, run.now, settings.min_age, settings.grace, settings.report_healthy, run.shard
+                world,
+                run.clock.now,
+                settings.min_age,
+                settings.grace,
+                settings.report_healthy,
+                run.shard,
             )
 
         try:
