@@ -3,10 +3,14 @@
 - the drain cap: at most --max-deletions a run, the oldest marks first, the rest a backlog for
   the next run (`drain_cut`); a group that goes whole or not at all and is larger than the
   whole cap is held by the deletion brake (`group_brake`);
-- the deletion brake (the percent breaker): a sweep whose deletions this run would be too large
-  a share of its collection deletes none of them (`percent_brake`);
+- the deletion brake (the percent breaker): a sweep whose orphans, every one it would delete
+  now or later (`Pending`: due now, past the drain cap, waiting out their grace period, newly
+  marked), are too large a share of its collection deletes none of them (`percent_brake`);
+- the drain's pace: in a --drain run (the rollout Job), at most --drain-pace % of a sweep's
+  collection a round (`drain_pace`); a pace, never a brake;
 - the marks brake: at most --max-marks new marks a run; a sweep whose new orphans alone would
-  pass it marks none of them (`MarksBrake`);
+  pass it (every mark each writes counted: a companion and its binding, two) marks none of
+  them (`MarksBrake`);
 - the write brake: at most --max-writes writes a run (`WriteBrake`);
 - the projects brake: more Milo projects found gone in one run than --max-projects-gone, and
   none is taken as gone (`projects_brake`), each counted once a run (`ProjectsBrake`);
@@ -35,8 +39,9 @@ G = TypeVar("G", bound=Hashable)
 # "Getting past a brake").
 PAST_PERCENT = (
     "if these orphans are right (a dry run or `gcjob explain` shows why), raise "
-    f"--max-delete-percent {FOR_ONE_RUN}, or lower --max-deletions so that each run takes a "
-    "smaller share"
+    f"--max-delete-percent {FOR_ONE_RUN}, or clear them with the rollout Job (`--drain`, "
+    "docs/operating.md#draining-a-backlog-the-rollout-job); a smaller --max-deletions does "
+    "not help: every orphan pending is weighed, not one run's share"
 )
 PAST_GROUP = (
     f"check that its owner is gone (`gcjob explain`), then raise --max-deletions {FOR_ONE_RUN}"
@@ -59,37 +64,60 @@ class BrakeLimits:
     max_deletions: int  # the drain cap, per run; a companion and its binding count as one
     max_percent: float  # per sweep, of the objects in that sweep's scope
     min_objects: int  # the percentage applies only to a sweep with at least this many
+    pace_percent: float = 50.0  # --drain-pace: a drain round's most, of a sweep's collection
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Every orphan of one sweep that it would delete, now or later, as the breaker weighs
+    them: `due` now (within the drain cap, past it as the backlog, or in a group too large for
+    it), `waiting` marked and waiting out their grace period, `new` to be marked this run. A
+    companion with its binding is one, as the sweep's collection counts it."""
+
+    due: int = 0
+    waiting: int = 0
+    new: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.due + self.waiting + self.new
+
+    def said(self) -> str:
+        return f"{self.due} due, {self.waiting} in their grace period, {self.new} new"
 
 
 def percent_brake(
-    candidates: int, in_scope: int, limits: BrakeLimits, whole: int | None = None
+    orphans: Pending, in_scope: int, limits: BrakeLimits, whole: int | None = None
 ) -> str | None:
-    """Why this sweep's deletions (those within the drain cap) must all be held back, or
-    None: they would be too large a share of its collection. `whole`: with --shard, the
-    sweep's collection in the whole hub, which --brake-min-objects is held to (every shard
-    then holds its deletions to the percentage of its own part, so their sum is held to it
-    of the whole); by default `in_scope`."""
+    """Why this sweep's deletions must all be held back, or None: its orphans, every one it
+    would delete now or later, are too large a share of its collection. Not one run's share
+    (the drain cap's): a mass orphaning would pass that run after run, 50 at a time. `whole`:
+    with --shard, the sweep's collection in the whole hub, which --brake-min-objects is held
+    to (every shard then holds its orphans to the percentage of its own part, so their sum is
+    held to it of the whole); by default `in_scope`."""
     size = in_scope if whole is None else whole
-    if candidates == 0 or size < limits.min_objects or in_scope <= 0:
+    count = orphans.total
+    if count == 0 or size < limits.min_objects or in_scope <= 0:
         return None
-    percent = 100.0 * candidates / in_scope
+    percent = 100.0 * count / in_scope
     if percent <= limits.max_percent:
         return None
     return (
-        f"{candidates} of {in_scope} objects ({percent:.0f}%) exceed "
-        f"--max-delete-percent {limits.max_percent:g}: {PAST_PERCENT}"
+        f"{count} of {in_scope} objects ({percent:.0f}%) exceed "
+        f"--max-delete-percent {limits.max_percent:g}, every orphan it would delete now or "
+        f"later weighed ({orphans.said()}): {PAST_PERCENT}"
     )
 
 
 def drain_pace(collection: int, limits: BrakeLimits) -> int | None:
-    """A --drain round's most deletions of one sweep: --max-delete-percent of its collection
-    as the drain first found it (None: no pace, below --brake-min-objects as the breaker).
-    The rollout Job clears a known backlog on purpose, so the percentage paces its rounds
-    instead of tripping; marks, the grace period and each object's live re-read stay its
-    safety, and within the pace the percent breaker cannot trip."""
+    """A --drain round's most deletions of one sweep: --drain-pace % of its collection as the
+    drain first found it (None: no pace, below --brake-min-objects as the breaker). A pace,
+    never a brake: the orphans past it are the round's backlog. The breaker stands as in any
+    run, over every orphan pending: the rollout Job clears a backlog larger than
+    --max-delete-percent only because its arguments say so (cronjobs/rollout/job.yaml)."""
     if collection < limits.min_objects or collection <= 0:
         return None
-    return math.floor(limits.max_percent * collection / 100.0)
+    return math.floor(limits.pace_percent * collection / 100.0)
 
 
 def deletion_brake(reason: str) -> str:
@@ -163,13 +191,16 @@ class MarksBrake:
     written: int = 0  # new marks written this run (a dry run: that it would write)
     said: str = ""  # how the limit is named (`limit_said`); by default --max-marks N
 
-    def holds(self, new: int = 1) -> str | None:
-        """Why `new` more marks may not be written this run, or None."""
+    def holds(self, new: int = 1, orphans: int = 0) -> str | None:
+        """Why `new` more marks may not be written this run, or None. `orphans`: the new
+        orphans that would write them (a companion writes its binding's too), when not one
+        mark each."""
         if not new or self.written + new <= self.max_marks:
             return None
         marks, exceed = ("mark", "exceeds") if new == 1 else ("marks", "exceed")
+        of = f" of {orphans} new orphans" if orphans and orphans != new else ""
         return (
-            f"marks brake: {new} new {marks} (+{self.written} earlier this run) {exceed} "
+            f"marks brake: {new} new {marks}{of} (+{self.written} earlier this run) {exceed} "
             f"{self.said or f'--max-marks {self.max_marks}'}: if these new orphans are right "
             f"(a dry run lists them), raise --max-marks {FOR_ONE_RUN}"
         )

@@ -73,6 +73,7 @@ def cli() -> None:
 @flags.SUSPECT_MIN_ROUTES
 @flags.TIMEOUT
 @flags.DRAIN
+@flags.DRAIN_PACE
 @flags.WRITE_QPS
 @flags.MAX_WRITES
 @flags.SHARD

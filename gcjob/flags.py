@@ -356,9 +356,14 @@ MAX_DELETIONS = option(
 )
 MAX_DELETE_PERCENT = option(
     "max-delete-percent",
-    help="Breaker: a sweep whose deletions this run would exceed this % of its scope "
-    "deletes none (exit 4). With --drain, a pace: each round deletes at most this % of the "
-    "scope the drain first found.",
+    help="Breaker: a sweep whose orphans, every one it would delete now or later (due, past "
+    "the drain cap, in their grace period, new), exceed this % of its scope deletes none "
+    "(exit 4).",
+)
+DRAIN_PACE = option(
+    "drain-pace",
+    help="With --drain: each round deletes at most this % of a sweep's scope as the drain "
+    "first found it; the rest the next round (a pace, no brake).",
 )
 BRAKE_MIN_OBJECTS = option(
     "brake-min-objects", help="The % brake applies to sweeps with at least this many objects."

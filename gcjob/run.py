@@ -15,7 +15,14 @@ from gcjob import __version__
 from gcjob.act.deleter import Deleter
 from gcjob.act.events import Events
 from gcjob.act.mark_writer import Marker
-from gcjob.brakes import BrakeLimits, deletion_brake, drain_pace, limit_said, percent_brake
+from gcjob.brakes import (
+    BrakeLimits,
+    Pending,
+    deletion_brake,
+    drain_pace,
+    limit_said,
+    percent_brake,
+)
 from gcjob.budget import RunBudget
 from gcjob.decide.projects import ProjectJudgement, never_a_project
 from gcjob.enumerate.parallel import SERIAL, Reads
@@ -87,7 +94,9 @@ class RunContext:
         """The deletion brakes, as this run holds them: with --shard, its share of the drain
         cap (the shares add up to --max-deletions)."""
         s = self.settings
-        return BrakeLimits(s.part.share(s.max_deletions), s.max_delete_percent, s.brake_min_objects)
+        return BrakeLimits(
+            s.part.share(s.max_deletions), s.max_delete_percent, s.brake_min_objects, s.drain_pace
+        )
 
 
 @dataclass
@@ -313,17 +322,16 @@ class Run:
 
     # -- acting ------------------------------------------------------------------------
 
-    def percent_braked(self, sweep: Sweep, candidates: int, in_scope: int) -> str | None:
-        """The percent breaker: why a sweep whose deletions this run (within the drain cap)
-        would be too large a share of its collection must delete none of them, or None. In a
-        --drain run the collection is the larger of this round's and the first round's: each
-        round is held to its cap's share of the hub the drain began on, so the breaker trips
-        on a mass of orphans, not on a backlog being cleared (the marks brake held round 1)."""
+    def percent_braked(self, sweep: Sweep, orphans: Pending, in_scope: int) -> str | None:
+        """The percent breaker: why a sweep whose orphans, every one it would delete now or
+        later (`orphans`), are too large a share of its collection must delete none of them,
+        or None. In a --drain run the collection is the larger of this round's and the first
+        round's: the hub the drain began on."""
         collection = max(in_scope, self.tally.first_scope.setdefault(sweep, in_scope))
         # With --shard: --brake-min-objects is held to the sweep's collection in the whole hub.
         state = self.tally.sweeps.get(sweep)
         whole = collection + (state.other_shards if state is not None else 0)
-        reason = percent_brake(candidates, collection, self.limits, whole)
+        reason = percent_brake(orphans, collection, self.limits, whole)
         if reason is not None and not self.shard.whole:
             reason = f"shard {self.shard}: {reason}"
         return None if reason is None else deletion_brake(reason)
@@ -371,7 +379,7 @@ class Run:
             f"past the drain cap ({limit_said('--max-deletions', s.max_deletions, self.shard)} "
             "this run): a later run"
             if paced is None
-            else f"past this round's pace (--max-delete-percent {s.max_delete_percent:g} of "
+            else f"past this round's pace (--drain-pace {s.drain_pace:g} of "
             f"the {sweep.value} sweep's {self.tally.first_scope.get(sweep, 0)} objects as the "
             f"drain found them: {paced} a round): a later round"
         )
@@ -384,10 +392,12 @@ class Run:
             )
         self.tally.backlog += len(backlog)
 
-    def marks_braked(self, sweep: Sweep, candidates: list[Verdict]) -> bool:
+    def marks_braked(self, sweep: Sweep, candidates: list[Verdict], each: int = 1) -> bool:
         """The marks brake: a mass of new orphans is the early warning to send, so a sweep
-        that would mark too many marks none of them."""
-        reason = self.marker.brake.holds(len(candidates))
+        that would mark too many marks none of them. `each`: the most marks one of them
+        writes (a companion writes its binding's too): every one counted before any is
+        written, so the brake stops the sweep whole or not at all."""
+        reason = self.marker.brake.holds(len(candidates) * each, len(candidates))
         if reason is None:
             return False
         for verdict in candidates:

@@ -57,6 +57,7 @@ BOUNDS: Final[Mapping[str, tuple[float, float | None]]] = {
     "hub_concurrency": (1, None),
     "max_deletions": (0, None),
     "max_delete_percent": (0, 100),
+    "drain_pace": (0, 100),
     "brake_min_objects": (0, None),
     "suspect_min_routes": (0, None),
     "write_qps": (0, None),
@@ -176,6 +177,9 @@ class Settings:
     max_deletions: int = 50
     max_delete_percent: float = 50.0
     brake_min_objects: int = 50
+    # A --drain round's most deletions of a sweep, as a % of its collection as the drain first
+    # found it: a pace, never a brake (brakes.py drain_pace).
+    drain_pace: float = 50.0
     suspect_min_routes: int = 10
     timeout: timedelta = TIMEOUT
     write_qps: float = 10.0  # every write (mark, unmark, delete), one limiter

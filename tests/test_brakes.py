@@ -1,5 +1,6 @@
 """gcjob.brakes: the drain cap takes whole groups, oldest marks first; the percent breaker
-holds a sweep's deletions back when they are too large a share of its collection."""
+holds a sweep's deletions back when its orphans, every one pending, are too large a share of
+its collection; the marks brake counts every mark a sweep's new orphans would write."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from gcjob.brakes import (
     BrakeLimits,
     DrainCut,
     MarksBrake,
+    Pending,
     WriteBrake,
     deletion_brake,
     drain_cut,
@@ -30,38 +32,68 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_nothing_to_delete_never_brakes() -> None:
-    assert percent_brake(0, 0, LIMITS) is None
-    assert percent_brake(0, 1000, LIMITS) is None
+    assert percent_brake(Pending(0), 0, LIMITS) is None
+    assert percent_brake(Pending(0), 1000, LIMITS) is None
 
 
 def test_small_share_passes() -> None:
-    assert percent_brake(10, 1000, LIMITS) is None
+    assert percent_brake(Pending(10), 1000, LIMITS) is None
 
 
 def test_over_percent_brakes_and_says_how_to_get_past() -> None:
-    reason = percent_brake(30, 50, LIMITS)  # 60% of 50
+    reason = percent_brake(Pending(30), 50, LIMITS)  # 60% of 50
     assert reason is not None
     assert "--max-delete-percent 50" in reason
     assert "60%" in reason
     assert "raise --max-delete-percent for one run" in reason
+    assert "rollout Job" in reason  # a known backlog: its arguments say so
+    assert "a smaller --max-deletions does not help" in reason
+
+
+def test_the_breaker_weighs_every_orphan_pending_not_one_runs_share() -> None:
+    """Issue 46 item 10: every WorkloadDeployment deleted at once, 300 companions orphaned
+    and nothing live. The drain cap lets 50 a run through, 16.7% of the sweep: weighed by that
+    batch, the breaker let the sweep drain away run after run. Weighed by every orphan it
+    would delete, now or later, it holds."""
+    assert percent_brake(Pending(due=50), 300, LIMITS) is None  # a batch of 50: passed
+    reason = percent_brake(Pending(due=300), 300, LIMITS)
+    assert reason is not None
+    assert reason.startswith("300 of 300 objects (100%) exceed --max-delete-percent 50")
+    assert "(300 due, 0 in their grace period, 0 new)" in reason
+    # Orphans marked and waiting out their grace period, and new ones, weigh as much.
+    assert percent_brake(Pending(due=10, waiting=100, new=100), 300, LIMITS) is not None
+    assert percent_brake(Pending(waiting=151), 300, LIMITS) is not None
+    assert percent_brake(Pending(new=151), 300, LIMITS) is not None
+    assert percent_brake(Pending(due=50, waiting=50, new=50), 300, LIMITS) is None  # 50%
+
+
+def test_the_marks_brake_counts_every_mark_its_new_orphans_write() -> None:
+    """Issue 46 item 11: 300 new orphaned companions, each writing its binding's mark too:
+    600 marks, over --max-marks 500. Counted as 300, they passed and the 251st stopped
+    midway; counted as the marks they write, the sweep marks none."""
+    brake = MarksBrake(500)
+    said = brake.holds(600, 300)
+    assert said is not None
+    assert said.startswith("marks brake: 600 new marks of 300 new orphans (+0 earlier this run)")
+    assert brake.holds(500, 250) is None
 
 
 def test_at_percent_passes() -> None:
-    assert percent_brake(25, 50, LIMITS) is None  # exactly 50%
+    assert percent_brake(Pending(25), 50, LIMITS) is None  # exactly 50%
 
 
 def test_percent_ignored_below_min_objects() -> None:
-    assert percent_brake(30, 40, LIMITS) is None  # 75%, but only 40 objects in scope
+    assert percent_brake(Pending(30), 40, LIMITS) is None  # 75%, but only 40 objects in scope
 
 
 def test_percent_with_min_objects_zero() -> None:
-    reason = percent_brake(3, 4, BrakeLimits(50, 50.0, 0))
+    reason = percent_brake(Pending(3), 4, BrakeLimits(50, 50.0, 0))
     assert reason is not None
     assert "--max-delete-percent" in reason
 
 
 def test_all_of_scope_brakes() -> None:
-    reason = percent_brake(45, 45, BrakeLimits(100, 50.0, 10))
+    reason = percent_brake(Pending(45), 45, BrakeLimits(100, 50.0, 10))
     assert reason is not None
     assert "100%" in reason
 
@@ -199,24 +231,26 @@ def test_a_group_larger_than_the_cap_is_the_deletion_brakes() -> None:
 @given(
     collection=st.integers(0, 100_000),
     percent=st.floats(0, 100, allow_nan=False),
+    pace_percent=st.floats(0, 100, allow_nan=False),
     min_objects=st.integers(0, 200),
 )
-def test_a_drain_round_within_its_pace_never_trips_the_breaker_against_the_same_collection(
-    collection: int, percent: float, min_objects: int
+def test_a_drain_round_is_paced_by_its_own_percentage_not_the_breakers(
+    collection: int, percent: float, pace_percent: float, min_objects: int
 ) -> None:
-    limits = BrakeLimits(10_000, percent, min_objects)
+    """--drain-pace names the pace (issue 46 item 10): the breaker, --max-delete-percent, is
+    no pace and has no say in it."""
+    limits = BrakeLimits(10_000, percent, min_objects, pace_percent)
     pace = drain_pace(collection, limits)
     if collection < min_objects or collection == 0:
         assert pace is None  # below the breaker's floor: no pace either
         return
     assert pace is not None and 0 <= pace <= collection
-    assert percent_brake(pace, collection, limits) is None
-    # The pace is the most the breaker lets through: one more would trip it.
-    if pace < collection:
-        assert percent_brake(pace + 1, collection, limits) is not None
+    assert pace <= pace_percent * collection / 100 < pace + 1
+    other = BrakeLimits(10_000, 100 - percent, min_objects, pace_percent)
+    assert drain_pace(collection, other) == pace
 
 
 def test_the_issue_34_collection_is_paced_at_half_of_it() -> None:
-    limits = BrakeLimits(200, 50.0, 50)
+    limits = BrakeLimits(200, 100.0, 50, pace_percent=50.0)
     assert drain_pace(360, limits) == 180  # 300 orphans among 60 live: 180, then 120
     assert drain_pace(49, limits) is None

@@ -170,7 +170,12 @@ def test_only_enforce_the_rollout_and_a_one_off_delete_and_only_the_rollout_drai
     assert "--drain" in args["rollout"] and "--drain" not in args["overlays/enforce"]
     # Sized for a backlog and named, never switched off.
     assert flag(args["rollout"], "max-deletions") == "200"
-    assert flag(args["rollout"], "max-delete-percent") == "50"
+    # The breaker weighs every orphan pending: the rollout Job says, in its arguments, that it
+    # clears a backlog of any share (issue 46 item 10); the CronJob's runs keep the default.
+    assert flag(args["rollout"], "max-delete-percent") == "100"
+    assert flag(args["rollout"], "drain-pace") == "50"
+    for directory in ("overlays/dry-run", "overlays/enforce"):
+        assert flag(args[directory], "max-delete-percent") is None
     assert flag(args["rollout"], "max-marks") == "5000"
     assert flag(args["rollout"], "max-writes") == "20000"
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import Marker
+from gcjob.brakes import Pending
 from gcjob.budget import RunBudget
 from gcjob.domain import is_reserved_namespace
 from gcjob.kube.snapshot import SnapshotStore, SnapshotUpstreams
@@ -394,20 +395,23 @@ def test_a_sweep_with_candidates_left_undone_by_a_stop_is_stopped_not_completed(
     assert run.exit_code() == 5
 
 
-def test_a_drains_later_rounds_weigh_their_deletions_against_the_collection_it_began_on() -> None:
+def test_a_drains_later_rounds_weigh_their_orphans_against_the_collection_it_began_on() -> None:
     """The percent breaker in a --drain run: round 1 found 660 companions (460 of them the
-    backlog); each later round's deletions, within the drain cap, are a share of those 660, not
-    of what earlier rounds left, so a backlog being cleared does not trip it as it shrinks. A
-    round that would take more than that share still does."""
+    backlog); each later round's orphans pending are a share of those 660, not of what earlier
+    rounds left. Every orphan pending is weighed (issue 46 item 10): the backlog of 460 (70%)
+    trips it at the CronJob's 50%, and passes at the 100% the rollout Job says in its
+    arguments."""
     run, _ = run_world([], [])
     config = Settings(max_deletions=200, max_delete_percent=50, brake_min_objects=0)
     run.context = replace(run.context, settings=config)
     run.tally.first_scope.clear()
-    assert run.percent_braked(Sweep.COMPANIONS, 0, 660) is None  # round 1: all marked, none due
-    assert run.percent_braked(Sweep.COMPANIONS, 200, 660) is None  # 30%
-    assert run.percent_braked(Sweep.COMPANIONS, 200, 460) is None  # 30% of 660, not 43% of 460
-    assert run.percent_braked(Sweep.COMPANIONS, 60, 260) is None  # 9% of 660, not 23% of 260
-    braked = run.percent_braked(Sweep.COMPANIONS, 340, 260)
-    assert braked is not None and "340 of 660 objects (52%)" in braked
+    braked = run.percent_braked(Sweep.COMPANIONS, Pending(new=460), 660)  # round 1: all new
+    assert braked is not None and "460 of 660 objects (70%)" in braked
+    assert run.percent_braked(Sweep.COMPANIONS, Pending(due=260), 460) is None  # 39% of 660
+    braked = run.percent_braked(Sweep.COMPANIONS, Pending(due=200, waiting=140), 460)
+    assert braked is not None and "340 of 660 objects (52%)" in braked  # not 74% of 460
     # Another sweep has its own first collection; a single run is its own first round.
-    assert run.percent_braked(Sweep.BINDINGS, 60, 100) is not None
+    assert run.percent_braked(Sweep.BINDINGS, Pending(due=60), 100) is not None
+    run.context = replace(run.context, settings=replace(config, max_delete_percent=100))
+    run.tally.first_scope.clear()
+    assert run.percent_braked(Sweep.COMPANIONS, Pending(new=460), 660) is None

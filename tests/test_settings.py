@@ -145,11 +145,11 @@ def test_a_good_deleting_run_is_accepted_and_replace_is_checked_too() -> None:
 
 
 def test_every_duration_is_a_timedelta() -> None:
-    """One unit: no float of seconds among the settings; the two floats are a rate and a %."""
+    """One unit: no float of seconds among the settings; the three floats are a rate and two %."""
     floats = [
         f.name for f in dataclasses.fields(Settings) if type(getattr(DEFAULTS, f.name)) is float
     ]
-    assert floats == ["max_delete_percent", "write_qps"]
+    assert floats == ["max_delete_percent", "drain_pace", "write_qps"]
     durations = [f.name for f in dataclasses.fields(Settings) if f.type == "timedelta"]
     assert {"connect_timeout", "read_timeout", "list_timeout", "grace", "timeout"} <= set(durations)
     assert all(isinstance(getattr(DEFAULTS, name), timedelta) for name in durations)

@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import waiting
-from gcjob.brakes import drain_cut, group_brake, limit_said
+from gcjob.brakes import Pending, drain_cut, group_brake, limit_said
 from gcjob.decide.common import Claims, claimed
 from gcjob.decide.grace import (
     GraceCall,
@@ -277,6 +277,9 @@ class Declaration(Generic[J, T]):
 
     sweep: ClassVar[Sweep]
     rule: ClassVar[Rule]  # the grace rule its marks are of
+    # The most marks one new orphan's `mark` writes (a companion writes its binding's too):
+    # the marks brake counts them all before any is written.
+    marks_each: ClassVar[int] = 1
 
     def __init__(self, run: Run) -> None:
         self.run = run
@@ -408,8 +411,8 @@ def drive(run: Run, declared: Declaration[J, T]) -> None:
 def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: int) -> bool:
     """Acts on what `sort` holds, through the sweep's writes: marks removed first (always
     safe), then the waits, the deletes (the oldest marks first, up to the drain cap, behind
-    the percent breaker), then the new marks (behind the marks brake). False when a brake
-    held something back."""
+    the percent breaker, which weighs every orphan pending), then the new marks (behind the
+    marks brake, every mark they write counted). False when a brake held something back."""
     sweep = declared.sweep
     enforced = sweep in run.settings.enforce
     deleter = deleter_for(run, sweep)
@@ -479,9 +482,13 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
                 limit_said("--max-deletions", run.settings.max_deletions, run.shard),
             ),
         )
-    breaker = run.percent_braked(sweep, len(cut.now), in_scope)
+    # The breaker weighs every orphan the sweep would delete, now or later, not one run's
+    # share: engaged as soon as they are too many, due or not, and then it deletes none.
+    pending = Pending(len(sort.due), len(sort.waiting), len(sort.to_mark))
+    breaker = run.percent_braked(sweep, pending, in_scope)
     if breaker is not None:
         clear = False
+        run.hold_brake(sweep, breaker)
         run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker)
     else:
         declared.ahead_of_deletes(cut.now)
@@ -491,7 +498,7 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
     run.note_due(g.call.due for g in [*sort.waiting, *sort.to_mark])
     # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
     each(run, sweep, sort.upgrades, _ref, upgrade)
-    if run.marks_braked(sweep, [g.verdict for g in sort.new_marks]):
+    if run.marks_braked(sweep, [g.verdict for g in sort.new_marks], declared.marks_each):
         return False
     declared.ahead_of_marks(sort.new_marks)
     each(run, sweep, sort.new_marks, _ref, mark)

@@ -119,24 +119,28 @@ def test_the_write_brake_holds_back_every_write_past_it(tmp_path: Path) -> None:
 
 
 def test_binding_marks_count_as_marks(tmp_path: Path) -> None:
-    """Companions alone (5) fit under --max-marks 6; with their bindings (4 more) they do
-    not: the marks written stop at 6, and the report and summary count exactly those."""
+    """Companions alone (5) fit under --max-marks 6; with their bindings (up to 5 more) they
+    do not: the companions sweep marks none of them, never 6 of its 9 (issue 46 item 11). The
+    bindings and routes sweeps' 6 marks fit, and the report and summary count exactly those."""
     code, report = _demo(tmp_path, "--max-marks", "6")
     assert code == 0
     summary = report["summary"]
     written = [i for i in report["items"] if i["action"] == "would-mark" and i["reason"] != "brake"]
-    assert len(written) == 6
+    assert len(written) == 6 and {i["sweep"] for i in written} == {"bindings", "routes"}
     assert sum(n for reasons in summary["marks"].values() for n in reasons.values()) == 6
     assert summary["writes"]["counted"] == 6
     braked = [i for i in report["items"] if i["reason"] == "brake"]
-    assert braked and all(i["detail"].startswith("marks brake: ") for i in braked)
+    assert len(braked) == 5 and all(i["detail"].startswith("marks brake: ") for i in braked)
+    assert {i["sweep"] for i in braked} == {"companions"}
 
 
 def test_the_marks_brake_names_itself(tmp_path: Path) -> None:
     code, report = _demo(tmp_path, "--max-marks", "2")
     assert code == 0
     detail = report["summary"]["sweeps"]["companions"]["detail"]
-    assert detail.startswith("marks brake: 5 new marks (+0 earlier this run) exceed --max-marks 2")
+    assert detail.startswith(
+        "marks brake: 10 new marks of 5 new orphans (+0 earlier this run) exceed --max-marks 2"
+    )
     assert "deleted" not in detail
 
 
@@ -178,9 +182,12 @@ def _deleting_run(**settings: Any) -> tuple[Run, list[dict[str, Any]]]:
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"max_marks": 2}, "marks brake: 5 new marks"),
-        ({"max_marks": 6}, "marks brake: 1 new mark (+6 earlier this run) exceeds --max-marks 6"),
-        ({"max_writes": 4}, "write brake: --max-writes 4 reached"),
+        ({"max_marks": 2}, "companions sweep: marks brake: 10 new marks of 5 new orphans"),
+        (
+            {"max_marks": 10},
+            "bindings sweep: marks brake: 2 new marks (+9 earlier this run) exceed --max-marks 10",
+        ),
+        ({"max_writes": 4}, "companions sweep: write brake: --max-writes 4 reached"),
     ],
 )
 def test_a_deleting_run_held_back_by_a_brake_exits_4_naming_it(
@@ -190,7 +197,7 @@ def test_a_deleting_run_held_back_by_a_brake_exits_4_naming_it(
     code = run.exit_code()
     assert code is ExitCode.BRAKE
     summary = run.summary(code)
-    assert summary["exit_reason"].startswith("safety brake engaged: companions sweep: " + named)
+    assert summary["exit_reason"].startswith("safety brake engaged: " + named)
     assert "would have deleted" not in summary["exit_reason"]
     marked = [i for i in items if i["action"] == "marked"]
     assert sum(n for reasons in summary["marks"].values() for n in reasons.values()) == len(marked)

@@ -39,7 +39,7 @@ def drain_args(hub_kubeconfig: str, ns: str, *extra: str) -> list[str]:
         *("--hub-kubeconfig", hub_kubeconfig, "--namespace", ns, "--lock-namespace", ns),
         *("--min-age", "0s", "--grace", GRACE, "--write-qps", "0"),
         *("--delete", "--drain", "--timeout", "8m"),
-        *("--max-deletions", "200", "--max-delete-percent", "50"),
+        *("--max-deletions", "200", "--max-delete-percent", "100", "--drain-pace", "50"),
         *("--max-marks", "2000", "--max-writes", "10000"),
         *extra,
     ]

@@ -131,6 +131,7 @@ class Companions(Declaration[CompanionJudgement, None]):
 
     sweep = SWEEP
     rule = Rule.COMPANION
+    marks_each = 2  # a new orphan's mark, and its binding's
 
     def __init__(self, run: Run) -> None:
         super().__init__(run)

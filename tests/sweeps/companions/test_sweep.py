@@ -68,4 +68,6 @@ def test_the_marks_brake_holds_every_new_mark_of_the_sweep() -> None:
     assert {i["action"] for i in held} == {"would-mark"} and len(held) == 5
     assert not [i for i in ran.items() if i["action"] == "would-mark" and i["reason"] != "brake"]
     state = ran.run.tally.sweeps[Sweep.COMPANIONS]
-    assert state.status == "braked" and state.detail.startswith("marks brake: 5 new marks")
+    assert state.status == "braked" and state.detail.startswith(
+        "marks brake: 10 new marks of 5 new orphans"  # a companion and its binding, each
+    )
