@@ -57,6 +57,10 @@ DRAIN_HOLDER = "drain/"
 # it. Each shard also holds a Lease of its own (Shard.lease_name), against its own twin.
 SHARDS_HOLDER = "shards/"
 SHARED_ATTEMPTS = 5  # the shards of one COUNT start at once: a 409 from a sibling is retried
+# On a shared Lease: the member (a shard's own identity) that last took or joined it. A join
+# within the second of the last renewal would otherwise write the Lease unchanged (the server's
+# Date counts seconds), keep its resourceVersion, and go unseen by a sibling freeing it as read.
+JOINED_ANNOTATION = "gcjob.datumapis.com/lock-joined-by"
 
 
 class LockHeld(Exception):
@@ -202,16 +206,19 @@ class LeaseLock:
         duration: timedelta,
         *,
         shared: bool = False,
+        member: str = "",
     ) -> None:
         """`shared`: held together by every run of this `identity` (the shards of one COUNT):
         one that finds it held by its own identity joins, and keeps it at least as long as it
-        was to last."""
+        was to last. `member`: who takes or joins a shared Lease (a shard's own identity),
+        written on it each time (JOINED_ANNOTATION), so that every join changes it."""
         self.access = access
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.duration = duration
         self.shared = shared
+        self.member = member
         self.cap = max(MAX_LEASE_DURATION, duration)  # never shorter than our own lease
         self.held = False
 
@@ -245,13 +252,15 @@ class LeaseLock:
             # would stamp a renewTime that looks expired to the next run, and two runs overlap.
             stamp = server_now or now
             if current is None:
+                metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+                self._sign(metadata)
                 self.access.create(
                     LEASES,
                     self.namespace,
                     {
                         "apiVersion": LEASES.api_version,
                         "kind": LEASES.kind,
-                        "metadata": {"name": self.name, "namespace": self.namespace},
+                        "metadata": metadata,
                         "spec": self._spec(stamp, 0),
                     },
                 )
@@ -276,6 +285,9 @@ class LeaseLock:
                 else:
                     current["spec"] = self._spec(stamp, max(transitions, 0) + 1)
                 _drop_note(current)
+                found = current.get("metadata")
+                if isinstance(found, dict):
+                    self._sign(found)
                 self.access.replace(LEASES, self.namespace, self.name, current)
         except ApiError as exc:
             if exc.status == 409:
@@ -284,6 +296,15 @@ class LeaseLock:
                 raise ConfigError(f"--lock-namespace/--lock-name: {exc}") from exc
             raise
         self.held = True
+
+    def _sign(self, metadata: dict[str, Any]) -> None:
+        """A shared Lease's metadata, naming the member taking or joining it."""
+        if not self.shared:
+            return
+        annotations = metadata.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = metadata["annotations"] = {}
+        annotations[JOINED_ANNOTATION] = self.member
 
     def _joined(self, spec: dict[str, Any], state: LeaseState, now: datetime) -> dict[str, Any]:
         """A shared lease joined: renewed now, for this run's duration or what it still had
@@ -330,10 +351,14 @@ class LeaseLock:
                 raise LockHeld(f"{where} changed under this run while renewing it") from exc
             raise
 
-    def release(self) -> None:
+    def release(self, current: dict[str, Any] | None = None) -> None:
+        """Frees the lease, if this run still holds it, by a resourceVersion-checked write:
+        on `current` when given (the Lease as read before what decided the release: a change
+        since, such as a sibling joining, makes it 409), else on a fresh read."""
         if not self.held:
             return
-        current = self.access.read(LEASES, self.namespace, self.name)
+        if current is None:
+            current = self.access.read(LEASES, self.namespace, self.name)
         spec = (current or {}).get("spec")
         if (
             current is None
@@ -379,7 +404,13 @@ class ShardLock:
         self.namespace = namespace
         self.own = LeaseLock(access, namespace, shard.lease_name(lock_name), identity, duration)
         self.run = LeaseLock(
-            access, namespace, lock_name, f"{SHARDS_HOLDER}{shard.count}", duration, shared=True
+            access,
+            namespace,
+            lock_name,
+            f"{SHARDS_HOLDER}{shard.count}",
+            duration,
+            shared=True,
+            member=identity,
         )
         self.siblings = shard.siblings(lock_name)
 
@@ -406,13 +437,19 @@ class ShardLock:
         self.own.release()
         if not self.run.held:
             return
+        # The run's Lease is read before the siblings' and freed only as it was then: a
+        # sibling that joins it meanwhile (its own Lease taken after it was read here, or read
+        # late, a slow hub) changes its resourceVersion, and the swap fails with 409.
+        run = self.access.read(LEASES, self.namespace, self.run.name)
+        if run is None:
+            return
         for name in self.siblings:
             lease, server_now = self.access.read_dated(LEASES, self.namespace, name)
             if is_live(lease, server_now or datetime.now(UTC), self.run.cap):
                 return  # a sibling still runs: the last one out releases it
         try:
-            self.run.release()
+            self.run.release(run)
         except ApiError as exc:
             if exc.status != 409:
                 raise
-            # A sibling that starts now joined it first: it is theirs to release.
+            # A sibling joined it since it was read: it is theirs to release.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,9 +23,11 @@ from gcjob.budget import RunBudget
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.connect import hub_client
 from gcjob.kube.transport import RequestStats, Transport
-from gcjob.lease import MAX_LEASE_DURATION, OBSERVED_ANNOTATION, LeaseLock, LockHeld
+from gcjob.lease import MAX_LEASE_DURATION, OBSERVED_ANNOTATION, LeaseLock, LockHeld, ShardLock
+from gcjob.shard import Shard
 from gcjob.times import parse_time
 from testbed.cluster import TestCluster
+from testbed.faultproxy import Fault, FaultProxy
 from testbed.report import run_gcjob
 from tests.e2e.test_safety_e2e import locked_args, orphans
 
@@ -213,3 +216,68 @@ def test_a_lease_is_stamped_on_the_hubs_clock_not_the_pods(
     with pytest.raises(LockHeld):
         second.acquire(behind)
     lock.release()
+
+
+def _hub_access(hub_kubeconfig: str) -> KubeAccess:
+    transport = Transport(
+        hub_client(hub_kubeconfig, None), "hub", stats=RequestStats(), budget=RunBudget(None)
+    )
+    return KubeAccess(transport)
+
+
+def _holder(hub: TestCluster, ns: str, name: str) -> str | None:
+    lease = hub.get("Lease", ns, name)
+    return None if lease is None else lease["spec"].get("holderIdentity")
+
+
+def test_a_shard_never_frees_the_runs_lease_a_sibling_joined_while_it_looked(
+    hub: TestCluster, hub_kubeconfig: str, faults: FaultProxy
+) -> None:
+    """Issue 46 item 5: shard 0/2, done, reads shard 1/2's Lease to see whether it is the last
+    one out; the hub answers late, as it was before 1/2 started. Meanwhile 1/2 takes its own
+    Lease and joins the run's. 0/2 freed the run's Lease on a fresh read, and an unsharded
+    `--delete` run started beside 1/2 (exit 0). The run's Lease is freed only as it was before
+    the siblings were read: 1/2's join makes that write 409, and the unsharded run exits 6."""
+    ns = hub.namespace("lease")
+    names = orphans(hub, ns, 1)
+    duration = timedelta(minutes=5)
+    done = ShardLock(_hub_access(hub_kubeconfig), ns, "gcjob", Shard(0, 2), "pod-0/r", duration)
+    late = ShardLock(_hub_access(hub_kubeconfig), ns, "gcjob", Shard(1, 2), "pod-1/r", duration)
+    done.acquire(datetime.now(UTC))
+    assert _holder(hub, ns, "gcjob") == "shards/2"
+    answer = threading.Event()
+    slow = faults.add_fault(
+        Fault(
+            method="GET",
+            path=rf"/namespaces/{ns}/leases/gcjob-shard-1-of-2$",
+            apply_first=True,  # read now (1/2's Lease not yet there), answered when let go
+            hold=answer,
+        )
+    )
+    failed: list[BaseException] = []
+
+    def release() -> None:
+        try:
+            done.release()
+        except BaseException as exc:  # said by the test's own assertion
+            failed.append(exc)
+
+    releasing = threading.Thread(target=release)
+    releasing.start()
+    deadline = time.monotonic() + 30
+    while slow.hits == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert slow.hits == 1, "0/2 never read its sibling's Lease"
+    late.acquire(datetime.now(UTC))  # its own Lease, then the run's, joined
+    answer.set()
+    releasing.join(timeout=60)
+
+    assert not releasing.is_alive() and not failed, failed
+    assert _holder(hub, ns, "gcjob-shard-0-of-2") is None  # its own, freed
+    assert _holder(hub, ns, "gcjob") == "shards/2"  # the run's: 1/2 holds it still
+    unsharded = run_gcjob(*locked_args(hub_kubeconfig, hub, ns))
+    assert unsharded.exit_code == 6, unsharded.stderr
+    assert "shards/2" in unsharded.summary["exit_reason"]
+    assert hub.present("ConfigMap", ns, names[0])
+    late.release()  # the last one out frees it
+    assert _holder(hub, ns, "gcjob") is None
