@@ -5,9 +5,12 @@ events` show what gcjob did (kube-janitor does the same for its deletions).
 Events are a courtesy, never part of a decision: they are queued as the run acts and sent
 after its writes (`send`: between a drain's rounds while it sleeps, and at the end), outside
 --max-writes and its pace, at most MAX_EVENTS a run, each attempted once. A failed or refused
-one is a warning; a run without the permission sends none. Never in a dry run (a dry run acts
-on nothing). An Event carries the object's kind, name and uid, gcjob's reason code, the run
-id and when the object goes: no annotation or label value, nothing of a Secret.
+one is a warning; a run without the permission sends none (a refusal, 403, stops the rest).
+A namespace being deleted refuses its own only (403 with the cause NamespaceTerminating: the
+API server creates nothing new there, whatever the permissions): the other namespaces' Events
+are still sent. Never in a dry run (a dry run acts on nothing). An Event carries the
+object's kind, name and uid, gcjob's reason code, the run id and when the object goes: no
+annotation or label value, nothing of a Secret.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class Events:
         self.queued: list[dict[str, object]] = []
         self.tally = EventTally()
         self.refused = False  # the hub refused one (403): none more this run
+        self.terminating: set[str] = set()  # namespaces being deleted: none more there
 
     def note(self, outcome: Outcome, now: datetime) -> None:
         """The outcome's Event, queued, when it is a mark, an unmark or a delete of a
@@ -75,6 +79,9 @@ class Events:
                 return
             body = self.queued.pop(0)
             namespace = str(body["metadata"]["namespace"])  # type: ignore[index]
+            if namespace in self.terminating:
+                self.tally.failed += 1
+                continue
             try:
                 self.access.create(EVENTS, namespace, body)
             except Stopped:
@@ -83,7 +90,11 @@ class Events:
                 return
             except KubeError as exc:
                 self.tally.failed += 1
-                if isinstance(exc, ApiError) and exc.status == 403:
+                if isinstance(exc, ApiError) and exc.namespace_terminating:
+                    # Not a permission: this namespace is being deleted. The others still are not.
+                    self.terminating.add(namespace)
+                    log.warning("Events: none more in %s, being deleted: %s", namespace, exc)
+                elif isinstance(exc, ApiError) and exc.status == 403:
                     self.refused = True
                     self.tally.failed += len(self.queued)
                     self.queued.clear()

@@ -893,7 +893,8 @@ def _api_error(response: Response, request: Request) -> ApiError:
         else f"not a Kubernetes Status ({len(response.body)} bytes)"
     )
     message, hint = said, ""
-    if response.status == 403 and NAMESPACE_TERMINATING in _causes(body):
+    terminating = response.status == 403 and NAMESPACE_TERMINATING in _causes(body)
+    if terminating:
         # Not a permission: the namespace is being deleted (the API server's NamespaceLifecycle).
         message = f"forbidden: the namespace is being deleted: {said}"
     elif response.status == 403 and _ADMISSION_DENIAL.search(said):
@@ -904,7 +905,15 @@ def _api_error(response: Response, request: Request) -> ApiError:
         message = f"forbidden: {hint}: {said}"
     elif response.status == 401:
         message = f"unauthorized: the credentials were refused: {said}"
-    return ApiError(response.status, reason, message, request.path, said=said, hint=hint)
+    return ApiError(
+        response.status,
+        reason,
+        message,
+        request.path,
+        said=said,
+        hint=hint,
+        namespace_terminating=terminating,
+    )
 
 
 # The cause the API server names when it refuses to create in a namespace being deleted.

@@ -32,14 +32,18 @@ class ApiError(KubeError):
         *,
         said: str | None = None,
         hint: str = "",
+        namespace_terminating: bool = False,
     ) -> None:
         """`said`: the server's own words (its Status message), when `message` adds gcjob's
-        `hint` to them (what to grant)."""
+        `hint` to them (what to grant). `namespace_terminating`: a 403 whose Status names the
+        cause NamespaceTerminating: nothing new in that namespace, which is being deleted
+        (not a permission)."""
         self.status = status
         self.reason = reason
         self.path = path
         self.said = redact(message if said is None else said)
         self.hint = hint
+        self.namespace_terminating = namespace_terminating
         # Redacted whole, then cut: a cut token would no longer look like one.
         super().__init__(redact(f"HTTP {status} {reason} on {path}: {message}")[:MAX_MESSAGE_CHARS])
 

@@ -20,13 +20,20 @@ from testbed.model import NOW, ref
 class Posted:
     """Stands for the access layer's `create`, recording what it is asked to send."""
 
-    def __init__(self, fail_with: Exception | None = None) -> None:
+    def __init__(
+        self, fail_with: Exception | None = None, fail_in: dict[str, Exception] | None = None
+    ) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.fail_with = fail_with
+        self.fail_in = fail_in or {}  # namespace -> what a create there raises
+        self.tried: list[str | None] = []  # the namespace of every create asked for
 
     def create(self, resource: Any, namespace: str | None, body: dict[str, Any]) -> Any:
+        self.tried.append(namespace)
         if self.fail_with is not None:
             raise self.fail_with
+        if namespace in self.fail_in:
+            raise self.fail_in[namespace]
         self.bodies.append(body)
         return body
 
@@ -81,3 +88,30 @@ def test_a_refused_event_stops_the_rest_and_never_raises() -> None:
     assert events.refused and events.tally.sent == 0 and events.tally.failed == 3
     events.note(outcome(Action.DELETED), NOW)
     assert not events.queued  # none more this run
+
+
+def test_a_namespace_being_deleted_refuses_its_own_events_and_the_others_are_sent() -> None:
+    """Issue 46 item 7: the first Event went to a namespace being deleted (403, the cause
+    NamespaceTerminating) and every later one was dropped. Only a permission stops them all."""
+    terminating = ApiError(
+        403,
+        "Forbidden",
+        'events.events.k8s.io "a.1" is forbidden: unable to create new content in namespace '
+        "leaving because it is being terminated",
+        "/apis/events.k8s.io/v1/namespaces/leaving/events",
+        namespace_terminating=True,
+    )
+    access = Posted(fail_in={"leaving": terminating})
+    events = Events(access, "run-1")  # type: ignore[arg-type]
+    for namespace in ("leaving", "shop", "leaving", "bar"):
+        gone = Outcome(
+            Sweep.COMPANIONS, ref(namespace=namespace), Action.DELETED, Reason.ORPHANED, ""
+        )
+        events.note(gone, NOW)
+
+    events.finish()
+
+    assert not events.refused
+    assert [b["metadata"]["namespace"] for b in access.bodies] == ["shop", "bar"]
+    assert access.tried == ["leaving", "shop", "bar"]  # none more tried where it was refused
+    assert (events.tally.sent, events.tally.failed) == (2, 2)

@@ -5,14 +5,17 @@ label or annotation value. A dry run posts none, nor a run with --no-events."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import threading
 import time
 from typing import Any
 
-from testbed.cluster import TestCluster
+from testbed.cluster import TEST_FINALIZER, TestCluster, wait_for
+from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import companion, workload
-from testbed.report import Result, run_gcjob
+from testbed.report import Result, records_of, run_gcjob, start_gcjob
 
 SECRET_LOOKING = "label-value-7f3a"  # a label value no Event may carry
 NOTE_VALUE = "annotation-value-9c2e"  # nor an annotation value
@@ -121,3 +124,89 @@ def test_events_never_take_from_the_write_budget(hub: TestCluster, hub_kubeconfi
     assert sorted(e["regarding"]["name"] for e in events_of(hub, ns)) == sorted(
         i["name"] for i in marked
     )
+
+
+def _refused_as_terminating(hub: TestCluster, ns: str) -> bool:
+    """Whether the API server now refuses to create an Event in `ns` as being deleted (a dry
+    run: nothing is created)."""
+    probe = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "probe", "namespace": ns},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "gcjob.test/probe",
+        "reportingInstance": "probe",
+        "action": "Probe",
+        "reason": "Probe",
+        "type": "Normal",
+    }
+    path = f"/apis/events.k8s.io/v1/namespaces/{ns}/events?dryRun=All"
+    status, _ = hub._call("POST", path, probe)
+    return status == 403
+
+
+def test_a_namespace_being_deleted_refuses_its_events_and_the_others_are_still_sent(
+    hub: TestCluster, hub_kubeconfig: str, faults: FaultProxy
+) -> None:
+    """Issue 46 item 7: a run's first Event went to a namespace that started terminating as
+    the run ended (403, NamespaceTerminating) and every later Event was dropped, "none more
+    this run". The real API server's refusal names its cause, which is no missing permission:
+    only that namespace's Events go unsent."""
+    leaving = hub.namespace("events-a")  # sorts first: its Events are sent first
+    staying = hub.namespace("events-b")
+    for ns in (leaving, staying):
+        for i in range(2):
+            hub.create(companion("ConfigMap", ns, f"orphan-{i}", [f"{ns}/gone"]))
+    # Keeps `leaving` Terminating once deleted, past the namespace controller.
+    hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "held", "namespace": leaving, "finalizers": [TEST_FINALIZER]},
+        }
+    )
+    first = threading.Event()
+    held = faults.add_fault(
+        Fault(method="POST", path=rf"/namespaces/{leaving}/events$", hold=first)
+    )
+
+    run = start_gcjob(
+        *("--hub-kubeconfig", hub_kubeconfig, "--no-lock", "--min-age", "0s", "--grace", "0s"),
+        *("--namespace", leaving, "--namespace", staying, "--sweep", "companions", "--delete"),
+        *("--read-timeout", "60s"),  # its first Event waits at the proxy meanwhile
+    )
+    try:
+        wait_for(lambda: held.hits or run.poll() is not None, 120, "the run's first Event")
+        assert held.hits == 1, run.communicate()
+        hub.delete("Namespace", None, leaving)  # after its orphans went, before its Events
+        wait_for(lambda: _refused_as_terminating(hub, leaving), 30, f"{leaving} terminating")
+    finally:
+        first.set()
+    stdout, stderr = run.communicate(timeout=120)
+
+    assert run.returncode == 0, stderr
+    deleted = [
+        (i["namespace"], i["name"]) for i in records_of(stdout) if i.get("action") == "deleted"
+    ]
+    assert sorted(deleted) == sorted(
+        (ns, f"orphan-{i}") for ns in (leaving, staying) for i in range(2)
+    )
+    sent = [
+        r
+        for r in faults.requests
+        if r.method == "POST" and r.path.endswith("/events") and "dryRun" not in r.query
+    ]
+    answered = [(r.path.split("/")[5], r.status) for r in sent]
+    # The namespace being deleted was asked first, and refused as such by the real server.
+    assert answered[0] == (leaving, 403), answered
+    refusal = json.loads(sent[0].response_body)
+    assert refusal["kind"] == "Status" and refusal["reason"] == "Forbidden"
+    assert "NamespaceTerminating" in {c.get("reason") for c in refusal["details"]["causes"]}
+    # Asked once there, and the other namespace's Events were still sent.
+    assert answered.count((leaving, 403)) == 1, answered
+    assert answered[1:] == [(staying, 201), (staying, 201)], answered
+    assert sorted(by_object(events_of(hub, staying), f"orphan-{i}") for i in range(2)) == [
+        ["OrphanDeleted"],
+        ["OrphanDeleted"],
+    ]
+    assert "being deleted" in stderr and "none more this run" not in stderr

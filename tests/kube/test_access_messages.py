@@ -100,6 +100,7 @@ def test_a_403_for_a_namespace_being_deleted_names_no_grant_and_leads_with_its_r
     assert "grant" not in str(error) and "being deleted" in str(error)
     assert error.server_first().startswith(said + " (HTTP 403 Forbidden on ")
     assert "grant" not in error.server_first()
+    assert error.namespace_terminating  # told apart from a permission (issue 46 item 7)
 
 
 def test_an_rbac_403_leads_with_the_servers_words_when_asked_and_names_the_grant() -> None:
@@ -115,6 +116,7 @@ def test_an_rbac_403_leads_with_the_servers_words_when_asked_and_names_the_grant
         f"{said} (HTTP 403 Forbidden on /api/v1/namespaces/ns-a/configmaps; if RBAC refused "
         "it, grant 'create' on /api/v1/namespaces/ns-a/configmaps)"
     )
+    assert not error.namespace_terminating
 
 
 @pytest.mark.parametrize(
@@ -132,3 +134,4 @@ def test_a_403_from_admission_names_no_grant(said: str) -> None:
 
     assert f"refused by an admission policy or webhook, not RBAC: {said}" in str(error)
     assert "grant" not in str(error) and "grant" not in error.server_first()
+    assert not error.namespace_terminating
