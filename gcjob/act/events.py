@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gcjob.domain import is_dns1123_subdomain
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, KubeError, Stopped
 from gcjob.kube.resources import EVENTS
@@ -37,6 +38,7 @@ POSTED = {
     Action.DELETED: ("OrphanDeleted", "Delete"),
 }
 NAME_CHARS = 200  # of the object's name, in the Event's name (253 at most in all)
+EVENT_PREFIX = "gcjob"  # an Event's name for an object whose own name is no DNS-1123 subdomain
 
 
 @dataclass
@@ -138,7 +140,7 @@ def event_of(
         "kind": EVENTS.kind,
         # Named as client-go's recorder names them: the object's name and a unique suffix.
         "metadata": {
-            "name": f"{ref.name[:NAME_CHARS]}.{uuid.uuid4().hex[:16]}",
+            "name": event_name(ref.name, uuid.uuid4().hex[:16]),
             "namespace": ref.namespace,
         },
         "eventTime": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
@@ -156,3 +158,15 @@ def event_of(
             "uid": ref.uid,
         },
     }
+
+
+def event_name(name: str, suffix: str) -> str:
+    """The name of an Event about the object `name`, as client-go's recorder names them: the
+    object's name and a unique `suffix` (lowercase hex). Always a DNS-1123 subdomain, as the
+    API server requires: the object's name is cut to NAME_CHARS, and what the cut leaves
+    at its end of `-` and `.` is dropped (`a-` + `.` + suffix is refused: a part of a
+    subdomain ends alphanumeric)."""
+    prefix = name[:NAME_CHARS].rstrip("-.")
+    if not is_dns1123_subdomain(prefix):
+        prefix = EVENT_PREFIX
+    return f"{prefix}.{suffix}"

@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from gcjob.act.events import Events, event_of
+from gcjob.act.events import NAME_CHARS, Events, event_name, event_of
+from gcjob.domain import is_dns1123_subdomain
 from gcjob.kube.errors import ApiError
 from gcjob.model import Action, Outcome, Sweep
 from gcjob.reasons import Reason
@@ -115,3 +116,61 @@ def test_a_namespace_being_deleted_refuses_its_own_events_and_the_others_are_sen
     assert [b["metadata"]["namespace"] for b in access.bodies] == ["shop", "bar"]
     assert access.tried == ["leaving", "shop", "bar"]  # none more tried where it was refused
     assert (events.tally.sent, events.tally.failed) == (2, 2)
+
+
+# -- issue 46 item 8: an Event's name is a valid name, whatever the object's name --------------
+
+_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+_LABEL = st.builds(
+    lambda first, middle, last: first + middle + last,
+    st.sampled_from(_ALNUM),
+    st.text(alphabet=_ALNUM + "-", max_size=61),
+    st.sampled_from(_ALNUM),
+) | st.sampled_from(_ALNUM)
+# Valid object names (DNS-1123 subdomains), short and up to the longest, 253 characters.
+OBJECT_NAMES = (
+    st.lists(_LABEL, min_size=1, max_size=10).map(".".join).filter(lambda n: len(n) <= 253)
+)
+
+
+@st.composite
+def long_names(draw: st.DrawFn) -> str:
+    """A valid name past the cut, with `-` or `.` (or runs of them) at and around it."""
+    length = draw(st.integers(NAME_CHARS + 3, 253))
+    chars = [draw(st.sampled_from(_ALNUM)) for _ in range(length)]
+    near = st.integers(NAME_CHARS - 3, NAME_CHARS + 1)
+    for at in draw(st.lists(near, min_size=1, max_size=4)):
+        chars[at] = draw(st.sampled_from("-."))
+    name = "".join(chars)
+    while ".." in name or "-." in name or ".-" in name:  # each part starts, ends alphanumeric
+        name = name.replace("..", ".a").replace("-.", "-a").replace(".-", ".a")
+    assert is_dns1123_subdomain(name)
+    return name
+
+
+SUFFIX = st.text(alphabet="0123456789abcdef", min_size=16, max_size=16)
+
+
+@given(name=OBJECT_NAMES | long_names(), suffix=SUFFIX)
+@example(name="a" * 199 + "-" + "b" * 10, suffix="0123456789abcdef")  # the issue's: `a-.<hex>`
+@example(name="a" * 199 + "." + "b" * 10, suffix="0123456789abcdef")
+def test_every_events_name_is_a_valid_name_and_starts_with_the_objects(
+    name: str, suffix: str
+) -> None:
+    made = event_name(name, suffix)
+
+    assert is_dns1123_subdomain(made), made
+    prefix, _, tail = made.rpartition(".")
+    assert tail == suffix  # unique as before: 16 hex digits of a uuid4 each
+    assert name.startswith(prefix) and len(prefix) <= NAME_CHARS
+    assert not name[len(prefix) : NAME_CHARS].strip("-.")  # only a cut's `-` and `.` dropped
+
+
+@given(name=OBJECT_NAMES | long_names())
+def test_an_events_body_is_named_validly_and_uniquely(name: str) -> None:
+    deleted = Outcome(Sweep.COMPANIONS, ref(name=name), Action.DELETED, Reason.ORPHANED, "")
+    bodies = [event_of(deleted, ("R", "A"), "run-1", "pod", NOW) for _ in range(2)]
+    names = [str(b["metadata"]["name"]) for b in bodies]  # type: ignore[index]
+    assert all(is_dns1123_subdomain(n) for n in names), names
+    assert all(name.startswith(n.rpartition(".")[0]) for n in names), names  # what it is about
+    assert names[0] != names[1]

@@ -210,3 +210,25 @@ def test_a_namespace_being_deleted_refuses_its_events_and_the_others_are_still_s
         ["OrphanDeleted"],
     ]
     assert "being deleted" in stderr and "none more this run" not in stderr
+
+
+def test_an_event_about_a_long_name_cut_at_a_dash_is_accepted(
+    hub: TestCluster, hub_kubeconfig: str
+) -> None:
+    """Issue 46 item 8: a valid 210-character name with `-` at position 200 gave the Event
+    name `…a-.<hex>`, which the API server refused (a part of a DNS-1123 subdomain ends
+    alphanumeric). The cut drops what it leaves of `-` and `.`: the real server takes it."""
+    ns = hub.namespace("events")
+    name = "a" * 199 + "-" + "b" * 10
+    hub.create(companion("ConfigMap", ns, name, [f"{ns}/gone"]))
+
+    result = run_gcjob(
+        *("--hub-kubeconfig", hub_kubeconfig, "--namespace", ns, "--no-lock"),
+        *("--min-age", "0s", "--grace", "0s", "--sweep", "companions", "--delete"),
+    )
+
+    assert result.outcome("ConfigMap", name) == ("deleted", "orphaned"), result.stderr
+    [event] = events_of(hub, ns)
+    assert event["reason"] == "OrphanDeleted" and event["regarding"]["name"] == name
+    assert event["metadata"]["name"].startswith("a" * 199 + ".")
+    assert "could not post" not in result.stderr
