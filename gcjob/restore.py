@@ -295,6 +295,9 @@ def _one(
     if secret is not None:
         return said(never, SECRET_BINDING_REFUSAL.format(secret=secret))
     namespace = recorded.namespace if where.namespaced else None
+    key = (where.group, where.kind, recorded.namespace, recorded.name)
+    if key in planned:  # as --apply finds the one it created above: the exit code is the same
+        return said(REFUSED, "an object of that name is restored above: not overwritten")
     try:
         existing = access.get(resource, namespace, recorded.name, reduce.uid_of)
         if existing is not None:
@@ -307,7 +310,6 @@ def _one(
     body, notes = undo.restore_body(recorded.entry["object"], owners, protect=protect)
     # Created as what the record says it deleted, whatever the object's own fields say.
     body["apiVersion"], body["kind"] = resource.api_version, resource.kind
-    key = (where.group, where.kind, recorded.namespace, recorded.name)
     if not apply:
         planned[key] = "(restored)"
         return said(WOULD_RESTORE, "not created: a dry run (add --apply)", notes)

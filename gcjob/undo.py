@@ -267,8 +267,10 @@ def _checked(entry: Any, where: str) -> dict[str, Any]:
 
 def read_record(lines: Iterable[str], source: str = "record") -> list[Recorded]:
     """Every recorded delete of a record file, in the order written, each with its outcome
-    (the last one written for its uid). Raises RecordError on a line that is not gcjob's; a
-    last line cut short (the run was killed while writing it) is left out."""
+    (the last one written for its uid). One object (uid) once: of several `delete` entries
+    for one uid (a retried delete that an earlier gcjob recorded again) the last, the object
+    as its last try found it. Raises RecordError on a line that is not
+    gcjob's; a last line cut short (the run was killed while writing it) is left out."""
     entries: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}
     numbered = list(enumerate(lines, 1))
@@ -286,9 +288,17 @@ def read_record(lines: Iterable[str], source: str = "record") -> list[Recorded]:
             entries.append(entry)
         else:
             outcomes[entry["uid"]] = entry["outcome"]
+    last = {_uid_of(e): at for at, e in enumerate(entries)}
     return [
-        Recorded(e, outcomes.get(str(e["object"]["metadata"].get("uid") or ""))) for e in entries
+        Recorded(e, outcomes.get(_uid_of(e)))
+        for at, e in enumerate(entries)
+        if not _uid_of(e) or last[_uid_of(e)] == at
     ]
+
+
+def _uid_of(entry: Mapping[str, Any]) -> str:
+    """The uid of a delete entry's object ("" when it names none: a hand-written entry)."""
+    return str(entry["object"]["metadata"].get("uid") or "")
 
 
 # -- restoring -------------------------------------------------------------------------------

@@ -186,6 +186,46 @@ def test_a_record_pairs_each_delete_with_its_last_outcome() -> None:
     assert read[1].where == CONNECTOR
 
 
+def test_a_delete_recorded_twice_for_one_uid_is_one_object_to_restore() -> None:
+    """Issue 46 item 9: a binding's pinned delete met a 409 and was tried again, and the record
+    held two `delete` entries for its uid: restore's dry run said `would-restore` twice (exit
+    0), --apply restored it, then refused it (exit 1). One uid is one object: the last entry
+    (as its last try found it), with the last outcome; a target by uid names it once."""
+    tried = undo.delete_entry(
+        "r", "bindings", CONFIGMAP, configmap(resourceVersion="42"), AT, sensitive=False, hub=HUB
+    )
+    again = undo.delete_entry(
+        "r", "bindings", CONFIGMAP, configmap(resourceVersion="43"), AT, sensitive=False, hub=HUB
+    )
+    other = undo.delete_entry(
+        "r",
+        "companions",
+        CONFIGMAP,
+        configmap(name="web", uid="uid-9"),
+        AT,
+        sensitive=False,
+        hub=HUB,
+    )
+    lines = [
+        undo.line(tried),
+        undo.line(undo.outcome_entry("r", "uid-1", "skipped:changed-since-observed", "", AT)),
+        undo.line(other),
+        undo.line(undo.outcome_entry("r", "uid-9", "deleted", "", AT)),
+        undo.line(again),
+        undo.line(undo.outcome_entry("r", "uid-1", "deleted", "", AT)),
+    ]
+
+    read = undo.read_record(lines)
+
+    assert [(r.label, r.uid, r.outcome) for r in read] == [
+        ("ConfigMap/ns-1/web", "uid-9", "deleted"),
+        ("ConfigMap/ns-1/app-config", "uid-1", "deleted"),
+    ]
+    assert read[1].meta["resourceVersion"] == "43"
+    assert [r.uid for r in select(read, [])] == ["uid-9", "uid-1"]
+    assert [r.uid for r in select(read, ["uid-1"])] == ["uid-1"]
+
+
 def test_a_delete_without_an_outcome_counts_as_maybe_deleted() -> None:
     entry = undo.delete_entry(
         "r", "companions", CONFIGMAP, configmap(), AT, sensitive=False, hub=HUB

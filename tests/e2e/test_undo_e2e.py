@@ -19,7 +19,7 @@ from gcjob.cli import cli
 from gcjob.domain import ORPHANED_LABEL, PROTECT_ANNOTATION
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
-from testbed.faultproxy import FaultProxy
+from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import SECRET_VALUE, binding, companion, route
 from testbed.report import HubSweep, run_gcjob
 from tests.e2e.test_copies_e2e import (  # noqa: F401  (fixtures: the Milo proxy and its CRDs)
@@ -339,6 +339,72 @@ def test_a_record_that_cannot_be_written_deletes_nothing(
         assert hub.present("ConfigMap", ns, name)
         assert hub.present("ResourceBinding", ns, f"{name}-configmap")
     assert "nothing more is deleted" in result.item("ConfigMap", "second")["detail"]
+
+
+def test_a_delete_tried_again_is_recorded_once_and_restored_once(
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    """Issue 46 item 9: a companion's binding, its pinned delete answered 409, is read and
+    deleted once more. The record held two `delete` entries for its uid: restore's dry run
+    said `would-restore` twice (exit 0), --apply restored it, then refused it (exit 1). One
+    entry a uid a run (the retry's outcome written after the first's); and a record holding
+    two (as gcjob wrote them before) is one object to restore, dry run and --apply alike."""
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "app-config", ["default/gone"], data=DATA))
+    # Its binding, not owned by it: the hub's garbage collector, taking the companion's
+    # ownerReference off it after the companion's Orphan delete, would change it between a
+    # read and a delete at its own time; here the one 409 is the proxy's.
+    bound = "app-config-configmap"
+    made = hub.create(
+        binding(
+            ns, bound, kind="ConfigMap", target="app-config", target_uid=created["metadata"]["uid"]
+        )
+    )
+    binding_uid = made["metadata"]["uid"]
+    records = tmp_path / "records"
+    records.mkdir()
+    conflict = faults.add_fault(
+        Fault(method="DELETE", path=rf"/namespaces/{ns}/resourcebindings/{bound}$", status=409)
+    )
+
+    result = sweep(ns, "--delete", "--record-deletions", str(records), "--sweep", "companions")
+
+    assert result.exit_code == 0, result.stderr
+    assert conflict.hits == 1
+    assert result.outcome("ResourceBinding", bound) == ("deleted", "companion-deleted")
+    path, _ = record_of(records)
+    lines = path.read_text().splitlines(keepends=True)
+    entries = [json.loads(line) for line in lines]
+    deletes = [
+        at
+        for at, e in enumerate(entries)
+        if e["event"] == "delete" and e["object"]["metadata"]["uid"] == binding_uid
+    ]
+    assert len(deletes) == 1, entries  # recorded once, before its first try
+    outcomes = [
+        e["outcome"] for e in entries if e["event"] == "outcome" and e["uid"] == binding_uid
+    ]
+    assert outcomes == ["skipped:changed-since-observed", "deleted"]
+    let_go(hub, "ResourceBinding", ns, bound)
+    assert hub.get("ResourceBinding", ns, bound) is None
+    assert hub.gone("ConfigMap", ns, "app-config")
+    # The record as gcjob wrote it before: the binding's delete entry twice.
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("".join([*lines, lines[deletes[0]]]))
+    expected = {f"ConfigMap/{ns}/app-config", f"ResourceBinding/{ns}/{bound}"}
+
+    for record in (path, twice):
+        code, said = restore(hub_kubeconfig, record)
+        assert code == 0, said
+        assert sorted(line["object"] for line in said[:-1]) == sorted(expected), said
+        assert {line["action"] for line in said[:-1]} == {"would-restore"}
+    code, said = restore(hub_kubeconfig, twice, "--apply")
+
+    assert code == 0, said  # the exit code of its dry run
+    assert sorted(line["object"] for line in said[:-1]) == sorted(expected), said
+    assert {line["action"] for line in said[:-1]} == {"restored"}
+    assert hub.present("ConfigMap", ns, "app-config")
+    assert hub.present("ResourceBinding", ns, bound)
 
 
 def test_a_dry_run_records_nothing(hub: TestCluster, sweep: HubSweep, tmp_path: Path) -> None:
