@@ -7,7 +7,7 @@ sweeps (gcjob/sweeps/) record what they did here."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -238,26 +238,32 @@ class Run:
             by_reason = self.tally.marks.setdefault(outcome.sweep.value, {})
             by_reason[outcome.reason] = by_reason.get(outcome.reason, 0) + 1
         if outcome.reason == Reason.BRAKE:
-            self._brake_held(outcome.sweep, outcome.detail)
+            self._brake_held(outcome.sweep, outcome.detail, engaged=not outcome.if_enforced)
 
     def hold_brake(self, sweep: Sweep, reason: str) -> None:
         """A brake of the sweep's own (not one item's) held something back."""
         self._brake_held(sweep, reason)
 
-    def _brake_held(self, sweep: Sweep, reason: str) -> None:
+    def _brake_held(self, sweep: Sweep, reason: str, engaged: bool = True) -> None:
         """A brake held something of `sweep` back: said in its state (once per brake), and
-        exit 4 for a run that deletes."""
+        exit 4 for a run that deletes. Not `engaged`: the deletion brake of a sweep that is not
+        enforced, which deletes nothing: what it would hold were it enforced is said, and no
+        exit 4 fires, run after run, for deletions nobody asked for."""
+        state = self.tally.sweeps.get(sweep)
+        if not engaged:
+            if state is not None and reason not in state.detail:
+                state.detail = "; ".join(filter(None, [state.detail, reason]))
+            return
         said = f"{sweep.value} sweep: {reason}"
         if said not in self.tally.brakes:
             self.tally.brakes.append(said)
             if self.settings.delete:
                 log.warning("%s", said)
-        state = self.tally.sweeps.get(sweep)
         if state is not None:
             state.status = "braked"
             if reason not in state.detail:
                 state.detail = "; ".join(filter(None, [state.detail, reason]))
-        if self.settings.delete:
+        if self.settings.delete and engaged:
             self.tally.codes.add(ExitCode.BRAKE)
 
     def project_api_failed(self, sweep: Sweep, detail: str) -> None:
@@ -364,10 +370,14 @@ class Run:
         self.tally.next_due = None
         self.tally.waiting = 0
 
-    def hold_back(self, sweep: Sweep, candidates: list[Verdict], reason: str) -> None:
-        """A deletion brake holds these back: each reported, the brake engaged."""
+    def hold_back(
+        self, sweep: Sweep, candidates: list[Verdict], reason: str, enforced: bool = True
+    ) -> None:
+        """A deletion brake holds these back: each reported, the brake engaged (a sweep not
+        `enforced` deletes nothing: each says the brake enforcing it would meet)."""
         for verdict in candidates:
-            self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason))
+            held = Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason)
+            self.record(held if enforced else not_enforced_brake(held, reason))
 
     def drain_backlog(
         self, sweep: Sweep, backlog: list[tuple[Verdict, datetime | None]], paced: int | None = None
@@ -410,11 +420,14 @@ class Run:
             self.record(outcome)
 
     def count_deletion(self, outcomes: list[Outcome]) -> None:
+        """One deletion's outcomes; it takes a place in the drain cap (a dry run's would-delete
+        too), unless its sweep is not enforced: that deletes nothing, dry run or not."""
         first = outcomes[0] if outcomes else None
         if (
             first
             and first.action in (Action.DELETED, Action.WOULD_DELETE)
             and first.reason != Reason.BRAKE
+            and not first.if_enforced
         ):
             self.tally.deleted += 1
         for outcome in outcomes:
@@ -555,3 +568,10 @@ def _redacted(state: dict[str, Any]) -> dict[str, Any]:
         key: redact(value) if key in ("server", "detail") and isinstance(value, str) else value
         for key, value in state.items()
     }
+
+
+def not_enforced_brake(held: Outcome, reason: str) -> Outcome:
+    """A deletion brake's outcome for a sweep that is not enforced: what enforcing it would
+    meet, said as such (`if_enforced`), never a brake this run engaged."""
+    detail = f"not deleted: this sweep is not enforced; were it enforced, {reason}"
+    return replace(held, detail=detail, if_enforced=True)

@@ -486,7 +486,11 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
     # share: engaged as soon as they are too many, due or not, and then it deletes none.
     pending = Pending(len(sort.due), len(sort.waiting), len(sort.to_mark))
     breaker = run.percent_braked(sweep, pending, in_scope)
-    if breaker is not None:
+    if breaker is not None and not enforced:
+        # A sweep not enforced deletes nothing: each says the brake enforcing it would meet,
+        # and no exit 4 fires, run after run, for deletions nobody asked for.
+        run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker, enforced=False)
+    elif breaker is not None:
         clear = False
         run.hold_brake(sweep, breaker)
         run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker)

@@ -203,7 +203,8 @@ def test_every_sweep_holds_the_breaker_over_all_its_orphans_and_marks_all_or_non
         "max_marks": data.draw(st.integers(0, 1000), label="max_marks"),
     }
     sweep = declaration.sweep
-    run = _run(sweep, **limits)
+    enforced = data.draw(st.booleans(), label="enforced")
+    run = _run(sweep, enforce=(sweep,) if enforced else (), **limits)
     run.marker.brake.written = data.draw(st.integers(0, limits["max_marks"]), label="earlier")
     sort, groups = _sort(due, waiting_, new, group_size)
     each = declaration.marks_each
@@ -222,10 +223,16 @@ def test_every_sweep_holds_the_breaker_over_all_its_orphans_and_marks_all_or_non
         and in_scope > 0
         and 100 * pending > limits["max_delete_percent"] * in_scope
     )
-    if over:
+    if over and enforced:
         assert acted.deleted == []
         assert run.tally.sweeps[sweep].status == "braked"
         assert any("deletion brake" in b and f"{pending} of " in b for b in run.tally.brakes)
+    elif over:
+        # Not enforced, it deletes nothing: it says what enforcing it would meet, and engages
+        # no brake (no exit 4 for deletions nobody asked for).
+        assert acted.deleted == []
+        assert not any("deletion brake" in b for b in run.tally.brakes)
+        assert f"were it enforced, deletion brake: {pending} of " in run.tally.sweeps[sweep].detail
     else:
         cut = drain_cut(
             sort.due,

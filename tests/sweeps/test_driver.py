@@ -293,6 +293,29 @@ def test_a_sweep_not_enforced_sends_no_delete_whatever_its_writes_do() -> None:
     assert sent.deleted == ["due"]
 
 
+def test_a_sweep_not_enforced_engages_no_brake_and_takes_no_place_in_the_drain_cap() -> None:
+    """A report-only sweep's orphans, too many for the breaker: it deletes nothing, so each
+    says the brake enforcing it would meet, and no exit 4 fires (a --delete run with the
+    copies sweep report-only would exit 4 every five minutes for deletions nobody asked for);
+    its would-deletes take no place in the drain cap the enforced sweeps share."""
+    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0), enforce=(), delete=True)
+    orphans = [_orphan(f"o{i}", f"u{i}") for i in range(60)]
+    drive(ran.run, Toy(ran.run, [Counted(60, 60), Judged(orphans, _ref_of)]))
+    assert ExitCode.BRAKE not in ran.run.tally.codes and ran.run.tally.brakes == []
+    assert ran.run.tally.deleted == 0
+    items = ran.items()
+    assert len(items) == 60
+    for item in items:
+        assert (item["action"], item["reason"]) == ("would-delete", "brake")
+        assert item["detail"].startswith(
+            "not deleted: this sweep is not enforced; were it enforced, deletion brake: 60 of 60"
+        )
+    # Enforced, the same world engages the brake: exit 4.
+    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0), delete=True)
+    drive(ran.run, Toy(ran.run, [Counted(60, 60), Judged(orphans, _ref_of)]))
+    assert ExitCode.BRAKE in ran.run.tally.codes
+
+
 # -- owned and protected, held by the driver for every sweep (issue 46) -----------------------
 
 FOREIGN = OwnerRef("v1", "ConfigMap", "live-config", controller=True, uid="uid-live")
