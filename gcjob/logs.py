@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from pythonjsonlogger.json import JsonFormatter
 
+from gcjob.redact import scrub
 from gcjob.visible import VisibleMessages
 
 log = logging.getLogger("gcjob")
@@ -32,9 +33,20 @@ class _JsonLines(JsonFormatter):
         return rfc3339(record.created)
 
 
+class _Scrubbed(logging.Filter):
+    """Every log message without the run's credentials (redact.scrub), in either format: a
+    warning can quote what a server said, and a server can echo a bare token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = scrub(record.getMessage())
+        record.args = None
+        return True
+
+
 def setup(log_format: str, run_id: str | None = None) -> None:
     """`run_id`: the sweep's, carried by every JSON line (explain has none)."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_Scrubbed())
     if log_format == "json":
         handler.setFormatter(
             _JsonLines(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.enumerate.owners import ProjectReads
 from gcjob.kube.access import KubeAccess
-from gcjob.kube.errors import ApiError, ConfigError, KubeError, TlsFailure
+from gcjob.kube.errors import ApiError, ConfigError, KubeError, ProxyRefused, TlsFailure
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
     CONFIGMAPS,
@@ -230,6 +230,8 @@ def configuration_problem(exc: KubeError) -> str | None:
             return "does not answer as a Kubernetes API server (a login page or proxy?)"
     elif isinstance(exc, TlsFailure):
         return "cannot be verified (TLS)"
+    elif isinstance(exc, ProxyRefused):
+        return "is not asked through its proxy"
     return None
 
 

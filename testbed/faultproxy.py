@@ -179,10 +179,21 @@ class Target:
 
 
 class FaultProxy:
-    def __init__(self, target: Target, *, strip_prefix: str | None = None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        *,
+        strip_prefix: str | None = None,
+        tls: bool = True,
+        names: tuple[str, ...] = (),
+    ) -> None:
         """`strip_prefix`: a regex of a leading path part removed before forwarding, so one
-        real server can stand behind many templated upstream URLs."""
+        real server can stand behind many templated upstream URLs. `tls`: False serves plain
+        http:// (an http:// upstream template on loopback, which gcjob allows). `names`: host
+        names its certificate is for, besides 127.0.0.1 and localhost."""
         self.target = target
+        self.tls = tls
+        self.names = names
         self.strip_prefix = re.compile(strip_prefix) if strip_prefix else None
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
@@ -202,16 +213,17 @@ class FaultProxy:
         self.ca_file = ca_dir / "proxy-ca.pem"
         self._ca.cert_pem.write_to_path(str(self.ca_file))
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
+        self._ca.issue_cert("127.0.0.1", "localhost", *self.names).configure_cert(context)
         proxy = self
 
         class Handler(_Handler):
             owner = proxy
 
         server = _Server(("127.0.0.1", 0), Handler)
-        server.socket = context.wrap_socket(
-            server.socket, server_side=True, do_handshake_on_connect=False
-        )
+        if self.tls:
+            server.socket = context.wrap_socket(
+                server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -226,7 +238,7 @@ class FaultProxy:
 
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     # -- faults and the request log ----------------------------------------------------
 
@@ -307,7 +319,8 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         self.upstream: http.client.HTTPSConnection | None = None  # one per client connection
         super().setup()
-        self.connection.do_handshake()  # in this connection's thread, not the acceptor's
+        if isinstance(self.connection, ssl.SSLSocket):
+            self.connection.do_handshake()  # in this connection's thread, not the acceptor's
 
     def finish(self) -> None:
         if self.upstream is not None:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+import base64
+import json
+from pathlib import Path
 
-from gcjob.redact import redact
+import pytest
+import yaml
+
+from gcjob import logs
+from gcjob.kube.connect import hub_client
+from gcjob.redact import error_line, keep_authorization, keep_secret, redact, scrub
 
 
 @pytest.mark.parametrize(
@@ -28,3 +35,54 @@ def test_credentials_are_redacted(text: str, secret: str) -> None:
 def test_a_message_without_credentials_is_kept_on_one_line() -> None:
     assert redact("HTTP 503\n  on /api:\tdown") == "HTTP 503 on /api: down"
     assert redact("https://hub.example:6443/api") == "https://hub.example:6443/api"
+
+
+# -- the run's credentials, by value (issue 46, finding 6) -----------------------------------
+
+
+def test_the_runs_credentials_are_redacted_by_value_wherever_they_show() -> None:
+    """A server that echoes the bare token ("token X is not valid") says nothing that looks
+    like a credential: the patterns above miss it; the value itself does not."""
+    keep_authorization("Bearer 9f8e7d6c-bare-token-echoed")
+    keep_authorization("Basic " + base64.b64encode(b"operator:pa55-w0rd!").decode())
+    echoed = 'HTTP 403 on /apis: token 9f8e7d6c-bare-token-echoed is "not" valid'
+    assert redact(echoed) == 'HTTP 403 on /apis: token *** is "not" valid'
+    assert "9f8e7d6c" not in error_line(ValueError(echoed))
+    assert scrub("user operator:pa55-w0rd! refused") == "user *** refused"
+    assert scrub("password pa55-w0rd! refused") == "password *** refused"
+    # As JSON writes it: a quote or a backslash in a secret is escaped in a report line.
+    keep_secret('quo"te\\d-secret')
+    line = json.dumps({"detail": 'said quo"te\\d-secret'})
+    assert "secret" not in scrub(line) and json.loads(scrub(line)) == {"detail": "said ***"}
+
+
+def test_a_secret_too_short_to_matter_is_not_redacted_from_every_word() -> None:
+    keep_secret("other")
+    keep_secret("")
+    assert scrub("the others go on, other") == "the others go on, other"
+
+
+def test_a_kubeconfigs_credentials_are_kept_when_its_client_is_made(tmp_path: Path) -> None:
+    path = tmp_path / "hub.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "kubeconfig-token-4711\n"}}],
+                "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "hub",
+            }
+        ),
+        encoding="utf-8",
+    )
+    hub_client(str(path), None)
+    assert redact("server said: kubeconfig-token-4711") == "server said: ***"
+
+
+def test_every_log_line_is_scrubbed_in_either_format(capsys: pytest.CaptureFixture[str]) -> None:
+    keep_secret("logged-token-0815")
+    for log_format in ("json", "text"):
+        logs.setup(log_format, "run-1")
+        logs.log.warning("upstream said %s", "logged-token-0815 expired")
+        err = capsys.readouterr().err
+        assert "logged-token-0815" not in err and "*** expired" in err

@@ -26,6 +26,7 @@ from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR
 
 from gcjob.kube.errors import ConfigError, UnknownCluster
 from gcjob.logs import warn_once
+from gcjob.redact import keep_authorization, keep_secret
 from gcjob.urls import is_loopback
 
 # A kubeconfig is a few KiB (certificates included): a larger file is not one.
@@ -34,12 +35,47 @@ MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
 _NAMED_LISTS = (("clusters", "cluster"), ("contexts", "context"), ("users", "user"))
 
 
+def _configuration() -> Configuration:
+    """A Configuration that reads no proxy from the environment: the client would choose one
+    for the kubeconfig's host, once, by Python's rules (the issue 46 leak: a templated
+    upstream's http:// requests went to HTTPS_PROXY, token and all). The transport chooses
+    per URL, as Go does (transport.Routes, urls.proxy_route). A kubeconfig's `proxy-url`
+    still lands in `proxy`: that cluster's proxy for every URL, as kubectl uses it."""
+    return Configuration(proxy="", no_proxy="")
+
+
 def _client(configuration: Configuration, target: str) -> ApiClient:
     # gcjob retries in its own transport only: urllib3's retries would re-send a DELETE.
     configuration.retries = False
     if not configuration.verify_ssl:
         _warn_insecure(target)
-    return ApiClient(configuration=configuration)
+    keep_credentials(configuration)
+    # The client's own pool goes straight to the server; the kubeconfig's proxy-url, if any,
+    # is kept in the configuration for the transport to route through (transport.Routes).
+    explicit = configuration.proxy
+    configuration.proxy = ""
+    try:
+        return ApiClient(configuration=configuration)
+    finally:
+        configuration.proxy = explicit
+
+
+def keep_credentials(configuration: Configuration) -> None:
+    """The credentials `configuration` holds, redacted by value from every output from now
+    on (redact.keep_secret): a server that echoes a bare token in a message must not put it
+    in the report. Its bearer token (a basic-auth one, its user:password too) and its client
+    key; a token refreshed later is kept by the transport when it is sent."""
+    keep_authorization(configuration.api_key.get("BearerToken"))
+    key_file = configuration.key_file
+    if key_file:
+        try:
+            with open(key_file, encoding="utf-8", errors="replace") as file:
+                key = file.read(MAX_KUBECONFIG_BYTES)
+        except OSError:
+            return
+        for line in key.splitlines():
+            if not line.startswith("-----"):
+                keep_secret(line.strip())
 
 
 def _warn_insecure(target: str) -> None:
@@ -222,7 +258,7 @@ def _quoted(name: str) -> str:
 
 def _from_kubeconfig(path: str, context: str | None) -> Configuration:
     check_kubeconfig(path)
-    configuration = Configuration()
+    configuration = _configuration()
     where = f"context {context!r} of " if context else ""
     with _CAPTURES.loading() as failures:
         try:
@@ -268,7 +304,7 @@ def hub_client(
         return _client(_kept_alive(configuration, connections), "hub")
     if context:
         raise ConfigError("--hub-context needs --hub-kubeconfig or $KUBECONFIG")
-    configuration = Configuration()
+    configuration = _configuration()
     try:
         kube_config.load_incluster_config(client_configuration=configuration)
     except ConfigException as exc:
@@ -324,7 +360,10 @@ class SharedPoolManager(urllib3.PoolManager):
     of one cluster's request stays on the connection for the next.
 
     `clear` (a transport done with its cluster) keeps the connections: they are the other
-    clusters' too, and at most `maxsize` of them stay idle until the run ends."""
+    clusters' too, and at most `maxsize` of them stay idle until the run ends; so do the
+    proxy managers made from it (`keeps_connections`, transport.Routes)."""
+
+    keeps_connections = True
 
     def clear(self) -> None:
         pass
@@ -337,8 +376,9 @@ SHARED_POOL_CONNECTIONS = 64
 
 
 def _share_pool(client: ApiClient, shared: SharedPoolManager | None) -> SharedPoolManager | None:
-    """Points `client` at `shared`, made from `client`'s own settings when None. A client
-    that goes through a proxy (its own kind of pool manager) keeps its own: None."""
+    """Points `client` at `shared`, made from `client`'s own settings when None. The client's
+    own pool goes straight to its server (_client); a request through a proxy goes through
+    the transport's proxy manager, made from the same settings (transport.Routes)."""
     own = client.rest_client.pool_manager
     if type(own) is not urllib3.PoolManager:
         return shared

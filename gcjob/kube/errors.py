@@ -69,6 +69,11 @@ class TlsFailure(Unavailable):
     """The server could not be verified (or the TLS handshake failed): configuration."""
 
 
+class ProxyRefused(Unavailable):
+    """Not sent: it would carry a credential in cleartext to a proxy (an http:// server
+    through one), or the proxy chosen for it cannot be used. Configuration: not retried."""
+
+
 class Stopped(KubeError):
     """The run was stopped (deadline or signal) before this request could be made."""
 

@@ -15,6 +15,11 @@ Requests go straight to the client's urllib3 pool, with the client's credentials
 (the whole kubeconfig re-applied, the proxy environment read again) and rebuilt every header for
 every request: a tenth of a run's CPU at 1,000 upstream clusters.
 
+Each request goes straight to its server or through the proxy chosen for its URL, as Go's
+net/http chooses (`Routes`, `urls.proxy_route`): never the client's own choice, made once for
+the kubeconfig's host. A request that would carry a credential in cleartext to a proxy is not
+sent (ProxyRefused).
+
 The client's own urllib3 retries are switched off (see connect.py): they would re-send a
 DELETE silently. Retries happen here only, bounded in attempts and time, and a response
 says whether the request was re-sent after an attempt that may have been applied (no
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import random
 import threading
@@ -35,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 from weakref import WeakKeyDictionary
 
 import urllib3
@@ -43,8 +49,18 @@ from kubernetes.client import ApiClient
 from urllib3.util.url import parse_url
 
 from gcjob.budget import RunBudget
-from gcjob.kube.errors import AnswerTooLarge, KubeError, Stopped, TlsFailure, Unavailable
+from gcjob.kube.errors import (
+    AnswerTooLarge,
+    KubeError,
+    ProxyRefused,
+    Stopped,
+    TlsFailure,
+    Unavailable,
+)
 from gcjob.kube.requests import Request
+from gcjob.redact import keep_authorization, keep_secret
+from gcjob.urls import ProxyEnv, proxy_env, proxy_route
+from gcjob.urls import ProxyRefused as RouteRefused
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -198,7 +214,14 @@ class Credentials:
         Configuration.auth_settings (which runs the refresh hook)."""
         setting = self._configuration.auth_settings().get("BearerToken")
         value = setting.get("value") if setting else None
-        return {str(setting["key"]): str(value)} if setting and value is not None else {}
+        if value is None:
+            return {}
+        keep_authorization(value)  # a refreshed token too: redacted by value wherever it shows
+        return {str(setting["key"]): str(value)}
+
+    def sent(self) -> bool:
+        """Whether the requests carry a credential (what a proxy must not read)."""
+        return bool(self.headers())
 
 
 _CREDENTIALS: WeakKeyDictionary[ApiClient, Credentials] = WeakKeyDictionary()
@@ -211,6 +234,106 @@ def credentials_of(api_client: ApiClient) -> Credentials:
         found = _CREDENTIALS.get(api_client)
         if found is None:
             found = _CREDENTIALS[api_client] = Credentials(api_client)
+        return found
+
+
+_UNCHOSEN = object()
+
+
+class Routes:
+    """Which pool manager a request goes through: the client's own, straight to the server, or
+    a proxy manager made from the same settings (its TLS trust and client certificate, its
+    kept-alive connections), through the proxy `urls.proxy_route` chooses for the request's
+    server; chosen once per server and whether the request carries a credential. One for each
+    client, shared by the transports that use it (the templated upstream clusters share one),
+    as `Credentials`. The environment is read when it is made (each run makes its clients)."""
+
+    __slots__ = ("__weakref__", "_chosen", "_client", "_env", "_lock", "_managers")
+
+    def __init__(self, api_client: ApiClient, env: ProxyEnv | None = None) -> None:
+        self._client = api_client
+        self._env = proxy_env(os.environ) if env is None else env
+        self._lock = threading.Lock()
+        self._chosen: dict[tuple[str, bool], object] = {}  # a proxy URL, None or a refusal
+        self._managers: dict[str, urllib3.PoolManager] = {}
+
+    def manager(self, server: str, credentials: bool) -> urllib3.PoolManager:
+        """The pool manager for requests to `server`; raises ProxyRefused (a KubeError, not
+        retried) for a request that must not be sent."""
+        key = (server, credentials)
+        chosen = self._chosen.get(key, _UNCHOSEN)  # without the lock: every request asks
+        if chosen is _UNCHOSEN:
+            explicit = self._client.configuration.proxy or None  # the kubeconfig's proxy-url
+            try:
+                chosen = proxy_route(server, self._env, credentials=credentials, explicit=explicit)
+            except RouteRefused as refused:
+                chosen = refused
+            with self._lock:
+                chosen = self._chosen.setdefault(key, chosen)
+        if isinstance(chosen, RouteRefused):
+            raise ProxyRefused(str(chosen))
+        direct: urllib3.PoolManager = self._client.rest_client.pool_manager
+        if chosen is None:
+            return direct
+        assert isinstance(chosen, str)
+        manager = self._managers.get(chosen)
+        if manager is None:
+            with self._lock:
+                manager = self._managers.get(chosen)
+                if manager is None:
+                    manager = self._managers[chosen] = _proxy_manager(chosen, direct)
+        return manager
+
+    def clear(self) -> None:
+        """Close the kept-alive connections (Transport.close_idle), unless the client's pool
+        keeps them for the other clusters that share it (connect.SharedPoolManager)."""
+        direct = self._client.rest_client.pool_manager
+        direct.clear()
+        if getattr(direct, "keeps_connections", False):
+            return
+        with self._lock:
+            managers = list(self._managers.values())
+        for manager in managers:
+            manager.clear()
+
+
+def _proxy_manager(proxy: str, direct: urllib3.PoolManager) -> urllib3.PoolManager:
+    """A proxy manager for `proxy` with `direct`'s connection settings: an https:// server
+    through a CONNECT tunnel, TLS end to end. A proxy's userinfo is its basic auth
+    (Proxy-Authorization, as Go sends it), kept as a secret. Raises ProxyRefused for a proxy
+    gcjob cannot use (a socks5 proxy: no SOCKS support is installed; an unknown scheme):
+    never straight to the server instead, which the proxy may exist to prevent."""
+    try:
+        parsed = parse_url(proxy)
+    except urllib3.exceptions.LocationParseError:
+        raise ProxyRefused("the proxy chosen for it is not a valid URL: not sent") from None
+    scheme = (parsed.scheme or "http").lower()
+    where = f"{parsed.host}:{parsed.port}" if parsed.port else str(parsed.host)
+    if scheme not in ("http", "https"):
+        raise ProxyRefused(
+            f"the proxy {where} is {scheme}://, which gcjob cannot use (http:// or https:// "
+            "only): not sent"
+        )
+    headers: dict[str, str] = {}
+    if parsed.auth:
+        keep_secret(parsed.auth)
+        keep_secret(parsed.auth.partition(":")[2])
+        headers = urllib3.make_headers(proxy_basic_auth=unquote(parsed.auth))
+        keep_authorization(headers.get("proxy-authorization"))
+    bare = parsed._replace(auth=None, path=None, query=None, fragment=None).url
+    kw = dict(direct.connection_pool_kw)
+    return urllib3.ProxyManager(bare, proxy_headers=headers, **kw)
+
+
+_ROUTES: WeakKeyDictionary[ApiClient, Routes] = WeakKeyDictionary()
+
+
+def routes_of(api_client: ApiClient) -> Routes:
+    """The one Routes of `api_client`, made on first need."""
+    with _CREDENTIALS_LOCK:
+        found = _ROUTES.get(api_client)
+        if found is None:
+            found = _ROUTES[api_client] = Routes(api_client)
         return found
 
 
@@ -229,6 +352,7 @@ class Transport:
         "_credentials",
         "_keeps_date",
         "_rng",
+        "_routes",
         "_server",
         "_sleep",
         "api_client",
@@ -279,6 +403,7 @@ class Transport:
         # requests elsewhere.
         self._server = (server or str(api_client.configuration.host)).rstrip("/")
         self._credentials = credentials_of(api_client)
+        self._routes = routes_of(api_client)
         # The `Date` of the latest answer: a live run's clock is the hub's (times.run_clock).
         self.last_date: str | None = None
         self._keeps_date = keeps_date
@@ -292,7 +417,7 @@ class Transport:
         keeps one open to each of 1,000 upstream clusters holds 50 MiB for nothing. Requests
         in flight keep theirs (urllib3 closes it when it comes back to a cleared pool). The
         templated clusters' shared pool keeps its own (connect.SharedPoolManager)."""
-        self.api_client.rest_client.pool_manager.clear()
+        self._routes.clear()
 
     def send(
         self, request: Request, *, final: bool = False, consume: BodyConsumer | None = None
@@ -326,6 +451,10 @@ class Transport:
                 raise _with(
                     refused(f"{request.method} {request.path} on {self.target}: {exc}"),
                     maybe_applied,
+                ) from None
+            except ProxyRefused as exc:  # configuration: not transient, never sent
+                raise ProxyRefused(
+                    f"{request.method} {request.path} on {self.target}: {exc}"
                 ) from None
             except _TlsRefused as exc:  # not transient
                 raise TlsFailure(
@@ -442,13 +571,17 @@ class Transport:
         headers.update(client.default_headers)
         if client.cookie:
             headers["Cookie"] = client.cookie
-        headers.update(self._credentials.headers())
+        credentials = self._credentials.headers()
+        headers.update(credentials)
+        # Straight to the server, or through the proxy chosen for it; never a credential in
+        # cleartext to a proxy (ProxyRefused, raised to the caller, not retried).
+        manager = self._routes.manager(self._server, bool(credentials or client.cookie))
         # Socket timeouts no longer than the attempt, so an abandoned thread ends soon too.
         socket_read = max(0.01, limit)
         socket_connect = max(0.01, min(self.timeouts.connect, limit))
         try:
             stream = _open(
-                client.rest_client.pool_manager,
+                manager,
                 request.method,
                 request_url(self._server, request),
                 body=None if request.body is None else json.dumps(request.body),
@@ -492,7 +625,13 @@ def _open(
     if method != "GET" or type(pool_manager).urlopen is not urllib3.PoolManager.urlopen:
         # A proxy's manager sends its own way; a body goes as request_encode_body puts it.
         return pool_manager.request(
-            method, url, body=body, headers=headers, timeout=timeout, preload_content=False
+            method,
+            url,
+            body=body,
+            headers=headers,
+            timeout=timeout,
+            preload_content=False,
+            redirect=False,
         )
     parsed = parse_url(url)
     pool = pool_manager.connection_from_host(parsed.host, port=parsed.port, scheme=parsed.scheme)

@@ -13,12 +13,17 @@ failed run adds its metrics with POST, which replaces only the metrics it pushes
 the last success from an earlier push: an alert on its age fires when runs keep failing, and a
 group with runs but no last success is an install that never succeeded
 (cronjobs/monitoring/gcjob-alerts.yaml). An unreachable Pushgateway is a warning, never a
-failed run.
+failed run. The push goes straight to the Pushgateway or through the proxy `urls.proxy_route`
+chooses for its URL, as every request gcjob makes, never by urllib's own reading of the
+environment.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
+from urllib.request import ProxyHandler, Request, build_opener
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd_to_gateway
 
@@ -26,6 +31,7 @@ from gcjob.logs import log
 from gcjob.model import PROJECT_COUNT_STATES, ClusterStatus
 from gcjob.reasons import BRAKE_REASONS, NOT_SWEPT_REASONS
 from gcjob.redact import redact
+from gcjob.urls import proxy_env, proxy_route
 
 JOB = "gcjob"
 PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
@@ -205,11 +211,40 @@ def push(
     )
     send = push_to_gateway if summary["exit_code"] == 0 and not skipped else pushadd_to_gateway
     try:
-        send(url, job=JOB, registry=registry, grouping_key=grouping(summary), timeout=PUSH_TIMEOUT)
+        send(
+            url,
+            job=JOB,
+            registry=registry,
+            grouping_key=grouping(summary),
+            timeout=PUSH_TIMEOUT,
+            handler=routed_handler,
+        )
     except Exception as exc:  # any failure to push is a warning: the sweep itself is done
         log.warning("could not push metrics to the Pushgateway: %s", _one_line(exc))
         return False
     return True
+
+
+def routed_handler(
+    url: str, method: str, timeout: float | None, headers: list[tuple[str, str]], data: bytes
+) -> Callable[[], None]:
+    """prometheus_client's default handler, through the proxy chosen for `url` (or none):
+    its own opener would read the environment by urllib's rules. The push carries no
+    credential (a Pushgateway URL with userinfo is refused at start). Raises
+    urls.ProxyRefused (a warning, as any failed push) in a CGI process with HTTP_PROXY."""
+    proxy = proxy_route(url, proxy_env(os.environ), credentials=False)
+    scheme = url.partition("://")[0].lower()
+
+    def handle() -> None:
+        request = Request(url, data=data, method=method)
+        for key, value in headers:
+            request.add_header(key, value)
+        opener = build_opener(ProxyHandler({scheme: proxy} if proxy else {}))
+        answer = opener.open(request, timeout=timeout)
+        if answer.code >= 400:
+            raise OSError(f"error talking to pushgateway: {answer.code} {answer.msg}")
+
+    return handle
 
 
 def _one_line(exc: BaseException) -> str:

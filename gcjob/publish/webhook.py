@@ -2,13 +2,16 @@
 brake, found the lock held (who holds it, and why it is judged live), or failed.
 
 It carries counts, the first few items with their reasons, the run_id and the exit code,
-built from report records (metadata only: never a Secret's data). One POST with short
-timeouts and no retries, so it cannot outlive the run; a failed notification is a warning,
-never a changed exit code.
+built from report records (metadata only: never a Secret's data), the run's credentials
+redacted by value. One POST with short timeouts and no retries, so it cannot outlive the run;
+a failed notification is a warning, never a changed exit code. It goes straight to the URL or
+through the proxy `urls.proxy_route` chooses for it, as every request gcjob makes (the URL is a
+credential: never in cleartext to a proxy), never by requests' own reading of the environment.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import requests
@@ -16,6 +19,8 @@ import requests
 from gcjob.exitcodes import ExitCode
 from gcjob.logs import log
 from gcjob.reasons import BRAKE_REASONS
+from gcjob.redact import scrub
+from gcjob.urls import ProxyRefused, proxy_env, proxy_route
 
 FIRST_ITEMS = 5
 TIMEOUTS = (3.05, 5.0)  # connect, read (seconds)
@@ -88,7 +93,7 @@ def message(summary: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, A
     if notable > shown:
         lines.append(f"… and {notable - shown} more in the report")
     lines.append(f"run_id {summary['run_id']}")
-    return {"text": "\n".join(lines)}
+    return {"text": scrub("\n".join(lines))}
 
 
 def notify(url: str, summary: dict[str, Any], items: list[dict[str, Any]]) -> bool | None:
@@ -96,7 +101,22 @@ def notify(url: str, summary: dict[str, Any], items: list[dict[str, Any]]) -> bo
     if not why(summary):
         return None
     try:
-        response = requests.post(url, json=message(summary, items), timeout=TIMEOUTS)
+        proxy = proxy_route(url, proxy_env(os.environ), credentials=True)
+    except ProxyRefused as exc:
+        log.warning("could not post the notification webhook: %s", exc)
+        return False
+    try:
+        with requests.Session() as session:
+            # Only the route chosen here: requests would read the environment its own way.
+            # The CA bundle it would have read from there is still honoured.
+            session.trust_env = False
+            response = session.post(
+                url,
+                json=message(summary, items),
+                timeout=TIMEOUTS,
+                proxies={"http": proxy, "https": proxy} if proxy else {},
+                verify=_ca_bundle(),
+            )
         response.raise_for_status()
     except requests.RequestException as exc:
         # Never the URL: a Slack webhook URL is itself a credential.
@@ -105,3 +125,8 @@ def notify(url: str, summary: dict[str, Any], items: list[dict[str, Any]]) -> bo
         log.warning("could not post the notification webhook: %s", what)
         return False
     return True
+
+
+def _ca_bundle() -> str | bool:
+    """The CA bundle requests reads from the environment (trust_env), else its own."""
+    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from gcjob.model import Action, Outcome, Sweep
 from gcjob.reasons import Reason
-from gcjob.redact import error_line
+from gcjob.redact import error_line, scrub
 from gcjob.report.bounds import capped, json_line
 from gcjob.report.records import DueTally, Tally, envelope, item_record
 from gcjob.visible import visible
@@ -111,7 +111,9 @@ class Reporter:
         if self.report_file:
             with open(self.report_file, "w", encoding="utf-8") as out:
                 document = {"items": self._items, "upstream": list(upstreams), "summary": summary}
-                json.dump(document, out, indent=2)
+                # Without the run's credentials, whatever a record quotes (redact.scrub):
+                # json.dump writes each string whole, so each is scrubbed whole.
+                json.dump(document, _Scrubbing(out), indent=2)
                 out.write("\n")
 
     def print_summary(self, upstreams: Iterable[dict[str, Any]], summary: dict[str, Any]) -> None:
@@ -135,7 +137,7 @@ class Reporter:
         if self.stdout_closed:
             return
         try:
-            self.stream.write(text)
+            self.stream.write(scrub(text))  # never the run's credentials (redact.scrub)
             self.stream.flush()
         except BrokenPipeError:
             self._closed()
@@ -145,6 +147,16 @@ class Reporter:
         silence(self.stream)
         if self.on_stdout_closed is not None:
             self.on_stdout_closed()
+
+
+class _Scrubbing:
+    """A file that writes what it is given without the run's credentials (redact.scrub)."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        return self.out.write(scrub(text))
 
 
 def plain_record(

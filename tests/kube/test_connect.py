@@ -25,8 +25,9 @@ from gcjob.kube.connect import (
     UpstreamResolver,
     hub_client,
 )
-from gcjob.kube.errors import ConfigError, UnknownCluster
-from gcjob.kube.transport import RequestStats, Transport
+from gcjob.kube.errors import ConfigError, ProxyRefused, UnknownCluster
+from gcjob.kube.transport import RequestStats, Transport, routes_of
+from gcjob.redact import redact
 
 TEMPLATE = "https://api.example/apis/resourcemanager.miloapis.com/v1alpha1/projects/{cluster}/control-plane"
 
@@ -363,16 +364,42 @@ def test_a_context_named_cluster_keeps_its_own_pool(upstreams: Path) -> None:
     assert len(own.pools) == 0
 
 
-def test_template_clients_through_a_proxy_keep_their_own_proxy_managers(tmp_path: Path) -> None:
+def test_a_kubeconfig_proxy_url_is_the_transports_route_for_every_url(tmp_path: Path) -> None:
+    """The client's own pool goes straight to the server; the kubeconfig's proxy-url is the
+    route the transport takes for every URL of it (kubectl's use), the templated clusters'
+    URLs and the Project API's included, with the pool's TLS settings."""
     path = kubeconfig(tmp_path / "proxied.yaml", {"milo": "https://api.example"})
     config = yaml.safe_load(path.read_text())
     config["clusters"][0]["cluster"]["proxy-url"] = "http://127.0.0.5:3128"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     resolver = UpstreamResolver(str(path), TEMPLATE)
-    proxied = resolver.client_for("proj-a").client.rest_client.pool_manager
-    project_api = resolver.project_api_client("https://api.example").client
-    assert isinstance(proxied, urllib3.ProxyManager)
-    assert project_api.rest_client.pool_manager is not proxied
+    template = resolver.client_for("proj-a")
+    project_api = resolver.project_api_client("https://api.example")
+    for upstream in (template, project_api):
+        assert isinstance(upstream.client.rest_client.pool_manager, SharedPoolManager)
+        proxied = routes_of(upstream.client).manager(upstream.server, True)
+        assert isinstance(proxied, urllib3.ProxyManager)
+        assert proxied.proxy is not None and proxied.proxy.url == "http://127.0.0.5:3128"
+        kept = proxied.connection_pool_kw
+        assert kept["retries"].total is False  # gcjob's transport retries
+        assert kept["maxsize"] == SHARED_POOL_CONNECTIONS
+
+
+def test_the_environment_proxy_is_not_the_clients_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: the client chose HTTPS_PROXY once, for the kubeconfig's https:// host, and
+    the templated clusters' http:// loopback requests went through it, token and all. Now no
+    client reads the environment: each request's route is chosen for its own URL."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.5:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.5:3128")
+    path = kubeconfig(tmp_path / "upstream.yaml", {"milo": "https://milo.example"})
+    resolver = UpstreamResolver(str(path), "http://127.0.0.1:8001/clusters/{cluster}")
+    upstream = resolver.client_for("proj-a")
+    assert type(upstream.client.rest_client.pool_manager) is SharedPoolManager
+    routes = routes_of(upstream.client)
+    assert routes.manager(upstream.server, True) is upstream.client.rest_client.pool_manager
+    assert isinstance(routes.manager("https://milo.example", True), urllib3.ProxyManager)
 
 
 @pytest.mark.parametrize(
@@ -678,3 +705,31 @@ def test_two_contexts_loading_at_once_each_keep_their_own_plugin_failure(
     assert not [line for line in kept.lines if "s3cr3t" in line] and "s3cr3t" not in err
     assert after == [kept]
     assert "a later line of a's thread" in kept.lines
+
+
+@pytest.mark.parametrize(
+    ("proxy_url", "refused"),
+    [("socks5://127.0.0.5:1080", "socks5://"), ("http://user:pr0xy-pw@127.0.0.5:3128", None)],
+)
+def test_a_proxy_is_used_as_given_or_refused_never_gone_around(
+    tmp_path: Path, proxy_url: str, refused: str | None
+) -> None:
+    """A proxy gcjob cannot use (SOCKS) refuses the request: never straight to the server,
+    which the proxy may be there to prevent. A proxy's userinfo is its Proxy-Authorization,
+    and its password is a secret of the run's."""
+    path = kubeconfig(tmp_path / "proxied.yaml", {"hub": "https://hub.example"})
+    config = yaml.safe_load(path.read_text())
+    config["clusters"][0]["cluster"]["proxy-url"] = proxy_url
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    client = hub_client(str(path), None)
+    routes = routes_of(client)
+    if refused is not None:
+        with pytest.raises(ProxyRefused, match=refused):
+            routes.manager("https://hub.example", True)
+        return
+    manager = routes.manager("https://hub.example", True)
+    assert isinstance(manager, urllib3.ProxyManager)
+    assert manager.proxy is not None and manager.proxy.auth is None
+    expected = urllib3.make_headers(proxy_basic_auth="user:pr0xy-pw")
+    assert manager.proxy_headers == expected
+    assert redact("proxy said pr0xy-pw") == "proxy said ***"

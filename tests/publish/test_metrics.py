@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from gcjob.cli import cli
 from gcjob.publish.metrics import push
+from testbed.forwardproxy import ForwardProxy
 from testbed.paths import DEMO
 from testbed.prometheus import Pushgateway, Sample
 from testbed.servers import free_port
@@ -416,3 +417,25 @@ def test_an_old_shards_group_is_deleted_by_its_hub_and_shard_in_base64_as_the_do
     pushgateway.delete(f"/metrics/job/gcjob/hub@base64/{hub}/shard@base64/{first}")
 
     assert [g["shard"] for g in pushgateway.groups()] == ["1/2"]
+
+
+def test_a_push_takes_the_route_chosen_for_its_url(
+    pushgateway: Pushgateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: urllib's own opener read HTTP_PROXY its way (no loopback exemption). The push
+    takes urls.proxy_route's choice: a loopback Pushgateway straight, the same one at a name
+    only the proxy resolves through the proxy (a push carries no credential)."""
+    proxy = ForwardProxy(hosts={"pushgateway.gcjob.test": "127.0.0.1"})
+    try:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        assert push(pushgateway.url, summary(), duration=1.0, finished=1_700_000_000.0)
+        assert proxy.requests == []
+        named = pushgateway.url.replace("127.0.0.1", "pushgateway.gcjob.test")
+        assert push(named, summary(), duration=2.0, finished=1_700_000_001.0)
+    finally:
+        proxy.stop()
+    assert [(r.method, r.target.partition("/metrics")[0]) for r in proxy.requests] == [
+        ("PUT", named)
+    ]
+    assert held(pushgateway)[("gcjob_run_duration_seconds", ())] == 2.0

@@ -4,6 +4,9 @@ that a 500 or a timeout is a warning that leaves the exit code alone (`responses
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from click.testing import CliRunner
 from gcjob.cli import cli
 from gcjob.publish.webhook import Notable, message, notify, why
 from testbed import paths
+from testbed.forwardproxy import ForwardProxy
 
 URL = "https://hooks.example.test/services/T000/B000/secret-token"
 DEMO = str(paths.DEMO)
@@ -151,3 +155,50 @@ def test_the_cli_posts_on_the_brake_and_a_failed_post_keeps_the_exit_code(answer
     last = json.loads(result.stdout.splitlines()[-1])
     assert f"run_id {last['run_id']}" in text
     assert "could not post the notification webhook" in result.stderr
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, list[bytes]]]:
+    """A webhook receiver on loopback, plain http:// (which gcjob allows there): its URL and
+    the bodies it was posted."""
+    bodies: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            bodies.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/services/T0/B0/secret-token", bodies
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_webhook_takes_the_route_chosen_for_its_url_never_cleartext_to_a_proxy(
+    receiver: tuple[str, list[bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 46: requests read HTTP_PROXY its own way and sent a loopback webhook's URL, a
+    credential, to the proxy in cleartext. Now: loopback straight; an http:// URL that would
+    go through the proxy is not posted at all (a warning), the proxy hears nothing."""
+    url, bodies = receiver
+    proxy = ForwardProxy(hosts={"hooks.gcjob.test": "127.0.0.1"})
+    try:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        assert notify(url, summary(), [item("deleted", "orphaned")]) is True
+        assert len(bodies) == 1
+        elsewhere = url.replace("127.0.0.1", "hooks.gcjob.test")
+        assert notify(elsewhere, summary(), []) is False
+    finally:
+        proxy.stop()
+    assert proxy.requests == []
+    assert len(bodies) == 1
+    assert "cleartext" in caplog.text and "secret-token" not in caplog.text
