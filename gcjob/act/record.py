@@ -5,10 +5,13 @@ only, never its data) and must still be the very one the delete is pinned to (ui
 resourceVersion), then its entry is written to this run's file and flushed to the disk
 (fsync). Only then may the delete go out; its outcome is written after its answer. A record
 that cannot be written stops every further delete of the run (reason `record-failed`): no
-object is deleted unrecorded. One `delete` entry per object (uid) a run: a delete tried again
-in the same run (a binding's pinned delete met a 409, was read and sent once more) is covered
-by the entry written before its first try, and only its outcome is written again (the last
-one says what became of it). The entries' format: gcjob/undo.py, docs/undo.md.
+object is deleted unrecorded. One `delete` entry per version of an object (uid and
+resourceVersion) a run: a delete tried again on the version already recorded writes only its
+outcome again (the last one says what became of it); one tried again on a newer version (a
+binding's pinned delete met a 409 and was read again, a --drain round judged the object
+anew) records that version, the one the delete is pinned to, so restore (which takes the
+last entry of a uid) puts back what was deleted, never an older version. The entries'
+format: gcjob/undo.py, docs/undo.md.
 """
 
 from __future__ import annotations
@@ -66,7 +69,8 @@ class DeletionRecord:
         self.broken: str | None = None  # why nothing more can be recorded this run
         self._fd: int | None = None
         self._hub: str | None = None  # the hub's identity, read at the first delete
-        self._recorded: set[str] = set()  # the uids with a `delete` entry in this run's file
+        # The versions (uid, resourceVersion) with a `delete` entry in this run's file.
+        self._recorded: set[tuple[str, str]] = set()
 
     def _write(self, entry: dict[str, Any]) -> None:
         """One entry, on the disk when this returns. Raises OSError."""
@@ -111,9 +115,9 @@ class DeletionRecord:
         if self.broken is not None:
             return self._refused(sweep, verdict, self.broken)
         ref = verdict.ref
-        if ref.uid and ref.uid in self._recorded:
-            # Tried again this run: recorded before its first try (the delete stays pinned to
-            # its uid, and to the resourceVersion it was judged on).
+        if ref.uid and (ref.uid, ref.resource_version) in self._recorded:
+            # Tried again this run on the version recorded before its first try: the delete
+            # stays pinned to that very uid and resourceVersion.
             return None
         try:
             if self._hub is None:  # once a run: restore checks each entry is put back here
@@ -153,7 +157,7 @@ class DeletionRecord:
         )
         if not self._written(entry):
             return self._refused(sweep, verdict, str(self.broken))
-        self._recorded.add(ref.uid)
+        self._recorded.add((ref.uid, ref.resource_version))
         return None
 
     def after(self, outcome: Outcome) -> None:

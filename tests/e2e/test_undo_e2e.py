@@ -19,7 +19,7 @@ from gcjob.cli import cli
 from gcjob.domain import ORPHANED_LABEL, PROTECT_ANNOTATION
 from testbed.cluster import TestCluster
 from testbed.endpoints import UPSTREAM_CLUSTER
-from testbed.faultproxy import Fault, FaultProxy
+from testbed.faultproxy import Fault, FaultProxy, RecordedRequest, Served
 from testbed.objects import SECRET_VALUE, binding, companion, route
 from testbed.report import HubSweep, run_gcjob
 from tests.e2e.test_copies_e2e import (  # noqa: F401  (fixtures: the Milo proxy and its CRDs)
@@ -405,6 +405,72 @@ def test_a_delete_tried_again_is_recorded_once_and_restored_once(
     assert {line["action"] for line in said[:-1]} == {"restored"}
     assert hub.present("ConfigMap", ns, "app-config")
     assert hub.present("ResourceBinding", ns, bound)
+
+
+def test_a_delete_tried_again_on_a_newer_version_records_and_restores_that_version(
+    hub: TestCluster, faults: FaultProxy, sweep: HubSweep, hub_kubeconfig: str, tmp_path: Path
+) -> None:
+    """A binding changed between its first pinned delete and the second look (the 409 is
+    real: the object moved on). The delete goes out pinned to the newer version, so that is
+    the version recorded, and restore puts back the newer one (before: the entry written
+    before the first try stood for it, and restore would have put back the older one)."""
+    ns = hub.namespace()
+    created = hub.create(companion("ConfigMap", ns, "app-config", ["default/gone"], data=DATA))
+    bound = "app-config-configmap"
+    made = hub.create(
+        binding(
+            ns, bound, kind="ConfigMap", target="app-config", target_uid=created["metadata"]["uid"]
+        )
+    )
+    binding_uid = made["metadata"]["uid"]
+
+    def moved_on(_: RecordedRequest) -> Served:
+        # The binding changes on the hub, and the delete pinned to the old version is refused.
+        hub.patch("ResourceBinding", ns, bound, {"metadata": {"labels": {"moved": "on"}}})
+        body = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "Conflict",
+            "code": 409,
+            "message": "the ResourceVersion in the precondition does not match",
+        }
+        return Served(
+            409, [("Content-Type", "application/json")], iter([json.dumps(body).encode()])
+        )
+
+    conflict = faults.add_fault(
+        Fault(method="DELETE", path=rf"/namespaces/{ns}/resourcebindings/{bound}$", serve=moved_on)
+    )
+    records = tmp_path / "records"
+    records.mkdir()
+
+    result = sweep(ns, "--delete", "--record-deletions", str(records), "--sweep", "companions")
+
+    assert result.exit_code == 0, result.stderr
+    assert conflict.hits == 1
+    assert result.outcome("ResourceBinding", bound) == ("deleted", "companion-deleted")
+    path, _ = record_of(records)
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    versions = [
+        e["object"]["metadata"]
+        for e in entries
+        if e["event"] == "delete" and e["object"]["metadata"]["uid"] == binding_uid
+    ]
+    # Each version once: the first try's, and the newer one the delete was pinned to.
+    assert len(versions) == 2 and versions[0]["resourceVersion"] != versions[1]["resourceVersion"]
+    assert (versions[1].get("labels") or {}).get("moved") == "on"
+    let_go(hub, "ResourceBinding", ns, bound)
+    assert hub.get("ResourceBinding", ns, bound) is None
+    assert hub.gone("ConfigMap", ns, "app-config")
+
+    code, said = restore(hub_kubeconfig, path)
+    assert code == 0, said
+    assert [line["action"] for line in said[:-1]] == ["would-restore"] * 2, said
+    code, said = restore(hub_kubeconfig, path, "--apply")
+    assert code == 0, said
+    back = hub.get("ResourceBinding", ns, bound)
+    assert back is not None and (back["metadata"].get("labels") or {}).get("moved") == "on"
 
 
 def test_a_dry_run_records_nothing(hub: TestCluster, sweep: HubSweep, tmp_path: Path) -> None:
