@@ -238,22 +238,16 @@ class Run:
             by_reason = self.tally.marks.setdefault(outcome.sweep.value, {})
             by_reason[outcome.reason] = by_reason.get(outcome.reason, 0) + 1
         if outcome.reason == Reason.BRAKE:
-            self._brake_held(outcome.sweep, outcome.detail, engaged=not outcome.if_enforced)
+            self._brake_held(outcome.sweep, outcome.detail)
 
     def hold_brake(self, sweep: Sweep, reason: str) -> None:
         """A brake of the sweep's own (not one item's) held something back."""
         self._brake_held(sweep, reason)
 
-    def _brake_held(self, sweep: Sweep, reason: str, engaged: bool = True) -> None:
+    def _brake_held(self, sweep: Sweep, reason: str) -> None:
         """A brake held something of `sweep` back: said in its state (once per brake), and
-        exit 4 for a run that deletes. Not `engaged`: the deletion brake of a sweep that is not
-        enforced, which deletes nothing: what it would hold were it enforced is said, and no
-        exit 4 fires, run after run, for deletions nobody asked for."""
+        exit 4 for a run that deletes."""
         state = self.tally.sweeps.get(sweep)
-        if not engaged:
-            if state is not None and reason not in state.detail:
-                state.detail = "; ".join(filter(None, [state.detail, reason]))
-            return
         said = f"{sweep.value} sweep: {reason}"
         if said not in self.tally.brakes:
             self.tally.brakes.append(said)
@@ -263,7 +257,7 @@ class Run:
             state.status = "braked"
             if reason not in state.detail:
                 state.detail = "; ".join(filter(None, [state.detail, reason]))
-        if self.settings.delete and engaged:
+        if self.settings.delete:
             self.tally.codes.add(ExitCode.BRAKE)
 
     def project_api_failed(self, sweep: Sweep, detail: str) -> None:
@@ -373,11 +367,22 @@ class Run:
     def hold_back(
         self, sweep: Sweep, candidates: list[Verdict], reason: str, enforced: bool = True
     ) -> None:
-        """A deletion brake holds these back: each reported, the brake engaged (a sweep not
-        `enforced` deletes nothing: each says the brake enforcing it would meet)."""
+        """A deletion brake holds these back: each reported, the brake engaged. A sweep not
+        `enforced` deletes nothing, and no brake of its is engaged (no exit 4, no brake metric,
+        no notification, run after run, for deletions nobody asked for): each is a plain
+        would-delete of its own reason that says the brake enforcing the sweep would meet, and
+        so does the sweep's state."""
+        if not enforced:
+            said = f"not deleted: this sweep is not enforced; were it enforced, {reason}"
+            state = self.tally.sweeps.get(sweep)
+            if state is not None and said not in state.detail:
+                state.detail = "; ".join(filter(None, [state.detail, said]))
+            for verdict in candidates:
+                held = Outcome.of(sweep, verdict, Action.WOULD_DELETE)
+                self.record(replace(held, detail=f"{said}: {held.detail}", if_enforced=True))
+            return
         for verdict in candidates:
-            held = Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason)
-            self.record(held if enforced else not_enforced_brake(held, reason))
+            self.record(Outcome.of(sweep, verdict, Action.WOULD_DELETE, Reason.BRAKE, reason))
 
     def drain_backlog(
         self, sweep: Sweep, backlog: list[tuple[Verdict, datetime | None]], paced: int | None = None
@@ -568,10 +573,3 @@ def _redacted(state: dict[str, Any]) -> dict[str, Any]:
         key: redact(value) if key in ("server", "detail") and isinstance(value, str) else value
         for key, value in state.items()
     }
-
-
-def not_enforced_brake(held: Outcome, reason: str) -> Outcome:
-    """A deletion brake's outcome for a sweep that is not enforced: what enforcing it would
-    meet, said as such (`if_enforced`), never a brake this run engaged."""
-    detail = f"not deleted: this sweep is not enforced; were it enforced, {reason}"
-    return replace(held, detail=detail, if_enforced=True)

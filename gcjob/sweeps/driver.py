@@ -460,9 +460,15 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
         run.incomplete(sweep, f"{run.clock_problem}: nothing deleted or marked")
         return False
     clear = True
-    cap = run.limits.max_deletions  # with --shard, this shard's share of --max-deletions
-    room = max(cap - run.tally.deleted, 0)
-    pace = run.drain_pace(sweep, in_scope)
+    if enforced:
+        cap = run.limits.max_deletions  # with --shard, this shard's share of --max-deletions
+        room = max(cap - run.tally.deleted, 0)
+        pace = run.drain_pace(sweep, in_scope)
+    else:
+        # A sweep not enforced deletes nothing: it takes no place in the drain cap, has no
+        # pace and no group too large for the cap; every due orphan says it would go.
+        cap = room = len(sort.due)
+        pace = None
     paced = pace is not None and pace < room
     cut = drain_cut(
         sort.due,
@@ -499,7 +505,8 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
         each(run, sweep, cut.now, _ref, delete)
         backlog = [(g.verdict, g.call.since) for g in cut.later]
         run.drain_backlog(sweep, backlog, pace if paced else None)
-    run.note_due(g.call.due for g in [*sort.waiting, *sort.to_mark])
+    if enforced:  # what a drain waits for: never what a sweep not enforced would delete
+        run.note_due(g.call.due for g in [*sort.waiting, *sort.to_mark])
     # Rewriting an older gcjob's mark is no new orphan: outside the marks brake and its count.
     each(run, sweep, sort.upgrades, _ref, upgrade)
     if run.marks_braked(sweep, [g.verdict for g in sort.new_marks], declared.marks_each):

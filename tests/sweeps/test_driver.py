@@ -306,10 +306,15 @@ def test_a_sweep_not_enforced_engages_no_brake_and_takes_no_place_in_the_drain_c
     items = ran.items()
     assert len(items) == 60
     for item in items:
-        assert (item["action"], item["reason"]) == ("would-delete", "brake")
+        # Its own reason, never `brake`: no brake metric or notification either.
+        assert (item["action"], item["reason"]) == ("would-delete", "orphaned")
         assert item["detail"].startswith(
             "not deleted: this sweep is not enforced; were it enforced, deletion brake: 60 of 60"
         )
+    assert (
+        "were it enforced, deletion brake: 60 of 60"
+        in ran.run.tally.sweeps[Sweep.COMPANIONS].detail
+    )
     # Enforced, the same world engages the brake: exit 4.
     ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0), delete=True)
     drive(ran.run, Toy(ran.run, [Counted(60, 60), Judged(orphans, _ref_of)]))
