@@ -13,7 +13,8 @@
   them (`MarksBrake`);
 - the write brake: at most --max-writes writes a run (`WriteBrake`);
 - the projects brake: more Milo projects found gone in one run than --max-projects-gone, and
-  none is taken as gone (`projects_brake`), each counted once a run (`ProjectsBrake`);
+  none not yet taken as gone is (`projects_brake`), each counted once a run, those taken
+  earlier in the run staying gone (`ProjectsBrake`);
 - the suspect rule: an upstream cluster where many routes hang on Gateways and none is found
   is distrusted (`is_suspect`, `suspect_groups`, `suspect_detail`).
 
@@ -234,13 +235,19 @@ class WriteBrake:
 # -- the projects brake --------------------------------------------------------------------
 
 
-def projects_brake(gone: int, max_gone: int) -> str | None:
-    """Why none of the `gone` projects found gone this run is taken as gone, or None."""
+def projects_brake(gone: int, max_gone: int, taken: int = 0) -> str | None:
+    """Why none of the `gone` projects found gone this run, but the `taken` already taken as
+    gone earlier in it, is taken as gone, or None."""
     if gone <= max_gone:
         return None
+    none = (
+        f"none more is taken as gone this run (the {taken} taken earlier stay gone)"
+        if taken
+        else "none is taken as gone this run"
+    )
     return (
         f"projects brake: {gone} projects found gone in one run exceed "
-        f"--max-projects-gone {max_gone}; none is taken as gone this run (check Milo's "
+        f"--max-projects-gone {max_gone}; {none} (check Milo's "
         f"Project API for them, then raise --max-projects-gone {FOR_ONE_RUN})"
     )
 
@@ -248,23 +255,27 @@ def projects_brake(gone: int, max_gone: int) -> str | None:
 @dataclass
 class ProjectsBrake:
     """The projects brake for one run: each project found gone counted once, however many
-    sweeps, rounds of --drain (or, with --shard, shards) find it; once more than `max_gone`
-    are, none is taken as gone, for the rest of the run (a brake that held stays held)."""
+    sweeps, rounds of --drain (or, with --shard, shards) find it. Those it took as gone
+    (`taken`, at most `max_gone`) stay taken for the rest of the run: their objects may have
+    been acted on, and a project has one verdict a run. Once the projects found gone pass
+    `max_gone` (those taken counted in), none not yet taken is taken as gone, for the rest of
+    the run (a brake that held stays held); within one count, all of them or none."""
 
     max_gone: int
-    gone: frozenset[str] = frozenset()  # distinct, while it holds nothing (at most max_gone)
+    taken: frozenset[str] = frozenset()  # taken as gone this run (at most max_gone)
     reason: str = ""  # why it holds, once it does
 
     def count(self, gone: Iterable[str]) -> str:
         """Projects found gone (any already counted, any number of times): the brake's
-        reason, "" while it holds nothing."""
+        reason, "" while it holds nothing. Those among them not yet taken are taken as gone
+        together if the run's count stays within `max_gone`, else none of them is."""
         if not self.reason:
-            found = self.gone.union(gone)
-            if len(found) > self.max_gone:
-                self.reason = projects_brake(len(found), self.max_gone) or ""
-                self.gone = frozenset()  # not needed once it holds
+            new = frozenset(gone).difference(self.taken)
+            found = len(self.taken) + len(new)
+            if found > self.max_gone:
+                self.reason = projects_brake(found, self.max_gone, len(self.taken)) or ""
             else:
-                self.gone = found
+                self.taken = self.taken.union(new)
         return self.reason
 
 

@@ -96,7 +96,8 @@ class ProjectCalls(ByName[ProjectCall]):
     """Each cluster's project call, made from the answers each time it is asked for (a pure
     function of them), not held: a map of calls, each detail naming its project, was about
     120 bytes a project for the run. Behind the projects brake (`brake`: its reason, "" when
-    it held nothing), a project found gone is not known."""
+    it held nothing), a project found gone is not known, unless the run took it as gone
+    before the brake held (`taken`): that one stays gone."""
 
     def __init__(
         self,
@@ -105,18 +106,20 @@ class ProjectCalls(ByName[ProjectCall]):
         answers: Mapping[str, ProjectAnswer],
         api: ProjectApiCheck,
         brake: str = "",
+        taken: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(clusters)
         self._is_project = is_project
         self._answers = answers
         self._api = api
         self.brake = brake
+        self._taken = taken
 
     def __getitem__(self, cluster: str) -> ProjectCall:
         if cluster not in self:
             raise KeyError(cluster)
         call = self.unbraked(cluster)
-        if self.brake and call.state is ProjectState.GONE:
+        if self.brake and call.state is ProjectState.GONE and cluster not in self._taken:
             return ProjectCall(ProjectState.UNKNOWN, self.brake)
         return call
 
@@ -129,7 +132,12 @@ class ProjectCalls(ByName[ProjectCall]):
         """The same calls (the same answers, API check and brake), of `clusters` only: what
         one sweep of a judgement made for several is handed."""
         return ProjectCalls(
-            sorted_names(clusters), self._is_project, self._answers, self._api, self.brake
+            sorted_names(clusters),
+            self._is_project,
+            self._answers,
+            self._api,
+            self.brake,
+            self._taken,
         )
 
 
@@ -138,13 +146,16 @@ class ProjectJudgement:
     for every sweep and every round of --drain. Each `judge` is over every project the
     sweeps of a round name, before any of them acts (gcjob/sweeps/driver.py
     `RoundProjects`); what it found holds for the rest of the run, and a later judgement (a
-    round of --drain, a project first named then) can only renew it towards keeping:
+    round of --drain, a project first named then) can only renew it towards keeping, but for
+    a project first found gone then, within the brake's limit:
 
     - the Project API's check (`check_project_api`): once a judgement found the API cannot
       prove anything, no project is proven gone for the rest of the run;
     - the projects brake (brakes.py `ProjectsBrake`): each project found gone counted once,
       however many sweeps, rounds (or, with --shard, shards: `elsewhere`) find it; once more
-      than --max-projects-gone are, none is taken as gone for the rest of the run.
+      than --max-projects-gone are, none not yet taken as gone is, for the rest of the run.
+      One taken as gone by an earlier judgement (a round of --drain that may have deleted
+      its objects) stays gone, and counted: its project has one verdict a run.
 
     The answers themselves are the first the Project API gave this run (enumerate/owners.py
     `ProjectReads` keeps them), so each project has one answer a run. Pure."""
@@ -164,7 +175,8 @@ class ProjectJudgement:
         """Each cluster's project call, behind the run's brake: gone only on a trusted
         Project API's NotFound (trusted by every control plane in `answered`, and by every
         earlier judgement of the run), and no more of them than --max-projects-gone in the
-        run (else none is taken as gone). `elsewhere`: with --shard, the clusters other
+        run (else none is taken as gone but those taken by an earlier judgement, which stay
+        gone). `elsewhere`: with --shard, the clusters other
         shards judge: the brake counts theirs found gone too (by `answers`), so that it holds
         for the whole hub, the same in every shard."""
         api = check_project_api(answers, [c for c in answered if is_project(c)])
@@ -181,7 +193,7 @@ class ProjectJudgement:
         reason = self.brake.count(gone)
         if not reason:
             return calls
-        return ProjectCalls(asked, is_project, answers, self.api, reason)
+        return ProjectCalls(asked, is_project, answers, self.api, reason, self.brake.taken)
 
 
 def project_calls(

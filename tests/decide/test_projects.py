@@ -148,15 +148,45 @@ def test_the_projects_brake_counts_the_projects_every_sweep_names_together():
 def test_a_brake_that_held_holds_for_the_rest_of_the_run():
     """Judged one after the other (one sweep, then the other; a round of --drain, then the
     next), the second judgement's project makes two: the brake holds it, and every later
-    judgement of the run, the first project included, takes none as gone."""
+    judgement of the run takes no project as gone that it had not taken before it held,
+    even one that alone would be within the limit."""
+    judgement = ProjectJudgement(max_gone=2)
+    answers = {**BOTH, "gone-late": GONE, "gone-last": GONE}
+    first = judgement.judge(["live", "gone-route"], _is_project, answers, ["live"])
+    assert first.brake == "" and first["gone-route"].state is ProjectState.GONE
+    second = judgement.judge(["live", "gone-copy", "gone-late"], _is_project, answers, ["live"])
+    assert (
+        second["gone-copy"]
+        == second["gone-late"]
+        == ProjectCall(ProjectState.UNKNOWN, second.brake)
+    )
+    assert "projects brake: 3 projects" in second.brake
+    again = judgement.judge(["gone-copy", "gone-last"], _is_project, answers, ["live"])
+    assert again.brake == second.brake
+    assert (
+        again["gone-copy"] == again["gone-last"] == ProjectCall(ProjectState.UNKNOWN, second.brake)
+    )
+
+
+def test_a_project_taken_as_gone_stays_gone_when_the_brake_holds_later():
+    """Issue 46 item 3, as an audit found it: under --max-projects-gone 1 a round of --drain
+    takes project A as gone (its routes and copies are deleted); the next names B, gone
+    too. The brake holds B, not A: A keeps its verdict, the one every sweep of the first
+    round acted on (before: A turned not known, brake-held, after its objects were deleted),
+    and the brake says so."""
     judgement = ProjectJudgement(max_gone=1)
     first = judgement.judge(["live", "gone-route"], _is_project, BOTH, ["live"])
     assert first.brake == "" and first["gone-route"].state is ProjectState.GONE
-    second = judgement.judge(["live", "gone-copy"], _is_project, BOTH, ["live"])
-    assert second["gone-copy"].state is ProjectState.UNKNOWN
+    second = judgement.judge(["live", "gone-route", "gone-copy"], _is_project, BOTH, ["live"])
     assert "projects brake: 2 projects" in second.brake
-    again = judgement.judge(["gone-route"], _is_project, BOTH, ["live"])
-    assert again["gone-route"] == ProjectCall(ProjectState.UNKNOWN, second.brake)
+    assert "the 1 taken earlier stay gone" in second.brake
+    assert second["gone-route"] == first["gone-route"]
+    assert second.of(["gone-route"])["gone-route"] == first["gone-route"]  # in every sweep
+    assert second["gone-copy"] == ProjectCall(ProjectState.UNKNOWN, second.brake)
+    assert second["live"].state is ProjectState.PRESENT
+    later = judgement.judge(["gone-route", "gone-copy"], _is_project, BOTH, ["live"])
+    assert later["gone-route"] == first["gone-route"]
+    assert later["gone-copy"] == second["gone-copy"]
 
 
 def test_a_project_counted_again_is_counted_once():
@@ -211,7 +241,8 @@ def test_no_more_projects_than_the_limit_are_taken_as_gone_in_a_run(answers, jud
     overlap), the brake holds once the distinct projects found gone over the run pass
     --max-projects-gone (each counted once), and from then on; the projects taken as gone
     over the whole run are at most that many; and a project's call only ever moves towards
-    keeping (gone -> not known), never back."""
+    keeping (gone -> not known, and only when the API is found unable to prove anything),
+    never back: one taken as gone stays gone under the brake."""
     judgement = ProjectJudgement(max_gone)
     taken: set[str] = set()
     found_gone: set[str] = set()  # by the run's API check as it stood at each judgement
@@ -233,4 +264,5 @@ def test_no_more_projects_than_the_limit_are_taken_as_gone_in_a_run(answers, jud
             before = first.setdefault(name, call.state)
             if call.state is not before:
                 assert (before, call.state) == (ProjectState.GONE, ProjectState.UNKNOWN)
+                assert not api.trusted, (name, call.detail)
     assert len(taken) <= max_gone
