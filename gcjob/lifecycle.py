@@ -60,6 +60,7 @@ from gcjob.run import Run, RunContext
 from gcjob.settings import IGNORED_VARIABLES, Settings
 from gcjob.sweeps import execute
 from gcjob.times import HubClock, run_clock
+from gcjob.urls import keep_proxy_credentials, proxy_env
 from gcjob.visible import visible
 
 LEASE_MARGIN = timedelta(minutes=1)
@@ -574,6 +575,11 @@ UPSTREAM_GROUPS = frozenset(group for group, _ in REPLICATED_KINDS if group) | {
 
 def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> Sources:
     """The hub and upstreams the settings name. Raises ConfigError."""
+    # Every proxy a request may go through (the webhook's and the Pushgateway's too), its
+    # password redacted by value before anything is sent; a kubeconfig's `proxy-url` is kept
+    # when its client is made (connect.keep_credentials).
+    environment = proxy_env(os.environ)
+    keep_proxy_credentials(environment.http, environment.https)
     # Only the hub's lists get --list-timeout: a whole large collection is the one answer
     # that can rightly take long. An upstream's Gateway lists are small, and a black-holed
     # upstream must be given up on after --read-timeout.

@@ -1,14 +1,18 @@
 """Where gcjob may send something: checks of the URLs it is given, before the run starts, and
-which proxy a request to a URL goes through (`proxy_route`)."""
+which proxy a request to a URL goes through (`proxy_route`), and how a proxy's own credentials
+are sent (`proxy_authorization`) and kept out of every output (`keep_proxy_credentials`)."""
 
 from __future__ import annotations
 
+import base64
 import encodings.idna
 import functools
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, unquote_to_bytes, urlsplit
+
+from gcjob.redact import keep_authorization, keep_secret
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 
@@ -139,6 +143,60 @@ def proxy_route(
             "proxy's CONNECT tunnel, or reach the server without that proxy"
         )
     return proxy
+
+
+def proxy_authorization(proxy: str) -> str | None:
+    """The `Proxy-Authorization` value for `proxy`'s `user:password@` (None without one), as
+    Go's net/http makes it: Basic, the base64 of `user:password` percent-decoded to bytes (a
+    character written as it is goes as UTF-8; `%FF` as the byte), never latin-1, which cannot
+    hold `€` (urllib3's and requests' own encoding, issue 46: a UnicodeEncodeError ended the
+    run). A user without a password is `user:`, as in Go."""
+    userinfo = _userinfo(proxy)
+    if userinfo is None:
+        return None
+    user, _, password = userinfo.partition(":")
+    pair = unquote_to_bytes(user) + b":" + unquote_to_bytes(password)
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def without_userinfo(proxy: str) -> str:
+    """`proxy` with its `user:password@` taken out: what a client is given, with the
+    credentials sent as `proxy_authorization` says, not by the client's own encoding."""
+    userinfo = _userinfo(proxy)
+    if userinfo is None:
+        return proxy
+    head, sep, rest = proxy.partition("://")
+    if not sep:
+        head, rest = "", proxy
+    return head + sep + rest[len(userinfo) + 1 :]
+
+
+def keep_proxy_credentials(*proxies: str | None) -> None:
+    """Redact by value, from every output from now on (redact.keep_secret), the credentials
+    of each proxy URL (a `*_PROXY` value, a kubeconfig's `proxy-url`): its userinfo and
+    password as written and percent-decoded, and its Proxy-Authorization value. Done at start
+    for every proxy a request may go through, used or not: a proxy that echoes its own
+    credentials in an error must not put them in the report."""
+    for proxy in proxies:
+        userinfo = _userinfo(proxy or "")
+        if userinfo is None:
+            continue
+        password = userinfo.partition(":")[2]
+        for value in (userinfo, password, unquote(userinfo), unquote(password)):
+            keep_secret(value)
+        keep_authorization(proxy_authorization(proxy or ""))
+
+
+def _userinfo(proxy: str) -> str | None:
+    """The `user:password` of a proxy URL, as written (a value without a scheme is taken as
+    http://, as Go takes it); None without an `@`. Read as text, so that a proxy URL that does
+    not parse (a bad port) still has its credentials kept."""
+    _, sep, rest = proxy.partition("://")
+    authority = rest if sep else proxy
+    for end in "/?#":
+        authority = authority.partition(end)[0]
+    userinfo, at, _ = authority.rpartition("@")
+    return userinfo if at else None
 
 
 def _env_proxy(scheme: str, host: str, port: int | None, env: ProxyEnv) -> str | None:

@@ -4,6 +4,7 @@ tests'), and never a credential in cleartext to a proxy (issue 46, finding 6).""
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 from urllib.parse import urlsplit
 
@@ -11,7 +12,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.urls import ProxyEnv, ProxyRefused, proxy_env, proxy_route
+from gcjob.publish import metrics, webhook
+from gcjob.urls import (
+    ProxyEnv,
+    ProxyRefused,
+    proxy_authorization,
+    proxy_env,
+    proxy_route,
+    without_userinfo,
+)
+from testbed.forwardproxy import ForwardProxy
+from tests.publish.test_metrics import summary as metrics_summary
+from tests.publish.test_webhook import summary as webhook_summary
 
 # httpproxy's TestProxyForURL: (config, request URL, the proxy chosen).
 GO_PROXY_FOR_URL = [
@@ -198,6 +210,76 @@ def test_a_kubeconfig_proxy_url_is_used_for_every_url_as_kubectl_uses_it() -> No
     )
     with pytest.raises(ProxyRefused, match="cleartext"):
         proxy_route("http://127.0.0.1:8080", env, credentials=True, explicit=explicit)
+
+
+# -- a proxy's own credentials (issue 46, the audit of finding 6) ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("proxy", "pair", "bare"),
+    [
+        ("http://user:pa55-w0rd@proxy.corp:3128", b"user:pa55-w0rd", "http://proxy.corp:3128"),
+        # Percent-decoded to bytes, as Go's url.Parse; never latin-1, which has no `€`.
+        ("http://user:p%E2%82%ACss@proxy:3128", "user:p€ss".encode(), "http://proxy:3128"),
+        ("http://user:pä€ss@proxy", "user:pä€ss".encode(), "http://proxy"),  # written as is
+        ("http://u%40corp:p%FFw@proxy", b"u@corp:p\xffw", "http://proxy"),  # a byte as it is
+        ("user@proxy.corp:3128", b"user:", "proxy.corp:3128"),  # Go: no password is ""
+        ("https://a:b:c@p.corp/x?y", b"a:b:c", "https://p.corp/x?y"),
+        ("http://proxy.corp:3128", None, "http://proxy.corp:3128"),
+    ],
+)
+def test_a_proxys_credentials_are_sent_as_go_sends_them(
+    proxy: str, pair: bytes | None, bare: str
+) -> None:
+    want = None if pair is None else "Basic " + base64.b64encode(pair).decode()
+    assert proxy_authorization(proxy) == want
+    assert without_userinfo(proxy) == bare
+
+
+# A password that latin-1 cannot hold (`€`) and a byte that is no UTF-8 (`%FF`): urllib3 and
+# requests raised UnicodeEncodeError, urllib sent U+FFFD's bytes in place of the byte.
+ODD_PASSWORD = "user:p%E2%82%AC%FFss"
+ODD_PAIR = "user:p€".encode() + b"\xffss"
+
+
+def test_a_proxy_password_outside_latin_1_reaches_the_webhooks_proxy_as_go_sends_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The webhook's post raised UnicodeEncodeError (not a RequestException: the run ended,
+    exit 70). Now the proxy is asked for its tunnel with Go's Proxy-Authorization; the
+    tunnel's failure (no server behind this name) is a warning, as any failed post."""
+    proxy = ForwardProxy(hosts={"hooks.gcjob.test": "127.0.0.1"})
+    try:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace("://", f"://{ODD_PASSWORD}@"))
+        monkeypatch.delenv("https_proxy", raising=False)
+        url = "https://hooks.gcjob.test:9/services/T0/B0/secret-token"
+        assert webhook.notify(url, webhook_summary(), []) is False
+    finally:
+        proxy.stop()
+    [connect] = proxy.requests
+    assert connect.method == "CONNECT" and connect.target == "hooks.gcjob.test:9"
+    assert connect.headers["proxy-authorization"] == "Basic " + base64.b64encode(ODD_PAIR).decode()
+
+
+def test_a_proxy_password_outside_latin_1_reaches_the_pushgateways_proxy_as_go_sends_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxy = ForwardProxy(hosts={"pushgateway.gcjob.test": "127.0.0.1"})
+    try:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("://", f"://{ODD_PASSWORD}@"))
+        monkeypatch.delenv("http_proxy", raising=False)
+        pushed = metrics.push(
+            "http://pushgateway.gcjob.test:9",  # nothing there: the proxy answers 502
+            metrics_summary(),
+            duration=1.0,
+            finished=1_700_000_000.0,
+        )
+    finally:
+        proxy.stop()
+    assert pushed is False
+    [put] = proxy.requests
+    assert put.target.startswith("http://pushgateway.gcjob.test:9/metrics/job/gcjob")
+    assert put.headers["proxy-authorization"] == "Basic " + base64.b64encode(ODD_PAIR).decode()
 
 
 # -- properties ------------------------------------------------------------------------------

@@ -10,8 +10,19 @@ import pytest
 import yaml
 
 from gcjob import logs
+from gcjob.budget import RunBudget
 from gcjob.kube.connect import hub_client
-from gcjob.redact import error_line, keep_authorization, keep_secret, redact, scrub
+from gcjob.kube.transport import RequestStats
+from gcjob.lifecycle import open_sources
+from gcjob.redact import (
+    MIN_SECRET_CHARS,
+    error_line,
+    keep_authorization,
+    keep_secret,
+    redact,
+    scrub,
+)
+from gcjob.settings import Settings
 
 
 @pytest.mark.parametrize(
@@ -86,3 +97,47 @@ def test_every_log_line_is_scrubbed_in_either_format(capsys: pytest.CaptureFixtu
         logs.log.warning("upstream said %s", "logged-token-0815 expired")
         err = capsys.readouterr().err
         assert "logged-token-0815" not in err and "*** expired" in err
+
+
+def test_every_proxys_password_is_kept_at_start_used_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46's audit: a proxy's password was kept only when a Kubernetes request went
+    through that proxy; the webhook's and the Pushgateway's never were. Every proxy of the
+    environment and a kubeconfig's proxy-url are kept when the run opens its sources, before
+    anything is sent: as written, percent-decoded, and as its Proxy-Authorization."""
+    monkeypatch.setenv("HTTP_PROXY", "http://hook-user:hook-proxy-pw@proxy.corp:3128")
+    monkeypatch.setenv("https_proxy", "push-user:push%E2%82%ACproxy-pw@proxy.corp")
+    path = tmp_path / "hub.yaml"
+    cluster = {"server": "https://127.0.0.1:1", "proxy-url": "http://k:kube-proxy%2Fpw@p:3128"}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "hub",
+            }
+        ),
+        encoding="utf-8",
+    )
+    open_sources(Settings(hub_kubeconfig=str(path)), RunBudget(None), RequestStats())
+    basic = base64.b64encode("push-user:push€proxy-pw".encode()).decode()
+    for said in (
+        "hook-proxy-pw",
+        "hook-user:hook-proxy-pw",
+        "push%E2%82%ACproxy-pw",
+        "push€proxy-pw",
+        basic,
+        "kube-proxy%2Fpw",
+        "kube-proxy/pw",
+    ):
+        assert scrub(f"the proxy said {said}.") == "the proxy said ***."
+
+
+def test_a_value_shorter_than_the_minimum_is_not_kept_as_operating_md_says() -> None:
+    """docs/operating.md names the length below which a credential is not redacted by value."""
+    text = (Path(__file__).parents[1] / "docs" / "operating.md").read_text(encoding="utf-8")
+    assert f"shorter than {MIN_SECRET_CHARS} characters is not replaced" in " ".join(text.split())
+    keep_secret("x" * (MIN_SECRET_CHARS - 1))
+    assert scrub("x" * (MIN_SECRET_CHARS - 1)) == "x" * (MIN_SECRET_CHARS - 1)

@@ -26,8 +26,8 @@ from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR
 
 from gcjob.kube.errors import ConfigError, UnknownCluster
 from gcjob.logs import warn_once
-from gcjob.redact import keep_authorization, keep_secret
-from gcjob.urls import is_loopback
+from gcjob.redact import keep_authorization, keep_secret, redact
+from gcjob.urls import is_loopback, keep_proxy_credentials
 
 # A kubeconfig is a few KiB (certificates included): a larger file is not one.
 MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
@@ -64,8 +64,10 @@ def keep_credentials(configuration: Configuration) -> None:
     """The credentials `configuration` holds, redacted by value from every output from now
     on (redact.keep_secret): a server that echoes a bare token in a message must not put it
     in the report. Its bearer token (a basic-auth one, its user:password too) and its client
-    key; a token refreshed later is kept by the transport when it is sent."""
+    key, its `proxy-url`'s password (urls.keep_proxy_credentials); a token refreshed later is
+    kept by the transport when it is sent."""
     keep_authorization(configuration.api_key.get("BearerToken"))
+    keep_proxy_credentials(configuration.proxy)
     key_file = configuration.key_file
     if key_file:
         try:
@@ -536,4 +538,4 @@ def check_server_template(template: str) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:240] or type(exc).__name__
+    return redact(str(exc))[:240] or type(exc).__name__  # redacted before it is cut

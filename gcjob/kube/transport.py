@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 from weakref import WeakKeyDictionary
 
 import urllib3
@@ -58,8 +58,8 @@ from gcjob.kube.errors import (
     Unavailable,
 )
 from gcjob.kube.requests import Request
-from gcjob.redact import keep_authorization, keep_secret
-from gcjob.urls import ProxyEnv, proxy_env, proxy_route
+from gcjob.redact import error_line, keep_authorization, redact
+from gcjob.urls import ProxyEnv, proxy_authorization, proxy_env, proxy_route
 from gcjob.urls import ProxyRefused as RouteRefused
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -300,7 +300,8 @@ class Routes:
 def _proxy_manager(proxy: str, direct: urllib3.PoolManager) -> urllib3.PoolManager:
     """A proxy manager for `proxy` with `direct`'s connection settings: an https:// server
     through a CONNECT tunnel, TLS end to end. A proxy's userinfo is its basic auth
-    (Proxy-Authorization, as Go sends it), kept as a secret. Raises ProxyRefused for a proxy
+    (Proxy-Authorization, as Go sends it: urls.proxy_authorization), redacted by value from
+    the start (urls.keep_proxy_credentials). Raises ProxyRefused for a proxy
     gcjob cannot use (a socks5 proxy: no SOCKS support is installed; an unknown scheme):
     never straight to the server instead, which the proxy may exist to prevent."""
     try:
@@ -314,12 +315,10 @@ def _proxy_manager(proxy: str, direct: urllib3.PoolManager) -> urllib3.PoolManag
             f"the proxy {where} is {scheme}://, which gcjob cannot use (http:// or https:// "
             "only): not sent"
         )
-    headers: dict[str, str] = {}
-    if parsed.auth:
-        keep_secret(parsed.auth)
-        keep_secret(parsed.auth.partition(":")[2])
-        headers = urllib3.make_headers(proxy_basic_auth=unquote(parsed.auth))
-        keep_authorization(headers.get("proxy-authorization"))
+    # Not urllib3's make_headers: it encodes as latin-1, and a password with `€` in it
+    # raised UnicodeEncodeError out of every request (issue 46).
+    authorization = proxy_authorization(proxy)
+    headers = {"proxy-authorization": authorization} if authorization else {}
     bare = parsed._replace(auth=None, path=None, query=None, fragment=None).url
     kw = dict(direct.connection_pool_kw)
     return urllib3.ProxyManager(bare, proxy_headers=headers, **kw)
@@ -463,7 +462,7 @@ class Transport:
             except (urllib3.exceptions.HTTPError, OSError, AttemptTimedOut) as exc:
                 # No answer: the request may or may not have been applied.
                 maybe_applied = True
-                failure = f"{type(exc).__name__}: {str(exc)[:160]}"
+                failure = error_line(exc, 200)  # redacted before it is cut
                 retry_after = None
             else:
                 if self._keeps_date:
@@ -555,7 +554,7 @@ class Transport:
             if fed:  # the consumer saw part of an answer: a retry would feed it twice
                 raise StreamBroken(
                     f"{request.method} {request.path} on {self.target}: the answer broke off "
-                    f"after {fed} bytes: {type(exc).__name__}: {str(exc)[:160]}"
+                    f"after {fed} bytes: {error_line(exc, 200)}"
                 ) from None
             raise
         except BaseException:
@@ -589,7 +588,7 @@ class Transport:
                 timeout=urllib3.Timeout(connect=socket_connect, read=socket_read),
             )
         except urllib3.exceptions.SSLError as exc:
-            raise _TlsRefused(" ".join(f"{type(exc).__name__} {exc}".split())[:200]) from exc
+            raise _TlsRefused(redact(f"{type(exc).__name__} {exc}")[:200]) from exc
         exchange.stream = stream
         status, response_headers = stream.status, dict(stream.headers or {})
         try:

@@ -31,7 +31,7 @@ from gcjob.logs import log
 from gcjob.model import PROJECT_COUNT_STATES, ClusterStatus
 from gcjob.reasons import BRAKE_REASONS, NOT_SWEPT_REASONS
 from gcjob.redact import redact
-from gcjob.urls import proxy_env, proxy_route
+from gcjob.urls import proxy_authorization, proxy_env, proxy_route, without_userinfo
 
 JOB = "gcjob"
 PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
@@ -234,12 +234,15 @@ def routed_handler(
     urls.ProxyRefused (a warning, as any failed push) in a CGI process with HTTP_PROXY."""
     proxy = proxy_route(url, proxy_env(os.environ), credentials=False)
     scheme = url.partition("://")[0].lower()
+    authorization = proxy_authorization(proxy) if proxy else None
 
     def handle() -> None:
         request = Request(url, data=data, method=method)
         for key, value in headers:
             request.add_header(key, value)
-        opener = build_opener(ProxyHandler({scheme: proxy} if proxy else {}))
+        if authorization:  # as Go sends it, not by urllib's own decoding of the userinfo
+            request.add_header("Proxy-Authorization", authorization)
+        opener = build_opener(ProxyHandler({scheme: without_userinfo(proxy)} if proxy else {}))
         answer = opener.open(request, timeout=timeout)
         if answer.code >= 400:
             raise OSError(f"error talking to pushgateway: {answer.code} {answer.msg}")

@@ -15,12 +15,19 @@ import os
 from typing import Any
 
 import requests
+import requests.adapters
 
 from gcjob.exitcodes import ExitCode
 from gcjob.logs import log
 from gcjob.reasons import BRAKE_REASONS
 from gcjob.redact import scrub
-from gcjob.urls import ProxyRefused, proxy_env, proxy_route
+from gcjob.urls import (
+    ProxyRefused,
+    proxy_authorization,
+    proxy_env,
+    proxy_route,
+    without_userinfo,
+)
 
 FIRST_ITEMS = 5
 TIMEOUTS = (3.05, 5.0)  # connect, read (seconds)
@@ -110,11 +117,15 @@ def notify(url: str, summary: dict[str, Any], items: list[dict[str, Any]]) -> bo
             # Only the route chosen here: requests would read the environment its own way.
             # The CA bundle it would have read from there is still honoured.
             session.trust_env = False
+            routed = _Routed(proxy_authorization(proxy) if proxy else None)
+            session.mount("https://", routed)
+            session.mount("http://", routed)
+            bare = without_userinfo(proxy) if proxy else None
             response = session.post(
                 url,
                 json=message(summary, items),
                 timeout=TIMEOUTS,
-                proxies={"http": proxy, "https": proxy} if proxy else {},
+                proxies={"http": bare, "https": bare} if bare else {},
                 verify=_ca_bundle(),
             )
         response.raise_for_status()
@@ -125,6 +136,19 @@ def notify(url: str, summary: dict[str, Any], items: list[dict[str, Any]]) -> bo
         log.warning("could not post the notification webhook: %s", what)
         return False
     return True
+
+
+class _Routed(requests.adapters.HTTPAdapter):
+    """requests' adapter, with the proxy's credentials as Go sends them
+    (urls.proxy_authorization): requests' own encoding is latin-1, and a proxy password with
+    `€` in it raised UnicodeEncodeError out of the post (issue 46)."""
+
+    def __init__(self, authorization: str | None) -> None:
+        self._authorization = authorization
+        super().__init__()
+
+    def proxy_headers(self, proxy: str) -> dict[str, str]:
+        return {"Proxy-Authorization": self._authorization} if self._authorization else {}
 
 
 def _ca_bundle() -> str | bool:

@@ -3,11 +3,13 @@ backoff, deadlines."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import socket
 import threading
 import time
 from email.utils import parsedate_to_datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import urllib3
@@ -35,7 +37,9 @@ from gcjob.kube.transport import (
     decode_json,
     request_url,
 )
+from gcjob.redact import keep_secret
 from testbed.faultproxy import Fault, FaultProxy
+from testbed.forwardproxy import ForwardProxy
 from testbed.hostile import Hostile, hostile_transport
 
 LIST = requests.list_page(
@@ -734,3 +738,80 @@ def test_a_proxied_client_and_a_write_go_through_the_pool_managers_request() -> 
     through(urllib3.PoolManager(retries=False), "DELETE")
     through(urllib3.PoolManager(retries=False), "GET")
     assert sent == ["GET", "DELETE"]
+
+
+# -- a proxy's own credentials, and redaction before a cut (issue 46, the audit of finding 6) --
+
+
+class _Answers(BaseHTTPRequestHandler):
+    """A server behind the proxy: an empty list for any GET."""
+
+    def do_GET(self) -> None:
+        body = b'{"kind": "ConfigMapList", "metadata": {}, "items": []}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_proxy_password_outside_latin_1_goes_to_the_proxy_as_go_sends_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """urllib3.make_headers encodes a proxy's userinfo as latin-1: `€` raised
+    UnicodeEncodeError out of every request through that proxy, not a KubeError, and the run
+    ended (exit 70). The credentials go as Go's net/http sends them: base64 of the
+    percent-decoded bytes."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    proxy = ForwardProxy(hosts={"cluster.gcjob.test": "127.0.0.1"})
+    try:
+        proxy_url = proxy.url.replace("://", "://user:p%E2%82%AC%FFss@")
+        monkeypatch.setenv("HTTP_PROXY", proxy_url)
+        monkeypatch.delenv("http_proxy", raising=False)
+        host = f"http://cluster.gcjob.test:{server.server_address[1]}"
+        transport = Transport(  # no token: an http:// server may go through a proxy
+            ApiClient(Configuration(host=host)),
+            "upstream",
+            stats=RequestStats(),
+            budget=RunBudget(None),
+            timeouts=Timeouts(2.0, 2.0),
+            retry=RetryPolicy(attempts=1),
+        )
+        assert transport.send(LIST).status == 200
+    finally:
+        proxy.stop()
+        server.shutdown()
+        server.server_close()
+    [forwarded] = proxy.requests
+    assert forwarded.target.startswith(host + "/api/v1/configmaps")
+    pair = "user:p€".encode() + b"\xffss"
+    assert forwarded.headers["proxy-authorization"] == "Basic " + base64.b64encode(pair).decode()
+
+
+def test_a_failure_is_redacted_before_it_is_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The failure text was cut at 160 characters, then redacted: a credential the cut split
+    kept its first characters, which no longer match it by value."""
+    secret = "cut-in-two-secret-0123456789"
+    keep_secret(secret)
+
+    def fails(*args: object, **kwargs: object) -> object:
+        raise urllib3.exceptions.ProtocolError("x" * 150 + f" {secret} was refused")
+
+    monkeypatch.setattr(transport_module, "_open", fails)
+    transport = Transport(
+        ApiClient(Configuration(host="http://127.0.0.1:9")),
+        "upstream",
+        stats=RequestStats(),
+        budget=RunBudget(None),
+        timeouts=Timeouts(1.0, 1.0),
+        retry=RetryPolicy(attempts=1),
+    )
+    with pytest.raises(Unavailable) as failed:
+        transport.send(LIST)
+    message = str(failed.value)
+    assert "ProtocolError: xxx" in message and "***" in message
+    assert secret[:8] not in message
