@@ -427,6 +427,19 @@ def test_the_deletion_record_is_on_where_runs_delete_each_workload_on_a_claim_of
     for spec in claims.values():
         assert spec["accessModes"] == ["ReadWriteOnce"]
         assert "storageClassName" not in spec  # the cluster's default class (docs/undo.md)
+    [restore] = [o for o in render("restore") if o["kind"] == "Job"]
+    restore_pod = restore["spec"]["template"]["spec"]
+    restore_claims = {
+        v["name"]: v["persistentVolumeClaim"]["claimName"]
+        for v in restore_pod["volumes"]
+        if "persistentVolumeClaim" in v
+    }
+    restore_mounts = {
+        restore_claims[m["name"]]: m["mountPath"]
+        for m in restore_pod["containers"][0]["volumeMounts"]
+        if m["name"] in restore_claims
+    }
+    assert set(restore_mounts) == set(claims)
     used: dict[str, str] = {}
     for directory, workload in workloads():
         pod = job_spec(workload)["template"]["spec"]
@@ -436,11 +449,13 @@ def test_the_deletion_record_is_on_where_runs_delete_each_workload_on_a_claim_of
             assert where is None
             assert not [v for v in pod["volumes"] if "persistentVolumeClaim" in v]
             continue
-        assert where == "/var/lib/gcjob/deletions", directory
         [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == where]
         assert not mount.get("readOnly")
         [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
         used[directory] = volume["persistentVolumeClaim"]["claimName"]
+        # The restore Job mounts this claim at this very path: the file a run's log names
+        # ("recording deletions in PATH") is the RECORD to give restore (docs/undo.md).
+        assert restore_mounts[used[directory]] == where, directory
     assert used == {
         "overlays/enforce": "gcjob-deletions",
         "once": "gcjob-deletions",

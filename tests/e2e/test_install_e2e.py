@@ -479,3 +479,22 @@ def test_the_documented_certificate_request_is_created_and_approved(
     assert binding_["subjects"] == [
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "gcjob"}
     ]
+
+
+def test_the_restore_job_block_asks_for_its_record_before_it_writes_anything(
+    tmp_path: Path,
+) -> None:
+    """undo.md's Job block, pasted as it stands: without RECORD set it stops at its first line,
+    saying what to set, before it writes a file or reaches a cluster."""
+    assert BASH is not None
+    done = subprocess.run(
+        [BASH, "-euo", "pipefail", "-c", documented("restore-job")],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode != 0
+    assert "set RECORD to the file the deleting run named" in done.stderr
+    assert list(tmp_path.iterdir()) == []
