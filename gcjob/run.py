@@ -545,6 +545,11 @@ class Run:
         """The exit code's description; for a brake, which brakes engaged, by name."""
         if exit_code is ExitCode.BRAKE and self.tally.brakes:
             return "safety brake engaged: " + "; ".join(self.tally.brakes)
+        if exit_code is ExitCode.OK and self.tally.brakes:
+            # A dry run is never braked to exit 4, but what it found must not read "completed".
+            return "dry run: a run that deletes would exit 4, safety brake engaged: " + "; ".join(
+                self.tally.brakes
+            )
         if exit_code is ExitCode.OK and self.tally.skipped:
             return f"skipped: {self.tally.skipped}"
         return DESCRIPTIONS[exit_code]

@@ -415,3 +415,18 @@ def test_a_drains_later_rounds_weigh_their_orphans_against_the_collection_it_beg
     run.context = replace(run.context, settings=replace(config, max_delete_percent=100))
     run.tally.first_scope.clear()
     assert run.percent_braked(Sweep.COMPANIONS, Pending(new=460), 660) is None
+
+
+def test_a_dry_run_a_brake_held_back_exits_zero_but_never_reads_completed() -> None:
+    """issue 51 item 9: a dry run is never exit 4, and its last line says the brake a run that
+    deletes would have stopped on, not "completed"."""
+    run, _ = run_world([], [])
+    assert not run.settings.delete
+    run.hold_brake(Sweep.COMPANIONS, "deletion brake: 460 of 660 objects (70%)")
+    summary = run.summary(run.exit_code())
+    assert summary["exit_code"] == 0
+    assert summary["sweeps"]["companions"]["status"] == "braked"
+    assert summary["exit_reason"] == (
+        "dry run: a run that deletes would exit 4, safety brake engaged: "
+        "companions sweep: deletion brake: 460 of 660 objects (70%)"
+    )
