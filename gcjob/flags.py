@@ -311,9 +311,10 @@ DROP_COPY_KIND = option(
 )
 PROJECT_API = option(
     "project-api",
-    help="Milo's Project API (URL: one server, no {cluster}); default: derived from a Milo "
-    "--upstream-server-template. A list of projects that answers 404 or not as Kubernetes is "
-    "exit 2.",
+    help="Milo's Project API: the server's base URL, e.g. https://milo.example (gcjob adds "
+    "/apis/resourcemanager.miloapis.com/...; one server, no {cluster}); default: derived from "
+    "a Milo --upstream-server-template. A list of projects that answers 404 or not as "
+    "Kubernetes is exit 2.",
 )
 MAX_PROJECTS_GONE = option(
     "max-projects-gone",
