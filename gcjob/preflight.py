@@ -181,14 +181,27 @@ def check(access: KubeAccess, settings: Settings) -> None:
     except KubeError as exc:
         log.warning("cannot check the hub identity's permissions (%s): going on", exc)
         return
-    if denied:
-        # A shard's Leases are granted by the sharded RBAC, for its COUNT and --lock-name.
-        rbac = "cronjobs/rbac/hub" if settings.part.whole else "cronjobs/rbac/hub-sharded"
+    if not denied:
+        return
+    # A shard's Leases are granted by the sharded RBAC, for its COUNT and --lock-name.
+    rbac = "cronjobs/rbac/hub" if settings.part.whole else "cronjobs/rbac/hub-sharded"
+    leases = {str(p) for p in lease_needs(settings)}
+    if set(denied) <= leases:
+        # The RBAC grants Leases in the settings' lock namespace only: a run by hand that names
+        # another (or none: `default`) is refused there. Which namespace first, then the grant.
         raise ConfigError(
-            "the hub identity may not "
+            f"--lock-namespace {settings.lock_namespace}: the hub identity may not take the "
+            "lock there ("
             + "; ".join(denied)
-            + f": grant it ({rbac}) or run without --delete; nothing was touched"
+            + "); run with the lock namespace its RBAC grants Leases in (the settings' "
+            f"LOCK_NAMESPACE, docs/install.md), or grant it ({rbac}), or run without "
+            "--delete; nothing was touched"
         )
+    raise ConfigError(
+        "the hub identity may not "
+        + "; ".join(denied)
+        + f": grant it ({rbac}) or run without --delete; nothing was touched"
+    )
 
 
 class NotAHub(Exception):

@@ -718,3 +718,26 @@ def test_a_sharded_delete_sweep_needs_nothing_but_the_sharded_rbac_and_is_refuse
         assert lease is not None and not lease["spec"].get("holderIdentity")
     run_lease = hub_side.cluster.get("Lease", "default", "gcjob")
     assert run_lease is not None and not run_lease["spec"].get("holderIdentity")
+
+
+def test_a_run_by_hand_in_another_lock_namespace_is_told_which_namespace_first(
+    hub_side: Side, upstream_side: Side
+) -> None:
+    """issue 51 item 10: the rendered RBAC grants Leases in the lock namespace only; a run by
+    hand that names another is told to use that namespace before being told what to grant,
+    and touches nothing."""
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+
+    elsewhere = orphans["ConfigMap"][0]  # a namespace the RBAC grants no Lease in
+
+    result = run_gcjob(*gcjob_args(hub_side, upstream_side), "--lock-namespace", elsewhere)
+
+    assert result.exit_code == 2, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "error:" in line]
+    said = f"--lock-namespace {elsewhere}: the hub identity may not take the lock there ("
+    assert said in line
+    assert "run with the lock namespace its RBAC grants Leases in" in line
+    assert line.index("the lock namespace its RBAC") < line.index("or grant it")
+    assert result.items == []
+    for kind, (ns, name, _) in orphans.items():
+        assert hub_side.cluster.present(kind, ns, name), (kind, name)
