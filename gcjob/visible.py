@@ -36,6 +36,22 @@ def json_text(value: Any) -> str:
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+ELLIPSIS = "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: whole, or cut at a word's end (unless that would
+    lose more than a fifth of the room) and ending in "…", so a reader sees it was cut."""
+    if len(text) <= limit:
+        return text
+    room = max(limit - len(ELLIPSIS), 0)
+    cut = text[:room]
+    space = cut.rfind(" ")
+    if space >= room * 4 // 5:
+        cut = cut[:space]
+    return cut.rstrip() + ELLIPSIS
+
+
 class VisibleMessages(logging.Filter):
     """Escapes control characters in a log message and its arguments (text log format)."""
 

@@ -8,8 +8,10 @@ import json
 import logging
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gcjob.visible import VisibleMessages, json_text, visible
+from gcjob.visible import VisibleMessages, clip, json_text, visible
 
 # A binding on a real hub printed a forged, coloured line and set the terminal title.
 FORGED = "x\n\x1b[32mwould-delete  bindings  ResourceBinding  ns/forged\x1b[0m\x1b]0;pwned\x07"
@@ -81,3 +83,18 @@ def test_text_logs_on_stderr_are_escaped(capsys: pytest.CaptureFixture[str]) -> 
         logs.log.handlers[:] = saved
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+
+
+@given(text=st.text(max_size=300), limit=st.integers(min_value=1, max_value=200))
+def test_clip_fits_and_says_when_it_cut(text: str, limit: int) -> None:
+    clipped = clip(text, limit)
+    assert len(clipped) <= limit
+    if len(text) <= limit:
+        assert clipped == text
+    else:
+        assert clipped.endswith("…")
+        assert text.startswith(clipped[:-1])
+
+
+def test_clip_cuts_at_a_words_end() -> None:
+    assert clip("grant 'delete' on configmaps in ns-a", 20) == "grant 'delete' on…"

@@ -28,6 +28,7 @@ from gcjob.kube.errors import ConfigError, UnknownCluster
 from gcjob.logs import warn_once
 from gcjob.redact import keep_authorization, keep_secret, redact
 from gcjob.urls import is_loopback, keep_proxy_credentials
+from gcjob.visible import clip
 
 # A kubeconfig is a few KiB (certificates included): a larger file is not one.
 MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
@@ -538,4 +539,4 @@ def check_server_template(template: str) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
-    return redact(str(exc))[:240] or type(exc).__name__  # redacted before it is cut
+    return clip(redact(str(exc)), 240) or type(exc).__name__  # redacted before it is cut

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gcjob.redact import redact
+from gcjob.visible import clip
 
 MAX_MESSAGE_CHARS = 300
 
@@ -45,7 +46,9 @@ class ApiError(KubeError):
         self.hint = hint
         self.namespace_terminating = namespace_terminating
         # Redacted whole, then cut: a cut token would no longer look like one.
-        super().__init__(redact(f"HTTP {status} {reason} on {path}: {message}")[:MAX_MESSAGE_CHARS])
+        super().__init__(
+            clip(redact(f"HTTP {status} {reason} on {path}: {message}"), MAX_MESSAGE_CHARS)
+        )
 
     def server_first(self) -> str:
         """The error with the server's reason first, then the request and gcjob's hint: for
@@ -53,8 +56,12 @@ class ApiError(KubeError):
         namespace being deleted) matters more than what gcjob would grant."""
         where = f"HTTP {self.status} {self.reason} on {self.path}"
         hint = f"; if RBAC refused it, {self.hint}" if self.hint else ""
-        text = f"{self.said or self.reason} ({where}{hint})"
-        return redact(" ".join(text.split()))[:MAX_MESSAGE_CHARS]
+        after = redact(" ".join(f" ({where}{hint})".split()))
+        # The server's words are cut to leave room for the request and the hint after them.
+        said = redact(" ".join((self.said or self.reason).split()))
+        return clip(
+            f"{clip(said, max(MAX_MESSAGE_CHARS - len(after) - 1, 40))} {after}", MAX_MESSAGE_CHARS
+        )
 
 
 class Unavailable(KubeError):

@@ -32,6 +32,7 @@ from gcjob.model import PROJECT_COUNT_STATES, ClusterStatus
 from gcjob.reasons import BRAKE_REASONS, NOT_SWEPT_REASONS
 from gcjob.redact import redact
 from gcjob.urls import proxy_authorization, proxy_env, proxy_route, without_userinfo
+from gcjob.visible import clip
 
 JOB = "gcjob"
 PUSH_TIMEOUT = 5.0  # seconds; the whole push, once, at the end of the run
@@ -251,4 +252,4 @@ def routed_handler(
 
 
 def _one_line(exc: BaseException) -> str:
-    return redact(f"{type(exc).__name__}: {exc}")[:300]
+    return clip(redact(f"{type(exc).__name__}: {exc}"), 300)

@@ -16,14 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gcjob.visible import json_text
+from gcjob.visible import ELLIPSIS, json_text
 
 MAX_RECORD_BYTES = 16 * 1024  # one stdout line, its newline included, in UTF-8 bytes
 TEXT_CHARS = 1024  # a free-text field: detail, exit_reason, a server's message
 NAME_CHARS = 320  # an echoed name or key (<namespace>/<name> is at most 63 + 1 + 253)
 LIST_ITEMS = 20  # an echoed list: referrers, gateways, namespaces
 LAST_RESORT_CHARS = 64  # every string, when dropping fields was not enough
-ELLIPSIS = "…"
 # Never cut: what routes and joins a record, and values the schema fixes (enums, times).
 UNCUT = frozenset(
     {"record", "run_id", "time", "version", "sweep", "action", "reason", "status"}

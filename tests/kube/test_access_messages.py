@@ -135,3 +135,22 @@ def test_a_403_from_admission_names_no_grant(said: str) -> None:
     assert f"refused by an admission policy or webhook, not RBAC: {said}" in str(error)
     assert "grant" not in str(error) and "grant" not in error.server_first()
     assert not error.namespace_terminating
+
+
+@given(words=st.lists(st.from_regex(r"[a-z]{1,12}", fullmatch=True), min_size=60, max_size=120))
+def test_a_long_rbac_refusal_is_cut_visibly_and_keeps_what_to_grant(words: list[str]) -> None:
+    """issue 51 item 10: a long message is cut at a word's end with "…", never mid-word, and
+    `server_first` cuts the server's words, not the grant after them."""
+    said = 'configmaps is forbidden: User "gcjob" cannot create: ' + " ".join(words)
+    status = {"kind": "Status", "reason": "Forbidden", "message": said}
+    error = _api_error(Response(403, {}, json.dumps(status).encode()), CREATE)
+    for text in (str(error), error.server_first()):
+        assert len(text) <= MAX_MESSAGE_CHARS
+        if len(said) > MAX_MESSAGE_CHARS:
+            assert "…" in text
+            shown = text.split("…")[0].split()[-1]
+            assert shown in said.split()  # a whole word before the cut
+    assert error.server_first().endswith(
+        "(HTTP 403 Forbidden on /api/v1/namespaces/ns-a/configmaps; if RBAC refused it, "
+        "grant 'create' on /api/v1/namespaces/ns-a/configmaps)"
+    )
