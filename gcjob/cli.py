@@ -16,7 +16,7 @@ from click.core import ParameterSource
 
 from gcjob import __version__, flags
 from gcjob.budget import RunBudget, stop_on_signals
-from gcjob.domain import target_kinds_said
+from gcjob.domain import TARGET_KINDS, target_kinds_said
 from gcjob.exitcodes import ExitCode, table
 from gcjob.model import Sweep
 from gcjob.settings import LIST_FROM_ALIASES, Settings, SettingsError
@@ -132,8 +132,22 @@ that is not a deletion record, or a target no entry names.
 """
 
 
+def complete_target(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """A target's KIND/ as the shell completes it: every name explain and restore take for a
+    kind (TARGET_KINDS), in lower case; NAMESPACE/NAME are the hub's, not completed."""
+    if "/" in incomplete:
+        return []
+    return [
+        click.shell_completion.CompletionItem(f"{name}/")
+        for name in sorted(TARGET_KINDS)
+        if name.startswith(incomplete.lower())
+    ]
+
+
 @cli.command(help=EXPLAIN_HELP)
-@click.argument("target")
+@click.argument("target", shell_complete=complete_target)
 @flags.HUB_KUBECONFIG
 @flags.HUB_CONTEXT
 @flags.UPSTREAM_KUBECONFIG
@@ -165,17 +179,11 @@ def explain(ctx: click.Context, /, target: str, output: str, **_: Any) -> int:
 
 @cli.command(help=RESTORE_HELP)
 @click.argument("record", type=click.Path(dir_okay=False))
-@click.argument("targets", nargs=-1)
+@click.argument("targets", nargs=-1, shell_complete=complete_target)
 @flags.HUB_KUBECONFIG
 @flags.HUB_CONTEXT
 @click.option("--apply", is_flag=True, help="Create the objects. Without it: say what would be.")
-@click.option(
-    "--output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: a line per object and a summary; json: a JSON line per object and a summary.",
-)
+@flags.OUTPUT
 @click.option(
     "--no-protect",
     is_flag=True,

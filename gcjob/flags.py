@@ -243,7 +243,13 @@ GRACE = duration(
     "(0: delete on the first look).",
 )
 OUTPUT = click.option(
-    "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--output",
+    "--log-format",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: for a person; json: JSON lines. --log-format is the same option.",
 )
 
 # sweep's own.
@@ -274,8 +280,18 @@ RECORD_DELETIONS = option(
     help="Record each object in a file of DIR (one per run) before deleting it, for "
     "`gcjob restore`; an object that cannot be recorded is not deleted.",
 )
+# One choice, one name on every command: --output. --log-format, sweep's name for it before,
+# is kept as an alias (it is in the shipped manifests of earlier releases and users' overlays).
 LOG_FORMAT = option(
-    "log-format", type=click.Choice(LOG_FORMATS), default=DEFAULTS.log_format, show_default=True
+    "output",
+    "--log-format",
+    "log_format",
+    type=click.Choice(LOG_FORMATS),
+    default=DEFAULTS.log_format,
+    show_default=True,
+    envvar=["GCJOB_OUTPUT", "GCJOB_LOG_FORMAT"],
+    help="json: the report as JSON lines on stdout, logs as JSON on stderr; text: for a "
+    "person (a summary table). --log-format is the same option.",
 )
 REPORT_HEALTHY = option(
     "report-healthy", is_flag=True, help="Report healthy objects one by one, not only as counts."

@@ -441,10 +441,26 @@ def test_env_other_flags() -> None:
     assert "referrer-live" in {i["reason"] for i in items_of(result)}
 
 
-def test_env_log_format_text() -> None:
-    result = invoke("--snapshot", DEMO, env={"GCJOB_LOG_FORMAT": "text"})
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("--output", "text"), {}),
+        (("--log-format", "text"), {}),
+        ((), {"GCJOB_OUTPUT": "text"}),
+        ((), {"GCJOB_LOG_FORMAT": "text"}),
+    ],
+)
+def test_output_and_its_older_name_log_format_are_one_choice(
+    args: tuple[str, ...], env: dict[str, str]
+) -> None:
+    """issue 51 item 11: sweep, explain and restore name the choice --output; --log-format,
+    in the shipped CronJob and users' overlays, is the same option."""
+    result = invoke("--snapshot", DEMO, *args, env=env)
     assert result.return_value == 0
     assert "exit 0: completed" in result.stdout
+    for command in ("sweep", "explain", "restore"):
+        [option] = [p for p in cli.commands[command].params if "--output" in p.opts]
+        assert option.opts == ["--output", "--log-format"], command
 
 
 def test_flag_wins_over_env_min_age() -> None:

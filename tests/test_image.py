@@ -146,3 +146,7 @@ def test_bash_completes_commands_and_flags_from_the_script_gcjob_prints() -> Non
     assert completions("gcjob sw") == ["sweep"]
     assert set(completions("gcjob ")) >= {"sweep", "explain", "restore"}
     assert completions("gcjob sweep --max-del") == ["--max-deletions", "--max-delete-percent"]
+    # explain's and restore's TARGET: its KIND/ (issue 51 item 11), every name they take.
+    assert completions("gcjob explain httproutes") == ["httproutes/"]
+    assert "cm/" in completions("gcjob explain c")
+    assert "resourcebinding/" in completions("gcjob restore rec.jsonl resourceb")

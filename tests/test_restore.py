@@ -139,7 +139,7 @@ def test_restore_says_up_front_what_it_will_not_do_and_takes_explains_kinds() ->
     help_text = " ".join(CliRunner().invoke(cli, ["restore", "--help"]).stdout.split())
     assert "What it will not do: put back a Secret" in help_text
     assert "a ResourceBinding that binds one" in help_text
-    assert "--output [text|json]" in help_text
+    assert "--output, --log-format [text|json]" in help_text
     explain_help = " ".join(CliRunner().invoke(cli, ["explain", "--help"]).stdout.split())
     for name in ("configmap (cm)", "resourcebinding (rb)", "httpproxy", "connector", "gateway"):
         assert name in help_text and name in explain_help
