@@ -19,7 +19,7 @@ import requests.adapters
 
 from gcjob.exitcodes import ExitCode
 from gcjob.logs import log
-from gcjob.reasons import BRAKE_REASONS
+from gcjob.reasons import BRAKE_REASONS, ERROR_REASONS
 from gcjob.redact import scrub
 from gcjob.urls import (
     ProxyRefused,
@@ -47,7 +47,35 @@ class Notable:
 
 
 def _notable(record: dict[str, Any]) -> bool:
-    return record["action"] in ("deleted", "failed") or record["reason"] in BRAKE_REASONS
+    return _counts_as_notable(record["action"], record["reason"])
+
+
+def _counts_as_notable(action: str, reason: str) -> bool:
+    """Deleted, failed, held by a brake, or kept by a failure (a lookup, an upstream): what a
+    message names, so a failed run says what failed."""
+    return action in ("deleted", "failed") or reason in BRAKE_REASONS or reason in ERROR_REASONS
+
+
+def failures(summary: dict[str, Any]) -> list[str]:
+    """What made the run fail, for a person: each sweep not completed with its detail, the
+    items that failed or were kept by a failure (by sweep and reason), the upstream clusters
+    unavailable. Empty for a run that did not fail."""
+    said = [
+        f"{sweep} sweep {state['status']}: {state['detail']}"
+        for sweep, state in summary.get("sweeps", {}).items()
+        if state.get("status") not in ("completed", "braked") and state.get("detail")
+    ]
+    said += [
+        f"{sweep}: {n} {action} ({reason})"
+        for sweep, actions in summary["counts"].items()
+        for action, reasons in actions.items()
+        for reason, n in reasons.items()
+        if action == "failed" or reason in ERROR_REASONS
+    ]
+    unavailable = summary.get("upstream_counts", {}).get("unavailable")
+    if unavailable:
+        said.append(f"upstream clusters unavailable: {unavailable}")
+    return said
 
 
 def why(summary: dict[str, Any]) -> list[str]:
@@ -83,11 +111,14 @@ def message(summary: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, A
         f"exit {summary['exit_code']}: {summary['exit_reason']}",
         f"totals: {totals or 'nothing'}",
     ]
+    if summary["exit_code"] not in QUIET_CODES:
+        lines += [f"why: {failure}" for failure in failures(summary)[:FIRST_ITEMS]]
     for item in items:
         where = f"{item['namespace']}/" if item.get("namespace") else ""
+        cluster = f", cluster {item['cluster']}" if item.get("cluster") else ""
         lines.append(
             f"• {item['action']} {item['kind']} {where}{item['name']}"
-            f" ({item['sweep']}: {item['reason']})"
+            f" ({item['sweep']}: {item['reason']}{cluster})"
         )
     shown = len(items)
     notable = sum(
@@ -95,7 +126,7 @@ def message(summary: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, A
         for actions in summary["counts"].values()
         for action, reasons in actions.items()
         for reason, n in reasons.items()
-        if action in ("deleted", "failed") or reason in BRAKE_REASONS
+        if _counts_as_notable(action, reason)
     )
     if notable > shown:
         lines.append(f"… and {notable - shown} more in the report")

@@ -202,3 +202,27 @@ def test_the_webhook_takes_the_route_chosen_for_its_url_never_cleartext_to_a_pro
     assert proxy.requests == []
     assert len(bodies) == 1
     assert "cleartext" in caplog.text and "secret-token" not in caplog.text
+
+
+def test_a_failed_run_says_which_sweep_item_and_cluster_failed() -> None:
+    """issue 51 item 5: "failed (exit 1)" named nothing. The message says what failed: the
+    sweep not completed, the items kept by a failure (with their cluster), the clusters."""
+    failed = summary(1, routes={"skipped": {"upstream-unavailable": 3, "referrer-live": 9}})
+    failed["sweeps"] = {
+        "routes": {"status": "completed", "detail": ""},
+        "copies": {"status": "incomplete", "detail": "hub discovery failed: HTTP 503"},
+    }
+    failed["upstream_counts"] = {"ok": 4, "unavailable": 1}
+    notable = Notable()
+    notable({**item("skipped", "referrer-live", "kept"), "sweep": "routes"})
+    notable({**item("skipped", "upstream-unavailable", "r1"), "sweep": "routes", "cluster": "p-9"})
+
+    text = message(failed, notable.items)["text"]
+
+    assert text.startswith("*gcjob* failed (exit 1) on https://hub.example")
+    assert "why: copies sweep incomplete: hub discovery failed: HTTP 503" in text
+    assert "why: routes: 3 skipped (upstream-unavailable)" in text
+    assert "why: upstream clusters unavailable: 1" in text
+    assert "• skipped Secret ns-a/r1 (routes: upstream-unavailable, cluster p-9)" in text
+    assert "kept" not in text and "referrer-live" not in text
+    assert "… and 2 more in the report" in text
