@@ -313,10 +313,12 @@ def _drain(
     """--drain (the rollout Job): after the first round, sleep until the next mark is due
     (at once while a backlog is left past the drain cap), renew the lease, and sweep again,
     a full sweep on the same rules, until no orphan waits, a round does not end cleanly, or
-    --timeout would pass first (exit 5, what is left reported)."""
+    --timeout would pass first (exit 5, what is left reported). An item that failed (exit 1:
+    a delete, a lookup, an upstream or the Project API) is that item's, never the drain's:
+    the rounds go on for the rest, and the run still exits 1."""
     budget, rounds, slept = run.budget, 1, 0.0
     while True:
-        if run.exit_code() is not ExitCode.OK:
+        if run.exit_code() not in (ExitCode.OK, ExitCode.ITEM_FAILED):
             finished = f"round {rounds} did not end cleanly: {run.exit_code().name.lower()}"
             break
         if not run.tally.backlog and run.tally.next_due is None:

@@ -22,6 +22,7 @@ from gcjob.lifecycle import DRAIN_MARGIN
 from gcjob.times import parse_time
 from testbed.backlog import seed_backlog
 from testbed.cluster import TestCluster, wait_for
+from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import companion, workload
 from testbed.report import records_of, run_gcjob, start_gcjob
 
@@ -190,3 +191,39 @@ def test_a_drain_renews_its_lease_and_stops_when_it_is_no_longer_its_own(
     hub.delete("Lease", ns, "gcjob")
     with pytest.raises(LockHeld):
         lock.renew(datetime.now(UTC))
+
+
+@pytest.mark.timeout(300)
+def test_one_failing_item_never_ends_the_drain_for_the_rest(
+    hub: TestCluster, hub_kubeconfig: str, faults: FaultProxy
+) -> None:
+    """issue 51 item 1: one item the drain cannot act on (its every delete refused) is that
+    item's failure: the rounds go on until nothing else waits, and the run exits 1."""
+    ns = hub.namespace("drain-fail")
+    hub.create(workload(ns, "web"))
+    orphans = []
+    for i in range(6):
+        rb = hub.create_with_binding(companion("ConfigMap", ns, f"orphan-{i}", [f"default/g{i}"]))
+        orphans.append((f"orphan-{i}", rb))
+        hub.create_with_binding(companion("ConfigMap", ns, f"live-{i}", ["default/web"]))
+    path = f"/api/v1/namespaces/{ns}/configmaps/orphan-0"
+    faults.add_fault(Fault(method="DELETE", path=f"^{path}$", status=422, times=None))
+
+    result = run_gcjob(*drain_args(hub_kubeconfig, ns, "--max-deletions", "4"))
+
+    assert result.exit_code == 1, result.stderr
+    drain = result.summary["drain"]
+    assert drain["finished"] == "clear", drain
+    assert drain["rounds"] >= 3  # marked; 4 deletions a round over 10 objects
+    assert hub.present("ConfigMap", ns, "orphan-0")
+    seen = [
+        (r["action"], r["reason"])
+        for r in result.items
+        if (r["kind"], r["name"]) == ("ConfigMap", "orphan-0")
+    ]
+    assert seen[0] == ("marked", "orphaned")
+    assert set(seen[1:]) == {("failed", "delete-failed")}  # tried again each round, kept
+    for name, rb in orphans[1:]:
+        assert hub.gone("ConfigMap", ns, name) and hub.gone("ResourceBinding", ns, rb), name
+    for i in range(6):
+        assert hub.present("ConfigMap", ns, f"live-{i}")
