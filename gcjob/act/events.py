@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gcjob.decide.plan import NOT_ENFORCED
 from gcjob.domain import is_dns1123_subdomain
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, KubeError, Stopped
@@ -127,13 +128,19 @@ def event_of(
     outcome: Outcome, posted: tuple[str, str], run_id: str, instance: str, now: datetime
 ) -> dict[str, object]:
     """The events.k8s.io/v1 Event of one outcome: the object by kind, name and uid, gcjob's
-    reason code, the run, and when it goes. No detail (it can quote what an object holds)."""
+    reason code, the run, and when it goes (of a sweep not enforced: when it would, were it
+    enforced, and that it is not). No detail (it can quote what an object holds)."""
     reason, action = posted
     ref = outcome.ref
-    note = f"gcjob {outcome.action.value} it ({outcome.sweep.value} sweep, reason {outcome.reason})"
+    sweep = outcome.sweep.value
+    note = f"gcjob {outcome.action.value} it ({sweep} sweep, reason {outcome.reason})"
     if outcome.action is Action.MARKED and outcome.would_delete_at is not None:
         when = outcome.would_delete_at.astimezone(UTC).isoformat(timespec="seconds")
-        note += f"; deleted at {when.replace('+00:00', 'Z')} if still orphaned"
+        when = when.replace("+00:00", "Z")
+        if outcome.if_enforced:
+            note += f"; {NOT_ENFORCED} (--enforce {sweep}): enforced, it would be deleted at {when}"
+        else:
+            note += f"; deleted at {when} if still orphaned"
     note += f"; run {run_id}"
     return {
         "apiVersion": EVENTS.api_version,

@@ -4,7 +4,7 @@ budget, and a refusal that stops the rest. On the real hub: tests/e2e/test_event
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hypothesis import example, given
@@ -174,3 +174,20 @@ def test_an_events_body_is_named_validly_and_uniquely(name: str) -> None:
     assert all(is_dns1123_subdomain(n) for n in names), names
     assert all(name.startswith(n.rpartition(".")[0]) for n in names), names  # what it is about
     assert names[0] != names[1]
+
+
+def test_a_mark_of_a_sweep_not_enforced_says_it_is_not_and_what_enforcing_would_do() -> None:
+    """issue 51 item 3: a report-only sweep's mark said "deleted at …Z if still orphaned";
+    nothing would be. It says the sweep is not enforced, and when enforcing would delete."""
+    access = Posted()
+    events = Events(access, "run-1")  # type: ignore[arg-type]
+    due = datetime(2026, 11, 28, 18, 0, tzinfo=UTC)
+
+    # What the driver makes of a mark of a sweep not enforced (sweeps/driver.py not_enforced).
+    events.note(outcome(Action.MARKED, would_delete_at=due, if_enforced=True), NOW)
+    events.finish()
+
+    [note] = [b["note"] for b in access.bodies]
+    assert "not deleted: this sweep is not enforced (--enforce companions)" in note
+    assert "enforced, it would be deleted at 2026-11-28T18:00:00Z" in note
+    assert "; deleted at" not in note
