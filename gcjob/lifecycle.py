@@ -58,7 +58,7 @@ from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
 from gcjob.run import Run, RunContext
 from gcjob.settings import IGNORED_VARIABLES, Settings
-from gcjob.sweeps import execute
+from gcjob.sweeps import PREFLIGHT, execute, reads_projects
 from gcjob.times import HubClock, run_clock
 from gcjob.urls import keep_proxy_credentials, proxy_env
 from gcjob.visible import visible
@@ -229,7 +229,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
         for warning in run.namespace_check.warnings():
             log.warning("%s", warning)
         if access is not None and settings.delete:
-            preflight.check(access, settings)
+            preflight.check(access, settings, PREFLIGHT)
             if settings.events and preflight.events_allowed(access, settings):
                 run.events = Events(access, run.run_id)
         if access is not None and settings.delete and settings.lock:
@@ -250,7 +250,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
         # is a configuration error before anything is touched. Its answers are the run's, for
         # every round of --drain: one answer a project.
         projects = ProjectReads(run.projects, run.is_project)
-        check_project_list(projects, settings.sweeps)
+        check_project_list(projects, reads_projects(settings.sweeps))
         execute(run, projects)
         if settings.drain:
             assert access is not None  # --drain needs --delete: never a snapshot

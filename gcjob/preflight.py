@@ -9,22 +9,18 @@ refuses the run up front (exit 2) with one line naming each verb and resource it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.enumerate.owners import ProjectReads
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import ApiError, ConfigError, KubeError, ProxyRefused, TlsFailure
 from gcjob.kube.reader import Reader
 from gcjob.kube.resources import (
-    CONFIGMAPS,
     EVENTS,
-    HTTPROUTES,
     LEASES,
     PROJECTS,
     RESOURCEBINDINGS,
-    SECRETS,
     SELFSUBJECTACCESSREVIEWS,
     WORKLOADDEPLOYMENTS,
     Resource,
@@ -37,38 +33,19 @@ READ = ("get", "list")
 # `patch`: an orphan is marked first (a conditional JSON Patch of its labels and annotations)
 # and deleted after --grace; a mark is removed again when it stops being an orphan.
 READ_DELETE = ("get", "list", "patch", "delete")
-# What each sweep reads, marks and deletes on the hub (the same list is cronjobs/rbac/hub).
-SWEEP_NEEDS: dict[Sweep, tuple[tuple[Resource, tuple[str, ...]], ...]] = {
-    Sweep.COMPANIONS: (
-        (CONFIGMAPS, READ_DELETE),
-        (SECRETS, READ_DELETE),
-        (RESOURCEBINDINGS, READ_DELETE),
-        (WORKLOADDEPLOYMENTS, READ),
-    ),
-    Sweep.BINDINGS: ((RESOURCEBINDINGS, READ_DELETE), (CONFIGMAPS, READ), (SECRETS, READ)),
-    Sweep.ROUTES: ((HTTPROUTES, READ_DELETE),),
-    # The copies sweep's kinds are those the hub serves: it asks for itself once it knows
-    # them, and a hub identity not granted them yet skips that sweep, not the run (copies).
-}
+# What a sweep needs on the hub: each resource and its verbs. Each sweep declares its own
+# (its folder's REGISTERED `needs`, gcjob/sweeps/registry.py; cronjobs/rbac/hub grants them).
+Needs = tuple[tuple[Resource, tuple[str, ...]], ...]
 # A Lease held: read, renewed and released by name (`create` is asked for apart).
 LEASE_HELD = ("get", "update")
-# The copies sweep asks for its own (gcjob/sweeps/copies/sweep.py), once it knows which kinds
-# the hub serves; what the RBAC must grant for all of them is this.
-COPIES_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = (
-    *(
-        (Resource(group, "", REPLICATED_PLURALS[(group, kind)], kind), READ_DELETE)
-        for group, kind in REPLICATED_KINDS
-    ),
-    (HTTPROUTES, ("list",)),
-)
 # What Milo's Project API identity reads (cluster-scoped): one list of projects a run and a GET
 # of each project the list does not show (gcjob/enumerate/owners.py); cronjobs/rbac/projects.
-PROJECT_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = ((PROJECTS, READ),)
+PROJECT_NEEDS: Needs = ((PROJECTS, READ),)
 
 
 # A --delete run's Events on each object's namespace (gcjob/act/events.py): best effort, so a
 # run without the permission sends none and says so, never exit 2.
-EVENT_NEEDS: tuple[tuple[Resource, tuple[str, ...]], ...] = ((EVENTS, ("create",)),)
+EVENT_NEEDS: Needs = ((EVENTS, ("create",)),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +62,13 @@ class Permission:
         return f"'{self.verb}' on {self.resource.plural}{group}{named} {where}"
 
 
-def needed(settings: Settings) -> list[Permission]:
-    """Every permission a --delete run with these settings uses on the hub, in order."""
+def needed(settings: Settings, needs: Mapping[Sweep, Needs]) -> list[Permission]:
+    """Every permission a --delete run with these settings uses on the hub, in order, its
+    sweeps' as `needs` says (gcjob/sweeps/__init__.py `PREFLIGHT`)."""
     scopes: tuple[str | None, ...] = settings.namespaces or (None,)
     wanted: dict[Permission, None] = {}
     for sweep in settings.sweeps:
-        for resource, verbs in SWEEP_NEEDS.get(sweep, ()):
+        for resource, verbs in needs.get(sweep, ()):
             for namespace in scopes:
                 for verb in verbs:
                     wanted[Permission(verb, resource, namespace)] = None
@@ -173,11 +151,11 @@ def events_allowed(access: KubeAccess, settings: Settings) -> bool:
     return True
 
 
-def check(access: KubeAccess, settings: Settings) -> None:
+def check(access: KubeAccess, settings: Settings, needs: Mapping[Sweep, Needs]) -> None:
     """Raises ConfigError naming what the hub identity lacks; a hub that cannot say is let
     through with a warning (each request still fails safe on its own 403)."""
     try:
-        denied = missing(access, needed(settings))
+        denied = missing(access, needed(settings, needs))
     except KubeError as exc:
         log.warning("cannot check the hub identity's permissions (%s): going on", exc)
         return
@@ -248,12 +226,13 @@ def configuration_problem(exc: KubeError) -> str | None:
     return None
 
 
-def check_project_list(reads: ProjectReads, sweeps: Iterable[Sweep]) -> None:
-    """The run's one list of Milo's projects, read at start by the sweeps that rest on it
-    (routes, copies): a Project API that answers 404 there or does not answer as Kubernetes
-    cannot be right (ConfigError, exit 2); a 5xx, a timeout or a 403 leaves the projects asked
-    about not-answered (exit 1, said by the sweeps that ask)."""
-    if not {Sweep.ROUTES, Sweep.COPIES} & set(sweeps):
+def check_project_list(reads: ProjectReads, wanted: bool) -> None:
+    """The run's one list of Milo's projects, read at start when a sweep of the run rests on
+    it (`wanted`: gcjob/sweeps/__init__.py `reads_projects`): a Project API that answers 404
+    there or does not answer as Kubernetes cannot be right (ConfigError, exit 2); a 5xx, a
+    timeout or a 403 leaves the projects asked about not-answered (exit 1, said by the sweeps
+    that ask)."""
+    if not wanted:
         return
     exc = reads.list_at_start()
     if exc is None:

@@ -336,6 +336,13 @@ _SWEEPS: Final[Mapping[Reason, tuple[str, ...]]] = {
     reason: tuple(scope for scope in SCOPES if reason in _BY_SCOPE[scope]) for reason in Reason
 }
 
+
+def reasons_of(sweep: str) -> tuple[Reason, ...]:
+    """The codes a sweep's items carry besides those of every sweep (its REGISTERED `reasons`,
+    gcjob/sweeps/registry.py): KeyError for a name this page does not know."""
+    return _BY_SCOPE[sweep]
+
+
 # A read failed: the run exits 1, and `explain` concludes "unknown".
 ERROR_REASONS: Final = frozenset({Reason.LOOKUP_FAILED, Reason.UPSTREAM_UNAVAILABLE})
 # Kept because something the run needs to judge the object is not configured or could not be

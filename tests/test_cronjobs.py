@@ -22,6 +22,7 @@ from gcjob.kube.connect import check_server_template, project_api_from_template
 from gcjob.model import Sweep
 from gcjob.settings import Settings, parse_duration
 from gcjob.shard import Shard
+from gcjob.sweeps import PREFLIGHT, REGISTRY, copies
 
 CRONJOBS = Path(__file__).parents[1] / "cronjobs"
 RENDERED = (
@@ -393,10 +394,10 @@ def test_no_rendered_rule_is_a_wildcard(directory: str) -> None:
 
 def test_the_copies_sweep_is_granted_exactly_the_verbs_it_sends() -> None:
     """On the hub: read, mark and delete each kind NSO copies (what the sweep asks for itself,
-    preflight.COPIES_NEEDS); upstream: only reads, never a Secret (not without
+    its REGISTERED needs); upstream: only reads, never a Secret (not without
     --read-upstream-secrets); Milo: reading projects (preflight.PROJECT_NEEDS), nothing else."""
     hub = granted_verbs("rbac/hub")
-    for resource, verbs in preflight.COPIES_NEEDS:
+    for resource, verbs in copies.REGISTERED.needs:
         granted = hub[(resource.group, resource.plural)]
         assert set(verbs) <= granted, (resource.plural, granted)
         if (resource.group, resource.kind) in REPLICATED_KINDS:
@@ -526,20 +527,19 @@ def test_the_restore_identity_is_granted_exactly_what_restore_sends_and_no_secre
 
 
 def test_without_secrets_grants_no_secret_and_exactly_what_a_routes_only_run_sends() -> None:
-    """Every sweep but routes reads Secrets on the hub (preflight.SWEEP_NEEDS, and the copies
-    sweep's own COPIES_NEEDS), so the variant is for `--sweep=routes`, which its component adds
+    """Every sweep but routes reads Secrets on the hub (each sweep's REGISTERED needs, the
+    copies sweep's among them), so the variant is for `--sweep=routes`, which its component adds
     to the workloads; its ClusterRole grants what preflight asks of such a run, and what
     --namespace and --record-deletions read (namespaces), nothing else."""
     secrets = ("", "secrets")
-    for sweep, needs in preflight.SWEEP_NEEDS.items():
-        reads = {(r.group, r.plural) for r, _ in needs}
-        assert (secrets in reads) is (sweep is not Sweep.ROUTES), sweep
-    assert secrets in {(r.group, r.plural) for r, _ in preflight.COPIES_NEEDS}
+    for registered in REGISTRY:
+        reads = {(r.group, r.plural) for r, _ in registered.needs}
+        assert (secrets in reads) is (registered.name is not Sweep.ROUTES), registered.name
 
     granted = granted_verbs("rbac/hub-without-secrets")
     assert secrets not in granted
     settings = Settings(sweeps=(Sweep.ROUTES,), namespaces=("ns-a",), delete=True)
-    for permission in preflight.needed(settings):
+    for permission in preflight.needed(settings, PREFLIGHT):
         resource = permission.resource
         assert permission.verb in granted[(resource.group, resource.plural)], permission
     cluster = {k: v for k, v in granted.items() if k[1] != "leases"}

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from gcjob.kube.resources import HTTPROUTES, LEASES, SECRETS
 from gcjob.lease import ShardLock
 from gcjob.model import Sweep
-from gcjob.preflight import COPIES_NEEDS, EVENT_NEEDS, Permission, needed, needed_for, review
+from gcjob.preflight import EVENT_NEEDS, Permission, needed, needed_for, review
 from gcjob.settings import Settings
 from gcjob.shard import MAX_SHARDS, Shard
+from gcjob.sweeps import PREFLIGHT, REGISTRY
 
 HUB_RBAC = Path(__file__).parents[1] / "cronjobs/rbac/hub"
 
@@ -54,8 +55,9 @@ USED_WITHOUT_PREFLIGHT = {("", "namespaces", "get")}
 
 def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
     settings = Settings(delete=True, enforce=tuple(Sweep))
-    # The copies sweep asks for its kinds' permissions itself, once discovery named them.
-    permissions = needed(settings) + needed_for(COPIES_NEEDS, settings)
+    # Every registered sweep's needs, those the preflight asks and those a sweep asks itself
+    # (the copies sweep's, once discovery named its kinds).
+    permissions = needed(settings, {r.name: r.needs for r in REGISTRY})
     # Its Events are asked for apart (a warning when denied, not exit 2).
     permissions += needed_for(EVENT_NEEDS, settings)
 
@@ -74,7 +76,7 @@ def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
 def test_only_the_sweeps_run_and_their_namespaces_are_asked_for() -> None:
     settings = Settings(delete=True, sweeps=(Sweep.ROUTES,), namespaces=("a", "b"), lock=False)
 
-    assert needed(settings) == [
+    assert needed(settings, PREFLIGHT) == [
         Permission(verb, HTTPROUTES, namespace)
         for namespace in ("a", "b")
         for verb in ("get", "list", "patch", "delete")
@@ -84,7 +86,7 @@ def test_only_the_sweeps_run_and_their_namespaces_are_asked_for() -> None:
 def test_the_lease_is_asked_for_in_the_lock_namespace() -> None:
     settings = Settings(delete=True, sweeps=(Sweep.ROUTES,), lock_namespace="ops")
 
-    leases = [p for p in needed(settings) if p.resource is LEASES]
+    leases = [p for p in needed(settings, PREFLIGHT) if p.resource is LEASES]
 
     assert [(p.verb, p.namespace, p.name) for p in leases] == [
         ("create", "ops", None),  # RBAC cannot limit `create` to a name: it is in the body
@@ -106,7 +108,7 @@ def test_a_shard_asks_for_its_own_lease_the_runs_and_to_read_every_siblings(
     unlimited = {"max_deletions": 0, "max_marks": 0, "max_writes": 0}  # any COUNT shares them
     settings = Settings(delete=True, sweeps=(Sweep.ROUTES,), shard=Shard(index, count), **unlimited)
 
-    leases = [(p.verb, p.name) for p in needed(settings) if p.resource is LEASES]
+    leases = [(p.verb, p.name) for p in needed(settings, PREFLIGHT) if p.resource is LEASES]
 
     own = f"gcjob-shard-{index}-of-{count}"
     siblings = [f"gcjob-shard-{i}-of-{count}" for i in range(count) if i != index]

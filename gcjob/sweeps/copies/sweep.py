@@ -23,7 +23,7 @@ from gcjob import preflight
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import anchored_claims
 from gcjob.decide.grace import Graced, grace_call
-from gcjob.domain import sorted_names
+from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS, sorted_names
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
 from gcjob.enumerate.parallel import ReadAhead, result_of
@@ -31,7 +31,7 @@ from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import KubeAccess
 from gcjob.kube.errors import KubeError, Stopped
-from gcjob.kube.resources import Resource
+from gcjob.kube.resources import HTTPROUTES, Resource
 from gcjob.logs import log
 from gcjob.marks import Rule
 from gcjob.model import (
@@ -95,6 +95,16 @@ from gcjob.sweeps.driver import (
 )
 
 SWEEP = Sweep.COPIES
+# What the RBAC must grant it on the hub for every kind it may sweep (cronjobs/rbac/hub): it
+# asks for its own once it knows which kinds the hub serves (`_denied`), and a hub identity
+# not granted them yet skips this sweep, not the run.
+NEEDS: preflight.Needs = (
+    *(
+        (Resource(group, "", REPLICATED_PLURALS[(group, kind)], kind), preflight.READ_DELETE)
+        for group, kind in REPLICATED_KINDS
+    ),
+    (HTTPROUTES, ("list",)),
+)
 # How many owners' live second looks are read ahead of their groups' deletes (as the routes').
 AHEAD = 16
 ANCHOR_SHAPED = frozenset({"ConfigMap"})
