@@ -6,6 +6,7 @@ a newcomer reads names every contract there is, and no contract that is gone."""
 from __future__ import annotations
 
 import configparser
+import importlib
 import re
 from pathlib import Path
 
@@ -90,3 +91,56 @@ def test_every_package_and_module_of_gcjob_has_a_layer() -> None:
     # report is placed by its modules: report.explain_output sits above explain, the rest below run
     covered = {".".join(m.split(".")[:2]) for m in placed}
     assert tops <= covered, sorted(tops - covered)
+
+
+TESTS = ROOT / "tests" / "sweeps"
+HOW_TO = "## How to add a sweep"
+FOLDER_CONTRACTS = {
+    "sweep-folders": "containers",
+    "sweeps-over-shared": "layers",
+    "independent-sweeps": "modules",
+    "explain-is-a-driver": "forbidden_modules",
+}
+
+
+def test_every_registered_sweep_has_all_a_sweep_has() -> None:
+    """The registry and the folders are the same sweeps (a folder without its line, or a line
+    without its folder, fails); and each registered sweep has its rooms, its declaration in its
+    folder's __init__.py, its place in each contract that holds the folders, its tests, its
+    README row and its docs/rules.md section (issue 48 item 4)."""
+    from gcjob.sweeps import REGISTRY
+    from tests.test_docs_sweeps import readme_rows, rules_sections
+
+    names = [r.name.value for r in REGISTRY]
+    assert set(names) == _folders()
+    rows, sections = readme_rows(), rules_sections()
+    for registered in REGISTRY:
+        name = registered.name.value
+        folder = SWEEPS / name
+        modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+        assert modules == SWEEP_MODULES, name
+        package = importlib.import_module(f"gcjob.sweeps.{name}")
+        assert package.REGISTERED is registered, name
+        for contract, key in FOLDER_CONTRACTS.items():
+            assert f"gcjob.sweeps.{name}" in _listed(contract, key), (name, contract)
+        assert f"gcjob.sweeps.{name}.judge" in _listed("pure-judgements", "source_modules")
+        assert list((TESTS / name).glob("test_*.py")), f"no tests in tests/sweeps/{name}/"
+        assert name in rows, f"{name}: no row in the README's sweeps table"
+        assert name in sections, f"{name}: no section in docs/rules.md"
+
+
+def test_how_to_add_a_sweep_is_the_folder_and_the_registry_line() -> None:
+    """The page says what the tests hold: the folder (its rooms and its REGISTERED), its line
+    in REGISTRY, and names the tests that hold the rest to the registry."""
+    page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    how_to = page.split(HOW_TO, 1)[1].split("\n## ", 1)[0]
+    for needed in (
+        *(f"`{module}.py`" for module in sorted(SWEEP_MODULES)),
+        "`__init__.py`: `REGISTERED`",
+        "`sweeps/__init__.py` `REGISTRY`",
+        "tests/sweeps/test_registry.py",
+        "test_every_registered_sweep_has_all_a_sweep_has",
+        *FOLDER_CONTRACTS,
+        "pure-judgements",
+    ):
+        assert needed in how_to, needed
