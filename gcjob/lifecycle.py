@@ -50,7 +50,6 @@ from gcjob.kube.transport import RequestStats, RetryPolicy, Timeouts, Transport
 from gcjob.kube.upstreams import LiveUpstreams, Shared
 from gcjob.lease import DRAIN_HOLDER, LeaseLock, LockHeld, ShardLock
 from gcjob.logs import log
-from gcjob.model import Sweep
 from gcjob.preflight import NotAHub, check_hub, check_project_list
 from gcjob.publish import metrics, webhook
 from gcjob.redact import error_line, redact
@@ -58,7 +57,7 @@ from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
 from gcjob.run import Run, RunContext
 from gcjob.settings import IGNORED_VARIABLES, Settings
-from gcjob.sweeps import PREFLIGHT, execute, reads_projects
+from gcjob.sweeps import PREFLIGHT, execute, reads_projects, served, upstream_required
 from gcjob.times import HubClock, run_clock
 from gcjob.urls import keep_proxy_credentials, proxy_env
 from gcjob.visible import visible
@@ -125,11 +124,13 @@ def _open_sweep_sources(settings: Settings, budget: RunBudget, stats: RequestSta
     """The sources, and the inputs a run cannot do without, checked before anything is read.
     Raises ConfigError."""
     sources = open_sources(settings, budget, stats)
-    if sources.upstreams is None and settings.sweeps_explicit and Sweep.ROUTES in settings.sweeps:
+    needing = upstream_required(settings.sweeps) if settings.sweeps_explicit else None
+    if sources.upstreams is None and needing is not None:
         raise ConfigError(
-            "--sweep routes needs an upstream: add DIR/upstream/<cluster>/ dumps to the snapshot"
+            f"--sweep {needing.value} needs an upstream: add DIR/upstream/<cluster>/ dumps to the "
+            "snapshot"
             if settings.snapshot
-            else "--sweep routes needs an upstream: pass --upstream-kubeconfig"
+            else f"--sweep {needing.value} needs an upstream: pass --upstream-kubeconfig"
         )
     if settings.report_file:
         _check_writable(settings.report_file)
@@ -221,7 +222,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
     lock_held_for = timedelta(0)
     lock: LeaseLock | ShardLock | None = None
     try:
-        check_hub(hub, settings.sweeps)
+        check_hub(hub, served(settings.sweeps))
         if access is not None:  # a live hub: its clock, from the Date of its last answer
             run.clock = _round_clock(run, access)
         run.list_strategy = choose_list_strategy(settings, access)
@@ -362,7 +363,8 @@ def _drain(
             finished = f"stopped: {stop}"
             run.tally.codes.add(ExitCode.STOPPED)
             break
-        check_hub(run.hub, run.settings.sweeps)  # a fresh answer: its Date is the round's time
+        # A fresh answer: its Date is the round's time.
+        check_hub(run.hub, served(run.settings.sweeps))
         clock = _round_clock(run, access)  # read at once: the renew's time counts on it
         if lock is not None:
             lock.renew(datetime.now(UTC))
@@ -437,12 +439,12 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
     budget = RunBudget(settings.timeout.total_seconds())
     try:
         sources = open_sources(settings, budget, RequestStats())
-        if target.sweep is Sweep.ROUTES and sources.upstreams is None:
+        if upstream_required((target.sweep,)) and sources.upstreams is None:
+            what = f"explaining an {target.kind.lower()} needs its upstream"
             raise ConfigError(
-                "explaining an httproute needs its upstream: add DIR/upstream/<cluster>/ dumps "
-                "to the snapshot"
+                f"{what}: add DIR/upstream/<cluster>/ dumps to the snapshot"
                 if settings.snapshot
-                else "explaining an httproute needs its upstream: pass --upstream-kubeconfig"
+                else f"{what}: pass --upstream-kubeconfig"
             )
         explainer = Explainer(
             sources.hub,
@@ -460,7 +462,7 @@ def run_explain(settings: Settings, target: Target, output: str) -> int:
 
         def checked(hub: Reader) -> str:
             """The sweep's own hub check, as the trace's first step; then the hub's clock."""
-            seen = check_hub(hub, settings.sweeps)
+            seen = check_hub(hub, served(settings.sweeps))
             if access is not None:
                 clock = explainer.clock = _read_hub_clock(settings, access)
                 if clock.problem:

@@ -7,10 +7,11 @@ Secret's payload survives the read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum, StrEnum
+from typing import ClassVar
 
 from gcjob.reasons import Reason
 
@@ -27,11 +28,47 @@ class Action(StrEnum):
     WOULD_UNMARK = "would-unmark"
 
 
-class Sweep(StrEnum):
-    COMPANIONS = "companions"
-    BINDINGS = "bindings"
-    ROUTES = "routes"
-    COPIES = "copies"
+class _Names(type):
+    """Iterating `Sweep` gives the shipped sweeps' names, in run order."""
+
+    def __iter__(cls) -> Iterator[Sweep]:
+        return iter(SHIPPED)
+
+
+class Sweep(str, metaclass=_Names):
+    """A sweep's name, as its folder declares it (its REGISTERED, gcjob/sweeps/registry.py):
+    open, so that a sweep is added by its folder and its registry line and a test may declare
+    a sweep of its own; one object a name, so `is` compares them as it compared an enum's
+    members. Iterating the class gives the shipped sweeps (`SHIPPED`: the names a flag, a
+    setting and the report schema take), held to the registry by
+    tests/sweeps/test_registry.py."""
+
+    __slots__ = ()
+    _named: ClassVar[dict[str, Sweep]] = {}
+    # The shipped sweeps by name, for the tests: gcjob's code outside a sweep's folder names
+    # none of them (tests/sweeps/test_registry.py), it asks the registry.
+    COMPANIONS: ClassVar[Sweep]
+    BINDINGS: ClassVar[Sweep]
+    ROUTES: ClassVar[Sweep]
+    COPIES: ClassVar[Sweep]
+
+    def __new__(cls, name: str) -> Sweep:
+        known = cls._named.get(name)
+        if known is None:
+            known = cls._named[name] = super().__new__(cls, name)
+        return known
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"Sweep({self.value!r})"
+
+
+# The shipped sweeps, in run order (gcjob/sweeps/__init__.py REGISTRY, held to it by a test).
+SHIPPED: tuple[Sweep, ...] = tuple(map(Sweep, ("companions", "bindings", "routes", "copies")))
+Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES, Sweep.COPIES = SHIPPED
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,6 @@ from gcjob.kube.resources import (
     PROJECTS,
     RESOURCEBINDINGS,
     SELFSUBJECTACCESSREVIEWS,
-    WORKLOADDEPLOYMENTS,
     Resource,
 )
 from gcjob.logs import log
@@ -186,22 +185,22 @@ class NotAHub(Exception):
     """The target does not serve the hub's APIs: refuse before touching anything."""
 
 
-def check_hub(hub: Reader, sweeps: Iterable[Sweep]) -> str:
+def check_hub(hub: Reader, served: Iterable[Resource] = ()) -> str:
     """Raises NotAHub; ConfigError when the hub refuses the credentials, cannot be verified,
     or answers with something else than Kubernetes (a login page); KubeError when it cannot
-    be asked (unreachable, 5xx: maybe better on the next run). Returns what it saw."""
-    required = [RESOURCEBINDINGS]
-    if Sweep.COMPANIONS in sweeps:
-        required.append(WORKLOADDEPLOYMENTS)
+    be asked (unreachable, 5xx: maybe better on the next run). `served`: what the run's
+    sweeps need the hub to serve besides (gcjob/sweeps/__init__.py `served`). Returns what it
+    saw."""
+    required = [RESOURCEBINDINGS, *served]
     for resource in required:
         try:
-            served = hub.served(resource)
+            answered = hub.served(resource)
         except KubeError as exc:
             problem = configuration_problem(exc)
             if problem is None:
                 raise
             raise ConfigError(f"the hub {hub.server} {problem}: {exc}") from exc
-        if not served:
+        if not answered:
             raise NotAHub(
                 f"{hub.server} is not a Karmada hub: it does not serve "
                 f"{resource.api_version} {resource.plural}"

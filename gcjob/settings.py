@@ -200,7 +200,7 @@ class Settings:
     drain: bool = False
     # The sweeps whose orphans a --delete run deletes; the others' it marks and reports as
     # would-delete. The downstream-copies sweep lands report-only: an operator enforces it.
-    enforce: tuple[Sweep, ...] = (Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES)
+    enforce: tuple[Sweep, ...] = tuple(map(Sweep, ("companions", "bindings", "routes")))
     drop_copy_kinds: tuple[str, ...] = ()  # kinds the copies sweep leaves alone (Kind.group)
     project_api: str | None = None  # Milo's Project API; else derived from the template
     max_projects_gone: int = 3  # the projects brake: most projects found gone in one run

@@ -19,6 +19,7 @@ from gcjob.enumerate.parallel import Reads, result_of
 from gcjob.enumerate.shared import Found
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.errors import KubeError
+from gcjob.kube.resources import Resource
 from gcjob.logs import log
 from gcjob.model import Binding, Sweep, Verdict
 from gcjob.preflight import Needs
@@ -52,6 +53,16 @@ DECLARED: tuple[type[Declaration[Any, Any]], ...] = tuple(r.declaration for r in
 # What the preflight asks of the hub identity for each sweep (the copies sweep asks for
 # its own, once it knows which kinds the hub serves).
 PREFLIGHT: Mapping[Sweep, Needs] = {r.name: r.needs for r in REGISTRY if not r.asks_itself}
+
+
+def served(sweeps: tuple[Sweep, ...]) -> list[Resource]:
+    """What the hub must serve for these sweeps besides a Karmada hub's bindings."""
+    return [resource for sweep in sweeps for resource in REGISTERED[sweep].served]
+
+
+def upstream_required(sweeps: tuple[Sweep, ...]) -> Sweep | None:
+    """The first of these sweeps that cannot run without an upstream (None: none)."""
+    return next((sweep for sweep in sweeps if REGISTERED[sweep].upstream_required), None)
 
 
 def reads_projects(sweeps: tuple[Sweep, ...]) -> bool:

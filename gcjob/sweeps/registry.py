@@ -127,7 +127,10 @@ class Registered:
     takes and those it makes; `ahead`: its read started before the first sweep of a round
     (None: none or not here), `named` what that read names of projects; `runs`: whether it
     runs by default with this run (asked for by name, it says why not); `done`: what follows
-    its drive (memory given back)."""
+    its drive (memory given back); `upstream_required`: asked for by name (or explaining one
+    of its objects) without an upstream, the run is refused (exit 2); `served`: what the hub
+    must serve besides a Karmada hub's bindings for the sweep to run (the preflight's
+    check_hub)."""
 
     name: Sweep
     kinds: tuple[str, ...]
@@ -143,4 +146,6 @@ class Registered:
     ahead: Callable[[Run, Round], Callable[[], Any] | None] | None = None
     named: Callable[[Any], Named | None] | None = None
     runs: Callable[[Run], bool] = always
+    upstream_required: bool = False
+    served: tuple[Resource, ...] = ()
     done: Callable[[Run], None] | None = None

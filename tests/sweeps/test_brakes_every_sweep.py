@@ -44,7 +44,7 @@ from gcjob.sweeps.driver import Counted, Declaration, Judged, Step, act, drive
 from gcjob.times import HubClock
 from testbed.model import NOW, ref
 from testbed.runs import DEMO, snapshot_run
-from tests.sweeps.test_driver import Toy
+from tests.sweeps.test_driver import TOY, Toy, toy_run
 
 GRACE = timedelta(minutes=10)
 EVIDENCE = companion_evidence('["default/gone"]')
@@ -272,11 +272,11 @@ def test_a_mass_orphaning_is_held_whole_not_drained_fifty_a_run() -> None:
         Judged(_orphans(300), lambda v: v.ref),
     ]
     for _ in range(3):  # run after run, the same
-        ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0))
+        ran = toy_run(grace=timedelta(0))
         toy = Toy(ran.run, steps)
         drive(ran.run, toy)
         assert toy.deleted == []
-        state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+        state = ran.run.tally.sweeps[TOY]
         assert state.status == "braked"
         assert state.detail.startswith("deletion brake: 300 of 300 objects (100%) exceed ")
         assert "(300 due, 0 in their grace period, 0 new)" in state.detail
@@ -288,11 +288,11 @@ def test_a_mass_orphaning_is_held_whole_not_drained_fifty_a_run() -> None:
 def test_orphans_waiting_out_their_grace_period_weigh_as_much_as_due_ones() -> None:
     """Marks delete nothing and are written (the marks brake lets 300 through): but the
     breaker says at once that these orphans will not be deleted when due."""
-    ran = snapshot_run(Sweep.COMPANIONS, grace=GRACE)
+    ran = toy_run(grace=GRACE)
     toy = Toy(ran.run, [Counted(400, 400), Judged(_orphans(300), lambda v: v.ref)])
     drive(ran.run, toy)
     assert (len(toy.marked), toy.deleted) == (300, [])
-    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    state = ran.run.tally.sweeps[TOY]
     assert state.status == "braked"
     assert "300 of 400 objects (75%)" in state.detail
 
@@ -320,16 +320,16 @@ def test_a_sweep_whose_orphans_write_two_marks_each_marks_none_past_the_brake() 
     """Issue 46 item 11: 300 new orphans, each writing two marks: 600, over --max-marks 500.
     Counted as 300, they passed the driver's brake and the Marker stopped at the 501st mark,
     250 objects marked; the next run marked the rest. Counted as 600, none is marked."""
-    run = _run(Sweep.COMPANIONS)
+    run = _run(TOY, enforce=(TOY,))
     toy = Bound(run, [Counted(1000, 1000), Judged(_orphans(300), lambda v: v.ref)])
     drive(run, toy)
     assert toy.marked == []
     assert run.marker.brake.written == 0
-    assert run.tally.sweeps[Sweep.COMPANIONS].status == "braked"
+    assert run.tally.sweeps[TOY].status == "braked"
     [said] = run.tally.brakes
     assert "marks brake: 600 new marks of 300 new orphans (+0 earlier this run)" in said
     # 250 of them (500 marks) pass whole.
-    run = _run(Sweep.COMPANIONS)
+    run = _run(TOY, enforce=(TOY,))
     toy = Bound(run, [Counted(1000, 1000), Judged(_orphans(250), lambda v: v.ref)])
     drive(run, toy)
     assert (len(toy.marked), run.marker.brake.written) == (250, 500)

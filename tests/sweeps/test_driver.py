@@ -58,6 +58,7 @@ from testbed.model import HUB_NS, NOW, ref
 from testbed.runs import snapshot_run
 
 AT = NOW + timedelta(minutes=10)
+TOY = Sweep("toy")  # the driver's toy sweep: none of the shipped ones
 
 
 def _outcome(action: Action, reason: str) -> Outcome:
@@ -109,10 +110,10 @@ def test_no_time_from_the_rule_leaves_every_outcome_as_it_was() -> None:
 
 
 class Toy(Declaration[Verdict, None]):
-    """A sweep as a new folder would declare it: its scan's steps, its plan and its delete.
-    Nothing of the driver changes for it."""
+    """A sweep as a new folder would declare it, under a name of its own (`Sweep` is open):
+    its scan's steps, its plan and its delete. Nothing of the driver changes for it."""
 
-    sweep = Sweep.COMPANIONS
+    sweep = TOY
     rule = Rule.COMPANION
 
     def __init__(
@@ -152,6 +153,13 @@ class Toy(Declaration[Verdict, None]):
         return [Outcome.of(self.sweep, graced.verdict, Action.WOULD_MARK)]
 
 
+def toy_run(**settings: Any) -> Any:
+    """A snapshot run of the toy sweep, enforced unless `enforce` says otherwise (as the
+    shipped sweeps a --delete run enforces by default)."""
+    settings.setdefault("enforce", (TOY,))
+    return snapshot_run(TOY, **settings)
+
+
 def _orphan(name: str, uid: str) -> Verdict:
     return Verdict(ref("ConfigMap", name, uid=uid), True, Reason.ORPHANED, "no referrer")
 
@@ -167,7 +175,7 @@ def _ref_of(verdict: Verdict) -> ObjectRef:
 def _drive(
     grace: timedelta, steps: list[Step[Verdict, None]], unswept: Unswept | None = None
 ) -> Any:
-    ran = snapshot_run(Sweep.COMPANIONS, grace=grace)
+    ran = toy_run(grace=grace)
     toy = Toy(ran.run, steps, unswept)
     drive(ran.run, toy)
     return ran, toy
@@ -184,7 +192,7 @@ def test_a_declared_sweep_is_judged_planned_and_acted_on_by_the_driver() -> None
     # A new orphan is marked (a dry run: would-mark), as the plan says; nothing deleted.
     assert ran.outcomes()[("ConfigMap", HUB_NS, "orphan")] == ("would-mark", "orphaned")
     assert (toy.marked, toy.deleted) == (["orphan"], [])
-    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    state = ran.run.tally.sweeps[TOY]
     assert (state.status, state.scanned, state.in_scope) == ("completed", 5, 3)
 
 
@@ -204,7 +212,7 @@ def test_a_plan_that_raises_keeps_that_object_and_the_sweep_goes_on() -> None:
     ran, _ = _drive(timedelta(minutes=10), steps)
     assert ran.outcomes()[("ConfigMap", HUB_NS, "plan-raises")] == ("skipped", "internal-error")
     assert ran.outcomes()[("ConfigMap", HUB_NS, "neighbour")] == ("would-mark", "orphaned")
-    assert ran.run.tally.sweeps[Sweep.COMPANIONS].status == "incomplete"
+    assert ran.run.tally.sweeps[TOY].status == "incomplete"
 
 
 def test_a_stop_while_judging_candidates_acts_on_nothing_and_says_so() -> None:
@@ -217,7 +225,7 @@ def test_a_stop_while_judging_candidates_acts_on_nothing_and_says_so() -> None:
         Candidates([_orphan("unread", "u7")], _ref_of, judge, "stopped while reading"),
     ]
     ran, toy = _drive(timedelta(0), steps)
-    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    state = ran.run.tally.sweeps[TOY]
     assert state.status == "stopped"
     assert state.detail == "stopped while reading: --timeout reached"
     assert toy.deleted == [] and ran.items() == []
@@ -229,7 +237,7 @@ def test_a_scan_that_could_not_read_all_acts_on_nothing_and_says_why() -> None:
     ran, toy = _drive(timedelta(0), steps, Incomplete("cannot list ConfigMaps", failed))
     # What was judged before it is neither written nor reported.
     assert toy.deleted == [] and toy.marked == [] and ran.items() == []
-    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    state = ran.run.tally.sweeps[TOY]
     assert state.status == "incomplete"
     assert state.detail.startswith("cannot list ConfigMaps: ")
     assert state.detail.endswith("; nothing deleted")
@@ -238,7 +246,7 @@ def test_a_scan_that_could_not_read_all_acts_on_nothing_and_says_why() -> None:
 
 def test_a_sweep_that_cannot_run_here_says_so_and_reads_nothing_more() -> None:
     ran, toy = _drive(timedelta(0), [], NotConfigured("no upstream configured"))
-    state = ran.run.tally.sweeps[Sweep.COMPANIONS]
+    state = ran.run.tally.sweeps[TOY]
     assert (state.status, state.detail) == ("not-configured", "no upstream configured")
     assert toy.deleted == [] and ran.items() == []
 
@@ -251,9 +259,7 @@ def test_what_the_project_api_said_and_the_exit_codes_a_scan_calls_for_reach_the
     ]
     ran, _ = _drive(timedelta(0), steps)
     assert ran.run.tally.project_counts == {"proj-a": PROJECT_COUNTED_AS[ProjectState.GONE]}
-    assert "the Project API could not be read: timed out" in (
-        ran.run.tally.sweeps[Sweep.COMPANIONS].detail
-    )
+    assert "the Project API could not be read: timed out" in (ran.run.tally.sweeps[TOY].detail)
     assert ExitCode.ITEM_FAILED in ran.run.tally.codes
 
 
@@ -275,7 +281,7 @@ def test_a_sweep_not_enforced_sends_no_delete_whatever_its_writes_do() -> None:
     """The driver hands a sweep not in --enforce a deleter that deletes nothing: the sweep's
     own delete runs (its second looks, its binding), and says `would-delete`; only the copies
     sweep read --enforce before, the others deleted."""
-    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0), enforce=(Sweep.COPIES,))
+    ran = toy_run(grace=timedelta(0), enforce=(Sweep.COPIES,))
     sent = Sent()
     live = Deleter(sent, dry_run=False, budget=ran.run.budget)  # type: ignore[arg-type]
     ran.run.context = replace(ran.run.context, deleter=live)
@@ -284,10 +290,10 @@ def test_a_sweep_not_enforced_sends_no_delete_whatever_its_writes_do() -> None:
     assert toy.deleted == ["due"] and sent.deleted == []
     [item] = ran.items()
     assert (item["action"], item["reason"]) == ("would-delete", "orphaned")
-    assert "not deleted: this sweep is not enforced (--enforce companions)" in item["detail"]
+    assert "not deleted: this sweep is not enforced (--enforce toy)" in item["detail"]
     assert "would_delete_if_enforced_at" in item
     # Enforced, the same sweep's delete goes out.
-    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0))
+    ran = toy_run(grace=timedelta(0))
     ran.run.context = replace(ran.run.context, deleter=live)
     drive(ran.run, Toy(ran.run, [Counted(1, 1), Judged([_orphan("due", "u3")], _ref_of)]))
     assert sent.deleted == ["due"]
@@ -298,7 +304,7 @@ def test_a_sweep_not_enforced_engages_no_brake_and_takes_no_place_in_the_drain_c
     says the brake enforcing it would meet, and no exit 4 fires (a --delete run with the
     copies sweep report-only would exit 4 every five minutes for deletions nobody asked for);
     its would-deletes take no place in the drain cap the enforced sweeps share."""
-    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0), enforce=(), delete=True)
+    ran = toy_run(grace=timedelta(0), enforce=(), delete=True)
     orphans = [_orphan(f"o{i}", f"u{i}") for i in range(60)]
     drive(ran.run, Toy(ran.run, [Counted(60, 60), Judged(orphans, _ref_of)]))
     assert ExitCode.BRAKE not in ran.run.tally.codes and ran.run.tally.brakes == []
@@ -311,12 +317,9 @@ def test_a_sweep_not_enforced_engages_no_brake_and_takes_no_place_in_the_drain_c
         assert item["detail"].startswith(
             "not deleted: this sweep is not enforced; were it enforced, deletion brake: 60 of 60"
         )
-    assert (
-        "were it enforced, deletion brake: 60 of 60"
-        in ran.run.tally.sweeps[Sweep.COMPANIONS].detail
-    )
+    assert "were it enforced, deletion brake: 60 of 60" in ran.run.tally.sweeps[TOY].detail
     # Enforced, the same world engages the brake: exit 4.
-    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0), delete=True)
+    ran = toy_run(grace=timedelta(0), delete=True)
     drive(ran.run, Toy(ran.run, [Counted(60, 60), Judged(orphans, _ref_of)]))
     assert ExitCode.BRAKE in ran.run.tally.codes
 
@@ -343,7 +346,7 @@ def test_an_orphan_its_sweep_judged_but_another_claims_is_neither_marked_nor_del
 ) -> None:
     """Whatever a declared sweep's judgement says, the driver keeps an orphan that something
     else owns or that is protected: a sixth sweep that forgot the rule deletes nothing."""
-    ran = snapshot_run(Sweep.COMPANIONS, grace=grace)
+    ran = toy_run(grace=grace)
     toy = Toy(
         ran.run, [Counted(2, 2), Judged([_orphan("held", "u1"), _orphan("free", "u2")], _ref_of)]
     )
@@ -355,7 +358,7 @@ def test_an_orphan_its_sweep_judged_but_another_claims_is_neither_marked_nor_del
 
 
 def test_an_owner_the_sweep_declares_its_own_holds_nothing() -> None:
-    ran = snapshot_run(Sweep.COMPANIONS, grace=timedelta(0))
+    ran = toy_run(grace=timedelta(0))
     toy = Toy(ran.run, [Counted(1, 1), Judged([_orphan("anchored", "u1")], _ref_of)])
     toy.claims["anchored"] = Claims(owners=(ANCHOR,), own=(ANCHOR,), controllers_only=True)
     drive(ran.run, toy)
@@ -383,7 +386,7 @@ def test_a_rounds_projects_are_judged_once_for_every_sweep_before_either_acts() 
     copies sweep's only project is the gone one, so no control plane of its own vouches for
     the API: the routes sweep's does, for the one judgement (before: `project-gone` to one
     sweep, unknown to the other)."""
-    ran = snapshot_run(Sweep.COMPANIONS, max_projects_gone=1)  # the toy sweep
+    ran = toy_run(max_projects_gone=1)  # the toy sweep
     run = ran.run
     run.context = replace(run.context, is_project=lambda name: True)
     reads = ProjectReads(_milo("live"), lambda name: True)
@@ -415,7 +418,7 @@ def test_a_rounds_projects_are_judged_once_for_every_sweep_before_either_acts() 
     assert (counted["brake-held"], counted["gone"], counted["present"]) == (2, 0, 1)
 
     # Within the limit, the one judgement vouches for the copies sweep's project too.
-    ran = snapshot_run(Sweep.COMPANIONS, max_projects_gone=2)
+    ran = toy_run(max_projects_gone=2)
     ran.run.context = replace(ran.run.context, is_project=lambda name: True)
     projects = RoundProjects(ran.run, reads, [lambda: by_copies])
     assert projects.calls(by_routes)["gone-route"].state is ProjectState.GONE
@@ -429,7 +432,7 @@ def test_the_projects_brake_counts_every_round_of_a_drain_together() -> None:
     cleared the summary's). The first, taken as gone in the first round (its objects may
     have been deleted then), stays gone and is counted so (before: it turned brake-held,
     `gone: 0`, though its objects were deleted)."""
-    ran = snapshot_run(Sweep.COMPANIONS, max_projects_gone=1)  # the toy sweep
+    ran = toy_run(max_projects_gone=1)  # the toy sweep
     run = ran.run
     run.context = replace(run.context, is_project=lambda name: True)
     reads = ProjectReads(_milo("live"), lambda name: True)

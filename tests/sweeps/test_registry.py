@@ -6,9 +6,11 @@ default (issue 48)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +124,25 @@ def test_explain_asks_the_sweep_the_target_names_through_the_registry(
 
 def _never(*args: object) -> None:
     raise AssertionError("another sweep's explain asked")
+
+
+def test_a_sweep_of_its_own_is_a_name_of_its_own_and_no_shipped_one() -> None:
+    """`Sweep` is open (the driver's toy sweep is `Sweep("toy")`): one object a name, so `is`
+    compares names; iterating it gives the shipped sweeps alone, the registry's."""
+    toy = Sweep("toy")
+    assert toy is Sweep("toy") and toy.value == "toy" and toy == "toy"
+    assert toy not in list(Sweep) and toy not in REGISTERED
+    assert Sweep("routes") is Sweep.ROUTES
+
+
+def test_no_module_outside_the_sweeps_names_a_sweep_by_its_shipped_constant() -> None:
+    """What a module outside a sweep's folder needs of a sweep it asks the registry (or
+    model.Sweep's iteration), never `Sweep.ROUTES`: a new sweep then needs nothing there."""
+    root = Path(sweeps.__file__).resolve().parent.parent
+    named = re.compile(r"\bSweep\.(" + "|".join(s.value.upper() for s in Sweep) + r")\b")
+    found = [
+        str(path.relative_to(root))
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "model.py" and named.search(path.read_text("utf-8"))
+    ]
+    assert found == []

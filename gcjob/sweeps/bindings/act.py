@@ -10,7 +10,7 @@ from gcjob.kube.resources import COMPANION_RESOURCES, RESOURCEBINDINGS
 from gcjob.model import Action, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 
-SWEEP = Sweep.BINDINGS
+SWEEP = Sweep("bindings")
 
 
 def delete_binding(

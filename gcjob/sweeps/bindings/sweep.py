@@ -42,7 +42,7 @@ from gcjob.sweeps.driver import (
     drive,
 )
 
-SWEEP = Sweep.BINDINGS
+SWEEP = Sweep("bindings")
 LABELLED = Answered(Existence.EXISTS)  # a labelled companion of that name exists
 BoundName = tuple[str, str]  # (kind, name) of the object a binding is for
 NO_TARGET: BoundName = ("", "")  # a healthy binding's: nothing is written to it

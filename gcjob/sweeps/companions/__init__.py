@@ -43,4 +43,5 @@ REGISTERED = Registered(
     explain=explain_part,
     declaration=Companions,
     provides=frozenset({Shared.HANDED}),
+    served=(WORKLOADDEPLOYMENTS,),
 )

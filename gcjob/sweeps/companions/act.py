@@ -34,7 +34,7 @@ from gcjob.sweeps.companions.judge import (
     referrer_names,
 )
 
-SWEEP = Sweep.COMPANIONS
+SWEEP = Sweep("companions")
 
 
 def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Outcome]:

@@ -53,7 +53,7 @@ from gcjob.sweeps.driver import (
     drive,
 )
 
-SWEEP = Sweep.COMPANIONS
+SWEEP = Sweep("companions")
 # Bindings read ahead of the marks: enough to keep the hub's readers busy, few enough that a
 # mark is pinned to a read a moment old (a binding Karmada changed since is not marked).
 AHEAD = 8

@@ -21,7 +21,7 @@ from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.judge import Member, anchors_named, understand
 from gcjob.sweeps.copies.scan import HubKinds, scan_kind
 
-SWEEP = Sweep.COPIES
+SWEEP = Sweep("copies")
 GONE = (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE)
 
 

@@ -94,7 +94,7 @@ from gcjob.sweeps.driver import (
     drive,
 )
 
-SWEEP = Sweep.COPIES
+SWEEP = Sweep("copies")
 # What the RBAC must grant it on the hub for every kind it may sweep (cronjobs/rbac/hub): it
 # asks for its own once it knows which kinds the hub serves (`_denied`), and a hub identity
 # not granted them yet skips this sweep, not the run.

@@ -59,4 +59,5 @@ REGISTERED = Registered(
     ahead=ahead,
     named=named,
     done=done,
+    upstream_required=True,
 )

@@ -22,7 +22,7 @@ from gcjob.model import (
 from gcjob.reasons import Reason
 from gcjob.sweeps.routes.judge import before_delete
 
-SWEEP = Sweep.ROUTES
+SWEEP = Sweep("routes")
 
 
 @dataclass(frozen=True, slots=True)

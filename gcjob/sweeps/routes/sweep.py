@@ -82,7 +82,7 @@ from gcjob.sweeps.routes.scan import (
     scan_routes,
 )
 
-SWEEP = Sweep.ROUTES
+SWEEP = Sweep("routes")
 # How many routes' live second looks are read ahead of the deletes: at most this many reads
 # not yet taken, so none is older than this many deletes (each still pinned to what it saw).
 AHEAD = 16
