@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Builds the test bed's servers: etcd, and kube-apiserver and kube-controller-manager of one
-Kubernetes version, from the Go modules in testbed/ (testbed/builds.py says how and where).
+Kubernetes version, from the Go modules in testbed/ (testbed/builds.py says how and where);
+with 1.36, the version the Karmada hub runs on, karmada-controller-manager and karmada-webhook
+too (testbed/karmada/).
 
     python3 tools/build_test_servers.py            # $GCJOB_KUBE_VERSION, else 1.36
     python3 tools/build_test_servers.py 1.31 1.36  # these versions
@@ -45,7 +47,7 @@ def main(argv: list[str]) -> int:
         return 0
     try:
         versions = builds.kube_versions() if argv == ["all"] else argv or [builds.kube_version()]
-        modules = [builds.ETCD, *(builds.kube_module(v) for v in versions)]
+        modules = builds.modules_for(versions)
         with builds.locked(say):
             for module in modules:
                 folder, seconds = builds.build(module, say)

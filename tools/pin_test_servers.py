@@ -3,6 +3,7 @@
 
     python3 tools/pin_test_servers.py kube v1.36.3    # testbed/kube/v1.36/
     python3 tools/pin_test_servers.py etcd v3.6.16    # testbed/etcd/
+    python3 tools/pin_test_servers.py karmada v1.16.0 # testbed/karmada/
 
 kube: a module requiring k8s.io/kubernetes at that version, with what that version's own
 go.mod says (generated from it, as projects that import k8s.io/kubernetes do): its `go` and
@@ -17,6 +18,13 @@ release's time as the module proxy has it; gitCommit empty, as the proxy does no
 etcd: a module of its own requiring go.etcd.io/etcd/server/v3 (its root package is etcd's
 main), so that it moves nothing the API server links.
 
+karmada: a module of its own requiring github.com/karmada-io/karmada (its go.mod has no
+`replace`), building karmada-controller-manager and karmada-webhook, with its `go` and
+`godebug` lines and the version stamps its hack/util.sh sets (gitVersion, gitCommit and
+gitShortCommit from the proxy's record of the tag, gitTreeState clean, buildDate the release's
+time); build.json also names what the test bed takes from the module besides the binaries
+(its CRDs, its webhook configuration: `files`).
+
 Needs Go and the module proxy. Then `python3 tools/build_test_servers.py <minor>` builds it;
 commit the folder (go.mod, go.sum, tools.go, build.json).
 """
@@ -28,14 +36,25 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from testbed.builds import ETCD_MODULE, KUBE_MODULES, build_env
+from testbed.builds import ETCD_MODULE, KARMADA_MODULE, KUBE_MODULES, build_env
 
 KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager")
 VERSION_PACKAGES = ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version")
 ETCD_SERVER = "go.etcd.io/etcd/server/v3"
+KARMADA = "github.com/karmada-io/karmada"
+KARMADA_BINARIES = {
+    "karmada-controller-manager": f"{KARMADA}/cmd/controller-manager",
+    "karmada-webhook": f"{KARMADA}/cmd/webhook",
+}
+# What the Karmada hub fixture takes from the module besides its binaries (testbed/karmada.py).
+KARMADA_FILES = {
+    "crds": "charts/karmada/_crds/bases",
+    "webhook-configuration.yaml": "artifacts/deploy/webhook-configuration.yaml",
+}
 HEADER = "// Written by tools/pin_test_servers.py from {source}'s own go.mod; do not edit.\n"
 
 
@@ -48,15 +67,18 @@ def go(*args: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def module_info(path: str, version: str) -> dict[str, str]:
-    info: dict[str, str] = json.loads(go("mod", "download", "-json", f"{path}@{version}"))
+def module_info(path: str, version: str) -> dict[str, Any]:
+    info: dict[str, Any] = json.loads(go("mod", "download", "-json", f"{path}@{version}"))
     info.update(json.loads(go("list", "-m", "-json", f"{path}@{version}")))
     return info
 
 
 def directives(go_mod: str) -> str:
-    """The `go` line and any `godebug` lines or block, as written."""
-    found = re.findall(r"^(go \S+|godebug \([^)]*\)|godebug .+)$", go_mod, re.M)
+    """The `go` line and any `godebug` lines or block, as written (without a comment after
+    them: Karmada's `go 1.24.10 // keep in sync with .go-version`)."""
+    found = re.findall(
+        r"^(go \S+|godebug \([^)]*\)|godebug [^\n]+?)[ \t]*(?://[^\n]*)?$", go_mod, re.M
+    )
     return "\n\n".join(found)
 
 
@@ -190,6 +212,39 @@ def etcd(version: str) -> None:
     print(f"pinned {folder.relative_to(ETCD_MODULE.parents[1])} to {source}")
 
 
+def karmada(version: str) -> None:
+    source = f"{KARMADA} {version}"
+    info = module_info(KARMADA, version)
+    go_mod = Path(info["GoMod"]).read_text("utf-8")
+    if re.search(r"^replace\b", go_mod, re.M):
+        sys.exit(f"pin-test-servers: {source}: its go.mod replaces modules; follow them first")
+    commit: str = (info.get("Origin") or {}).get("Hash", "")
+    folder = KARMADA_MODULE
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "go.mod").write_text(
+        HEADER.format(source=source)
+        + f"module gcjob.test/karmada\n\n{directives(go_mod)}\n\nrequire {KARMADA} {version}\n"
+    )
+    tools_go(folder, list(KARMADA_BINARIES.values()))
+    stamps = {
+        "gitVersion": version,
+        "gitCommit": commit,
+        "gitShortCommit": commit[:7],
+        "gitTreeState": "clean",
+        "buildDate": info["Time"],
+    }
+    write_build(
+        folder,
+        KARMADA_BINARIES,
+        "",
+        {f"{KARMADA}/pkg/version.{k}": v for k, v in stamps.items()},
+        {"module": KARMADA, "paths": KARMADA_FILES},
+    )
+    go("mod", "tidy", cwd=folder)
+    check_selection(folder, go_mod, source)
+    print(f"pinned {folder.relative_to(KARMADA_MODULE.parents[1])} to {source}")
+
+
 def tools_go(folder: Path, packages: list[str]) -> None:
     """Keeps the binaries' packages in the module graph for `go mod tidy` (a `tool` directive
     would need go 1.24 in go.mod, above what older releases ask for)."""
@@ -200,15 +255,24 @@ def tools_go(folder: Path, packages: list[str]) -> None:
     )
 
 
-def write_build(folder: Path, binaries: dict[str, str], tags: str, stamps: dict[str, str]) -> None:
-    spec = {"binaries": binaries, "tags": tags, "stamps": stamps}
+def write_build(
+    folder: Path,
+    binaries: dict[str, str],
+    tags: str,
+    stamps: dict[str, str],
+    files: dict[str, object] | None = None,
+) -> None:
+    spec: dict[str, object] = {"binaries": binaries, "tags": tags, "stamps": stamps}
+    if files:
+        spec["files"] = files
     (folder / "build.json").write_text(json.dumps(spec, indent=2) + "\n")
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 2 or argv[0] not in ("kube", "etcd"):
+    pinners = {"kube": kube, "etcd": etcd, "karmada": karmada}
+    if len(argv) != 2 or argv[0] not in pinners:
         sys.exit(__doc__.split("\n\n")[1])
-    (kube if argv[0] == "kube" else etcd)(argv[1])
+    pinners[argv[0]](argv[1])
 
 
 if __name__ == "__main__":

@@ -136,9 +136,31 @@ def test_a_built_version_is_found_not_built_again() -> None:
     module = builds.kube_module()
     if builds.built(module) is None or builds.built(builds.ETCD) is None:
         pytest.skip(f"Kubernetes {builds.kube_version()} is not built here (KUBEBUILDER_ASSETS)")
+    modules = builds.modules_for([builds.kube_version()])
+    if any(builds.built(m) is None for m in modules):
+        pytest.skip(f"the servers of {builds.kube_version()} are not all built here")
     done = run_script(builds.kube_version())
     assert done.returncode == 0, done.stderr
-    assert [line.split(": ")[2] for line in done.stdout.splitlines()] == ["cached", "cached"]
+    said = [line.split(": ")[2] for line in done.stdout.splitlines()]
+    assert said == ["cached"] * len(modules)
+
+
+def test_karmada_is_built_with_the_version_its_hub_runs_on() -> None:
+    """The README's test command (no version: 1.36) builds karmada-controller-manager and
+    karmada-webhook too, of the one release the module proxy serves, stamped with it, with
+    the CRDs and webhook configuration the Karmada hub applies; the other versions' builds
+    do not."""
+    assert builds.KARMADA_KUBE_VERSION == builds.DEFAULT_KUBE_VERSION
+    assert builds.modules_for([builds.KARMADA_KUBE_VERSION])[-1] == builds.KARMADA
+    assert builds.KARMADA not in builds.modules_for(["1.31", "1.34"])
+    release = builds.KARMADA.required("github.com/karmada-io/karmada")
+    assert release == "v1.16.0"
+    spec = builds.KARMADA.spec
+    assert set(spec["binaries"]) == {"karmada-controller-manager", "karmada-webhook"}
+    assert spec["stamps"]["github.com/karmada-io/karmada/pkg/version.gitVersion"] == release
+    assert set(spec["files"]["paths"]) == {"crds", "webhook-configuration.yaml"}
+    assert builds.KARMADA.label == "karmada"
+    assert builds.KARMADA.go_directive == "1.24.10"  # Karmada's own, without its comment
 
 
 def test_brought_binaries_win(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
