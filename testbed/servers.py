@@ -137,6 +137,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def spawn(log_file: Path, argv: list[str]) -> subprocess.Popen[bytes]:
+    """A server's process, its output to `log_file`, dying with this one."""
+    log = open(log_file, "ab")  # noqa: SIM115  # closed by the child's exit
+    try:
+        return subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,  # single-threaded at this point
+            start_new_session=True,  # a terminal's Ctrl-C reaches pytest, which stops us
+        )
+    finally:
+        log.close()
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def die_with_parent() -> None:
     # Runs in the child between fork and exec: if pytest is killed, so is the server.
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -300,18 +327,7 @@ class ApiServer:
         )
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115  # closed by the child's exit
-        self._processes.append(
-            subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent,  # single-threaded at this point
-                start_new_session=True,  # a terminal's Ctrl-C reaches pytest, which stops us
-            )
-        )
-        log.close()
+        self._processes.append(spawn(self.workdir / f"{name}.log", argv))
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -337,13 +353,7 @@ class ApiServer:
     def stop(self) -> None:
         # the controller manager, then the API server, then its etcd
         for process in reversed(self._processes):
-            if process.poll() is None:
-                process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
         self._processes.clear()
         shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from testbed import builds
+from testbed.karmada import karmada_files
 from testbed.paths import PROJECT_ROOT
 from testbed.servers import AssetsMissing, binaries
 
@@ -161,6 +162,15 @@ def test_karmada_is_built_with_the_version_its_hub_runs_on() -> None:
     assert set(spec["files"]["paths"]) == {"crds", "webhook-configuration.yaml"}
     assert builds.KARMADA.label == "karmada"
     assert builds.KARMADA.go_directive == "1.24.10"  # Karmada's own, without its comment
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs Go (the build needs it)")
+def test_karmada_not_built_says_how_to_build_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(AssetsMissing, match=r"run `python3 tools/build_test_servers.py 1.36`"):
+        karmada_files()
 
 
 def test_brought_binaries_win(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -178,11 +178,14 @@ def _binding_read_again(
     """A binding whose pinned delete met a 409: the companion's Orphan delete has the hub's
     garbage collector remove the companion's ownerReference from it, which changes its
     resourceVersion, maybe between the read and the delete (or Karmada wrote its status).
-    Read, judged and deleted once more, pinned to that read. No longer there: as the
-    conflict said (someone else deleted it); not read: that failure."""
+    Read, judged and deleted once more, pinned to that read. No longer there: someone else
+    deleted it (Karmada's detector puts the owner back after the collector removed it, and the
+    collector then deletes the binding itself: issue 47), `already-gone`; not read: that
+    failure."""
     binding = read_binding(companion.ref, hub)
     if binding is None:
-        return [conflict]
+        verdict = Verdict(conflict.ref, False, conflict.reason, conflict.detail)
+        return [Outcome.already_gone(SWEEP, verdict)]
     if isinstance(binding, Outcome):
         return [binding]
     return _binding_follows(companion, call, hub, deleter, again=True, read=binding)
