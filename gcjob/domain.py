@@ -28,6 +28,13 @@ HTTPROUTE_KIND = "HTTPRoute"
 
 # Any object carrying this annotation with value "true" is never deleted by gcjob.
 PROTECT_ANNOTATION = "gcjob.datumapis.com/protect"
+# Karmada's deletion protection: its webhook (resourcedeletionprotection.karmada.io) refuses any
+# delete of an object labelled so with exactly this value (other values it lets through).
+# gcjob keeps such an orphan without sending the delete Karmada would refuse.
+DELETION_PROTECTED_LABEL = "resourcetemplate.karmada.io/deletion-protected"
+DELETION_PROTECTED_VALUE = "Always"
+# Where it is found, as a Protect entry (gcjob/model.py) says it.
+KARMADA_PROTECTED = f"label {DELETION_PROTECTED_LABEL}"
 
 # Secrets gcjob never deletes, whoever labels them a companion: their owners manage them (a
 # service account's token; a Helm release's record; a bootstrap token). A Secret's type is not
@@ -75,6 +82,7 @@ SECRET_KEYS_READ: dict[str, tuple[str, ...]] = {
         COMPANION_LABEL,
         ORPHANED_LABEL,
         PROTECT_ANNOTATION,
+        DELETION_PROTECTED_LABEL,
         HELM_OWNER_LABEL,
         *UPSTREAM_LABELS,
         GATEWAY_SYNC_LABEL,

@@ -26,6 +26,7 @@ class Reason(StrEnum):
     TERMINATING = "terminating"
     PROTECTED = "protected"
     PROTECT_NOT_UNDERSTOOD = "protect-not-understood"
+    DELETION_PROTECTED = "deletion-protected"
     UNPINNABLE = "unpinnable"
     OWNED = "owned"
     OUT_OF_SCOPE = "out-of-scope"
@@ -113,6 +114,10 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.TERMINATING: "already being deleted (a deletionTimestamp): not deleted again",
     Reason.PROTECTED: "the protect label or annotation is `true`: kept",
     Reason.PROTECT_NOT_UNDERSTOOD: "the protect key has a value other than `true`/`false`: kept",
+    Reason.DELETION_PROTECTED: (
+        "labelled `resourcetemplate.karmada.io/deletion-protected: Always`, which Karmada's "
+        "webhook refuses to delete: kept, no delete sent"
+    ),
     Reason.UNPINNABLE: "no uid or resourceVersion to pin a delete to: kept",
     Reason.OWNED: (
         "an ownerReference (a route: a controller one to anything but an anchor ConfigMap "
@@ -242,6 +247,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.TERMINATING,
         Reason.PROTECTED,
         Reason.PROTECT_NOT_UNDERSTOOD,
+        Reason.DELETION_PROTECTED,
         Reason.UNPINNABLE,
         Reason.LEFT_SCOPE,
         Reason.GRACE_PERIOD,

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from gcjob.decide.trace import Trace, given
-from gcjob.domain import ANCHOR_PREFIX, PROTECT_ANNOTATION
+from gcjob.domain import ANCHOR_PREFIX, KARMADA_PROTECTED, PROTECT_ANNOTATION
 from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
 from gcjob.reasons import Reason
 
@@ -23,7 +23,15 @@ def age_seconds(ref: ObjectRef, now: datetime) -> float | None:
 def protection(protect: Protect) -> tuple[Reason, str] | None:
     """(reason, detail) when the protect key keeps the object, else None. Fail closed: set as
     an annotation or a label, any value but exactly "false" protects; "true" is `protected`,
-    anything else (`True`, `yes`, `" true"`, unreadable) is kept as not understood."""
+    anything else (`True`, `yes`, `" true"`, unreadable) is kept as not understood. Karmada's
+    deletion protection (its label `Always`, the one value its webhook refuses a delete on)
+    keeps it too, `deletion-protected`: no delete is sent that Karmada would refuse."""
+    for where, value in protect:
+        if where == KARMADA_PROTECTED:
+            return (
+                Reason.DELETION_PROTECTED,
+                f"{where}={value}: Karmada refuses to delete it; kept",
+            )
     holding = [(where, value) for where, value in protect if value != "false"]
     if not holding:
         return None

@@ -10,8 +10,11 @@ from typing import Any
 
 from gcjob.domain import (
     CLUSTER_POLICY_KEY,
+    DELETION_PROTECTED_LABEL,
+    DELETION_PROTECTED_VALUE,
     HELM_OWNER_LABEL,
     HELM_RELEASE_PREFIX,
+    KARMADA_PROTECTED,
     ORPHANED_EVIDENCE_ANNOTATION,
     ORPHANED_LABEL,
     ORPHANED_REASON_ANNOTATION,
@@ -116,7 +119,9 @@ _PROTECT_KEY = PROTECT_ANNOTATION.casefold()
 
 
 def protect(obj: Obj) -> Protect:
-    """Every place the protect key is set, as an annotation or a label, with its value verbatim.
+    """Every place the protect key is set, as an annotation or a label, with its value verbatim;
+    and Karmada's deletion protection, where its label says `Always` (the one value Karmada's
+    webhook refuses a delete on: decide/common.py `protection` keeps it, `deletion-protected`).
 
     The key is matched whatever its case (`.../Protect` is someone's intent too), and a map that
     is not a map is recorded as such: what cannot be read may hold the key (kept).
@@ -134,6 +139,8 @@ def protect(obj: Obj) -> Protect:
             if isinstance(key, str) and key.casefold() == _PROTECT_KEY:
                 where = f"{place.removesuffix('s')} {key}"
                 found.append((where, value if isinstance(value, str) else "<not a string>"))
+    if _label(meta, DELETION_PROTECTED_LABEL) == DELETION_PROTECTED_VALUE:
+        found.append((KARMADA_PROTECTED, DELETION_PROTECTED_VALUE))
     return tuple(found)
 
 

@@ -21,6 +21,7 @@ from gcjob.domain import (
     PROTECT_ANNOTATION,
     REFERRERS_ANNOTATION,
     ROUTE_LABELS,
+    secret_as_kept,
 )
 from gcjob.kube import reduce
 from gcjob.kube.resources import CONFIGMAPS, RESOURCEBINDINGS, SECRETS
@@ -185,6 +186,26 @@ def test_protect_as_a_label_is_read_too() -> None:
     obj = configmap()
     obj["metadata"]["labels"] = {PROTECT_ANNOTATION: "True"}
     assert _decide(obj).reason == "protect-not-understood"
+
+
+@pytest.mark.parametrize(
+    "value,reason", [("Always", "deletion-protected"), ("always", "orphaned"), ("", "orphaned")]
+)
+def test_karmadas_deletion_protection_survives_the_reduction_only_as_always(
+    value: str, reason: str
+) -> None:
+    """Karmada's webhook refuses a delete only on exactly `Always`: that value keeps the
+    object (no delete Karmada would refuse); any other Karmada lets through, and so does
+    gcjob. A Secret keeps the label's value through its reduction too."""
+    label = "resourcetemplate.karmada.io/deletion-protected"
+    obj = configmap()
+    obj["metadata"]["labels"] = {label: value}
+    verdict = _decide(obj)
+    assert (verdict.delete, verdict.reason) == (reason == "orphaned", reason)
+    kept = secret_as_kept({"metadata": {"labels": {label: value}}})
+    assert kept["metadata"]["labels"] == {label: value}
+    protected = ((f"label {label}", "Always"),) if value == "Always" else ()
+    assert reduce.protect(kept) == protected
 
 
 def test_protected_companion_is_held_back() -> None:

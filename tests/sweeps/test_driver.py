@@ -15,6 +15,7 @@ import pytest
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import Claims
 from gcjob.decide.grace import Graced, grace_call
+from gcjob.domain import KARMADA_PROTECTED
 from gcjob.enumerate.owners import ProjectReads
 from gcjob.exitcodes import ExitCode
 from gcjob.kube.access import DeleteResult
@@ -337,6 +338,7 @@ ANCHOR = OwnerRef("v1", "ConfigMap", "anchor-8a1f0c2e-3b4d-4e5f-9a6b-7c8d9e0f1a2
         (Claims(owners=(replace(FOREIGN, controller=False),)), "owned"),
         (Claims(protect=(("annotation gcjob.datumapis.com/protect", "true"),)), "protected"),
         (Claims(protect=(("label gcjob.datumapis.com/protect", "yes"),)), "protect-not-understood"),
+        (Claims(protect=((KARMADA_PROTECTED, "Always"),)), "deletion-protected"),
         (None, "internal-error"),  # an orphan declared without its claims
     ],
 )

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import Claims, claimed
+from gcjob.domain import KARMADA_PROTECTED
 from gcjob.kube.access import DeleteResult
 from gcjob.kube.resources import Resource
 from gcjob.model import UNREADABLE_OWNER, OwnerRef, Sweep, Verdict
@@ -61,11 +62,14 @@ owner_st = st.sampled_from(
     ]
 )
 protect_st = st.lists(
-    st.tuples(
-        st.sampled_from(
-            ["annotation gcjob.datumapis.com/protect", "label gcjob.datumapis.com/Protect"]
+    st.one_of(
+        st.tuples(
+            st.sampled_from(
+                ["annotation gcjob.datumapis.com/protect", "label gcjob.datumapis.com/Protect"]
+            ),
+            st.sampled_from(["true", "false", "yes", "True", " true", ""]),
         ),
-        st.sampled_from(["true", "false", "yes", "True", " true", ""]),
+        st.just((KARMADA_PROTECTED, "Always")),  # Karmada's deletion protection, as read
     ),
     max_size=2,
 ).map(tuple)
@@ -168,6 +172,7 @@ def test_the_rules_every_sweep_obeys_hold_for_each_declared_sweep(
                 "owned",
                 "protected",
                 "protect-not-understood",
+                "deletion-protected",
                 "internal-error",
                 "unpinnable",
             }, (action, reason)
