@@ -54,6 +54,7 @@ def cli() -> None:
 @flags.UPSTREAM_KUBECONFIG
 @flags.UPSTREAM_SERVER_TEMPLATE
 @flags.GRACE
+@flags.DELETION_STALLED_AFTER
 @flags.ENFORCE
 @flags.DROP_COPY_KIND
 @flags.PROJECT_API

@@ -98,9 +98,10 @@ SECRET_KEYS_READ: dict[str, tuple[str, ...]] = {
 }
 # What a dropped value reads as: not a value the Secret had, and not one any rule reads.
 VALUE_NOT_KEPT = "(value not kept)"
-# The metadata of a Secret gcjob reads: its identity, times, owners and the two maps. The rest
+# The metadata of a Secret gcjob reads: its identity, times, owners, finalizers (the names of
+# what holds a deletion: docs/rules.md "Deletion states") and the two maps. The rest
 # (managedFields, whose fieldsV1 names the data's keys and whose `manager` is free text;
-# finalizers; generateName; selfLink) is read by no rule, and dropped.
+# generateName; selfLink) is read by no rule, and dropped.
 _SECRET_NAMES = ("name", "namespace", "uid", "resourceVersion")
 _SECRET_TIMES = ("creationTimestamp", "deletionTimestamp")
 _OWNER_REFERENCE_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
@@ -160,6 +161,11 @@ def secret_as_kept(obj: Any) -> dict[str, Any]:
             found[place] = _kept_map(meta[place], read)
     if "ownerReferences" in meta:
         found["ownerReferences"] = _kept_owners(meta["ownerReferences"])
+    if "finalizers" in meta:
+        names = meta["finalizers"]
+        found["finalizers"] = (
+            [_scalar(name) for name in names] if isinstance(names, list) else VALUE_NOT_KEPT
+        )
     kept["metadata"] = found
     return kept
 

@@ -20,6 +20,7 @@ from gcjob.settings import (
     BOUNDS,
     DEFAULT_CLOCK_SKEW,
     DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_DELETION_STALLED_AFTER,
     DEFAULT_GRACE,
     DEFAULT_LIST_TIMEOUT,
     DEFAULT_MIN_AGE,
@@ -241,6 +242,13 @@ GRACE = duration(
     DEFAULT_GRACE,
     "Mark an orphan first; delete it once it stayed one, on the same evidence, this long "
     "(0: delete on the first look).",
+)
+DELETION_STALLED_AFTER = duration(
+    "deletion-stalled-after",
+    DEFAULT_DELETION_STALLED_AFTER,
+    "Say an object gcjob marked and deleted is stalled once it stays Terminating this long "
+    "(deletion-stalled: the hub's garbage collector or Karmada's controllers not running).",
+    positive=True,
 )
 OUTPUT = click.option(
     "--output",

@@ -18,6 +18,10 @@ from gcjob.reasons import Reason
 
 class Action(StrEnum):
     DELETED = "deleted"
+    # Its delete went out and was accepted; a finalizer other than the garbage collector's
+    # `orphan` still holds the object (read again a moment later: docs/rules.md "Deletion
+    # states"). Counted apart from `deleted`; as a deletion against the drain cap.
+    DELETE_HELD = "delete-held"
     WOULD_DELETE = "would-delete"
     ALREADY_GONE = "already-gone"
     SKIPPED = "skipped"
@@ -104,6 +108,15 @@ UNREADABLE_OWNER = OwnerRef("", "<unreadable ownerReference>", "", controller=Tr
 
 
 @dataclass(frozen=True, slots=True)
+class Deletion:
+    """An object being deleted, as read: since when (its deletionTimestamp; None when that is
+    no readable time) and what holds it (its finalizers, verbatim)."""
+
+    since: datetime | None
+    finalizers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
     """What was observed of one object: enough to report it and to pin a delete or a patch
     to it."""
@@ -120,6 +133,7 @@ class ObjectRef:
     has_labels: bool = False
     has_annotations: bool = False
     mark: Mark | None = None
+    deletion: Deletion | None = None  # a terminating object's: when, and what holds it
 
     @property
     def order(self) -> tuple[str, str, str]:

@@ -24,6 +24,7 @@ class Reason(StrEnum):
     TOO_YOUNG = "too-young"
     AGE_UNKNOWN = "age-unknown"
     TERMINATING = "terminating"
+    DELETION_STALLED = "deletion-stalled"
     PROTECTED = "protected"
     PROTECT_NOT_UNDERSTOOD = "protect-not-understood"
     DELETION_PROTECTED = "deletion-protected"
@@ -39,6 +40,7 @@ class Reason(StrEnum):
     LOOKUP_FAILED = "lookup-failed"
     DELETE_FAILED = "delete-failed"
     DELETE_UNCERTAIN = "delete-uncertain"
+    ADMISSION_REFUSED = "admission-refused"
     MARK_FAILED = "mark-failed"
     UNMARK_FAILED = "unmark-failed"
     BRAKE = "brake"
@@ -112,6 +114,11 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.TOO_YOUNG: "younger than --min-age: kept",
     Reason.AGE_UNKNOWN: "no creationTimestamp, so its age cannot be proven: kept",
     Reason.TERMINATING: "already being deleted (a deletionTimestamp): not deleted again",
+    Reason.DELETION_STALLED: (
+        "marked by gcjob and being deleted for longer than --deletion-stalled-after, held by "
+        "its finalizers (named): the hub's garbage collector or Karmada's controllers may not "
+        "be running; kept, exit 0, a metric and an alert"
+    ),
     Reason.PROTECTED: "the protect label or annotation is `true`: kept",
     Reason.PROTECT_NOT_UNDERSTOOD: "the protect key has a value other than `true`/`false`: kept",
     Reason.DELETION_PROTECTED: (
@@ -139,10 +146,15 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.ALREADY_GONE: "deleted by someone else first (404)",
     Reason.LOOKUP_FAILED: (
         "a read the decision needs, or the live second look before a delete, failed, was "
-        "refused or ran out of its read budget (the detail says which): kept, the run exits 1"
+        "refused or ran out of its read budget (the detail says which): kept, the run exits 1; "
+        "with `delete-held`: the delete went out, reading it again failed, its state unknown"
     ),
     Reason.DELETE_FAILED: "the delete was refused or failed",
     Reason.DELETE_UNCERTAIN: "the delete's answer was lost: it may or may not have happened",
+    Reason.ADMISSION_REFUSED: (
+        "the delete was refused by an admission webhook or a ValidatingAdmissionPolicy (403, "
+        "not RBAC): kept, nothing else of its group deleted, the server's message said; exit 0"
+    ),
     Reason.MARK_FAILED: "writing the orphan mark failed",
     Reason.UNMARK_FAILED: "removing gcjob's mark failed",
     Reason.RECORD_FAILED: (
@@ -245,6 +257,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.TOO_YOUNG,
         Reason.AGE_UNKNOWN,
         Reason.TERMINATING,
+        Reason.DELETION_STALLED,
         Reason.PROTECTED,
         Reason.PROTECT_NOT_UNDERSTOOD,
         Reason.DELETION_PROTECTED,
@@ -257,6 +270,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.LOOKUP_FAILED,
         Reason.DELETE_FAILED,
         Reason.DELETE_UNCERTAIN,
+        Reason.ADMISSION_REFUSED,
         Reason.MARK_FAILED,
         Reason.UNMARK_FAILED,
         Reason.BRAKE,
@@ -359,6 +373,7 @@ NOT_SWEPT_REASONS: Final = (
     Reason.UPSTREAM_CLUSTER_UNKNOWN,
     Reason.LOOKUP_FAILED,
     Reason.OWNER_UNRESOLVED,
+    Reason.ADMISSION_REFUSED,  # the hub's admission refuses its delete, run after run
 )  # upstream-unavailable has its own, by cluster: GcjobUpstreamUnavailable
 # Held back by a brake: a webhook notifies, a metric counts.
 BRAKE_REASONS: Final = (Reason.BRAKE, Reason.UPSTREAM_SUSPECT)

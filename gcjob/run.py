@@ -125,6 +125,9 @@ class Tally:
     projects_judged: ProjectJudgement | None = None
     # The upstream clusters (projects) each sweep read this round: with --shard, its shard's.
     clusters_read: dict[str, int] = field(default_factory=dict)
+    # Deletes a finalizer held at their answer, not yet reported: each is read again once the
+    # sweep's deletes are sent (`settle_held`), and reported once, as it then is.
+    held: list[Outcome] = field(default_factory=list)
 
 
 @dataclass
@@ -426,16 +429,29 @@ class Run:
 
     def count_deletion(self, outcomes: list[Outcome]) -> None:
         """One deletion's outcomes; it takes a place in the drain cap (a dry run's would-delete
-        too), unless its sweep is not enforced: that deletes nothing, dry run or not."""
+        too, and one a finalizer holds: its delete went out), unless its sweep is not
+        enforced: that deletes nothing, dry run or not. One a finalizer held at its answer is
+        reported once read again (`settle_held`)."""
         first = outcomes[0] if outcomes else None
         if (
             first
-            and first.action in (Action.DELETED, Action.WOULD_DELETE)
+            and first.action in (Action.DELETED, Action.DELETE_HELD, Action.WOULD_DELETE)
             and first.reason != Reason.BRAKE
             and not first.if_enforced
         ):
             self.tally.deleted += 1
         for outcome in outcomes:
+            if outcome.action is Action.DELETE_HELD:
+                self.tally.held.append(outcome)  # reported once read again: settle_held
+            else:
+                self.record(outcome)
+
+    def settle_held(self) -> None:
+        """The deletes a finalizer held at their answer, read again (act/deleter.py `settle`:
+        one wait for them all) and each reported once, as it now is: `deleted`, or still
+        `delete-held`, naming what holds it."""
+        held, self.tally.held = self.tally.held, []
+        for outcome in self.deleter.settle(held) if held else []:
             self.record(outcome)
 
     def count_projects(self, calls: Mapping[str, ProjectCall], brake: str) -> None:

@@ -32,6 +32,9 @@ MAX_DURATION_SECONDS = 365 * 24 * 3600
 # it (gcjob/marks.py). "0" deletes on the first look.
 DEFAULT_GRACE = "10m"
 DEFAULT_MIN_AGE = "5m"
+# --deletion-stalled-after: how long an object gcjob deleted may stay Terminating before a run
+# says its deletion stalled (a hub whose garbage collector or Karmada's controllers stopped).
+DEFAULT_DELETION_STALLED_AFTER = "15m"
 DEFAULT_TIMEOUT = "4m"
 EXPLAIN_TIMEOUT = "1m"  # explain's own --timeout: it reads one object, not a whole hub
 DEFAULT_UPSTREAM_MAX_TIME = "60s"
@@ -124,6 +127,7 @@ def _duration_problem(duration: timedelta) -> str | None:
 
 GRACE = parse_duration(DEFAULT_GRACE)
 MIN_AGE = parse_duration(DEFAULT_MIN_AGE)
+DELETION_STALLED_AFTER = parse_duration(DEFAULT_DELETION_STALLED_AFTER)
 TIMEOUT = parse_duration(DEFAULT_TIMEOUT)
 UPSTREAM_MAX_TIME = parse_duration(DEFAULT_UPSTREAM_MAX_TIME)
 CLOCK_SKEW = parse_duration(DEFAULT_CLOCK_SKEW)
@@ -194,6 +198,7 @@ class Settings:
     pushgateway: str | None = None
     notify_webhook: str | None = None
     grace: timedelta = GRACE
+    deletion_stalled_after: timedelta = DELETION_STALLED_AFTER
     max_marks: int = DEFAULT_MAX_MARKS
     # Rounds until no orphan waits (the rollout Job): sleep until the next mark is due, sweep
     # again, within --timeout.

@@ -192,7 +192,9 @@ class TestCluster:
 
         wait_for(listed, timeout, f"{kind} {meta['name']} in the watch cache")
 
-    def create_with_binding(self, companion: dict[str, Any]) -> str:
+    def create_with_binding(
+        self, companion: dict[str, Any], *, karmada_finalizer: bool = False
+    ) -> str:
         """Create a companion, then its ResourceBinding as Karmada writes it: naming the uid
         the server gave it, and owned by it (so the hub's garbage collector deletes it with
         its companion); returns the binding's name (the companion's and its kind's, as Karmada
@@ -202,7 +204,14 @@ class TestCluster:
         binding = f"{name}-{kind.lower()}"
         namespace = companion["metadata"]["namespace"]
         uid = created["metadata"]["uid"]
-        bound = objects.binding(namespace, binding, kind=kind, target=name, target_uid=uid)
+        bound = objects.binding(
+            namespace,
+            binding,
+            kind=kind,
+            target=name,
+            target_uid=uid,
+            karmada_finalizer=karmada_finalizer,
+        )
         self.create(objects.owned_by(bound, created, controller=True))
         return binding
 

@@ -27,8 +27,9 @@ from gcjob.domain import (
 from testbed.model import HUB_NS, route_labels
 
 Obj = dict[str, Any]
-# Karmada's binding controller's: it removes it once a deleted binding's Works are gone (the
-# test hub runs no Karmada: testbed/cluster.py says what that changes).
+# Karmada's binding controller's: it removes it once a deleted binding's Works are gone. The
+# plain test hub runs no Karmada, so nothing would: a binding carries it only where a test
+# asks (`karmada_finalizer`), and gcjob then truly reports its delete held (`delete-held`).
 KARMADA_FINALIZER = "karmada.io/binding-controller"
 SECRET_VALUE = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"  # base64 "super-secret-password"
 
@@ -131,6 +132,7 @@ def binding(
     policy: str = "city-dfw",
     policy_in: str = "annotation",
     annotations: dict[str, str] | None = None,
+    karmada_finalizer: bool = False,
 ) -> Obj:
     labels: dict[str, str] = {}
     notes = dict(annotations or {})
@@ -144,7 +146,8 @@ def binding(
     if target_uid:
         resource["uid"] = target_uid
     meta = _meta(namespace, name, labels, notes)
-    meta["finalizers"] = [KARMADA_FINALIZER]
+    if karmada_finalizer:
+        meta["finalizers"] = [KARMADA_FINALIZER]
     return {
         "apiVersion": "work.karmada.io/v1alpha2",
         "kind": "ResourceBinding",
@@ -214,7 +217,7 @@ def route(
     }
 
 
-def binding_for(companion: Obj) -> Obj:
+def binding_for(companion: Obj, *, karmada_finalizer: bool = False) -> Obj:
     """The ResourceBinding Karmada writes for a companion as the server stored it: named
     after it and its kind, naming its uid and resourceVersion, owned by it, placed."""
     meta = companion["metadata"]
@@ -231,7 +234,7 @@ def binding_for(companion: Obj) -> Obj:
                 "propagationpolicy.karmada.io/namespace": ns,
             },
             "labels": {"propagationpolicy.karmada.io/permanent-id": str(uuid.uuid4())},
-            "finalizers": [KARMADA_FINALIZER],
+            **({"finalizers": [KARMADA_FINALIZER]} if karmada_finalizer else {}),
             "ownerReferences": [owner_reference(companion, controller=True)],
         },
         "spec": {

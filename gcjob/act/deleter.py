@@ -7,19 +7,26 @@ import copy
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.decide.plan import not_enforced
-from gcjob.kube.access import DeleteResult, KubeAccess
-from gcjob.kube.errors import DeleteUncertain, KubeError, Stopped
+from gcjob.kube.access import DeleteResult, HeldBy, KubeAccess, Lingering, holding, lingering
+from gcjob.kube.errors import MAX_MESSAGE_CHARS, ApiError, DeleteUncertain, KubeError, Stopped
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, Looked, Outcome, SecondLook, Sweep, Verdict
 from gcjob.reasons import Reason
+from gcjob.redact import redact
 
 if TYPE_CHECKING:
     from gcjob.act.record import DeletionRecord
+
+# How long after a delete held by a finalizer goes out it is read again: Karmada's binding
+# controller lets its finalizer go about 0.1 s after the delete, the garbage collector its
+# `orphan` as soon; a finalizer still there a second later is reported as holding it.
+SETTLE_AFTER = 1.0
 
 
 class Deleter:
@@ -48,6 +55,11 @@ class Deleter:
         self.writes = writes or Writes(
             budget, qps=qps, max_writes=sys.maxsize, clock=clock, sleep=sleep
         )
+        self.clock = clock
+        self.sleep = sleep
+        # Deletes the server accepted with the object still held by a finalizer other than
+        # `orphan`, by uid: what to read again (`settle`), and when each went out.
+        self._held: dict[str, tuple[Resource, float]] = {}
 
     def report_only(self) -> Deleter:
         """This deleter for a sweep that is not enforced (not in --enforce), as the driver
@@ -116,8 +128,17 @@ class Deleter:
             return Outcome.of(sweep, verdict, Action.FAILED, Reason.DELETE_UNCERTAIN, str(exc))
         except Stopped as exc:
             return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: {exc}")
+        except ApiError as exc:
+            if exc.admission:
+                return refused_by_admission(sweep, verdict, exc)
+            return Outcome.of(sweep, verdict, Action.FAILED, Reason.DELETE_FAILED, str(exc))
         except KubeError as exc:
             return Outcome.of(sweep, verdict, Action.FAILED, Reason.DELETE_FAILED, str(exc))
+        if isinstance(result, HeldBy):
+            self._held[ref.uid] = (resource, self.clock())
+            return Outcome.of(
+                sweep, verdict, Action.DELETE_HELD, detail=held_detail(result, verdict)
+            )
         if result is DeleteResult.DELETED:
             return Outcome.of(sweep, verdict, Action.DELETED)
         if result is DeleteResult.GONE:
@@ -125,6 +146,74 @@ class Deleter:
         return Outcome.changed_since_observed(
             sweep, verdict, "409: uid or resourceVersion changed since it was observed"
         )
+
+    def settle(self, held: list[Outcome]) -> list[Outcome]:
+        """`held` (outcomes `delete-held` of deletes this deleter sent), each read again once,
+        at least SETTLE_AFTER after the last of them went out: what each is now (`settled`).
+        One wait for them all, never one for each delete (thousands are paced)."""
+        sent = [self._held[o.ref.uid][1] for o in held if o.ref.uid in self._held]
+        if sent and self.budget.stop_reason() is None:
+            wait = max(sent) + SETTLE_AFTER - self.clock()
+            if wait > 0:
+                self.budget.sleep(wait, self.sleep)
+        return [self._read_again(outcome) for outcome in held]
+
+    def _read_again(self, outcome: Outcome) -> Outcome:
+        """One metadata GET (once, even after a stop request) of an object whose delete a
+        finalizer held, and what it says (`settled`)."""
+        ref = outcome.ref
+        pending = self._held.pop(ref.uid, None)
+        if pending is None or self.access is None:
+            return outcome
+        resource = pending[0]
+        try:
+            seen = self.access.get(resource, ref.namespace or None, ref.name, lingering, final=True)
+        except KubeError as exc:
+            return settled(outcome, None, str(exc))
+        return settled(outcome, seen, "")
+
+
+def held_detail(held: HeldBy, verdict: Verdict) -> str:
+    """What a delete's answer said of an object a finalizer still holds."""
+    names = ", ".join(held.finalizers) or "none readable in the answer"
+    return f"delete sent, the object held by finalizers [{names}]: {verdict.detail}"
+
+
+def settled(outcome: Outcome, seen: Lingering | None, error: str) -> Outcome:
+    """A `delete-held` outcome, once the object was read again (`seen`: what the read found;
+    None: proven gone; `error`: why it could not be read). Gone, another object under its
+    name (the old one went), or held only by `orphan` (the garbage collector lets it go):
+    `deleted`. Still held: `delete-held`, naming what holds it. Not read: the delete went out
+    and its state is unknown, `delete-held`/`lookup-failed` (exit 1), never `deleted`."""
+    if error:
+        detail = (
+            f"delete sent and held by a finalizer; reading it again failed, its state is "
+            f"unknown: {error}"
+        )
+        return replace(outcome, reason=Reason.LOOKUP_FAILED, detail=detail)
+    if seen is None or seen.uid != outcome.ref.uid:
+        return replace(outcome, action=Action.DELETED, detail=_released(outcome.detail))
+    held = holding(seen.finalizers)
+    if not held:
+        return replace(outcome, action=Action.DELETED, detail=_released(outcome.detail))
+    names = ", ".join(held)
+    _, _, rest = outcome.detail.partition("]: ")
+    return replace(
+        outcome, detail=f"delete sent, the object still held by finalizers [{names}]: {rest}"
+    )
+
+
+def _released(detail: str) -> str:
+    _, _, rest = detail.partition("]: ")
+    return f"its finalizers let it go (read again): {rest}" if rest else detail
+
+
+def refused_by_admission(sweep: Sweep, verdict: Verdict, exc: ApiError) -> Outcome:
+    """A delete an admission webhook or a ValidatingAdmissionPolicy refused (403): the object
+    kept, the server's message said (redacted, bounded), `admission-refused`."""
+    said = redact(" ".join(exc.said.split()))[:MAX_MESSAGE_CHARS]
+    detail = f"kept: the delete was refused by admission (HTTP {exc.status}): {said}"
+    return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.ADMISSION_REFUSED, detail)
 
 
 def read_failure(sweep: Sweep, verdict: Verdict, what: str, exc: KubeError) -> Outcome:

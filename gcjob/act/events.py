@@ -37,6 +37,7 @@ POSTED = {
     Action.MARKED: ("OrphanMarked", "Mark"),
     Action.UNMARKED: ("OrphanUnmarked", "Unmark"),
     Action.DELETED: ("OrphanDeleted", "Delete"),
+    Action.DELETE_HELD: ("OrphanDeleteHeld", "Delete"),
 }
 NAME_CHARS = 200  # of the object's name, in the Event's name (253 at most in all)
 EVENT_PREFIX = "gcjob"  # an Event's name for an object whose own name is no DNS-1123 subdomain

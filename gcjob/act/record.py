@@ -165,8 +165,8 @@ class DeletionRecord:
         (it can still be restored) but stops further deletes."""
         if self.broken is not None:
             return
-        done = (
-            "deleted" if outcome.action is Action.DELETED else f"{outcome.action}:{outcome.reason}"
-        )
+        # A delete a finalizer holds went out: the object goes once it lets go (restorable).
+        gone = outcome.action in (Action.DELETED, Action.DELETE_HELD)
+        done = "deleted" if gone else f"{outcome.action}:{outcome.reason}"
         entry = undo.outcome_entry(self.run_id, outcome.ref.uid, done, outcome.detail, self.clock())
         self._written(entry)

@@ -10,6 +10,7 @@ from functools import partial
 
 from gcjob.decide.trace import Trace, given
 from gcjob.domain import ANCHOR_PREFIX, KARMADA_PROTECTED, PROTECT_ANNOTATION
+from gcjob.marks import MarkState, read_mark
 from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
 from gcjob.reasons import Reason
 
@@ -43,6 +44,28 @@ def protection(protect: Protect) -> tuple[Reason, str] | None:
     return (
         Reason.PROTECT_NOT_UNDERSTOOD,
         f"{where}={shown} is neither true nor false: kept as protected",
+    )
+
+
+def deletion_stalled(ref: ObjectRef, now: datetime, after: timedelta) -> str | None:
+    """Why an object gcjob deleted is stalled, or None: it carries gcjob's mark, bound to
+    this very object (what proves gcjob judged it an orphan, and a run deleted it once due:
+    marks.read_mark), and has been Terminating for longer than `after` (from its
+    deletionTimestamp to `now`, the hub's clock). Pure."""
+    deletion = ref.deletion
+    if deletion is None or deletion.since is None or not ref.terminating:
+        return None
+    if read_mark(ref.mark, ref.uid, ref.created, now).state is not MarkState.BOUND:
+        return None
+    waited = now - deletion.since
+    if waited <= after:
+        return None
+    held = ", ".join(deletion.finalizers) or "none"
+    return (
+        f"deleted by gcjob (its mark) and Terminating for {int(waited.total_seconds())}s since "
+        f"{deletion.since.isoformat().replace('+00:00', 'Z')}, more than "
+        f"--deletion-stalled-after {int(after.total_seconds())}s: held by finalizers [{held}] "
+        "(is the hub's garbage collector, or Karmada's controllers, running?)"
     )
 
 

@@ -27,6 +27,7 @@ from gcjob.kube import discovery, requests
 from gcjob.kube.errors import AnswerTooLarge, ApiError, DeleteUncertain, KubeError, Unavailable
 from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
 from gcjob.kube.oneofeach import OneOfEach
+from gcjob.kube.reduce import finalizers_of
 from gcjob.kube.requests import Request
 from gcjob.kube.resources import Resource
 from gcjob.kube.transport import (
@@ -38,7 +39,7 @@ from gcjob.kube.transport import (
     decode_json,
 )
 from gcjob.redact import redact
-from gcjob.times import parse_http_date
+from gcjob.times import parse_http_date, parse_time
 
 T = TypeVar("T")
 Reduce = Callable[[dict[str, Any]], T | None]
@@ -295,6 +296,46 @@ class DeleteResult(Enum):
     DELETED = "deleted"  # accepted now (or terminating, when finalizers hold it)
     GONE = "already-gone"  # 404: someone else deleted it first
     CONFLICT = "conflict"  # 409: it changed since it was observed
+
+
+# The finalizer the API server adds to an object deleted orphaning its dependents (as every
+# gcjob delete is: requests.py), and the hub's garbage collector removes once it has: an object
+# held by it alone is on its way out (docs/rules.md "Deletion states").
+ORPHAN_FINALIZER = "orphan"
+
+
+@dataclass(frozen=True, slots=True)
+class HeldBy:
+    """A delete accepted, the object still there, held by `finalizers` (every one but
+    `orphan`; empty when the answer named none readably: looked at again all the same)."""
+
+    finalizers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Lingering:
+    """An object whose delete went out, read again: still there with this uid, `terminating`
+    (a deletionTimestamp) since `since` (None: not a readable time), held by `finalizers`."""
+
+    uid: str
+    terminating: bool
+    since: datetime | None
+    finalizers: tuple[str, ...]
+
+
+def holding(finalizers: tuple[str, ...]) -> tuple[str, ...]:
+    """The finalizers that hold a deletion: every one but the garbage collector's `orphan`."""
+    return tuple(f for f in finalizers if f != ORPHAN_FINALIZER)
+
+
+def lingering(obj: dict[str, Any]) -> Lingering:
+    meta = obj.get("metadata") or {}
+    return Lingering(
+        str(meta.get("uid") or ""),
+        bool(meta.get("deletionTimestamp")),
+        parse_time(meta.get("deletionTimestamp")),
+        finalizers_of(obj),
+    )
 
 
 class Patched(Enum):
@@ -670,9 +711,10 @@ class KubeAccess(ListsByFolding):
 
     def delete(
         self, resource: Resource, namespace: str | None, name: str, uid: str, resource_version: str
-    ) -> DeleteResult:
+    ) -> DeleteResult | HeldBy:
         """Raises DeleteUncertain when an attempt may have been applied and looking could not
-        tell; any other KubeError means nothing was deleted."""
+        tell; any other KubeError means nothing was deleted. Accepted, the object still held
+        by a finalizer other than `orphan` (Karmada's, a tenant's): HeldBy, naming them."""
         if not uid or not resource_version:
             raise KubeError(f"refusing to delete {name}: no uid/resourceVersion to pin it to")
         request = requests.delete(resource, namespace, name, uid, resource_version)
@@ -682,12 +724,13 @@ class KubeAccess(ListsByFolding):
             if not exc.maybe_applied:
                 raise
             # Retries ran out, or the run stopped, after an attempt that may have applied.
-            if self._settle(resource, namespace, name, uid, exc) is DeleteResult.DELETED:
-                return DeleteResult.DELETED
+            settled = self._settle(resource, namespace, name, uid, exc)
+            if settled is not DeleteResult.CONFLICT:
+                return settled
             raise
-        # The body is the object (metadata only); a Secret's is never read.
+        # The body is the object (metadata only; a Secret's as gcjob keeps one): its finalizers.
         if 200 <= response.status < 300:
-            return DeleteResult.DELETED
+            return _held_by(response, resource)
         if response.status == 404 and is_not_found_for(response, resource, name):
             if response.resent_after_maybe_applied:
                 return DeleteResult.DELETED  # gone after our own earlier attempt: counted once
@@ -705,11 +748,11 @@ class KubeAccess(ListsByFolding):
         name: str,
         uid: str,
         failure: KubeError | None,
-    ) -> DeleteResult:
+    ) -> DeleteResult | HeldBy:
         """Did an earlier attempt of our delete apply? Look (once, even after a stop request),
         do not guess: gone, or terminating with our uid, means it did."""
         try:
-            seen = self.get(resource, namespace, name, _uid_and_terminating, final=True)
+            seen = self.get(resource, namespace, name, lingering, final=True)
         except KubeError as exc:
             why = f"{failure}; " if failure else ""
             raise DeleteUncertain(
@@ -717,9 +760,9 @@ class KubeAccess(ListsByFolding):
             ) from exc
         if seen is None:
             return DeleteResult.DELETED
-        seen_uid, terminating = seen
-        if seen_uid == uid and terminating:
-            return DeleteResult.DELETED
+        if seen.uid == uid and seen.terminating:
+            held = holding(seen.finalizers)
+            return HeldBy(held) if held else DeleteResult.DELETED
         return DeleteResult.CONFLICT
 
     def patch(
@@ -811,9 +854,22 @@ def server_date(response: Response) -> datetime | None:
     )
 
 
-def _uid_and_terminating(obj: dict[str, Any]) -> tuple[str, bool]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("uid") or ""), bool(meta.get("deletionTimestamp"))
+def _held_by(response: Response, resource: Resource) -> DeleteResult | HeldBy:
+    """A 2xx answer to a delete: the object as it was left. Gone, or held only by `orphan`
+    (the garbage collector lets it go): DELETED. Held by others: HeldBy, naming them. An
+    answer that is not a readable object: HeldBy naming none, to be looked at again."""
+    try:
+        obj = decode_json(response.body)
+    except ValueError:
+        return HeldBy(())
+    if not isinstance(obj, dict):
+        return HeldBy(())
+    if obj.get("kind") == "Status":  # a few resources answer a delete with a Status
+        return DeleteResult.DELETED
+    if resource.sensitive:
+        obj = secret_as_kept(obj)
+    held = holding(finalizers_of(obj))
+    return HeldBy(held) if held else DeleteResult.DELETED
 
 
 _ABSENT = object()
@@ -894,10 +950,15 @@ def _api_error(response: Response, request: Request) -> ApiError:
     )
     message, hint = said, ""
     terminating = response.status == 403 and NAMESPACE_TERMINATING in _causes(body)
+    # A policy's refusal is a 403 when it says `reason: Forbidden` (a webhook's always is), a
+    # 422 by default: either is admission's word, not a permission.
+    admission = (
+        response.status in (403, 422) and not terminating and bool(_ADMISSION_DENIAL.search(said))
+    )
     if terminating:
         # Not a permission: the namespace is being deleted (the API server's NamespaceLifecycle).
         message = f"forbidden: the namespace is being deleted: {said}"
-    elif response.status == 403 and _ADMISSION_DENIAL.search(said):
+    elif admission:
         # A ValidatingAdmissionPolicy or an admission webhook said no: no grant would change it.
         message = f"refused by an admission policy or webhook, not RBAC: {said}"
     elif response.status == 403:
@@ -913,6 +974,7 @@ def _api_error(response: Response, request: Request) -> ApiError:
         said=said,
         hint=hint,
         namespace_terminating=terminating,
+        admission=admission,
     )
 
 

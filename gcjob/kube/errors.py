@@ -34,17 +34,20 @@ class ApiError(KubeError):
         said: str | None = None,
         hint: str = "",
         namespace_terminating: bool = False,
+        admission: bool = False,
     ) -> None:
         """`said`: the server's own words (its Status message), when `message` adds gcjob's
         `hint` to them (what to grant). `namespace_terminating`: a 403 whose Status names the
         cause NamespaceTerminating: nothing new in that namespace, which is being deleted
-        (not a permission)."""
+        (not a permission). `admission`: a 403 an admission webhook or a
+        ValidatingAdmissionPolicy answered (not RBAC)."""
         self.status = status
         self.reason = reason
         self.path = path
         self.said = redact(message if said is None else said)
         self.hint = hint
         self.namespace_terminating = namespace_terminating
+        self.admission = admission
         # Redacted whole, then cut: a cut token would no longer look like one.
         super().__init__(
             clip(redact(f"HTTP {status} {reason} on {path}: {message}"), MAX_MESSAGE_CHARS)

@@ -33,6 +33,7 @@ from gcjob.model import (
     Binding,
     BoundResource,
     Companion,
+    Deletion,
     Mark,
     ObjectRef,
     OwnerRef,
@@ -89,7 +90,27 @@ def object_ref(obj: Obj, resource: Resource) -> ObjectRef:
         has_labels=isinstance(meta.get("labels"), dict),
         has_annotations=isinstance(meta.get("annotations"), dict),
         mark=mark(meta),
+        deletion=deletion(meta),
     )
+
+
+def deletion(meta: Obj) -> Deletion | None:
+    """A terminating object's deletion (most objects have none: no record is made for them)."""
+    if meta.get("deletionTimestamp") is None:
+        return None
+    return Deletion(parse_time(meta.get("deletionTimestamp")), finalizers_of({"metadata": meta}))
+
+
+def finalizers_of(obj: Any) -> tuple[str, ...]:
+    """An object's finalizers as read (metadata.finalizers), each a string; one that is not
+    reads as `<unreadable>`, and so does a field that is no list."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    found = meta.get("finalizers") if isinstance(meta, dict) else None
+    if found is None:
+        return ()
+    if not isinstance(found, list):
+        return ("<unreadable>",)
+    return tuple(f if isinstance(f, str) else "<unreadable>" for f in found)
 
 
 def mark(meta: Obj) -> Mark | None:

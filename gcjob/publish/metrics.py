@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, pushadd
 
 from gcjob.logs import log
 from gcjob.model import PROJECT_COUNT_STATES, ClusterStatus
-from gcjob.reasons import BRAKE_REASONS, NOT_SWEPT_REASONS
+from gcjob.reasons import BRAKE_REASONS, NOT_SWEPT_REASONS, Reason
 from gcjob.redact import redact
 from gcjob.urls import proxy_authorization, proxy_env, proxy_route, without_userinfo
 from gcjob.visible import clip
@@ -76,7 +76,8 @@ def registry_of(
         "gcjob_run_not_swept",
         "Objects the last run kept because what it needs to judge them is not configured or "
         "could not be read (an unknown or unavailable upstream cluster, a failed lookup, an "
-        "owner kind that maps to nothing): never swept until fixed, by sweep and reason.",
+        "owner kind that maps to nothing), or whose delete the hub's admission refused: never "
+        "swept until fixed, by sweep and reason.",
         ["sweep", "reason"],
         registry=registry,
     )
@@ -86,6 +87,20 @@ def registry_of(
         for reason in NOT_SWEPT_REASONS:
             count = sum(reasons.get(reason.value, 0) for reasons in actions)
             not_swept.labels(sweep, reason.value).set(count)
+    stalled = Gauge(
+        "gcjob_run_deletions_stalled",
+        "Objects gcjob deleted (its mark) that the last run found still Terminating longer "
+        "than --deletion-stalled-after (deletion-stalled): is the hub's garbage collector, or "
+        "are Karmada's controllers, running? By sweep.",
+        ["sweep"],
+        registry=registry,
+    )
+    # Every sweep that ran, 0 included: the alert must see it resolve.
+    for sweep in summary["sweeps"]:
+        actions = summary["counts"].get(sweep, {}).values()
+        stalled.labels(sweep).set(
+            sum(reasons.get(Reason.DELETION_STALLED.value, 0) for reasons in actions)
+        )
     seen = Gauge(
         "gcjob_run_objects_seen",
         "Objects read by each sweep in the last run.",

@@ -30,6 +30,8 @@ from gcjob.urls import (
 )
 
 FIRST_ITEMS = 5
+# The actions a message names: what a run did, or failed to do.
+NOTABLE_ACTIONS = ("deleted", "delete-held", "failed")
 TIMEOUTS = (3.05, 5.0)  # connect, read (seconds)
 QUIET_CODES = (ExitCode.OK,)
 
@@ -53,7 +55,7 @@ def _notable(record: dict[str, Any]) -> bool:
 def _counts_as_notable(action: str, reason: str) -> bool:
     """Deleted, failed, held by a brake, or kept by a failure (a lookup, an upstream): what a
     message names, so a failed run says what failed."""
-    return action in ("deleted", "failed") or reason in BRAKE_REASONS or reason in ERROR_REASONS
+    return action in NOTABLE_ACTIONS or reason in BRAKE_REASONS or reason in ERROR_REASONS
 
 
 def failures(summary: dict[str, Any]) -> list[str]:

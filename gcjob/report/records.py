@@ -84,7 +84,14 @@ def upstream_record(
 # waiting, past the cap, held back, would-delete) says what a round found, so only the last
 # round's is true of the hub the run left.
 ACTIONS_ADDED_UP = frozenset(
-    {Action.DELETED, Action.ALREADY_GONE, Action.FAILED, Action.MARKED, Action.UNMARKED}
+    {
+        Action.DELETED,
+        Action.DELETE_HELD,
+        Action.ALREADY_GONE,
+        Action.FAILED,
+        Action.MARKED,
+        Action.UNMARKED,
+    }
 )
 
 

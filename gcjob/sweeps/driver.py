@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import waiting
 from gcjob.brakes import Pending, drain_cut, group_brake, limit_said
-from gcjob.decide.common import Claims, claimed
+from gcjob.decide.common import Claims, claimed, deletion_stalled
 from gcjob.decide.grace import (
     GraceCall,
     Graced,
@@ -341,7 +341,7 @@ def drive(run: Run, declared: Declaration[J, T]) -> None:
     sort: GraceSort[T] = GraceSort(declared.rule, run.now, run.settings.grace)
 
     def file(planned: Planned[T]) -> None:
-        planned = guarded(run, declared.rule, planned)
+        planned = stalled(run, guarded(run, declared.rule, planned))
         if planned.plan.next is Next.NOTHING or not sort.take(
             planned.verdict, planned.evidence, planned.call, planned.target
         ):
@@ -502,7 +502,10 @@ def act(run: Run, declared: Declaration[Any, T], sort: GraceSort[T], in_scope: i
         run.hold_back(sweep, [g.verdict for g in [*cut.now, *cut.later]], breaker)
     else:
         declared.ahead_of_deletes(cut.now)
-        each(run, sweep, cut.now, _ref, delete)
+        try:
+            each(run, sweep, cut.now, _ref, delete)
+        finally:  # a deletion a finalizer held, read again once its sweep's deletes are sent
+            run.settle_held()
         backlog = [(g.verdict, g.call.since) for g in cut.later]
         run.drain_backlog(sweep, backlog, pace if paced else None)
     if enforced:  # what a drain waits for: never what a sweep not enforced would delete
@@ -539,6 +542,21 @@ def guarded(run: Run, rule: Rule, planned: Planned[T]) -> Planned[T]:
     kept = replace(verdict, delete=False, reason=held[0], detail=held[1], healthy=False)
     call = grace_call(rule, kept, None, run.now, run.settings.grace)
     return Planned(kept, None, call, planned.target, planned.claims)
+
+
+def stalled(run: Run, planned: Planned[T]) -> Planned[T]:
+    """An object gcjob deleted (its mark) still Terminating longer than
+    --deletion-stalled-after, here for every declared sweep whatever its judgement said: kept
+    as `deletion-stalled`, naming its finalizers and how long (decide/common.py
+    `deletion_stalled`); a metric counts it and an alert fires on it."""
+    verdict = planned.verdict
+    if verdict.delete or not verdict.ref.terminating:
+        return planned
+    why = deletion_stalled(verdict.ref, run.now, run.settings.deletion_stalled_after)
+    if why is None:
+        return planned
+    kept = replace(verdict, reason=Reason.DELETION_STALLED, detail=why, healthy=False)
+    return Planned(kept, None, planned.call, planned.target, planned.claims)
 
 
 def deleter_for(run: Run, sweep: Sweep) -> Deleter:

@@ -201,7 +201,9 @@ def test_bindings_sweep_deletes_only_city_bindings_of_absent_objects(
     ] = "city-dfw"
     for obj in untouchable.values():
         hub.create(obj)
-    hub.create(binding(ns, "leaving-configmap", kind="ConfigMap", target="leaving"))
+    hub.create(
+        binding(ns, "leaving-configmap", kind="ConfigMap", target="leaving", karmada_finalizer=True)
+    )
     hub.delete("ResourceBinding", ns, "leaving-configmap")  # Karmada's finalizer holds it
 
     result = sweep(ns, "--delete", "--sweep", "bindings")

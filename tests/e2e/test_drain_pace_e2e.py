@@ -169,9 +169,11 @@ def test_the_rollout_job_paces_its_rounds_and_ends_clear_with_a_true_summary(
     assert set(bindings_skipped) <= {"object-exists", "terminating"}, bindings_skipped
     assert bindings_skipped.get("object-exists", 0) >= live
     assert sum(bindings_skipped.values()) == summary["sweeps"]["bindings"]["in_scope"]
-    # The bindings it read are every binding on the hub (those deleted wait on Karmada's
-    # finalizer, which no Karmada removes here), read once.
-    assert summary["sweeps"]["bindings"]["scanned"] == len(bindings_on(hub, ns))
+    # The bindings the last round read: the live ones and those an earlier round deleted that
+    # the collector had not yet let go (a test binding carries no Karmada finalizer: issue 47),
+    # each read once; what is on the hub now is no more than that.
+    scanned = summary["sweeps"]["bindings"]["scanned"]
+    assert live <= len(bindings_on(hub, ns)) <= scanned <= live + orphans
     assert summary["totals"]["skipped"] == sum(
         sum(counts[s].get("skipped", {}).values()) for s in counts
     )

@@ -59,7 +59,7 @@ def test_a_deleted_companion_takes_its_karmada_binding_with_it(
     Karmada's finalizer, which Karmada's binding controller removes (none runs here)."""
     ns = hub.namespace()
     owner = hub.create(companion("ConfigMap", ns, "app-config", REFERRERS))
-    rb = hub.create(binding_for(owner))
+    rb = hub.create(binding_for(owner, karmada_finalizer=True))
 
     hub_collects_garbage(owner, rb)
 
@@ -75,7 +75,9 @@ def test_a_deleted_namespace_finishes_once_nothing_holds_it(hub: TestCluster) ->
     ns = hub.namespace()
     hub.create(companion("ConfigMap", ns, "app-config", REFERRERS))
     hub.create(workload(ns, "web"))
-    rb = hub.create_with_binding(companion("Secret", ns, "creds", REFERRERS))
+    rb = hub.create_with_binding(
+        companion("Secret", ns, "creds", REFERRERS), karmada_finalizer=True
+    )
 
     hub.delete("Namespace", None, ns)
 

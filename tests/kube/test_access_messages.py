@@ -117,6 +117,7 @@ def test_an_rbac_403_leads_with_the_servers_words_when_asked_and_names_the_grant
         "it, grant 'create' on /api/v1/namespaces/ns-a/configmaps)"
     )
     assert not error.namespace_terminating
+    assert not error.admission  # a permission: a delete RBAC refuses stays `delete-failed`
 
 
 @pytest.mark.parametrize(
@@ -135,6 +136,17 @@ def test_a_403_from_admission_names_no_grant(said: str) -> None:
     assert f"refused by an admission policy or webhook, not RBAC: {said}" in str(error)
     assert "grant" not in str(error) and "grant" not in error.server_first()
     assert not error.namespace_terminating
+    assert error.admission  # the deleter keeps the object: admission-refused
+
+
+def test_a_policys_default_422_is_admission_too() -> None:
+    said = (
+        "configmaps \"app\" is forbidden: ValidatingAdmissionPolicy 'keep' with binding 'keep' "
+        "denied request: kept by policy"
+    )
+    status = {"kind": "Status", "reason": "Invalid", "message": said}
+    error = _api_error(Response(422, {}, json.dumps(status).encode()), CREATE)
+    assert error.admission and error.status == 422
 
 
 @given(words=st.lists(st.from_regex(r"[a-z]{1,12}", fullmatch=True), min_size=60, max_size=120))

@@ -439,3 +439,21 @@ def test_a_push_takes_the_route_chosen_for_its_url(
         ("PUT", named)
     ]
     assert held(pushgateway)[("gcjob_run_duration_seconds", ())] == 2.0
+
+
+def test_deletions_stalled_and_held_are_counted_by_sweep(pushgateway: Pushgateway) -> None:
+    """Issue 47: `deletion-stalled` items make gcjob_run_deletions_stalled (every sweep that
+    ran, 0 included, so GcjobDeletionsStalled resolves); `delete-held` is its own action."""
+    counts = {
+        "companions": {
+            "skipped": {"deletion-stalled": 2, "terminating": 1},
+            "delete-held": {"orphaned": 1},
+            "deleted": {"orphaned": 3},
+        }
+    }
+    assert push(pushgateway.url, summary(counts=counts), duration=1.0, finished=1.0)
+    samples = held(pushgateway)
+    assert samples[("gcjob_run_deletions_stalled", (("sweep", "companions"),))] == 2
+    assert samples[("gcjob_run_deletions_stalled", (("sweep", "routes"),))] == 0
+    action = (("action", "delete-held"), ("reason", "orphaned"), ("sweep", "companions"))
+    assert samples[("gcjob_run_objects", action)] == 1

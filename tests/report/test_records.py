@@ -216,6 +216,7 @@ def test_tally_counts() -> None:
     assert tally.total(Action.DELETED) == 0
     assert tally.totals() == {
         "deleted": 0,
+        "delete-held": 0,  # counted apart from deleted (issue 47)
         "would-delete": 4,
         "already-gone": 0,
         "skipped": 2,

@@ -22,7 +22,8 @@ from gcjob.decide.common import Claims, claimed
 from gcjob.domain import KARMADA_PROTECTED
 from gcjob.kube.access import DeleteResult
 from gcjob.kube.resources import Resource
-from gcjob.model import UNREADABLE_OWNER, OwnerRef, Sweep, Verdict
+from gcjob.marks import companion_evidence, new_mark
+from gcjob.model import UNREADABLE_OWNER, Deletion, OwnerRef, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.sweeps import DECLARED, execute
 from gcjob.sweeps.driver import Counted, Declaration, Judged, drive
@@ -209,3 +210,52 @@ def test_the_declared_sweeps_own_deletes_go_through_the_deleter_the_driver_hands
     else:
         assert {name for name, _, _ in sent.deletes} == {name for _, name in due}
         assert all(uid and rv for _, uid, rv in sent.deletes)
+
+
+@pytest.mark.parametrize("declared", SWEEPS, ids=lambda d: d.__name__)
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    minutes=st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=4),
+    bound=st.sampled_from([timedelta(seconds=5), timedelta(minutes=15)]),
+    marked=st.booleans(),
+)
+def test_a_deletion_gcjob_made_and_stalled_is_said_for_each_declared_sweep(
+    tiny: Path,
+    declared: type[Declaration[Any, Any]],
+    minutes: list[int],
+    bound: timedelta,
+    marked: bool,
+) -> None:
+    """Whatever a declared sweep's judgement of an object being deleted (`terminating`), the
+    driver says `deletion-stalled` of one gcjob marked (bound to it) and deleted longer than
+    --deletion-stalled-after ago, naming its finalizers; any other stays `terminating`."""
+    sweep = declared.sweep
+    ran = snapshot_run(sweep, directory=tiny)
+    ran.run.context = replace(
+        ran.run.context,
+        settings=replace(ran.run.settings, deletion_stalled_after=bound),
+    )
+    now = ran.run.now
+    verdicts = []
+    for index, waited in enumerate(minutes):
+        uid = f"u{index}"
+        at = ref(
+            "ConfigMap", f"obj-{index}", uid=uid, created=now - timedelta(hours=2), terminating=True
+        )
+        evidence = companion_evidence('["default/web"]').on(uid)
+        mark = new_mark(evidence, "orphaned", now - timedelta(hours=1)) if marked else None
+        deleting = Deletion(now - timedelta(minutes=waited), ("example.com/tenant",))
+        at = replace(at, mark=mark, deletion=deleting)
+        verdicts.append(Verdict(at, False, Reason.TERMINATING, "already being deleted"))
+    as_sweep = type(f"As{declared.__name__}", (Toy,), {"sweep": sweep, "rule": declared.rule})
+    toy = as_sweep(ran.run, [Counted(len(verdicts), len(verdicts)), Judged(verdicts, _ref)])
+    drive(ran.run, toy)
+
+    said = ran.outcomes()
+    for verdict, waited in zip(verdicts, minutes, strict=True):
+        stalled = marked and timedelta(minutes=waited) > bound
+        expected = ("skipped", "deletion-stalled" if stalled else "terminating")
+        assert said[("ConfigMap", verdict.ref.namespace, verdict.ref.name)] == expected
+    assert toy.deleted == [] and toy.marked == []

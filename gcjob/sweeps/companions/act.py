@@ -64,7 +64,12 @@ def delete_companion(verdict: Verdict, hub: Reader, deleter: Deleter) -> list[Ou
         if unproven is not None:
             return [unproven]
     outcome = deleter.delete(SWEEP, verdict, COMPANION_RESOURCES[ref.kind])
-    if outcome.action not in (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE):
+    if outcome.action not in (
+        Action.DELETED,
+        Action.DELETE_HELD,  # its delete went out: the binding follows
+        Action.WOULD_DELETE,
+        Action.ALREADY_GONE,
+    ):
         return [outcome]  # a companion that was not deleted keeps its binding, and its cell copies
     deleted = GraceCall(Next.DELETE, "")
     return [outcome, *_binding_step(ref, lambda: _binding_follows(verdict, deleted, hub, deleter))]

@@ -22,7 +22,8 @@ from gcjob.sweeps.copies.judge import Member, anchors_named, understand
 from gcjob.sweeps.copies.scan import HubKinds, scan_kind
 
 SWEEP = Sweep("copies")
-GONE = (Action.DELETED, Action.WOULD_DELETE, Action.ALREADY_GONE)
+# A copy whose delete a finalizer holds went out: it is being deleted, its anchor may follow.
+GONE = (Action.DELETED, Action.DELETE_HELD, Action.WOULD_DELETE, Action.ALREADY_GONE)
 
 
 @dataclass(frozen=True, slots=True)
