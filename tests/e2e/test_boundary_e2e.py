@@ -113,6 +113,8 @@ def test_a_rule_that_raises_for_one_object_keeps_it_and_deletes_its_neighbour(
     assert result.summary["sweeps"]["bindings"]["status"] == "completed"
 
 
+# A snapshot, no server: once, on 1.36 (docs/testing.md).
+@pytest.mark.version_independent
 @settings(
     # A whole CLI run per example (on a snapshot, no server): costlier than a pure function,
     # so fewer of them, and here with the end-to-end tests rather than the unit tests.

@@ -25,6 +25,9 @@ from testbed.forwardproxy import ForwardProxy
 from testbed.objects import route, upstream_route
 from testbed.report import run_gcjob, upstreams
 
+# The client's proxy settings and credentials: once, on 1.36 (docs/testing.md).
+pytestmark = pytest.mark.version_independent
+
 NAME_ONLY_THE_PROXY_KNOWS = "upstream.gcjob.test"
 
 

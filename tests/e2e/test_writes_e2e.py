@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -194,6 +195,8 @@ def test_forged_in_grace_marks_do_not_mark_bindings_past_the_marks_brake(
     assert not [i for i in result.items if i["action"] == "deleted"]
 
 
+# A snapshot, no server: once, on 1.36 (docs/testing.md).
+@pytest.mark.version_independent
 @settings(
     # A whole CLI run per example (on a snapshot, no server): costlier than a pure function,
     # so fewer of them, and here with the end-to-end tests rather than the unit tests.
