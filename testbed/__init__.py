@@ -12,6 +12,7 @@
 - paths: where the repository and its demo snapshot are
 - hostile: a hostile plain-HTTP peer (drips, huge bodies), and a gcjob transport to one
 - milo: Milo's Project API and projects' control planes behind a proxy; anchors and copies
+- workers: how xdist's workers share the tests (a module with servers of its own on one)
 
 Not part of gcjob's wheel: it lives beside tests/ and bench/, which import it from the
 repository root.

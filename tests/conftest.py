@@ -35,6 +35,7 @@ from testbed.prometheus import (  # noqa: F401  # pushgateway*: imported to regi
     pushgateway_server,
 )
 from testbed.servers import AssetsMissing, binaries, crds_dir
+from testbed.workers import ServersOnceScheduling
 
 # Generated (hypothesis) tests: a bounded number of examples in the README's test command and
 # CI; GCJOB_HYPOTHESIS_PROFILE=long runs many more on demand. A test that is costlier per
@@ -95,6 +96,15 @@ def pytest_report_header(config: pytest.Config) -> str:
         return f"test servers: none ({missing})"
     manager = "with" if found.controller_manager else "WITHOUT"
     return f"test servers: {found.origin}; {manager} kube-controller-manager beside the hub"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ServersOnceScheduling | None:
+    """Under `-n` with xdist's default `--dist load`: a module with servers of its own runs
+    whole on one worker (testbed/workers.py); another --dist is left as asked."""
+    if config.getoption("dist") != "load":
+        return None
+    return ServersOnceScheduling(config, log)
 
 
 @pytest.fixture
