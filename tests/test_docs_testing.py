@@ -54,3 +54,11 @@ def test_ci_runs_the_end_to_end_tests_on_1_31_but_the_marked() -> None:
     command = runs[0].split(" && ", 1)[1]
     expected = "GCJOB_KUBE_VERSION=1.31 .venv/bin/pytest -q -n 4 -m 'not version_independent'"
     assert command == f"{expected} tests/e2e"
+
+
+def test_ci_keeps_mypys_cache_outside_the_clone() -> None:
+    """A clean clone's mypy ran cold, 67 s of CI; with the machine's cache, 3 s (mypy checks
+    each file against the cache by its hash when its path or time differs)."""
+    lines = (ROOT / ".ci" / "run").read_text("utf-8").splitlines()
+    runs = [line for line in lines if line.endswith(".venv/bin/mypy")]
+    assert runs == ['MYPY_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/gcjob/mypy" .venv/bin/mypy']
