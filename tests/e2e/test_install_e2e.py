@@ -41,6 +41,10 @@ from testbed.objects import binding, companion, route, upstream_route, workload
 from testbed.report import Result, run_gcjob
 from testbed.servers import ADMIN_TOKEN, HUB_CRDS, UPSTREAM_CRDS, ApiServer, EnvtestError
 
+# The module's own servers (a pair, a lone hub) start within its first tests' time: 68 s and
+# 75 s of setup measured on a loaded machine, beside a 45 s test; 120 s was too close.
+pytestmark = pytest.mark.timeout(300)
+
 ROOT = Path(__file__).parents[2]
 INSTALL = ROOT / "docs" / "install.md"
 UNDO = ROOT / "docs" / "undo.md"
