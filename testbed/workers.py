@@ -27,9 +27,17 @@ ONE_WORKER = frozenset(
 )
 
 
+# The Karmada hub's tests: one unit, on one worker, for the whole folder (its hub is started
+# once a worker that runs one of them: half a minute or more of two cores, docs/testing.md).
+ONE_WORKER_FOLDERS = ("tests/karmada/",)
+
+
 def work_unit(nodeid: str) -> str:
-    """The unit a test is scheduled in: its module, for the modules of ONE_WORKER; else the
-    test alone."""
+    """The unit a test is scheduled in: its module, for the modules of ONE_WORKER; its folder,
+    for ONE_WORKER_FOLDERS; else the test alone."""
+    for folder in ONE_WORKER_FOLDERS:
+        if nodeid.startswith(folder):
+            return folder
     module = nodeid.split("::", 1)[0]
     return module if module in ONE_WORKER else nodeid
 

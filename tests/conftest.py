@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from jsonschema import Draft202012Validator
-from xdist.scheduler import LoadScopeScheduling
 
 from testbed import schemas
 from testbed.fixtures import (  # noqa: F401  # imported to register them as fixtures
@@ -47,7 +46,6 @@ settings.register_profile(
     "long", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("GCJOB_HYPOTHESIS_PROFILE", "ci"))
-KARMADA_TESTS = "tests/karmada/"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,23 +67,6 @@ def pytest_configure(config: pytest.Config) -> None:
         binary("promtool")
     except (AssetsMissing, PrometheusMissing) as missing:
         pytest.exit(f"gcjob tests: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
-
-
-class _KarmadaTogether(LoadScopeScheduling):
-    """pytest-xdist's `load` scheduling (each test a unit of its own, to the next free worker),
-    but the Karmada hub's tests (tests/karmada/) one unit, first, on one worker: each worker
-    that runs one starts a Karmada hub (half a minute or more of two cores: docs/testing.md).
-    (`xdist_group` marks do not group under pytest 9: xdist renames items by a field pytest 9
-    no longer reads.)"""
-
-    def _split_scope(self, nodeid: str) -> str:
-        return KARMADA_TESTS if nodeid.startswith(KARMADA_TESTS) else nodeid
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    if config.getvalue("dist") == "load":
-        return _KarmadaTogether(config, log)
-    return None
 
 
 def pytest_report_header(config: pytest.Config) -> str:

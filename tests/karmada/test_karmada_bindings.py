@@ -21,6 +21,8 @@ from tests.e2e.test_undo_e2e import by_object, record_of, restore
 POLICY_PERMANENT_ID = "propagationpolicy.karmada.io/permanent-id"
 BINDING_PERMANENT_ID = "resourcebinding.karmada.io/permanent-id"
 GONE = ["default/gone"]
+
+
 def _absent(cluster: TestCluster, kind: str, ns: str, name: str) -> None:
     """Until it is not there at all: Karmada's finalizer and the collector's let go."""
     wait_for(lambda: cluster.absent(kind, ns, name), 60, f"for {kind} {ns}/{name} to go")

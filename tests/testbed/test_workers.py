@@ -39,3 +39,13 @@ def test_a_module_is_one_unit_and_every_other_test_its_own() -> None:
     other = "tests/e2e/test_grace_e2e.py::test_a"
     assert work_unit(other) == other
     assert work_unit("tests/e2e/test_grace_e2e.py::test_b") != work_unit(other)
+
+
+def test_the_karmada_hubs_tests_are_one_unit_whatever_their_module() -> None:
+    """tests/karmada/ starts a Karmada hub on each worker that runs one of its tests: the
+    folder is one unit, so it starts once."""
+    units = {
+        work_unit("tests/karmada/test_karmada_bindings.py::test_a"),
+        work_unit("tests/karmada/test_karmada_webhook.py::test_b"),
+    }
+    assert units == {"tests/karmada/"}
