@@ -85,6 +85,9 @@ def why(summary: dict[str, Any]) -> list[str]:
     reasons = []
     if summary["totals"].get("deleted"):
         reasons.append(f"deleted {summary['totals']['deleted']}")
+    if summary["totals"].get("delete-held"):
+        # Deletes went out, and a finalizer holds them: said, as a deletion is.
+        reasons.append(f"sent {summary['totals']['delete-held']} deletes a finalizer holds")
     if any(
         reason in BRAKE_REASONS
         for actions in summary["counts"].values()

@@ -226,3 +226,11 @@ def test_a_failed_run_says_which_sweep_item_and_cluster_failed() -> None:
     assert "• skipped Secret ns-a/r1 (routes: upstream-unavailable, cluster p-9)" in text
     assert "kept" not in text and "referrer-live" not in text
     assert "… and 2 more in the report" in text
+
+
+def test_a_run_whose_every_delete_a_finalizer_holds_is_worth_a_message() -> None:
+    """A Karmada hub with its controllers down: every binding delete is delete-held. Deletes
+    went out: the run is said, as one that deleted."""
+    held = summary(0, bindings={"delete-held": {"orphaned": 3}})
+    assert why(held) == ["sent 3 deletes a finalizer holds"]
+    assert message(held, [])["text"].startswith("*gcjob* sent 3 deletes a finalizer holds on ")
