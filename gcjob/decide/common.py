@@ -62,7 +62,10 @@ def deletion_stalled(ref: ObjectRef, now: datetime, after: timedelta) -> str | N
         return None
     held = ", ".join(deletion.finalizers) or "none"
     return (
-        f"deleted by gcjob (its mark) and Terminating for {int(waited.total_seconds())}s since "
+        # The mark proves gcjob judged it an orphan; who sent the delete it does not say (gcjob
+        # deletes only once its mark is due; a tenant may delete it first).
+        f"marked by gcjob as an orphan (its mark) and Terminating for "
+        f"{int(waited.total_seconds())}s since "
         f"{deletion.since.isoformat().replace('+00:00', 'Z')}, more than "
         f"--deletion-stalled-after {int(after.total_seconds())}s: held by finalizers [{held}] "
         "(is the hub's garbage collector, or Karmada's controllers, running?)"
