@@ -28,12 +28,12 @@ def _absent(cluster: TestCluster, kind: str, ns: str, name: str) -> None:
     wait_for(lambda: cluster.absent(kind, ns, name), 60, f"for {kind} {ns}/{name} to go")
 
 
-def _delete_was_sent(item: dict[str, Any] | None, reason: str) -> None:
-    """A delete went out and the server took it: `deleted` (or, once deletions say what
-    holds them, the state that names Karmada's finalizer), never failed or kept."""
+def _held_by_karmada(item: dict[str, Any] | None, reason: str) -> None:
+    """A delete went out and karmada-controller-manager, stopped, could not let its finalizer
+    go: `delete-held`, naming it (issue 47 item 3), never `deleted`, failed or kept."""
     assert item is not None
-    assert item["reason"] == reason, item
-    assert item["action"] not in ("failed", "skipped", "would-delete", "already-gone"), item
+    assert (item["action"], item["reason"]) == ("delete-held", reason), item
+    assert KARMADA_FINALIZER in item["detail"], item
 
 
 def _binding_path(ns: str, name: str) -> str:
@@ -117,7 +117,8 @@ def test_the_companions_sweep_takes_a_companion_and_the_binding_karmada_made(
 
     assert result.exit_code == 0, result.stderr
     assert result.outcome("ConfigMap", "app-config") == ("deleted", "orphaned")
-    _delete_was_sent(result.item("ResourceBinding", "app-config-configmap"), "companion-deleted")
+    _held_by_karmada(result.item("ResourceBinding", "app-config-configmap"), "companion-deleted")
+    assert result.summary["totals"].get("delete-held") == 1
     _absent(hub, "ConfigMap", ns, "app-config")
     _absent(hub, "ResourceBinding", ns, "app-config-configmap")  # Karmada let it go
     still = hub.get("ResourceBinding", ns, "live-configmap")
@@ -154,7 +155,8 @@ def test_a_binding_whose_template_went_with_cascade_orphan_is_deleted(karmada: K
     result = karmada.sweep(ns, "--delete", "--sweep", "bindings")
 
     assert result.exit_code == 0, result.stderr
-    _delete_was_sent(result.item("ResourceBinding", "app-config-configmap"), "orphaned")
+    # Judged with Karmada running: its binding controller lets go, and the re-read sees it.
+    assert result.outcome("ResourceBinding", "app-config-configmap") == ("deleted", "orphaned")
     _absent(hub, "ResourceBinding", ns, "app-config-configmap")
 
 
@@ -280,7 +282,7 @@ def test_a_restored_karmada_binding_is_karmadas_again(karmada: Karmada, tmp_path
     with karmada.hub.controllers_stopped():  # no detector's race: the binding is gcjob's to delete
         deleted = karmada.sweep(ns, "--delete", "--record-deletions", str(records))
     assert deleted.outcome("ConfigMap", "app-config") == ("deleted", "orphaned")
-    _delete_was_sent(deleted.item("ResourceBinding", "app-config-configmap"), "companion-deleted")
+    _held_by_karmada(deleted.item("ResourceBinding", "app-config-configmap"), "companion-deleted")
     _absent(hub, "ResourceBinding", ns, "app-config-configmap")
     record, recorded = record_of(records)
     entry = next(r for r in recorded if r.kind == "ResourceBinding")
