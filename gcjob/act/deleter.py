@@ -13,12 +13,21 @@ from typing import TYPE_CHECKING
 from gcjob.act.writes import Writes
 from gcjob.budget import RunBudget
 from gcjob.decide.plan import not_enforced
-from gcjob.kube.access import DeleteResult, HeldBy, KubeAccess, Lingering, holding, lingering
+from gcjob.kube.access import (
+    DeleteResult,
+    HeldBy,
+    KubeAccess,
+    Lingering,
+    admission_refuser,
+    holding,
+    lingering,
+)
 from gcjob.kube.errors import MAX_MESSAGE_CHARS, ApiError, DeleteUncertain, KubeError, Stopped
 from gcjob.kube.resources import Resource
 from gcjob.model import Action, Looked, Outcome, SecondLook, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.redact import redact
+from gcjob.visible import clip
 
 if TYPE_CHECKING:
     from gcjob.act.record import DeletionRecord
@@ -27,6 +36,9 @@ if TYPE_CHECKING:
 # controller lets its finalizer go about 0.1 s after the delete, the garbage collector its
 # `orphan` as soon; a finalizer still there a second later is reported as holding it.
 SETTLE_AFTER = 1.0
+# The most the settle phase (its wait and its reads) takes as a whole, or the run's remaining
+# time if less: what is left unread then is reported held, as the delete's answer said.
+SETTLE_AT_MOST = 10.0
 
 
 class Deleter:
@@ -130,7 +142,7 @@ class Deleter:
             return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.STOPPED, f"left undone: {exc}")
         except ApiError as exc:
             if exc.admission:
-                return refused_by_admission(sweep, verdict, exc)
+                return refused_by_admission(sweep, verdict, exc, resource)
             return Outcome.of(sweep, verdict, Action.FAILED, Reason.DELETE_FAILED, str(exc))
         except KubeError as exc:
             return Outcome.of(sweep, verdict, Action.FAILED, Reason.DELETE_FAILED, str(exc))
@@ -150,13 +162,34 @@ class Deleter:
     def settle(self, held: list[Outcome]) -> list[Outcome]:
         """`held` (outcomes `delete-held` of deletes this deleter sent), each read again once,
         at least SETTLE_AFTER after the last of them went out: what each is now (`settled`).
-        One wait for them all, never one for each delete (thousands are paced)."""
+        One wait for them all, never one for each delete (thousands are paced). Nothing is
+        read after the run's stop, nor past SETTLE_AT_MOST (or the run's remaining time):
+        what is left unread stays `delete-held`, as the delete's answer named it."""
+        remaining = self.budget.remaining()
+        at_most = SETTLE_AT_MOST if remaining is None else max(min(SETTLE_AT_MOST, remaining), 0)
+        end = self.clock() + at_most
         sent = [self._held[o.ref.uid][1] for o in held if o.ref.uid in self._held]
         if sent and self.budget.stop_reason() is None:
-            wait = max(sent) + SETTLE_AFTER - self.clock()
+            wait = min(max(sent) + SETTLE_AFTER, end) - self.clock()
             if wait > 0:
                 self.budget.sleep(wait, self.sleep)
-        return [self._read_again(outcome) for outcome in held]
+        return [self._settle_one(outcome, end) for outcome in held]
+
+    def _settle_one(self, outcome: Outcome, end: float) -> Outcome:
+        """One held delete, read again unless the run stopped or the phase's time is up; an
+        unexpected failure is that item's alone (`lookup-failed`), never the others'."""
+        stop = self.budget.stop_reason()
+        why = f"run stopped ({stop})" if stop is not None else ""
+        if not why and self.clock() >= end:
+            why = f"settling ran out of its time ({SETTLE_AT_MOST:g} s at most)"
+        if why:
+            self._held.pop(outcome.ref.uid, None)
+            return not_read_again(outcome, why)
+        try:
+            return self._read_again(outcome)
+        except Exception as exc:  # one item's failure is reported, never the others' loss
+            self._held.pop(outcome.ref.uid, None)
+            return settled(outcome, None, f"{type(exc).__name__}: {clip(redact(str(exc)), 200)}")
 
     def _read_again(self, outcome: Outcome) -> Outcome:
         """One metadata GET (once, even after a stop request) of an object whose delete a
@@ -173,6 +206,14 @@ class Deleter:
         return settled(outcome, seen, "")
 
 
+def not_read_again(outcome: Outcome, why: str) -> Outcome:
+    """A `delete-held` outcome left as the delete's answer named it: not read again (`why`)."""
+    names, sep, rest = outcome.detail.partition("]: ")
+    if not sep:
+        return replace(outcome, detail=f"not read again: {why}: {outcome.detail}")
+    return replace(outcome, detail=f"{names}]; not read again: {why}: {rest}")
+
+
 def held_detail(held: HeldBy, verdict: Verdict) -> str:
     """What a delete's answer said of an object a finalizer still holds."""
     names = ", ".join(held.finalizers) or "none readable in the answer"
@@ -182,17 +223,31 @@ def held_detail(held: HeldBy, verdict: Verdict) -> str:
 def settled(outcome: Outcome, seen: Lingering | None, error: str) -> Outcome:
     """A `delete-held` outcome, once the object was read again (`seen`: what the read found;
     None: proven gone; `error`: why it could not be read). Gone, another object under its
-    name (the old one went), or held only by `orphan` (the garbage collector lets it go):
-    `deleted`. Still held: `delete-held`, naming what holds it. Not read: the delete went out
-    and its state is unknown, `delete-held`/`lookup-failed` (exit 1), never `deleted`."""
+    name (the old one went), or Terminating held only by `orphan` (the garbage collector
+    lets it go): `deleted`. Still held: `delete-held`, naming what holds it. Its uid and not
+    Terminating: the delete did not take, `failed`/`delete-uncertain` (exit 1). Not read, or
+    an answer naming no uid: its state is unknown, `delete-held`/`lookup-failed` (exit 1),
+    never `deleted`."""
     if error:
         detail = (
             f"delete sent and held by a finalizer; reading it again failed, its state is "
             f"unknown: {error}"
         )
         return replace(outcome, reason=Reason.LOOKUP_FAILED, detail=detail)
+    if seen is not None and not seen.uid:
+        detail = (
+            "delete sent and held by a finalizer; read again, the answer named no uid: its "
+            "state is unknown"
+        )
+        return replace(outcome, reason=Reason.LOOKUP_FAILED, detail=detail)
     if seen is None or seen.uid != outcome.ref.uid:
         return replace(outcome, action=Action.DELETED, detail=_released(outcome.detail))
+    if not seen.terminating:
+        detail = (
+            "the delete was accepted, yet read again the object is there with its uid and not "
+            "terminating: the delete did not take"
+        )
+        return replace(outcome, action=Action.FAILED, reason=Reason.DELETE_UNCERTAIN, detail=detail)
     held = holding(seen.finalizers)
     if not held:
         return replace(outcome, action=Action.DELETED, detail=_released(outcome.detail))
@@ -208,10 +263,16 @@ def _released(detail: str) -> str:
     return f"its finalizers let it go (read again): {rest}" if rest else detail
 
 
-def refused_by_admission(sweep: Sweep, verdict: Verdict, exc: ApiError) -> Outcome:
-    """A delete an admission webhook or a ValidatingAdmissionPolicy refused (403): the object
-    kept, the server's message said (redacted, bounded), `admission-refused`."""
-    said = redact(" ".join(exc.said.split()))[:MAX_MESSAGE_CHARS]
+def refused_by_admission(
+    sweep: Sweep, verdict: Verdict, exc: ApiError, resource: Resource
+) -> Outcome:
+    """A delete an admission webhook or a ValidatingAdmissionPolicy refused: the object kept,
+    the server's message said (redacted, bounded), `admission-refused`. For a sensitive
+    resource (a Secret) only who refused is named: a policy engine may quote the object."""
+    if resource.sensitive:
+        said = admission_refuser(exc.said) or "admission (its message not quoted for a Secret)"
+    else:
+        said = redact(" ".join(exc.said.split()))[:MAX_MESSAGE_CHARS]
     detail = f"kept: the delete was refused by admission (HTTP {exc.status}): {said}"
     return Outcome.of(sweep, verdict, Action.SKIPPED, Reason.ADMISSION_REFUSED, detail)
 

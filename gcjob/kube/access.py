@@ -730,7 +730,12 @@ class KubeAccess(ListsByFolding):
             raise
         # The body is the object (metadata only; a Secret's as gcjob keeps one): its finalizers.
         if 200 <= response.status < 300:
-            return _held_by(response, resource)
+            return _held_by(response, resource, uid)
+        # Admission's word first: a webhook may answer any 4xx (a 409 is then no conflict).
+        if 400 <= response.status < 500:
+            refused = _api_error(response, request)
+            if refused.admission:
+                raise refused
         if response.status == 404 and is_not_found_for(response, resource, name):
             if response.resent_after_maybe_applied:
                 return DeleteResult.DELETED  # gone after our own earlier attempt: counted once
@@ -854,22 +859,29 @@ def server_date(response: Response) -> datetime | None:
     )
 
 
-def _held_by(response: Response, resource: Resource) -> DeleteResult | HeldBy:
-    """A 2xx answer to a delete: the object as it was left. Gone, or held only by `orphan`
-    (the garbage collector lets it go): DELETED. Held by others: HeldBy, naming them. An
-    answer that is not a readable object: HeldBy naming none, to be looked at again."""
+def _held_by(response: Response, resource: Resource, uid: str) -> DeleteResult | HeldBy:
+    """A 2xx answer to a delete pinned to `uid`: the object as it was left. A Status of
+    success (an object deleted at once), or that very object Terminating (a deletionTimestamp)
+    held only by `orphan` (the garbage collector lets it go): DELETED. Held by others: HeldBy,
+    naming them. Anything else (not a readable object, no uid or another's, no
+    deletionTimestamp): HeldBy naming none, read again: never DELETED unseen."""
     try:
         obj = decode_json(response.body)
     except ValueError:
         return HeldBy(())
     if not isinstance(obj, dict):
         return HeldBy(())
-    if obj.get("kind") == "Status":  # a few resources answer a delete with a Status
-        return DeleteResult.DELETED
+    if obj.get("kind") == "Status":  # deleted at once, as a resource without GC answers
+        return DeleteResult.DELETED if obj.get("status") == "Success" else HeldBy(())
     if resource.sensitive:
         obj = secret_as_kept(obj)
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not uid or meta.get("uid") != uid:
+        return HeldBy(())
     held = holding(finalizers_of(obj))
-    return HeldBy(held) if held else DeleteResult.DELETED
+    if held:
+        return HeldBy(held)
+    return DeleteResult.DELETED if meta.get("deletionTimestamp") else HeldBy(())
 
 
 _ABSENT = object()
@@ -950,11 +962,9 @@ def _api_error(response: Response, request: Request) -> ApiError:
     )
     message, hint = said, ""
     terminating = response.status == 403 and NAMESPACE_TERMINATING in _causes(body)
-    # A policy's refusal is a 403 when it says `reason: Forbidden` (a webhook's always is), a
-    # 422 by default: either is admission's word, not a permission.
-    admission = (
-        response.status in (403, 422) and not terminating and bool(_ADMISSION_DENIAL.search(said))
-    )
+    # A policy's refusal is a 403 when it says `reason: Forbidden`, a 422 by default; a
+    # webhook's is the code it set, a 400 when it set none: any 4xx is admission's word then.
+    admission = 400 <= response.status < 500 and not terminating and is_admission_denial(said)
     if terminating:
         # Not a permission: the namespace is being deleted (the API server's NamespaceLifecycle).
         message = f"forbidden: the namespace is being deleted: {said}"
@@ -984,11 +994,30 @@ NAMESPACE_TERMINATING = "NamespaceTerminating"
 # How the API server words a refusal by admission (k8s.io/apiserver's admission plugins):
 # `<kind> "<name>" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied
 # request: ...`, and `admission webhook "w" denied the request: ...`. RBAC's refusal says
-# `User "u" cannot delete resource ...`.
+# `User "u" cannot delete resource ...`, never admission's however its names read. Anchored:
+# an optional `<resource> "<name>" is forbidden: ` and then the denial, nothing before it.
 _ADMISSION_DENIAL = re.compile(
-    r"ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request|"
-    r'admission webhook "[^"]*" denied the request'
+    r'(?:[^\s"]+ "[^"]*" is forbidden: )?'
+    r"(?:ValidatingAdmissionPolicy '(?P<policy>[^']*)' with binding '[^']*' denied request|"
+    r'admission webhook "(?P<webhook>[^"]*)" denied the request)'
 )
+RBAC_REFUSAL = "cannot delete resource"
+
+
+def is_admission_denial(said: str) -> bool:
+    """Whether a Status message is admission's refusal (a webhook's or a policy's), never RBAC's."""
+    return RBAC_REFUSAL not in said and _ADMISSION_DENIAL.match(said) is not None
+
+
+def admission_refuser(said: str) -> str:
+    """Who refused, as admission's message names it (`admission webhook "w"`,
+    `ValidatingAdmissionPolicy 'p'`), and nothing else of the message: "" if none."""
+    found = _ADMISSION_DENIAL.match(said)
+    if found is None:
+        return ""
+    if found.group("webhook") is not None:
+        return f'admission webhook "{found.group("webhook")}"'
+    return f"ValidatingAdmissionPolicy '{found.group('policy')}'"
 
 
 def _causes(body: dict[str, Any]) -> set[str]:

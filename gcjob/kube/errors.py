@@ -39,7 +39,7 @@ class ApiError(KubeError):
         """`said`: the server's own words (its Status message), when `message` adds gcjob's
         `hint` to them (what to grant). `namespace_terminating`: a 403 whose Status names the
         cause NamespaceTerminating: nothing new in that namespace, which is being deleted
-        (not a permission). `admission`: a 403 an admission webhook or a
+        (not a permission). `admission`: a 4xx an admission webhook or a
         ValidatingAdmissionPolicy answered (not RBAC)."""
         self.status = status
         self.reason = reason

@@ -7,17 +7,23 @@ runs against the real API server and is being rewritten by the lead.)
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gcjob.act.deleter import Deleter
+from gcjob.budget import RunBudget
 from gcjob.kube import requests
-from gcjob.kube.access import _api_error
+from gcjob.kube.access import KubeAccess, _api_error
 from gcjob.kube.errors import MAX_MESSAGE_CHARS, Unavailable
 from gcjob.kube.resources import CONFIGMAPS, SECRETS
 from gcjob.kube.transport import Response
+from gcjob.model import Action, Outcome, Sweep, Verdict
+from gcjob.reasons import Reason
 from gcjob.redact import redact
+from testbed.model import ref
 
 REQUEST = requests.get(SECRETS, "ns-a", "db-creds", metadata_only=True)
 
@@ -166,3 +172,63 @@ def test_a_long_rbac_refusal_is_cut_visibly_and_keeps_what_to_grant(words: list[
         "(HTTP 403 Forbidden on /api/v1/namespaces/ns-a/configmaps; if RBAC refused it, "
         "grant 'create' on /api/v1/namespaces/ns-a/configmaps)"
     )
+
+
+class Answers:
+    """A transport that answers every request with one Response (nothing is sent)."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+    def send(self, request: Any, **kwargs: Any) -> Response:
+        return self.response
+
+
+def _delete_answered(status: int, said: str, reason: str = "Forbidden") -> Outcome:
+    body = {"kind": "Status", "status": "Failure", "reason": reason, "message": said}
+    access = KubeAccess(Answers(Response(status, {}, json.dumps(body).encode())))  # type: ignore[arg-type]
+    verdict = Verdict(ref(name="app", uid="uid-app", resource_version="7"), True, "orphaned", "")
+    return Deleter(access, dry_run=False, budget=RunBudget(None)).delete(
+        Sweep.COMPANIONS, verdict, CONFIGMAPS
+    )
+
+
+@pytest.mark.parametrize(
+    "status,reason",
+    [
+        (400, "BadRequest"),  # what the API server makes of a webhook's denial with no code
+        (409, "Conflict"),  # a webhook's own code: no precondition conflict
+        (403, "Forbidden"),
+        (422, "Invalid"),
+    ],
+)
+def test_a_delete_admission_denies_with_any_4xx_is_admission_refused(
+    status: int, reason: str
+) -> None:
+    said = 'admission webhook "keep.example.com" denied the request: kept'
+    outcome = _delete_answered(status, said, reason)
+    assert (outcome.action, outcome.reason) == (Action.SKIPPED, Reason.ADMISSION_REFUSED)
+    assert f"(HTTP {status})" in outcome.detail
+
+
+def test_a_409_that_is_not_admissions_is_still_a_conflict() -> None:
+    outcome = _delete_answered(409, "Precondition failed: UID in precondition", "Conflict")
+    assert outcome.reason is Reason.CHANGED_SINCE_OBSERVED
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        'configmaps "app" is forbidden: User "gcjob" cannot delete resource "configmaps": '
+        'admission webhook "keep.example.com" denied the request',
+        'configmaps "app" is forbidden: User "admission webhook "w" denied the request" cannot '
+        'delete resource "configmaps"',
+        'proxy says: admission webhook "keep.example.com" denied the request',
+    ],
+)
+def test_rbac_or_unanchored_words_are_never_admission(said: str) -> None:
+    outcome = _delete_answered(403, said)
+    assert (outcome.action, outcome.reason) == (Action.FAILED, Reason.DELETE_FAILED)
+    assert not _api_error(
+        Response(403, {}, json.dumps({"kind": "Status", "message": said}).encode()), CREATE
+    ).admission
