@@ -152,8 +152,9 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.DELETE_FAILED: "the delete was refused or failed",
     Reason.DELETE_UNCERTAIN: "the delete's answer was lost: it may or may not have happened",
     Reason.ADMISSION_REFUSED: (
-        "the delete was refused by an admission webhook or a ValidatingAdmissionPolicy (403, "
-        "not RBAC): kept, nothing else of its group deleted, the server's message said; exit 0"
+        "the delete was refused by an admission webhook or a ValidatingAdmissionPolicy (a 4xx, "
+        "not RBAC): kept, and what follows it in its group (a companion's binding, a copy's "
+        "anchor) too, the server's message said (of a Secret, only who refused); exit 0"
     ),
     Reason.MARK_FAILED: "writing the orphan mark failed",
     Reason.UNMARK_FAILED: "removing gcjob's mark failed",
