@@ -200,7 +200,17 @@ def test_two_runs_at_once_one_waits_out(
     path = f"/namespaces/{ns}/workloaddeployments$"
     faults.add_fault(Fault(method="GET", path=path, hold=gate))
     first = start_gcjob(*locked_args(hub_kubeconfig, hub, ns))
-    wait_for(lambda: (hub.get("Lease", ns, "gcjob") or {}).get("spec", {}).get("holderIdentity"))
+    # A loaded CI machine took over 10 s to start a process; a first run that ended instead
+    # of holding the lease fails here with its own words, not as a timeout.
+    wait_for(
+        lambda: (
+            first.poll() is not None
+            or (hub.get("Lease", ns, "gcjob") or {}).get("spec", {}).get("holderIdentity")
+        ),
+        timeout=60,
+        what="for the first run to take the lease",
+    )
+    assert first.poll() is None, first.communicate()[1]
 
     second = start_gcjob(*locked_args(hub_kubeconfig, hub, ns))
     second_out, second_err = second.communicate(timeout=30)
@@ -258,7 +268,10 @@ def test_sigterm_mid_run_stops_after_the_request_in_flight(
     ]  # 5 s between deletions
     faults.clear_requests()
     process = start_gcjob(*args)
-    wait_for(lambda: any(r.method == "DELETE" for r in faults.requests))
+    wait_for(
+        lambda: process.poll() is not None or any(r.method == "DELETE" for r in faults.requests),
+        timeout=60,
+    )
     started = time.monotonic()
 
     process.send_signal(signal.SIGTERM)
@@ -324,7 +337,7 @@ def test_sigterm_while_bindings_are_read_ahead_of_their_marks_stops_at_once(
                 for r in requests
             )
 
-        wait_for(marked_first_and_reading_ahead)
+        wait_for(lambda: process.poll() is not None or marked_first_and_reading_ahead(), 60)
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
