@@ -568,7 +568,7 @@ class Sources:
     upstreams: SnapshotUpstreams | LiveUpstreams | None
     make_access: Callable[..., KubeAccess]
     snapshot_hub: SnapshotStore | None = None
-    projects: KubeAccess | None = None  # Milo's Project API
+    projects: Reader | None = None  # Milo's Project API (a snapshot's dump of it)
     is_project: Callable[[str], bool] = never_a_project
 
 
@@ -650,7 +650,17 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         snapshot = Snapshot(settings.snapshot)
         upstreams = SnapshotUpstreams(snapshot.upstreams) if snapshot.upstreams else None
         clock = HubClock(settings.now or snapshot.captured_at or datetime.now(UTC))
-        return Sources(None, snapshot.hub, clock, upstreams, make_access, snapshot.hub)
+        clusters = snapshot.project_clusters
+        return Sources(
+            None,
+            snapshot.hub,
+            clock,
+            upstreams,
+            make_access,
+            snapshot.hub,
+            snapshot.projects,
+            clusters.__contains__ if snapshot.projects is not None else never_a_project,
+        )
     # In flight at once: each hub reader's list and the page it asks ahead, the run's own.
     connections = 2 * settings.hub_concurrency + 2
     client = hub_client(

@@ -30,6 +30,7 @@ from gcjob.domain import (
     REFERRERS_ANNOTATION,
 )
 from gcjob.kube.errors import ConfigError
+from gcjob.sweeps import REGISTRY
 from testbed import schemas
 from testbed.report import sweep_snapshot
 
@@ -40,6 +41,8 @@ SHOP = "ns-c7e2a9d4-1b3f-4e8a-a6d2-5f9b0c1e3a7d"  # upstream single/shop
 RETIRED = "ns-e8b6d4c2-0a9f-4d7e-b5c3-a1f2e3d4c5b6"  # upstream single/retired (gone)
 ALPHA = "ns-91d3e5f7-2a4c-4b6e-8d0f-1c3e5a7b9d2f"  # upstream proj-alpha/default
 UNKNOWN = "ns-2d4f6a8c-0e1b-4c3d-9e5f-7a9b1c3d5e7f"  # upstream proj-unknown/default
+BETA = "ns-5a7c9e1b-3d5f-4a7c-9e1b-3d5f7a9c1e3b"  # upstream proj-beta/default (a project)
+GONE = "ns-6b8d0f2a-4c6e-4b8d-a0f2-4c6e8b0d2f4a"  # upstream proj-gone/default (deleted)
 
 CM, SECRET, RB, ROUTE = "ConfigMap", "Secret", "ResourceBinding", "HTTPRoute"
 WOULD, SKIP = "would-delete", "skipped"
@@ -95,6 +98,13 @@ EXPECTED: dict[tuple[str, str, str, str], tuple[str, str]] = {
     ("routes", ROUTE, WEB, "mixed-parents-route"): (SKIP, "non-gateway-parent"),  # 33.
     ("routes", ROUTE, WEB, "cross-namespace-parent-route"): (SKIP, "cross-namespace-parent"),
     ("routes", ROUTE, UNKNOWN, "unknown-cluster-route"): (SKIP, "upstream-cluster-unknown"),
+    # -- copies (report-only: what it would delete, were it enforced) --------------------
+    # its project is not found by a Project API that found every live project
+    ("copies", CM, GONE, "gone-project-config"): (WOULD, "project-gone"),
+    # its upstream owner is not in its cluster's dump, whose namespace is there
+    ("copies", CM, BETA, "deleted-owner-config"): (WOULD, "owner-gone"),
+    # its owner is an upstream Secret, not read (--read-upstream-secrets): no proof, kept
+    ("copies", SECRET, BETA, "unread-owner-secret"): (SKIP, "owner-not-read"),
 }
 
 # Healthy (counted, never itemised) and out of scope (neither): (kind, namespace, name).
@@ -117,6 +127,7 @@ NOT_ITEMISED = [
     (ROUTE, WEB, "api"),  # 24. one Gateway left
     (ROUTE, ALPHA, "alpha-web"),
     (ROUTE, WEB, "grpc-route-copy"),  # 36. another owner
+    (CM, BETA, "live-owner-config"),  # its upstream owner is live: healthy
 ]
 
 EXPECTED_COUNTS = {
@@ -152,6 +163,10 @@ EXPECTED_COUNTS = {
             "too-young": 1,
             "upstream-cluster-unknown": 1,
         },
+    },
+    "copies": {
+        "would-delete": {"owner-gone": 1, "project-gone": 1},
+        "skipped": {"owner-exists": 1, "owner-not-read": 1},
     },
 }
 
@@ -236,7 +251,7 @@ def test_summary_counts(demo: tuple[Any, dict[str, Any]]) -> None:
     _, report = demo
     summary = report["summary"]
     assert summary["counts"] == EXPECTED_COUNTS
-    assert summary["totals"]["would-delete"] == 15
+    assert summary["totals"]["would-delete"] == 17
     assert summary["totals"]["deleted"] == 0
     assert summary["totals"]["failed"] == 0
     sweeps = summary["sweeps"]
@@ -244,6 +259,7 @@ def test_summary_counts(demo: tuple[Any, dict[str, Any]]) -> None:
         "companions": "completed",
         "bindings": "completed",
         "routes": "completed",
+        "copies": "completed",
     }
     # scanned: every labelled companion outside reserved namespaces, every binding, every
     # route labelled as an upstream HTTPRoute copy. in_scope: city-* ConfigMap/Secret
@@ -252,6 +268,7 @@ def test_summary_counts(demo: tuple[Any, dict[str, Any]]) -> None:
         "companions": (21, 21),
         "bindings": (20, 11),
         "routes": (16, 16),
+        "copies": (4, 4),
     }
     clusters = report["upstream"]
     assert [(c["cluster"], c["status"], c["routes"]) for c in clusters] == [
@@ -265,7 +282,12 @@ def test_summary_counts(demo: tuple[Any, dict[str, Any]]) -> None:
         for sweep, actions in EXPECTED_COUNTS.items()
         for action, reasons in actions.items()
         for reason, n in reasons.items()
-        if (sweep, reason) not in {("companions", "referrer-live"), ("routes", "gateway-exists")}
+        if (sweep, reason)
+        not in {
+            ("companions", "referrer-live"),
+            ("routes", "gateway-exists"),
+            ("copies", "owner-exists"),
+        }
         and (sweep, reason) != ("bindings", "object-exists")
     )
     assert itemised == len(report["items"]) == len(EXPECTED)
@@ -372,8 +394,12 @@ def test_the_demo_says_when_each_orphan_would_go_and_never_that_it_marked(
     report = json.loads(report_file.read_text(encoding="utf-8"))
 
     orphans = [i for i in report["items"] if i["action"] == "would-mark"]
-    assert len(orphans) == 15
+    assert len(orphans) == 17
     for item in orphans:
+        if item["sweep"] == "copies":  # report-only: when it would go, were it enforced
+            assert "would_delete_at" not in item
+            assert "were this sweep enforced (--enforce copies)" in item["detail"]
+            continue
         assert item["would_delete_at"] == "2026-11-20T12:10:00Z"  # decided_at + --grace
         assert "due for deletion at 2026-11-20T12:10:00Z if still orphaned" in item["detail"]
     assert all("would_delete_at" not in i for i in report["items"] if i["action"] == "skipped")
@@ -384,6 +410,10 @@ def test_the_demo_says_when_each_orphan_would_go_and_never_that_it_marked(
         "bindings": (0, 2),
         "routes": (0, 4),
     }
+    assert {
+        s: (v["this_run"], v["later"])
+        for s, v in report["summary"]["would_delete_if_enforced"].items()
+    } == {"copies": (0, 2)}
     last = text.stdout.splitlines()[-1]
     assert last.startswith(
         "would delete: 0 this run, 15 later (2026-11-20T12:10:00Z to 2026-11-20T12:10:00Z); "
@@ -611,6 +641,10 @@ DEMO_DUMPS = sorted(
 )
 
 
+# Dumps of the hub that hold no object: discovery, and the copied kinds' empty Lists.
+NO_HUB_OBJECT = {"hub/discovery/apis.yaml", "hub/copied-kinds.yaml"}
+
+
 @settings(max_examples=max(5, settings().max_examples // 10))
 @given(missing=st.sets(st.sampled_from(DEMO_DUMPS), min_size=1))
 def test_any_dump_left_out_never_makes_an_orphan(missing: set[str]) -> None:
@@ -619,7 +653,7 @@ def test_any_dump_left_out_never_makes_an_orphan(missing: set[str]) -> None:
     with tempfile.TemporaryDirectory() as directory:
         tmp_path = Path(directory)
         snapshot = _demo_without(tmp_path, *missing)
-        if not any((snapshot / "hub").iterdir()):
+        if all(d in missing or not d.startswith("hub/") or d in NO_HUB_OBJECT for d in DEMO_DUMPS):
             return  # no hub object at all: refused (exit 2), tested elsewhere
         try:
             code, report = _sweep_report(snapshot, tmp_path)
@@ -634,8 +668,12 @@ def test_any_dump_left_out_never_makes_an_orphan(missing: set[str]) -> None:
     }
     # leaving a dump out never adds a deletion the full demo would not make
     assert deleted <= full
-    if "hub/workloaddeployments.yaml" in missing:
-        assert not [k for k in deleted if k[0] in ("ConfigMap", "Secret")]
+    if "hub/workloaddeployments.yaml" in missing:  # the companions rest on them (not copies)
+        assert not [
+            i
+            for i in report["items"]
+            if i["sweep"] == "companions" and i["action"] in ("would-delete", "would-mark")
+        ]
     for cluster in ("single", "proj-alpha"):
         if f"upstream/{cluster}/gateways.yaml" in missing:
             assert not [
@@ -658,3 +696,48 @@ def _full_demo_deletes() -> set[tuple[str, str, str]]:
             if i["action"] in ("would-delete", "would-mark")
         )
     return _FULL
+
+
+def test_the_demo_holds_every_sweep(demo: tuple[Any, dict[str, Any]]) -> None:
+    """Issue 48 item 3: every registered sweep runs on the demo and itemises something."""
+    _, report = demo
+    registered = {str(r.name) for r in REGISTRY}
+    assert set(report["summary"]["sweeps"]) == registered
+    assert {i["sweep"] for i in report["items"]} == registered
+
+
+def test_a_snapshot_without_the_hubs_discovery_does_not_sweep_copies(tmp_path: Path) -> None:
+    """Which kinds the hub serves is unknown without its discovery: the copies sweep does not
+    run by default, and asked for by name it says why; nothing else changes."""
+    snapshot = _demo_without(tmp_path, "hub/discovery/apis.yaml")
+    code, report = _sweep_report(snapshot, tmp_path)
+    assert code == 0
+    assert "copies" not in report["summary"]["sweeps"]
+    assert not [i for i in report["items"] if i["sweep"] == "copies"]
+    assert {_key(i) for i in report["items"]} == {k for k in EXPECTED if k[0] != "copies"}
+    code, report = _sweep_report(snapshot, tmp_path, "--sweep", "copies")
+    copies = report["summary"]["sweeps"]["copies"]
+    assert copies["status"] == "not-configured"
+    assert "without the hub's discovery" in copies["detail"]
+    assert report["items"] == []
+
+
+def test_without_the_project_apis_answers_no_project_is_gone(tmp_path: Path) -> None:
+    """No Projects dump: proj-gone is not answered, not gone; its copy is kept."""
+    snapshot = _demo_without(tmp_path, "projects/projects.yaml")
+    _, report = _sweep_report(snapshot, tmp_path, "--sweep", "copies")
+    items = {_key(i): i for i in report["items"]}
+    gone = items[("copies", CM, GONE, "gone-project-config")]
+    assert gone["action"] == SKIP
+    assert gone["reason"] != "project-gone"
+    assert report["summary"]["projects"]["gone"] == 0
+    # the owner proven gone upstream does not rest on the Project API
+    assert items[("copies", CM, BETA, "deleted-owner-config")]["reason"] == "owner-gone"
+
+
+def test_a_copy_whose_upstream_owner_is_live_is_counted_healthy(
+    demo: tuple[Any, dict[str, Any]],
+) -> None:
+    _, report = demo
+    assert report["summary"]["counts"]["copies"]["skipped"]["owner-exists"] == 1
+    assert not [i for i in report["items"] if i["name"] == "live-owner-config"]

@@ -3,7 +3,14 @@
 Layout of a snapshot directory:
     snapshot.yaml            optional: {capturedAt: RFC 3339, server: a label for the report}
     hub/**.{json,yaml,yml}   the hub's objects: Lists, single objects, multi-document YAML
-    upstream/<cluster>/**    one directory per upstream cluster (its Gateways and Namespaces)
+    upstream/<cluster>/**    one directory per upstream cluster (its Gateways and Namespaces;
+                             the owners the copies name, and its discovery)
+    projects/**              optional: Milo's Project API's Projects (snapshot.yaml's
+                             `projectClusters` names the clusters that are projects)
+
+Discovery is dumped as `kubectl get --raw` answers it (docs/operating.md "Sweeping a
+snapshot"): an APIResourceList per group version, an APIGroupList for `/apis`. A group is
+unserved only where a dumped APIGroupList leaves it out; any other group not dumped is unknown.
 
 A kind with no dump is unknown, never empty: a read of it fails (the sweep that needs it is
 incomplete, an upstream without Gateways unavailable). A kind is given by any object of it, by a
@@ -20,7 +27,7 @@ rule reads) as each file is loaded.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +37,7 @@ import jsonpointer
 import yaml
 
 from gcjob.domain import secret_as_kept
+from gcjob.kube import discovery
 from gcjob.kube.access import ListsByFolding, Patched, PatchResult, Reduce, Sink
 from gcjob.kube.errors import ConfigError, KubeError, UnknownCluster
 from gcjob.kube.resources import Resource
@@ -138,10 +146,17 @@ class SnapshotStore(ListsByFolding):
         self._given: set[Key] = set()  # kinds dumped, even with no objects
         self._empty_dumps: set[str] = set()  # names of files that held no object
         self.newest: datetime | None = None
+        # Discovery, as `kubectl get --raw` dumps it: each group's kinds (APIResourceLists,
+        # merged over versions in file order) and, with an APIGroupList, the groups served.
+        self._discovered: dict[str, list[Mapping[str, tuple[Resource, ...]]]] = {}
+        self._groups: set[str] | None = None
         for path in files:
             try:
                 found = typed_any = False
                 for document in _documents(path):
+                    if self._discovery(document):
+                        found = True
+                        continue
                     typed = _typed_list(document)
                     if typed is not None:
                         self._given.add(typed)
@@ -156,6 +171,48 @@ class SnapshotStore(ListsByFolding):
             # RecursionError: a document nested deeper than the parsers follow.
             except (OSError, ValueError, RecursionError, yaml.YAMLError) as exc:
                 raise ConfigError(f"snapshot file {path}: {_unreadable(exc)}") from None
+
+    def _discovery(self, document: Any) -> bool:
+        """Keep a discovery document (`/apis`'s APIGroupList, a group version's
+        APIResourceList); False for anything else."""
+        if not isinstance(document, dict):
+            return False
+        kind = document.get("kind")
+        if kind == "APIGroupList":
+            groups = document.get("groups")
+            if not isinstance(groups, list):
+                raise ValueError("APIGroupList groups is not a list")
+            named = {g.get("name") for g in groups if isinstance(g, dict)}
+            self._groups = (self._groups or set()) | {n for n in named if isinstance(n, str)}
+            return True
+        if kind != "APIResourceList":
+            return False
+        group_version = document.get("groupVersion")
+        if not isinstance(group_version, str) or not group_version:
+            raise ValueError("APIResourceList without a groupVersion")
+        group, _, version = group_version.rpartition("/")
+        self._discovered.setdefault(group, []).append(
+            discovery.resources_by_kind(group, version, document)
+        )
+        return True
+
+    @property
+    def discovers(self) -> bool:
+        """Does this dump carry discovery (any APIResourceList or APIGroupList)?"""
+        return bool(self._discovered) or self._groups is not None
+
+    def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None:
+        """What discovery said of `group` when dumped: its kinds, or None (not served) when a
+        dumped APIGroupList leaves it out. A group with neither is unknown: raises
+        NotInSnapshot (the core group, `/api/v1`, is only ever known by its APIResourceList)."""
+        if group in self._discovered:
+            return discovery.merge_versions(self._discovered[group])
+        if group and self._groups is not None and group not in self._groups:
+            return None
+        raise NotInSnapshot(
+            f"no discovery of group {group or 'core'} in {self.label}: unknown, not unserved "
+            f"(dump `kubectl get --raw /apis/<group>/<version>` or `/api/v1`)"
+        )
 
     @property
     def count(self) -> int:
@@ -327,7 +384,9 @@ class Snapshot:
             _files(hub_dir)
             if hub_dir.is_dir()
             else [
-                p for p in _files(root) if p.name != "snapshot.yaml" and "upstream" not in p.parts
+                p
+                for p in _files(root)
+                if p.name != "snapshot.yaml" and not {"upstream", "projects"} & set(p.parts)
             ]
         )
         self.hub = SnapshotStore(str(meta.get("server") or f"snapshot:{root}"), hub_files)
@@ -338,6 +397,17 @@ class Snapshot:
                 self.upstreams[cluster_dir.name] = SnapshotStore(
                     f"snapshot:{cluster_dir}", _files(cluster_dir), upstream=True
                 )
+        # Milo's Project API, as it answered: its Projects dumped in DIR/projects/, and the
+        # clusters that are projects (as --upstream-server-template reaches them) named in
+        # snapshot.yaml. Without either, no cluster is a project (never_a_project).
+        projects_dir = root / "projects"
+        self.projects: SnapshotStore | None = None
+        if projects_dir.is_dir():
+            self.projects = SnapshotStore(f"snapshot:{projects_dir}", _files(projects_dir))
+        named = meta.get("projectClusters") or []
+        if not isinstance(named, list) or not all(isinstance(n, str) for n in named):
+            raise ConfigError(f"{meta_file}: projectClusters is not a list of cluster names")
+        self.project_clusters: frozenset[str] = frozenset(named)
         captured = meta.get("capturedAt")
         self.captured_at: datetime | None = parse_time(captured)
         if captured is not None and self.captured_at is None:

@@ -176,6 +176,9 @@ def test_a_shard_that_never_pushes_is_on_its_way_to_an_alert(
     snapshot = tmp_path / "demo"
     shutil.copytree(DEMO, snapshot)
     args = ["sweep", "--snapshot", str(snapshot), "--pushgateway", pushgateway.url]
+    # The hub's sweeps: the demo's copies shard otherwise (one shard holds a deleted project
+    # and no live one to vouch for the Project API: exit 1, docs/operating.md, Sharding).
+    args += ["--sweep", "companions", "--sweep", "bindings", "--sweep", "routes"]
 
     def run(index: int) -> int:
         shard = ["--shard", f"{index}/4"]

@@ -18,6 +18,7 @@ from gcjob.kube.resources import (
     GATEWAYS,
     HTTPROUTES,
     NAMESPACES,
+    PROJECTS,
     RESOURCEBINDINGS,
     SECRETS,
 )
@@ -573,3 +574,143 @@ def test_an_empty_or_junk_only_snapshot_is_refused(tmp_path: Path, files: dict[s
         _write(root / name, text)
     with pytest.raises(ConfigError, match=r"no hub objects found|not a Kubernetes object or List"):
         Snapshot(str(root))
+
+
+# -- discovery and the Project API (issue 48 item 3: the copies sweep reads them) ---------
+
+_GROUPS = """\
+apiVersion: v1
+kind: APIGroupList
+groups:
+- name: gateway.networking.k8s.io
+  versions: [{groupVersion: gateway.networking.k8s.io/v1, version: v1}]
+---
+apiVersion: v1
+kind: APIResourceList
+groupVersion: gateway.networking.k8s.io/v1
+resources:
+- {name: httproutes, kind: HTTPRoute, namespaced: true}
+- {name: httproutes/status, kind: HTTPRoute, namespaced: true}
+"""
+_CORE = """\
+apiVersion: v1
+kind: APIResourceList
+groupVersion: v1
+resources:
+- {name: configmaps, kind: ConfigMap, namespaced: true}
+"""
+
+
+def test_a_dump_without_discovery_discovers_nothing(snapshot_dir: Path) -> None:
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert not hub.discovers
+    with pytest.raises(NotInSnapshot, match="no discovery of group core"):
+        hub.kinds("")
+
+
+def test_discovery_dumped_is_read_as_a_server_answers_it(snapshot_dir: Path) -> None:
+    _write(snapshot_dir / "hub" / "discovery" / "apis.yaml", _GROUPS)
+    _write(snapshot_dir / "hub" / "discovery" / "core.json", json.dumps(yaml.safe_load(_CORE)))
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert hub.discovers
+    served = hub.kinds("gateway.networking.k8s.io")
+    assert served is not None
+    assert [r.plural for r in served["HTTPRoute"]] == ["httproutes"]  # no subresource
+    assert hub.kinds("")["ConfigMap"][0].path(WEB) == CONFIGMAPS.path(WEB)  # type: ignore[index]
+    # a discovery document is no object: the hub's kinds are what they were
+    assert hub.list(CONFIGMAPS, reduce.name_of) == [
+        "app-config",
+        "unlabelled-config",
+        "other-config",
+    ]
+
+
+def test_a_group_the_group_list_leaves_out_is_not_served(snapshot_dir: Path) -> None:
+    _write(snapshot_dir / "hub" / "apis.yaml", _GROUPS)
+    hub = Snapshot(str(snapshot_dir)).hub
+    assert hub.kinds("discovery.k8s.io") is None
+
+
+def test_a_group_not_dumped_is_unknown_never_unserved(snapshot_dir: Path) -> None:
+    """Named by the APIGroupList but its APIResourceList not dumped, or no APIGroupList at
+    all, or the core group (never in /apis): unknown, a read of it fails."""
+    _write(snapshot_dir / "hub" / "core.yaml", _CORE)
+    hub = Snapshot(str(snapshot_dir)).hub
+    with pytest.raises(NotInSnapshot, match="unknown, not unserved"):
+        hub.kinds("discovery.k8s.io")  # no APIGroupList: not known to be left out
+    _write(
+        snapshot_dir / "hub" / "apis.yaml",
+        "apiVersion: v1\nkind: APIGroupList\ngroups:\n- name: discovery.k8s.io\n",
+    )
+    hub = Snapshot(str(snapshot_dir)).hub
+    with pytest.raises(NotInSnapshot):
+        hub.kinds("discovery.k8s.io")
+    (snapshot_dir / "hub" / "core.yaml").unlink()
+    with pytest.raises(NotInSnapshot, match="group core"):
+        Snapshot(str(snapshot_dir)).hub.kinds("")
+
+
+def test_an_upstreams_discovery_is_its_own(snapshot_dir: Path) -> None:
+    _write(snapshot_dir / "upstream" / "single" / "discovery.yaml", _CORE)
+    snapshot = Snapshot(str(snapshot_dir))
+    assert snapshot.upstreams["single"].kinds("") is not None
+    assert not snapshot.hub.discovers
+    with pytest.raises(NotInSnapshot):
+        snapshot.upstreams["proj-alpha"].kinds("")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "apiVersion: v1\nkind: APIResourceList\nresources: []\n",  # no groupVersion
+        "apiVersion: v1\nkind: APIGroupList\ngroups: {}\n",
+    ],
+)
+def test_a_malformed_discovery_dump_is_refused(snapshot_dir: Path, content: str) -> None:
+    _write(snapshot_dir / "hub" / "discovery.yaml", content)
+    with pytest.raises(ConfigError, match=r"discovery\.yaml"):
+        Snapshot(str(snapshot_dir))
+
+
+def test_the_project_api_is_its_dump_and_the_projects_named(snapshot_dir: Path) -> None:
+    snapshot = Snapshot(str(snapshot_dir))
+    assert snapshot.projects is None  # no projects/: no Project API, no project
+    assert snapshot.project_clusters == frozenset()
+    _write(
+        snapshot_dir / "projects" / "projects.yaml",
+        yaml.safe_dump(
+            _list(
+                {
+                    "apiVersion": "resourcemanager.miloapis.com/v1alpha1",
+                    "kind": "Project",
+                    "metadata": _meta("proj-alpha", None),
+                }
+            )
+        ),
+    )
+    (snapshot_dir / "snapshot.yaml").write_text(
+        'capturedAt: "2026-11-20T12:00:00Z"\nprojectClusters: [proj-alpha, proj-gone]\n'
+    )
+    snapshot = Snapshot(str(snapshot_dir))
+    assert snapshot.projects is not None
+    assert snapshot.project_clusters == {"proj-alpha", "proj-gone"}
+    assert snapshot.projects.list(PROJECTS, reduce.name_of) == ["proj-alpha"]
+    assert snapshot.projects.get(PROJECTS, None, "proj-gone", reduce.name_of) is None
+    # the Project API's dump is not the hub's
+    with pytest.raises(NotInSnapshot):
+        snapshot.hub.list(PROJECTS, reduce.name_of)
+
+
+def test_a_project_api_without_a_projects_dump_answers_nothing(snapshot_dir: Path) -> None:
+    """A projects/ with no Projects in it: no project is found, none is not found."""
+    _write(snapshot_dir / "projects" / "README.txt", "not a dump")
+    snapshot = Snapshot(str(snapshot_dir))
+    assert snapshot.projects is not None
+    with pytest.raises(NotInSnapshot):
+        snapshot.projects.get(PROJECTS, None, "proj-gone", reduce.name_of)
+
+
+def test_project_clusters_must_be_a_list_of_names(snapshot_dir: Path) -> None:
+    (snapshot_dir / "snapshot.yaml").write_text("projectClusters: proj-alpha\n")
+    with pytest.raises(ConfigError, match="projectClusters"):
+        Snapshot(str(snapshot_dir))

@@ -14,7 +14,7 @@ from gcjob.model import Verdict
 from gcjob.reasons import reasons_of
 from gcjob.run import Run
 from gcjob.sweeps.copies import explain as explaining
-from gcjob.sweeps.copies.scan import Discovering
+from gcjob.sweeps.copies.scan import discovers
 from gcjob.sweeps.copies.sweep import NEEDS, SWEEP, Copies, OwnersRead, named, read
 from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.registry import Hand, Registered, Round, Shared
@@ -41,11 +41,9 @@ def declare(run: Run, round: Round) -> Copies:
 
 
 def runs(run: Run) -> bool:
-    """It needs the hub's discovery, which a snapshot does not hold: run by default only where
-    the hub answers it; asked for by name, it says why it did not run."""
-    return run.settings.sweeps_explicit or (
-        isinstance(run.hub, Discovering) and not run.settings.snapshot
-    )
+    """It needs the hub's discovery, which a snapshot holds only when dumped: run by default
+    only where the hub answers it; asked for by name, it says why it did not run."""
+    return run.settings.sweeps_explicit or discovers(run.hub)
 
 
 REGISTERED = Registered(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 from gcjob.domain import (
     GATEWAY_GROUP,
@@ -49,6 +49,13 @@ KEPT_LABELS = (*UPSTREAM_LABELS, GATEWAY_SYNC_LABEL)
 @runtime_checkable
 class Discovering(Protocol):
     def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None: ...
+
+
+def discovers(hub: object) -> TypeGuard[Discovering]:
+    """Does the hub answer discovery: a live one does, a snapshot only when it carries the
+    hub's (gcjob/kube/snapshot.py: its APIResourceLists). A dump of collections alone says
+    which kinds were dumped, not which the hub serves."""
+    return isinstance(hub, Discovering) and getattr(hub, "discovers", True) is True
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,8 +68,8 @@ from gcjob.sweeps.copies.judge import (
     understand,
 )
 from gcjob.sweeps.copies.scan import (
-    Discovering,
     HubKinds,
+    discovers,
     hub_kinds,
     scan_kind,
     scan_marked_outside_copies,
@@ -504,10 +504,9 @@ def swept_kinds(run: Run) -> HubKinds:
     discovery failed."""
     if run.upstreams is None:
         raise NotConfigured("no upstream configured (--upstream-kubeconfig)")
-    if not isinstance(run.hub, Discovering) or run.settings.snapshot:
-        # A dump of collections says which kinds were dumped, not which the hub serves.
+    if not discovers(run.hub):
         raise NotConfigured(
-            "not swept from a snapshot: it needs the hub's and upstreams' discovery",
+            "not swept from a snapshot without the hub's discovery (its APIResourceLists)",
             "not run",
         )
     try:

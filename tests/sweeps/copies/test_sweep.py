@@ -5,8 +5,10 @@ before their anchor."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from dataclasses import replace
+from pathlib import Path
 
 from gcjob.decide.projects import never_a_project
 from gcjob.enumerate.owners import ProjectReads
@@ -22,7 +24,7 @@ from testbed.milo import (
     project_name,
 )
 from testbed.report import run_gcjob
-from testbed.runs import snapshot_run
+from testbed.runs import DEMO, snapshot_run
 from tests.e2e.test_copies_e2e import args, milo, milo_kubeconfig, served  # noqa: F401
 
 
@@ -45,8 +47,13 @@ def gone_and_live_groups(
     return ns, made["metadata"]["name"]
 
 
-def test_over_a_snapshot_it_is_not_configured_and_says_why() -> None:
-    ran = snapshot_run(Sweep.COPIES, snapshot="fixtures/demo")
+def test_over_a_snapshot_without_discovery_it_is_not_configured_and_says_why(
+    tmp_path: Path,
+) -> None:
+    snapshot = tmp_path / "demo"
+    shutil.copytree(DEMO, snapshot)
+    shutil.rmtree(snapshot / "hub" / "discovery")
+    ran = snapshot_run(Sweep.COPIES, directory=snapshot, snapshot=str(snapshot))
     copies.sweep(ran.run, ProjectReads(None, never_a_project))
     state = ran.run.tally.sweeps[Sweep.COPIES]
     assert state.status == "not-configured" and "discovery" in state.detail
