@@ -39,13 +39,13 @@ from harness import (
 from gcjob.domain import ORPHANED_LABEL
 from testbed.backlog import seed_backlog
 from testbed.cluster import TestCluster
-from testbed.servers import HUB_CRDS, running
+from testbed.servers import HUB_CRDS, kubectl, running
 
 
 def rollout_args() -> list[str]:
     """The shipped rollout Job's arguments, as kustomize renders them."""
     rendered = subprocess.run(
-        ["kubectl", "kustomize", str(ROOT / "cronjobs" / "rollout")],
+        [kubectl(), "kustomize", str(ROOT / "cronjobs" / "rollout")],
         capture_output=True,
         text=True,
         check=True,

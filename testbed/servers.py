@@ -124,6 +124,28 @@ def binaries() -> Binaries:
     )
 
 
+def kubectl() -> Path:
+    """The kubectl built with the servers of $GCJOB_KUBE_VERSION (the tests render cronjobs/
+    with its kustomize and read what operators read with it): nothing taken from the machine.
+    With KUBEBUILDER_ASSETS set, the kubectl in that folder."""
+    given = os.environ.get("KUBEBUILDER_ASSETS")
+    if given:
+        found = Path(given) / "kubectl"
+        if not found.is_file():
+            raise AssetsMissing(f"KUBEBUILDER_ASSETS={given} holds no kubectl")
+        return found
+    try:
+        kube = builds.built(builds.kube_module())
+    except builds.BuildError as error:
+        raise AssetsMissing(str(error)) from None
+    if kube is None or not (kube / "kubectl").is_file():
+        raise AssetsMissing(
+            f"kubectl {builds.kube_version()} is not built: run "
+            f"`python3 tools/build_test_servers.py {builds.kube_version()}` first (docs/testing.md)"
+        )
+    return kube / "kubectl"
+
+
 def crds_dir() -> Path:
     path = Path(os.environ.get("GCJOB_CRDS_DIR") or CRDS)
     if not path.is_dir():

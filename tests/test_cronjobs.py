@@ -23,6 +23,7 @@ from gcjob.model import Sweep
 from gcjob.settings import Settings, parse_duration
 from gcjob.shard import Shard
 from gcjob.sweeps import PREFLIGHT, REGISTRY, copies
+from testbed import servers
 
 CRONJOBS = Path(__file__).parents[1] / "cronjobs"
 RENDERED = (
@@ -57,10 +58,8 @@ SCHEDULE_PERIOD = 300  # */5 * * * *
 
 
 def render(directory: str, root: Path = CRONJOBS) -> list[dict[str, Any]]:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl renders cronjobs/ (kubectl kustomize)"
     done = subprocess.run(
-        [kubectl, "kustomize", str(root / directory)],
+        [str(servers.kubectl()), "kustomize", str(root / directory)],
         capture_output=True,
         text=True,
         check=True,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Builds the test bed's servers: etcd, and kube-apiserver and kube-controller-manager of one
-Kubernetes version, from the Go modules in testbed/ (testbed/builds.py says how and where);
+"""Builds the test bed's servers: etcd, and kube-apiserver, kube-controller-manager and kubectl
+of one Kubernetes version, from the Go modules in testbed/ (testbed/builds.py says how and where);
 with 1.36, the version the Karmada hub runs on, karmada-controller-manager and karmada-webhook
 too (testbed/karmada/).
 

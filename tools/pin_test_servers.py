@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from testbed.builds import ETCD_MODULE, KARMADA_MODULE, KUBE_MODULES, build_env
 
-KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager")
+KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl")
 VERSION_PACKAGES = ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version")
 ETCD_SERVER = "go.etcd.io/etcd/server/v3"
 KARMADA = "github.com/karmada-io/karmada"

@@ -8,7 +8,6 @@ each number checked against the hub (item 1)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +20,7 @@ from gcjob.domain import ORPHANED_LABEL
 from testbed.cluster import BY_KIND, TestCluster
 from testbed.objects import companion, workload
 from testbed.report import Result, run_gcjob
+from testbed.servers import kubectl
 
 ROLLOUT = Path(__file__).parents[2] / "cronjobs" / "rollout"
 # Where the rendered Job's arguments name the pod's files and cluster: the test's instead.
@@ -30,10 +30,8 @@ PODS_OWN = ("--hub-kubeconfig", "--upstream-kubeconfig", "--lock-namespace", "--
 def rollout_args() -> list[str]:
     """The rollout Job's arguments as `kubectl kustomize cronjobs/rollout` renders them, less
     the pod's own files and lock namespace."""
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl renders cronjobs/ (kubectl kustomize)"
     rendered = subprocess.run(
-        [kubectl, "kustomize", str(ROLLOUT)], capture_output=True, text=True, check=True
+        [kubectl(), "kustomize", str(ROLLOUT)], capture_output=True, text=True, check=True
     ).stdout
     (job,) = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "Job"]
     args: list[str] = job["spec"]["template"]["spec"]["containers"][0]["args"]

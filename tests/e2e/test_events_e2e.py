@@ -6,7 +6,6 @@ label or annotation value. A dry run posts none, nor a run with --no-events."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 import time
@@ -16,6 +15,7 @@ from testbed.cluster import TEST_FINALIZER, TestCluster, wait_for
 from testbed.faultproxy import Fault, FaultProxy
 from testbed.objects import companion, workload
 from testbed.report import Result, records_of, run_gcjob, start_gcjob
+from testbed.servers import kubectl
 
 SECRET_LOOKING = "label-value-7f3a"  # a label value no Event may carry
 NOTE_VALUE = "annotation-value-9c2e"  # nor an annotation value
@@ -93,16 +93,14 @@ def test_marks_unmarks_and_deletes_post_events_on_the_objects_namespace(
     text = str(events)
     assert SECRET_LOOKING not in text and NOTE_VALUE not in text
     # Where operators look: `kubectl get events` shows them.
-    kubectl = shutil.which("kubectl")
-    if kubectl:
-        shown = subprocess.run(
-            [kubectl, "--kubeconfig", hub_kubeconfig, "-n", ns, "get", "events"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
-        assert "OrphanDeleted" in shown and "configmap/orphan" in shown
+    shown = subprocess.run(
+        [kubectl(), "--kubeconfig", hub_kubeconfig, "-n", ns, "get", "events"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "OrphanDeleted" in shown and "configmap/orphan" in shown
 
 
 def test_events_never_take_from_the_write_budget(hub: TestCluster, hub_kubeconfig: str) -> None:

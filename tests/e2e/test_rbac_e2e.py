@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from click.testing import CliRunner
 
 from gcjob.cli import cli
 from gcjob.domain import GATEWAY_SYNC_LABEL
+from testbed import servers
 from testbed.cluster import TestCluster, wait_for
 from testbed.endpoints import UPSTREAM_CLUSTER, started
 from testbed.faultproxy import FaultProxy
@@ -58,13 +58,11 @@ ROOT = Path(__file__).parents[2]
 CRONJOBS = ROOT / "cronjobs"
 GCJOB_TOKEN = "gcjob-token"
 GCJOB_USER = ("gcjob-token", "gcjob", "gcjob-sweepers")
-KUBECTL = shutil.which("kubectl")
 
 
 def render(directory: str) -> str:
-    assert KUBECTL is not None, "kubectl renders cronjobs/ (kubectl kustomize)"
     done = subprocess.run(
-        [KUBECTL, "kustomize", str(CRONJOBS / directory)],
+        [servers.kubectl(), "kustomize", str(CRONJOBS / directory)],
         capture_output=True,
         text=True,
         check=True,
@@ -74,9 +72,8 @@ def render(directory: str) -> str:
 
 
 def kubectl(kubeconfig: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None
     return subprocess.run(
-        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
+        [servers.kubectl(), "--kubeconfig", str(kubeconfig), *args],
         input=stdin,
         capture_output=True,
         text=True,

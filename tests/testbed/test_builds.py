@@ -16,7 +16,7 @@ import pytest
 from testbed import builds
 from testbed.karmada import karmada_files
 from testbed.paths import PROJECT_ROOT
-from testbed.servers import AssetsMissing, binaries
+from testbed.servers import AssetsMissing, binaries, kubectl
 
 SCRIPT = PROJECT_ROOT / "tools" / "build_test_servers.py"
 VERSIONS = builds.kube_versions()
@@ -52,7 +52,25 @@ def test_each_module_is_stamped_with_the_release_it_requires(version: str) -> No
         assert stamps[f"{package}.gitMajor"] == "1"
         assert stamps[f"{package}.gitMinor"] == version.split(".")[1]
     assert f"-X k8s.io/component-base/version.gitVersion={release}" in module.ldflags()
-    assert set(module.spec["binaries"]) == {"kube-apiserver", "kube-controller-manager"}
+    assert set(module.spec["binaries"]) == {"kube-apiserver", "kube-controller-manager", "kubectl"}
+
+
+def test_the_tests_kubectl_is_the_release_built_beside_the_servers() -> None:
+    """issue 51 item 14: nothing taken from the machine's PATH; the release's own kubectl."""
+    if os.environ.get("KUBEBUILDER_ASSETS"):
+        pytest.skip("KUBEBUILDER_ASSETS: its kubectl, not one built here")
+    found = kubectl()
+    module = builds.kube_module()
+    assert found.parent == builds.built(module)
+    done = subprocess.run(
+        [str(found), "version", "--client", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    said = json.loads(done.stdout)["clientVersion"]["gitVersion"]
+    assert said == module.required("k8s.io/kubernetes")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
