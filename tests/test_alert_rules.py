@@ -17,11 +17,15 @@ from typing import Any
 import yaml
 
 from gcjob.publish.metrics import registry_of
+from testbed import servers
 from testbed.prometheus import RULES, promtool
 
 MONITORING = RULES.parent
 RULE_TESTS = MONITORING / "tests" / "gcjob-alerts-test.yaml"
 DEPLOYING = Path(__file__).parents[1] / "docs" / "deploying.md"
+# Where every alert's runbook_url points unless an overlay says otherwise (runbooks.yaml).
+RUNBOOKS = "https://github.com/datum-cloud/gcjob/blob/main/docs/deploying.md"
+COMPONENTS = MONITORING.parent / "components"
 GROUP_LABELS = {"job", "hub"}  # the Pushgateway group every push of an install goes to
 SHARD_LABEL = "shard"  # with --shard, one group a shard (gcjob/publish/metrics.py grouping)
 SERIES = re.compile(r"(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\}")
@@ -110,8 +114,57 @@ def test_every_alert_has_a_test_that_fires_it_and_a_runbook_section() -> None:
     for rule in rules():
         name = rule["alert"]
         assert name in fired, f"no promtool test fires {name}"
-        assert rule["annotations"]["runbook"] == f"docs/deploying.md#{name.lower()}"
+        assert rule["annotations"]["runbook_url"] == f"{RUNBOOKS}#{name.lower()}"
         assert name.lower() in headings, f"docs/deploying.md has no section {name}"
+
+
+def _rendered_rules(kustomization: Path) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [str(servers.kubectl()), "kustomize", str(kustomization)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    (manifest,) = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    assert manifest["kind"] == "PrometheusRule"  # the runbooks' page is kustomize's only
+    return [rule for group in manifest["spec"]["groups"] for rule in group["rules"]]
+
+
+def test_the_runbooks_page_is_a_setting_an_overlay_changes(tmp_path: Path) -> None:
+    """issue 51 item 9: absolute runbook URLs, their page one setting of an overlay."""
+    shipped = yaml.safe_load((MONITORING / "prometheusrule.yaml").read_text())
+    assert _rendered_rules(MONITORING) == [r for g in shipped["spec"]["groups"] for r in g["rules"]]
+    mine = "https://docs.example.com/platform/gcjob-runbooks.html"
+    overlay = tmp_path / "alerts"
+    overlay.mkdir()
+    # docs/deploying.md's overlay, as an operator writes it
+    (overlay / "runbooks.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "gcjob-runbooks",
+                    "annotations": {"config.kubernetes.io/local-config": "true"},
+                },
+                "data": {"page": mine},
+            }
+        )
+    )
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [os.path.relpath(MONITORING, overlay), "runbooks.yaml"],
+                "components": [os.path.relpath(COMPONENTS / "runbooks", overlay)],
+            }
+        )
+    )
+
+    rendered = _rendered_rules(overlay)
+
+    assert len(rendered) == len(rules())
+    assert all(r["annotations"]["runbook_url"] == f"{mine}#{r['alert'].lower()}" for r in rendered)
 
 
 def test_the_prometheusrule_carries_the_same_groups() -> None:
