@@ -57,7 +57,7 @@ from gcjob.report.emitter import Reporter, silence
 from gcjob.report.explain_output import render_json, render_text
 from gcjob.run import Run, RunContext
 from gcjob.settings import IGNORED_VARIABLES, Settings
-from gcjob.sweeps import PREFLIGHT, execute, reads_projects, served, upstream_required
+from gcjob.sweeps import ENFORCING, PREFLIGHT, execute, reads_projects, served, upstream_required
 from gcjob.times import HubClock, run_clock
 from gcjob.urls import keep_proxy_credentials, proxy_env
 from gcjob.visible import visible
@@ -230,7 +230,7 @@ def _sweep(run: Run, sources: Sources) -> tuple[str, timedelta]:
         for warning in run.namespace_check.warnings():
             log.warning("%s", warning)
         if access is not None and settings.delete:
-            preflight.check(access, settings, PREFLIGHT)
+            preflight.check(access, settings, PREFLIGHT, ENFORCING)
             if settings.events and preflight.events_allowed(access, settings):
                 run.events = Events(access, run.run_id)
         if access is not None and settings.delete and settings.lock:

@@ -32,6 +32,9 @@ READ = ("get", "list")
 # `patch`: an orphan is marked first (a conditional JSON Patch of its labels and annotations)
 # and deleted after --grace; a mark is removed again when it stops being an orphan.
 READ_DELETE = ("get", "list", "patch", "delete")
+# A sweep not enforced marks, never deletes: its `delete` is needed only where it is enforced.
+READ_MARK = ("get", "list", "patch")
+DELETE = ("delete",)
 # What a sweep needs on the hub: each resource and its verbs. Each sweep declares its own
 # (its folder's REGISTERED `needs`, gcjob/sweeps/registry.py; cronjobs/rbac/hub grants them).
 Needs = tuple[tuple[Resource, tuple[str, ...]], ...]
@@ -61,13 +64,17 @@ class Permission:
         return f"'{self.verb}' on {self.resource.plural}{group}{named} {where}"
 
 
-def needed(settings: Settings, needs: Mapping[Sweep, Needs]) -> list[Permission]:
+def needed(
+    settings: Settings, needs: Mapping[Sweep, Needs], enforcing: Mapping[Sweep, Needs] | None = None
+) -> list[Permission]:
     """Every permission a --delete run with these settings uses on the hub, in order, its
-    sweeps' as `needs` says (gcjob/sweeps/__init__.py `PREFLIGHT`)."""
+    sweeps' as `needs` says (gcjob/sweeps/__init__.py `PREFLIGHT`), and, for each sweep it
+    enforces, what `enforcing` adds (its deletes, where it lands report-only)."""
     scopes: tuple[str | None, ...] = settings.namespaces or (None,)
     wanted: dict[Permission, None] = {}
     for sweep in settings.sweeps:
-        for resource, verbs in needs.get(sweep, ()):
+        extra = (enforcing or {}).get(sweep, ()) if sweep in settings.enforce else ()
+        for resource, verbs in (*needs.get(sweep, ()), *extra):
             for namespace in scopes:
                 for verb in verbs:
                     wanted[Permission(verb, resource, namespace)] = None
@@ -150,11 +157,16 @@ def events_allowed(access: KubeAccess, settings: Settings) -> bool:
     return True
 
 
-def check(access: KubeAccess, settings: Settings, needs: Mapping[Sweep, Needs]) -> None:
+def check(
+    access: KubeAccess,
+    settings: Settings,
+    needs: Mapping[Sweep, Needs],
+    enforcing: Mapping[Sweep, Needs] | None = None,
+) -> None:
     """Raises ConfigError naming what the hub identity lacks; a hub that cannot say is let
     through with a warning (each request still fails safe on its own 403)."""
     try:
-        denied = missing(access, needed(settings, needs))
+        denied = missing(access, needed(settings, needs, enforcing))
     except KubeError as exc:
         log.warning("cannot check the hub identity's permissions (%s): going on", exc)
         return

@@ -19,6 +19,7 @@ import yaml
 from gcjob import preflight, restore
 from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS
 from gcjob.kube.connect import check_server_template, project_api_from_template
+from gcjob.kube.resources import NAMESPACES
 from gcjob.model import Sweep
 from gcjob.settings import Settings, parse_duration
 from gcjob.shard import Shard
@@ -263,23 +264,25 @@ def test_the_settings_move_the_lease_role_the_identities_and_the_argument_togeth
     assert "namespace" not in account["metadata"]
 
 
-def with_component(tmp_path: Path, directory: str, component: str) -> dict[str, Any]:
-    """The CronJob or Job of `directory` in a kustomization of one's own that adds
-    cronjobs/components/`component` to it."""
+def with_components(tmp_path: Path, directory: str, *components: str) -> list[dict[str, Any]]:
+    """What `directory` renders in a kustomization of one's own that adds
+    cronjobs/components/`components` to it."""
     if not (tmp_path / "cronjobs").exists():
         shutil.copytree(CRONJOBS, tmp_path / "cronjobs")
-    mine = tmp_path / "mine" / component / directory
-    mine.mkdir(parents=True)
+    mine = tmp_path / "mine" / "-".join(components) / directory
+    mine.mkdir(parents=True, exist_ok=True)
     up = "../" * (directory.count("/") + 3)
+    listed = ", ".join(f"{up}cronjobs/components/{c}" for c in components)
     (mine / "kustomization.yaml").write_text(
-        f"resources: [{up}cronjobs/{directory}]\n"
-        f"components: [{up}cronjobs/components/{component}]\n"
+        f"resources: [{up}cronjobs/{directory}]\ncomponents: [{listed}]\n"
     )
-    [workload] = [
-        o
-        for o in render(directory, tmp_path / "mine" / component)
-        if o["kind"] in ("CronJob", "Job")
-    ]
+    return render(directory, tmp_path / "mine" / "-".join(components))
+
+
+def with_component(tmp_path: Path, directory: str, component: str) -> dict[str, Any]:
+    """The CronJob or Job of `directory` with cronjobs/components/`component` added to it."""
+    rendered = with_components(tmp_path, directory, component)
+    [workload] = [o for o in rendered if o["kind"] in ("CronJob", "Job")]
     return workload
 
 
@@ -374,8 +377,13 @@ def test_the_documented_overlays_without_secrets_render_routes_alone_and_no_secr
 
 def granted_verbs(directory: str) -> dict[tuple[str, str], set[str]]:
     """(group, plural) -> the verbs the rendered ClusterRoles and Roles grant on it."""
+    return granted_by(render(directory))
+
+
+def granted_by(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    """(group, plural) -> the verbs these ClusterRoles and Roles grant on it."""
     verbs: dict[tuple[str, str], set[str]] = {}
-    for doc in render(directory):
+    for doc in rendered:
         if doc["kind"] not in ("ClusterRole", "Role"):
             continue
         for rule in doc["rules"]:
@@ -391,17 +399,36 @@ def test_no_rendered_rule_is_a_wildcard(directory: str) -> None:
         assert "*" not in (group, plural, *verbs), (directory, group, plural, verbs)
 
 
-def test_the_copies_sweep_is_granted_exactly_the_verbs_it_sends() -> None:
-    """On the hub: read, mark and delete each kind NSO copies (what the sweep asks for itself,
-    its REGISTERED needs); upstream: only reads, never a Secret (not without
-    --read-upstream-secrets); Milo: reading projects (preflight.PROJECT_NEEDS), nothing else."""
+def test_the_copies_sweep_is_granted_exactly_the_verbs_it_sends(tmp_path: Path) -> None:
+    """On the hub: read and mark each kind NSO copies (what the sweep asks for itself, its
+    REGISTERED needs), and delete them only with cronjobs/components/enforce-copies (its
+    `enforcing` needs: issue 51 item 6, the report-only sweep deletes nothing); upstream: only
+    reads, never a Secret (not without --read-upstream-secrets); Milo: reading projects
+    (preflight.PROJECT_NEEDS), nothing else."""
     hub = granted_verbs("rbac/hub")
+    enforcing = granted_by(with_components(tmp_path, "rbac/hub", "enforce-copies"))
+    others = {  # what another sweep deletes: granted whatever copies does
+        (r.group, r.plural)
+        for registered in REGISTRY
+        if registered is not copies.REGISTERED
+        for r, verbs in registered.needs
+        if "delete" in verbs
+    }
     for resource, verbs in copies.REGISTERED.needs:
-        granted = hub[(resource.group, resource.plural)]
-        assert set(verbs) <= granted, (resource.plural, granted)
-        if (resource.group, resource.kind) in REPLICATED_KINDS:
-            # Read, mark, delete: no create, update or anything broader.
-            assert granted == set(preflight.READ_DELETE), (resource.plural, granted)
+        key = (resource.group, resource.plural)
+        assert set(verbs) <= hub[key], (resource.plural, hub[key])
+        if (resource.group, resource.kind) in REPLICATED_KINDS and key not in others:
+            # Read and mark: no delete, create, update or anything broader.
+            assert hub[key] == set(preflight.READ_MARK), (resource.plural, hub[key])
+            assert enforcing[key] == set(preflight.READ_DELETE), (resource.plural, enforcing[key])
+    for resource, verbs in copies.REGISTERED.enforcing:
+        assert set(verbs) <= enforcing[(resource.group, resource.plural)], resource.plural
+    # Nothing else changes: the component adds the copies' deletes and only those.
+    assert {k: v for k, v in enforcing.items() if v != hub.get(k)} == {
+        (r.group, r.plural): set(preflight.READ_DELETE)
+        for r, _ in copies.REGISTERED.enforcing
+        if (r.group, r.plural) not in others
+    }
 
     upstream = granted_verbs("rbac/upstream")
     for group, kind in REPLICATED_KINDS:
@@ -416,6 +443,99 @@ def test_the_copies_sweep_is_granted_exactly_the_verbs_it_sends() -> None:
     assert projects == {
         (resource.group, resource.plural): set(verbs) for resource, verbs in preflight.PROJECT_NEEDS
     }
+
+
+def test_enforce_copies_enforces_every_sweep_in_the_cronjob_and_the_rollout(tmp_path: Path) -> None:
+    """`--enforce` names every sweep a run enforces: the component adds the copies sweep to the
+    ones enforced by default, never enforcing copies alone."""
+    wanted = [f"--enforce={s.value}" for s in (*Settings().enforce, copies.REGISTERED.name)]
+    for directory in ("overlays/enforce", "rollout"):
+        workload = with_component(tmp_path, directory, "enforce-copies")
+        [plain] = [o for o in render(directory) if o["kind"] in ("CronJob", "Job")]
+        assert pod_args(workload) == pod_args(plain) + wanted, directory
+
+
+def test_the_documented_overlays_enforcing_copies_grant_its_deletes_and_enforce_it(
+    tmp_path: Path,
+) -> None:
+    """docs/install.md's overlay of section 8 that enforces copies, for the hub (both
+    identities), the CronJob and the rollout Job."""
+    text = documented_yaml("install.md", "my-gcjob/hub/kustomization.yaml, copies enforced")
+    mine = own_overlays(tmp_path)
+    for name, stands_on in (
+        ("hub", "rbac/hub-serviceaccount"),
+        ("hub-user", "rbac/hub"),
+        ("cronjob", "overlays/enforce"),
+        ("rollout", "rollout"),
+    ):
+        (mine / name).mkdir(exist_ok=True)
+        written = text.replace("cronjobs/rbac/hub-serviceaccount", f"cronjobs/{stands_on}")
+        (mine / name / "kustomization.yaml").write_text(written)
+    for name in ("hub", "hub-user"):
+        granted = granted_by(render(name, mine))
+        for resource, verbs in copies.REGISTERED.enforcing:
+            assert set(verbs) <= granted[(resource.group, resource.plural)], resource.plural
+    for name in ("cronjob", "rollout"):
+        [workload] = [o for o in render(name, mine) if o["kind"] in ("CronJob", "Job")]
+        enforced = {a for a in pod_args(workload) if a.startswith("--enforce")}
+        assert enforced == {f"--enforce={r.name.value}" for r in REGISTRY if r.enforced} | {
+            "--enforce=copies"
+        }
+
+
+def rbac_table() -> dict[str, dict[tuple[str, str], set[str]]]:
+    """docs/operating.md's "What gcjob needs (RBAC)" table: for each RBAC it names, (group,
+    plural) -> the verbs it says that RBAC grants."""
+    page = (CRONJOBS.parent / "docs" / "operating.md").read_text(encoding="utf-8")
+    table: dict[str, dict[tuple[str, str], set[str]]] = {}
+    for line in page.splitlines():
+        if not line.startswith("| `cronjobs/"):
+            continue
+        rbac, resources, verbs, _ = (cell.strip() for cell in line.strip("|").split("|"))
+        granted = table.setdefault(rbac.strip("`").removeprefix("cronjobs/"), {})
+        for resource in re.findall(r"`([^`]+)`", resources):
+            plural, _, group = resource.partition(".")
+            granted.setdefault((group, plural), set()).update(re.findall(r"`([^`]+)`", verbs))
+    return table
+
+
+def test_operating_md_lists_exactly_what_each_rbac_grants_and_the_sweeps_send(
+    tmp_path: Path,
+) -> None:
+    """issue 51 item 8: the doc's table is each rendered RBAC, verb for verb, and its hub rows
+    are what the registered sweeps declare they send (their `needs`; the copies sweep's
+    `enforcing` in the component that enforces it), the Events, the Lease and namespaces."""
+    table = rbac_table()
+    hub = granted_verbs("rbac/hub")
+    enforcing = granted_by(with_components(tmp_path, "rbac/hub", "enforce-copies"))
+    added = {k: v - hub.get(k, set()) for k, v in enforcing.items() if v != hub.get(k)}
+    rendered = {
+        "rbac/hub": hub,
+        "components/enforce-copies": added,
+        "rbac/upstream": granted_verbs("rbac/upstream"),
+        "rbac/projects": granted_verbs("rbac/projects"),
+        "rbac/hub-restore": granted_verbs("rbac/hub-restore"),
+    }
+    assert table == rendered
+
+    def sent(*needs: preflight.Needs) -> dict[tuple[str, str], set[str]]:
+        verbs: dict[tuple[str, str], set[str]] = {}
+        for resource, asked in (need for each in needs for need in each):
+            verbs.setdefault((resource.group, resource.plural), set()).update(asked)
+        return verbs
+
+    lease = preflight.lease_needs(Settings(delete=True))
+    declared = sent(
+        *(r.needs for r in REGISTRY),
+        preflight.EVENT_NEEDS,
+        tuple((p.resource, (p.verb,)) for p in lease),
+        # `get`: a --namespace that does not exist is warned of; --record-deletions' kube-system.
+        ((NAMESPACES, ("get",)),),
+    )
+    assert table["rbac/hub"] == declared
+    with_enforcing = sent(*(r.needs for r in REGISTRY), *(r.enforcing for r in REGISTRY))
+    for key, verbs in table["components/enforce-copies"].items():
+        assert verbs <= with_enforcing[key] - table["rbac/hub"][key], key
 
 
 def test_the_deletion_record_is_on_where_runs_delete_each_workload_on_a_claim_of_its_own() -> None:

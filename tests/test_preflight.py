@@ -18,7 +18,7 @@ from gcjob.model import Sweep
 from gcjob.preflight import EVENT_NEEDS, Permission, needed, needed_for, review
 from gcjob.settings import Settings
 from gcjob.shard import MAX_SHARDS, Shard
-from gcjob.sweeps import PREFLIGHT, REGISTRY
+from gcjob.sweeps import PREFLIGHT, REGISTRY, copies
 
 HUB_RBAC = Path(__file__).parents[1] / "cronjobs/rbac/hub"
 
@@ -54,10 +54,15 @@ USED_WITHOUT_PREFLIGHT = {("", "namespaces", "get")}
 
 
 def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
-    settings = Settings(delete=True, enforce=tuple(Sweep))
+    """Its sweeps enforced as by default: the report-only copies sweep reads and marks, and
+    cronjobs/rbac/hub grants it no delete (issue 51 item 6; enforcing it:
+    tests/test_cronjobs.py, cronjobs/components/enforce-copies)."""
+    settings = Settings(delete=True)
     # Every registered sweep's needs, those the preflight asks and those a sweep asks itself
     # (the copies sweep's, once discovery named its kinds).
-    permissions = needed(settings, {r.name: r.needs for r in REGISTRY})
+    permissions = needed(
+        settings, {r.name: r.needs for r in REGISTRY}, {r.name: r.enforcing for r in REGISTRY}
+    )
     # Its Events are asked for apart (a warning when denied, not exit 2).
     permissions += needed_for(EVENT_NEEDS, settings)
 
@@ -71,6 +76,18 @@ def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
                     if (group, plural, verb) in USED_WITHOUT_PREFLIGHT:
                         continue
                     assert (group, plural, verb) in asked, f"{verb} {plural} granted, never used"
+
+
+def test_a_sweeps_enforcing_needs_are_asked_for_only_where_it_is_enforced() -> None:
+    registered = copies.REGISTERED
+    assert registered.enforcing  # its deletes: it lands report-only
+    needs, enforcing = {registered.name: registered.needs}, {registered.name: registered.enforcing}
+    report_only = Settings(delete=True, sweeps=(registered.name,))
+    enforced = Settings(delete=True, sweeps=(registered.name,), enforce=(registered.name,))
+
+    assert not [p for p in needed(report_only, needs, enforcing) if p.verb == "delete"]
+    deletes = [p for p in needed(enforced, needs, enforcing) if p.verb == "delete"]
+    assert {p.resource for p in deletes} == {r for r, _ in registered.enforcing}
 
 
 def test_only_the_sweeps_run_and_their_namespaces_are_asked_for() -> None:

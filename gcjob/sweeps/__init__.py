@@ -53,6 +53,10 @@ DECLARED: tuple[type[Declaration[Any, Any]], ...] = tuple(r.declaration for r in
 # What the preflight asks of the hub identity for each sweep (the copies sweep asks for
 # its own, once it knows which kinds the hub serves).
 PREFLIGHT: Mapping[Sweep, Needs] = {r.name: r.needs for r in REGISTRY if not r.asks_itself}
+# What it asks besides for each sweep a --delete run enforces (a report-only sweep's deletes).
+ENFORCING: Mapping[Sweep, Needs] = {
+    r.name: r.enforcing for r in REGISTRY if not r.asks_itself and r.enforcing
+}
 
 
 def served(sweeps: tuple[Sweep, ...]) -> list[Resource]:

@@ -118,6 +118,8 @@ class Registered:
 
     `kinds`: the kinds it judges, as domain.py `JUDGED_KINDS` names them (`Kind.group`);
     `needs`: what it reads, marks and deletes on the hub (cronjobs/rbac/hub grants them);
+    `enforcing`: what it needs besides only where a --delete run enforces it (a sweep that
+    lands report-only: its deletes, granted by the component that enforces it);
     `asks_itself`: the kinds it needs are known only from the hub's discovery, so it asks for
     its permissions itself and, lacking them, is skipped rather than refusing the run (the
     preflight leaves them out); `reasons`: the codes its report items carry besides those of
@@ -140,6 +142,7 @@ class Registered:
     declare: Callable[[Run, Round], Declaration[Any, Any]]
     explain: Explainer
     declaration: type[Declaration[Any, Any]]
+    enforcing: Needs = ()
     asks_itself: bool = False
     reads: frozenset[Shared] = frozenset()
     provides: frozenset[Shared] = frozenset()

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -60,14 +62,26 @@ GCJOB_TOKEN = "gcjob-token"
 GCJOB_USER = ("gcjob-token", "gcjob", "gcjob-sweepers")
 
 
-def render(directory: str) -> str:
-    done = subprocess.run(
-        [servers.kubectl(), "kustomize", str(CRONJOBS / directory)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+def render(directory: str, *components: str) -> str:
+    """What `directory` renders, with cronjobs/components/`components` added to it as an
+    install's own kustomization adds them (docs/install.md)."""
+    with tempfile.TemporaryDirectory() as work:
+        root = CRONJOBS / directory
+        if components:
+            shutil.copytree(CRONJOBS, Path(work) / "cronjobs")
+            root = Path(work) / "mine"
+            root.mkdir()
+            listed = ", ".join(f"../cronjobs/components/{c}" for c in components)
+            (root / "kustomization.yaml").write_text(
+                f"resources: [../cronjobs/{directory}]\ncomponents: [{listed}]\n"
+            )
+        done = subprocess.run(
+            [servers.kubectl(), "kustomize", str(root)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
     return done.stdout
 
 
@@ -184,6 +198,23 @@ def hub_side(sides: tuple[Side, Side]) -> Iterator[Side]:
     hub.proxy.clear_requests()
     yield hub
     hub.cluster.cleanup()
+
+
+CONNECTORS_PLURAL = "connectors.networking.datumapis.com"  # one of the copies' kinds
+
+
+@pytest.fixture
+def copies_enforced(hub_side: Side) -> Iterator[Side]:
+    """The hub RBAC with cronjobs/components/enforce-copies, for this test; as shipped after."""
+    done = hub_side.apply(render("rbac/hub", "enforce-copies"), "--server-side")
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: hub_side.allowed("delete", CONNECTORS_PLURAL, "any"))
+    try:
+        yield hub_side
+    finally:
+        restored = hub_side.apply(render("rbac/hub"), "--server-side")
+        assert restored.returncode == 0, restored.stderr
+        wait_for(lambda: not hub_side.allowed("delete", CONNECTORS_PLURAL, "any"))
 
 
 @pytest.fixture
@@ -491,9 +522,41 @@ def enforced(hub: Side, milo: Milo) -> list[str]:
     return args
 
 
-def test_a_deleted_projects_copies_go_with_nothing_but_the_rendered_rbac(
+def test_as_shipped_the_copies_sweep_may_not_delete_and_a_default_run_needs_no_delete(
     hub_side: Side, upstream_side: Side, milo: Milo
 ) -> None:
+    """issue 51 item 6: cronjobs/rbac/hub grants the report-only copies sweep no `delete`. A
+    --delete run enforcing as by default sends every request it needs and none is refused (the
+    deleted project's copies are marked and reported would-delete, not deleted); a run that
+    enforces copies without cronjobs/components/enforce-copies is told what to grant, and the
+    copies sweep deletes nothing."""
+    projects = seed_projects(hub_side.cluster, upstream_side.cluster, milo.proxy)
+    assert not hub_side.allowed("delete", CONNECTORS_PLURAL, projects.ns)
+    default = [a for a in enforced(hub_side, milo) if a not in ("--enforce", *ALL_SWEEPS)]
+
+    report_only = run_gcjob(*default)
+    log = [(r.method, r.path, r.status) for r in hub_side.proxy.requests]
+    hub_side.proxy.clear_requests()
+    enforcing = run_gcjob(*enforced(hub_side, milo))
+
+    assert report_only.exit_code == 0, report_only.stderr
+    assert report_only.summary["sweeps"]["copies"]["status"] == "completed"
+    for kind, name in projects.copies:
+        assert report_only.outcome(kind, name) == ("would-delete", "project-gone"), (kind, name)
+        assert present(hub_side.cluster, kind, projects.ns, name), (kind, name)
+    assert not [r for r in log if r[2] in (401, 403)]
+    copies = enforcing.summary["sweeps"]["copies"]
+    assert copies["status"] == "not-configured", copies
+    assert f"'delete' on {CONNECTORS_PLURAL}" in copies["detail"]
+    assert not [i for i in enforcing.items if i["sweep"] == "copies"]
+    for kind, name in projects.copies:
+        assert present(hub_side.cluster, kind, projects.ns, name), (kind, name)
+
+
+def test_a_deleted_projects_copies_go_with_nothing_but_the_rendered_rbac(
+    copies_enforced: Side, upstream_side: Side, milo: Milo
+) -> None:
+    hub_side = copies_enforced
     orphans = seed(hub_side.cluster, upstream_side.cluster)
     projects = seed_projects(hub_side.cluster, upstream_side.cluster, milo.proxy)
 
@@ -544,12 +607,12 @@ def test_a_deleted_projects_copies_go_with_nothing_but_the_rendered_rbac(
 @pytest.mark.parametrize(
     ("side", "rbac", "resource", "verb", "namespace"),
     [
-        ("hub", "rbac/hub", "connectors.networking.datumapis.com", "delete", "any"),
+        ("hub", "rbac/hub", CONNECTORS_PLURAL, "delete", "any"),
         ("milo", "rbac/projects", "projects.resourcemanager.miloapis.com", "get", ""),
     ],
 )
 def test_one_verb_less_for_the_copies_sweep_leaves_it_not_configured_and_deletes_none_of_it(
-    hub_side: Side,
+    copies_enforced: Side,
     upstream_side: Side,
     milo: Milo,
     side: str,
@@ -558,9 +621,10 @@ def test_one_verb_less_for_the_copies_sweep_leaves_it_not_configured_and_deletes
     verb: str,
     namespace: str,
 ) -> None:
+    hub_side = copies_enforced
     projects = seed_projects(hub_side.cluster, upstream_side.cluster, milo.proxy)
     where = hub_side if side == "hub" else upstream_side
-    rendered = render(rbac)
+    rendered = render(rbac, "enforce-copies") if side == "hub" else render(rbac)
     plural = resource.partition(".")[0]
     done = where.apply(without_verb(rendered, plural, verb), "--server-side")
     assert done.returncode == 0, done.stderr

@@ -15,7 +15,7 @@ from gcjob.reasons import reasons_of
 from gcjob.run import Run
 from gcjob.sweeps.copies import explain as explaining
 from gcjob.sweeps.copies.scan import discovers
-from gcjob.sweeps.copies.sweep import NEEDS, SWEEP, Copies, OwnersRead, named, read
+from gcjob.sweeps.copies.sweep import ENFORCING, NEEDS, SWEEP, Copies, OwnersRead, named, read
 from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.registry import Hand, Registered, Round, Shared
 
@@ -50,6 +50,7 @@ REGISTERED = Registered(
     name=SWEEP,
     kinds=REPLICATED_KIND_NAMES,
     needs=NEEDS,
+    enforcing=ENFORCING,
     asks_itself=True,
     reasons=reasons_of(SWEEP),
     enforced=False,  # it lands report-only: an operator enforces it (--enforce copies)

@@ -95,16 +95,18 @@ from gcjob.sweeps.driver import (
 )
 
 SWEEP = Sweep("copies")
-# What the RBAC must grant it on the hub for every kind it may sweep (cronjobs/rbac/hub): it
-# asks for its own once it knows which kinds the hub serves (`_denied`), and a hub identity
-# not granted them yet skips this sweep, not the run.
+# Every kind it may sweep, and what the RBAC must grant it on the hub for each: read and mark
+# (cronjobs/rbac/hub), and `delete` only where it is enforced (`ENFORCING`: the component
+# cronjobs/components/enforce-copies). It asks for its own once it knows which kinds the hub
+# serves (`_denied`), and a hub identity not granted them yet skips this sweep, not the run.
+SWEPT = tuple(
+    Resource(group, "", REPLICATED_PLURALS[(group, kind)], kind) for group, kind in REPLICATED_KINDS
+)
 NEEDS: preflight.Needs = (
-    *(
-        (Resource(group, "", REPLICATED_PLURALS[(group, kind)], kind), preflight.READ_DELETE)
-        for group, kind in REPLICATED_KINDS
-    ),
+    *((resource, preflight.READ_MARK) for resource in SWEPT),
     (HTTPROUTES, ("list",)),
 )
+ENFORCING: preflight.Needs = tuple((resource, preflight.DELETE) for resource in SWEPT)
 # How many owners' live second looks are read ahead of their groups' deletes (as the routes').
 AHEAD = 16
 ANCHOR_SHAPED = frozenset({"ConfigMap"})
@@ -535,9 +537,11 @@ def _denied(run: Run, kinds: HubKinds) -> list[str]:
     answer; [] when the hub cannot say (each request then fails safe on its own 403)."""
     if not isinstance(run.hub, KubeAccess):
         return []
-    verbs: tuple[str, ...] = ("get", "list")
+    verbs: tuple[str, ...] = preflight.READ
     if run.settings.delete:
-        verbs += ("patch", "delete") if SWEEP in run.settings.enforce else ("patch",)
+        verbs = preflight.READ_MARK
+        if SWEEP in run.settings.enforce:
+            verbs += preflight.DELETE
     needs = [(r, verbs) for r in kinds.swept] + [(r, ("list",)) for r in kinds.owners_only]
     try:
         return preflight.missing(run.hub, preflight.needed_for(needs, run.settings))
