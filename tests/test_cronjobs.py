@@ -37,12 +37,14 @@ RENDERED = (
     "storage",
     "rbac/hub",
     "rbac/hub-sharded",
+    "rbac/hub-sharded-serviceaccount",
     "rbac/hub-serviceaccount",
     "rbac/hub-without-secrets",
     "rbac/hub-restore",
     "rbac/upstream",
     "rbac/upstream-serviceaccount",
     "rbac/projects",
+    "rbac/projects-serviceaccount",
 )
 SWEEPING = (
     "overlays/dry-run",
@@ -53,7 +55,14 @@ SWEEPING = (
 )  # `gcjob sweep` pods
 # The kustomizations an install's own overlays stand on (docs/install.md, "Your overlays"), and
 # what of each they render: with a copy of cronjobs/settings, and cronjobs/components/settings.
-INSTALLED = (*SWEEPING[:3], "restore", "rbac/hub", "rbac/hub-serviceaccount", "rbac/hub-restore")
+INSTALLED = (
+    *SWEEPING[:3],
+    "restore",
+    "rbac/hub",
+    "rbac/hub-serviceaccount",
+    "rbac/hub-sharded-serviceaccount",
+    "rbac/hub-restore",
+)
 READ_TIMEOUT = 15  # gcjob's --read-timeout default: the request in flight when it stops
 SCHEDULE_PERIOD = 300  # */5 * * * *
 
@@ -231,7 +240,8 @@ def test_the_settings_move_the_lease_role_the_identities_and_the_argument_togeth
     image = "registry.example.com/gcjob@sha256:" + "0" * 64
     mine = own_overlays(tmp_path, {"lockNamespace": namespace, "image": image})
 
-    for directory in ("rbac/hub", "rbac/hub-serviceaccount", "rbac/hub-restore"):
+    hub_rbac = ("rbac/hub", "rbac/hub-serviceaccount", "rbac/hub-sharded-serviceaccount")
+    for directory in (*hub_rbac, "rbac/hub-restore"):
         rendered = render(directory, mine)
         namespaced = {
             (o["kind"], o["metadata"]["name"]): o["metadata"]["namespace"]
@@ -481,6 +491,45 @@ def test_the_documented_overlays_enforcing_copies_grant_its_deletes_and_enforce_
         assert enforced == {f"--enforce={r.name.value}" for r in REGISTRY if r.enforced} | {
             "--enforce=copies"
         }
+
+
+@pytest.mark.parametrize(
+    ("user", "serviceaccount"),
+    [
+        ("rbac/hub", "rbac/hub-serviceaccount"),
+        ("rbac/hub-sharded", "rbac/hub-sharded-serviceaccount"),
+        ("rbac/upstream", "rbac/upstream-serviceaccount"),
+        ("rbac/projects", "rbac/projects-serviceaccount"),
+    ],
+)
+def test_each_serviceaccount_variant_grants_its_users_rbac_to_the_serviceaccount(
+    user: str, serviceaccount: str
+) -> None:
+    """issue 51 item 7: every RBAC bound to the user `gcjob` has its ServiceAccount variant
+    (install.md section 5's upstream identity is one: Milo's projects too), granting the same
+    roles, every binding's subject the ServiceAccount `gcjob` it renders itself."""
+
+    def roles(rendered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {k: v for k, v in o.items() if k != "metadata"} | {"name": o["metadata"]["name"]}
+            for o in rendered
+            if o["kind"] in ("ClusterRole", "Role")
+        ]
+
+    plain, variant = render(user), render(serviceaccount)
+    assert roles(variant) == roles(plain)
+    [account] = [o for o in variant if o["kind"] == "ServiceAccount"]
+    assert account["metadata"]["name"] == "gcjob"
+    bindings = [o for o in variant if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+    assert len(bindings) == len([o for o in plain if o["kind"].endswith("RoleBinding")])
+    for binding in bindings:
+        assert binding["subjects"] == [
+            {
+                "kind": "ServiceAccount",
+                "name": "gcjob",
+                "namespace": account["metadata"]["namespace"],
+            }
+        ]
 
 
 def rbac_table() -> dict[str, dict[tuple[str, str], set[str]]]:
@@ -768,7 +817,9 @@ def lease_grants(directory: str) -> set[tuple[str, str | None]]:
     }
 
 
-@pytest.mark.parametrize("directory", ["rbac/hub-sharded", "rbac/hub"])
+@pytest.mark.parametrize(
+    "directory", ["rbac/hub-sharded", "rbac/hub-sharded-serviceaccount", "rbac/hub"]
+)
 def test_each_shard_of_the_overlay_asks_for_exactly_the_leases_the_sharded_rbac_grants(
     directory: str,
 ) -> None:
@@ -788,5 +839,5 @@ def test_each_shard_of_the_overlay_asks_for_exactly_the_leases_the_sharded_rbac_
             assert needs - grants, index
         else:
             assert needs <= grants, needs - grants
-    if directory == "rbac/hub-sharded":
+    if directory != "rbac/hub":
         assert asked == grants  # and nothing granted that no shard asks for

@@ -293,6 +293,7 @@ def test_the_documented_install_deletes_orphans_as_its_service_accounts(
         "hub-token",
         "hub-kubeconfig",
         "upstream-kubeconfig",
+        "milo-rbac",
         "secrets",
         "upstream-secret",
         "dry-run",
@@ -316,6 +317,10 @@ def test_the_documented_install_deletes_orphans_as_its_service_accounts(
             upstream.server, upstream_token, "list", "gateways.gateway.networking.k8s.io", "x"
         )
     )
+    # Milo's Project API (the upstream stands for Milo) lets the same ServiceAccount read the
+    # projects (issue 51 item 7: cronjobs/rbac/projects bound only the user gcjob).
+    projects = "projects.resourcemanager.miloapis.com"
+    wait_for(lambda: allowed_as(upstream.server, upstream_token, "list", projects, ""))
     assert not allowed_as(hub.server, hub_token, "create", "leases.coordination.k8s.io", "default")
     assert f"--lock-namespace={LOCK_NAMESPACE}" in install.cronjob_args()
     hub.proxy.clear_requests()

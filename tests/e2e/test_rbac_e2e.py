@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -109,8 +110,16 @@ class Side:
     def apply(self, manifests: str, *extra: str) -> subprocess.CompletedProcess[str]:
         return kubectl(self.admin, "apply", "-f", "-", *extra, stdin=manifests)
 
-    def allowed(self, verb: str, resource: str, namespace: str = "", name: str = "") -> bool:
-        """Asked as the gcjob user, straight to the server; `resource` is plural.group."""
+    def allowed(
+        self,
+        verb: str,
+        resource: str,
+        namespace: str = "",
+        name: str = "",
+        token: str = GCJOB_TOKEN,
+    ) -> bool:
+        """Asked as the gcjob user (or `token`'s), straight to the server; `resource` is
+        plural.group."""
         plural, _, group = resource.partition(".")
         attributes = {"verb": verb, "resource": plural, "group": group}
         if namespace:
@@ -121,7 +130,7 @@ class Side:
             "POST",
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
             {"spec": {"resourceAttributes": attributes}},
-            token=GCJOB_TOKEN,
+            token=token,
         )
         return bool(answer["status"].get("allowed"))
 
@@ -802,3 +811,175 @@ def test_a_run_by_hand_in_another_lock_namespace_is_told_which_namespace_first(
     assert result.items == []
     for kind, (ns, name, _) in orphans.items():
         assert hub_side.cluster.present(kind, ns, name), (kind, name)
+
+
+LOCK_NAMESPACE = "gcjob-system"  # an install's own, as docs/install.md's settings block sets it
+
+
+@dataclass(frozen=True)
+class Documented:
+    """One hub RBAC docs/install.md or docs/operating.md names: what an install's overlay of it
+    lists (docs/install.md "Your overlays": the clone's kustomization, a copy of the settings
+    and the settings component, and these components), whose identity (a ServiceAccount token,
+    or the user `gcjob`), and what the run it is for adds to its arguments."""
+
+    stands_on: str
+    components: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    shards: int = 0  # a run of each shard (cronjobs/overlays/sharded), one after the other
+
+    @property
+    def serviceaccount(self) -> bool:
+        return "serviceaccount" in self.stands_on
+
+
+ENFORCE_ALL = tuple(a for sweep in ALL_SWEEPS for a in ("--enforce", sweep))
+DOCUMENTED = (
+    Documented("rbac/hub"),  # install.md 3b
+    Documented("rbac/hub-serviceaccount"),  # install.md 3a
+    Documented("rbac/hub-without-secrets", args=("--sweep=routes",)),  # install.md 3c
+    Documented("rbac/hub-serviceaccount", ("without-secrets",), ("--sweep=routes",)),
+    Documented("rbac/hub", ("enforce-copies",), ENFORCE_ALL),  # install.md 8
+    Documented("rbac/hub-serviceaccount", ("enforce-copies",), ENFORCE_ALL),
+    Documented("rbac/hub-sharded", shards=SHARDS),  # operating.md "Sharding"
+    Documented("rbac/hub-sharded-serviceaccount", shards=SHARDS),
+)
+
+
+def own_overlay(work: Path, documented: Documented) -> str:
+    """What an install's own overlay of `documented` renders, with a lock namespace of its own."""
+    shutil.copytree(CRONJOBS, work / "gcjob" / "cronjobs")
+    settings = work / "my-gcjob" / "settings"
+    shutil.copytree(CRONJOBS / "settings", settings)
+    values = settings / "settings.yaml"
+    values.write_text(
+        re.sub(
+            r"(?m)^  lockNamespace: .*$", f"  lockNamespace: {LOCK_NAMESPACE}", values.read_text()
+        )
+    )
+    hub = work / "my-gcjob" / "hub"
+    hub.mkdir()
+    components = ", ".join(
+        f"../../gcjob/cronjobs/components/{c}" for c in ("settings", *documented.components)
+    )
+    (hub / "kustomization.yaml").write_text(
+        f"resources: [../../gcjob/cronjobs/{documented.stands_on}, ../settings]\n"
+        f"components: [{components}]\n"
+    )
+    done = subprocess.run(
+        [servers.kubectl(), "kustomize", str(hub)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+def with_token(kubeconfig: Path, token: str, path: Path) -> Path:
+    """`kubeconfig` with each user's token replaced by `token`."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"]["token"] = token
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def serviceaccount_token(side: Side, namespace: str) -> str:
+    """A TokenRequest API token of the ServiceAccount `gcjob` in `namespace`."""
+    answer = side.server.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/gcjob/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )
+    return str(answer["status"]["token"])
+
+
+@pytest.mark.parametrize(
+    "documented",
+    DOCUMENTED,
+    ids=[f"{d.stands_on}+{'+'.join(d.components) or 'as-is'}" for d in DOCUMENTED],
+)
+def test_every_documented_rbac_applied_as_documented_lets_its_run_through(
+    hub_side: Side, upstream_side: Side, milo: Milo, tmp_path: Path, documented: Documented
+) -> None:
+    """issue 51 item 7: each hub RBAC the docs name, in an install's own overlay (a lock
+    namespace of its own), applied to the real hub; the upstream's and Milo's of the same kind
+    of identity (a ServiceAccount's: install.md section 5 and cronjobs/rbac/projects-serviceaccount;
+    else the user's). A --delete run of what that RBAC is for, as that identity (a TokenRequest
+    token of the ServiceAccount, or the user's), finishes every sweep it runs (exit 0), the
+    copies sweep proving a deleted project's copies gone through Milo, with no request refused."""
+    orphans = seed(hub_side.cluster, upstream_side.cluster)
+    # A deleted project is proven gone only beside a project that answers; a shard may judge
+    # one without the other (issue 51 item 1): the shards' runs are of the hub's orphans.
+    projects = (
+        None
+        if documented.shards
+        else seed_projects(hub_side.cluster, upstream_side.cluster, milo.proxy)
+    )
+    hub_side.cluster.ensure_namespace(LOCK_NAMESPACE)
+    hub_rbac = own_overlay(tmp_path, documented)
+    upstream_rbac = (
+        ("rbac/upstream-serviceaccount", "rbac/projects-serviceaccount")
+        if documented.serviceaccount
+        else ("rbac/upstream", "rbac/projects")
+    )
+    hub_config, upstream_config = hub_side.gcjob, upstream_side.gcjob
+    try:
+        done = hub_side.apply(hub_rbac, "--server-side")
+        assert done.returncode == 0, done.stderr
+        for rbac in upstream_rbac:
+            done = upstream_side.apply(render(rbac), "--server-side")
+            assert done.returncode == 0, done.stderr
+        hub_token = upstream_token = GCJOB_TOKEN
+        if documented.serviceaccount:
+            hub_token = serviceaccount_token(hub_side, LOCK_NAMESPACE)
+            upstream_token = serviceaccount_token(upstream_side, "default")
+            hub_config = with_token(hub_side.gcjob, hub_token, tmp_path / "hub")
+            upstream_config = with_token(upstream_side.gcjob, upstream_token, tmp_path / "up")
+        # What was just applied is the servers' before the run.
+        wait_for(lambda: hub_side.allowed("create", LEASES, LOCK_NAMESPACE, token=hub_token))
+        last = f"gcjob-shard-{documented.shards - 1}-of-{documented.shards}"
+        if documented.shards:
+            wait_for(lambda: hub_side.allowed("update", LEASES, LOCK_NAMESPACE, last, hub_token))
+        if "enforce-copies" in documented.components:
+            wait_for(lambda: hub_side.allowed("delete", CONNECTORS_PLURAL, "x", token=hub_token))
+        projects_api = "projects.resourcemanager.miloapis.com"
+        wait_for(lambda: upstream_side.allowed("get", projects_api, token=upstream_token))
+        via_milo = milo_kubeconfig(str(upstream_config), milo.proxy, tmp_path / "milo")
+        args = [
+            *("--hub-kubeconfig", str(hub_config), "--upstream-kubeconfig", via_milo),
+            *("--upstream-server-template", template(milo.proxy)),
+            *("--min-age", "0s", "--grace", "0s", "--clock-skew", "0s", "--delete"),
+            *("--lock-namespace", LOCK_NAMESPACE, *documented.args),
+        ]
+        for log in (hub_side.proxy, upstream_side.proxy, milo.proxy):
+            log.clear_requests()
+        shards = [["--shard", f"{i}/{documented.shards}"] for i in range(documented.shards)]
+        results = [run_gcjob(*args, *shard) for shard in shards or [[]]]
+        requests = [*hub_side.proxy.requests, *upstream_side.proxy.requests, *milo.proxy.requests]
+    finally:
+        for side, rbac in (
+            (hub_side, "rbac/hub"),
+            (upstream_side, "rbac/upstream"),
+            (upstream_side, "rbac/projects"),
+        ):
+            restored = side.apply(render(rbac), "--server-side")
+            assert restored.returncode == 0, restored.stderr
+        wait_for(lambda: hub_side.allowed("list", "secrets", "any"))
+        wait_for(lambda: upstream_side.allowed("get", "projects.resourcemanager.miloapis.com"))
+
+    for result in results:
+        items = [(i["kind"], i["name"], i["action"], i["reason"]) for i in result.items]
+        assert result.exit_code == 0, (items, result.summary.get("sweeps"))
+        statuses = {s: v["status"] for s, v in result.summary["sweeps"].items()}
+        assert set(statuses.values()) == {"completed"}, statuses
+    assert not [(r.method, r.path, r.status) for r in requests if r.status in (401, 403)]
+    sweeps = {s for result in results for s in result.summary["sweeps"]}
+    assert sweeps == ({"routes"} if "--sweep=routes" in documented.args else set(ALL_SWEEPS))
+    outcomes = [r.outcome("HTTPRoute", orphans["HTTPRoute"][1]) for r in results]
+    assert ("deleted", "upstream-gateways-gone") in outcomes
+    if projects is not None and "copies" in sweeps:  # Milo's projects read as this identity
+        copies = {r.outcome(*projects.copies[0]) for r in results} - {None}
+        enforced = "enforce-copies" in documented.components
+        assert copies == {("deleted" if enforced else "would-delete", "project-gone")}
