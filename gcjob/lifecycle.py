@@ -542,6 +542,14 @@ def run_restore(
         other_hub=other_hub,
         named=bool(targets),
     )
+    if apply and settings.events:
+        # An Event on what it put back, as a delete posts one (issue 51 item 13), after the
+        # creates, best effort (the restore identity: cronjobs/rbac/hub-restore).
+        events = Events(sources.access, str(uuid.uuid4()))
+        for result in results:
+            if result.action == restore.RESTORED and result.regarding is not None:
+                events.note_restored(result.regarding, result.uid, datetime.now(UTC))
+        events.finish()
     if output == "text":
         for result in results:
             for line in result.as_text():

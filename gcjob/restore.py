@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcjob import undo
+from gcjob.act.events import Regarding
 from gcjob.decide.explanation import Target
 from gcjob.domain import is_reserved_namespace
 from gcjob.exitcodes import ExitCode
@@ -63,6 +64,7 @@ class Restored:
     detail: str
     owner_references: list[str] = field(default_factory=list)
     new_uid: str | None = None
+    regarding: Regarding | None = None  # what was created, for its Event (not in the output)
 
     def as_json(self) -> dict[str, Any]:
         line: dict[str, Any] = {
@@ -326,4 +328,7 @@ def _one(
     )
     done = said(RESTORED, "created" + (", annotated protect" if protect else ""), notes)
     done.new_uid = new_uid
+    done.regarding = Regarding(
+        resource.api_version, resource.kind, recorded.namespace, recorded.name, new_uid
+    )
     return done

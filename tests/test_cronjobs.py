@@ -679,7 +679,8 @@ def test_the_restore_job_reads_the_records_and_reaches_the_hub_as_the_restore_id
 
 def test_the_restore_identity_is_granted_exactly_what_restore_sends_and_no_secret() -> None:
     """gcjob/restore.py: a GET of kube-system, and for each kind it restores a GET of the name
-    and a create, and a GET of each owner kind it re-points to; a Secret never (refused)."""
+    and a create, and a GET of each owner kind it re-points to; a Secret never (refused); and
+    the Event of each object put back."""
     wanted: dict[tuple[str, str], set[str]] = {("", "namespaces"): {"get"}}
     for resource in restore.KNOWN_OWNERS.values():
         if not resource.sensitive:
@@ -687,6 +688,9 @@ def test_the_restore_identity_is_granted_exactly_what_restore_sends_and_no_secre
     for resource in restore.RESTORABLE.values():
         if not resource.sensitive:
             wanted[(resource.group, resource.plural)].add("create")
+    # An Event on each object put back, as a delete's (issue 51 item 13).
+    for resource, verbs in preflight.EVENT_NEEDS:
+        wanted[(resource.group, resource.plural)] = set(verbs)
     assert granted_verbs("rbac/hub-restore") == wanted
     [binding] = [o for o in render("rbac/hub-restore") if o["kind"] == "ClusterRoleBinding"]
     assert binding["subjects"] == [

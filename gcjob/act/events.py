@@ -18,6 +18,7 @@ from __future__ import annotations
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -67,12 +68,23 @@ class Events:
         """The outcome's Event, queued, when it is a mark, an unmark or a delete of a
         namespaced object (within the run's budget)."""
         posted = POSTED.get(outcome.action)
-        if posted is None or not outcome.ref.namespace or self.refused:
+        if posted is None or not outcome.ref.namespace:
+            return
+        self._queue(lambda: event_of(outcome, posted, self.run_id, self.instance, now))
+
+    def note_restored(self, regarding: Regarding, deleted_uid: str, now: datetime) -> None:
+        """The Event of an object `gcjob restore` put back (its new uid in `regarding`), queued
+        as a delete's is (issue 51 item 13)."""
+        if regarding.namespace:
+            self._queue(lambda: restored_event(regarding, deleted_uid, self.instance, now))
+
+    def _queue(self, event: Callable[[], dict[str, object]]) -> None:
+        if self.refused:
             return
         if self.tally.sent + self.tally.failed + len(self.queued) >= self.max_events:
             self.tally.over_budget += 1
             return
-        self.queued.append(event_of(outcome, posted, self.run_id, self.instance, now))
+        self.queued.append(event())
 
     def send(self, seconds: float | None = None) -> None:
         """Send what is queued, for at most `seconds` (None: no limit but the run's budget):
@@ -125,6 +137,30 @@ class Events:
             )
 
 
+@dataclass(frozen=True)
+class Regarding:
+    """The object an Event is about, as its `regarding` names it."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+RESTORED = ("OrphanRestored", "Restore")  # the reason and action of a restore's Event
+
+
+def restored_event(
+    regarding: Regarding, deleted_uid: str, instance: str, now: datetime
+) -> dict[str, object]:
+    """The events.k8s.io/v1 Event of an object `gcjob restore` created again: the new object
+    by kind, name and new uid, and the uid gcjob deleted; nothing of its content."""
+    reason, action = RESTORED
+    note = f"gcjob restore put it back (deleted by gcjob as uid {deleted_uid or 'not recorded'})"
+    return _event(regarding, reason, action, note, instance, now)
+
+
 def event_of(
     outcome: Outcome, posted: tuple[str, str], run_id: str, instance: str, now: datetime
 ) -> dict[str, object]:
@@ -143,13 +179,20 @@ def event_of(
         else:
             note += f"; deleted at {when} if still orphaned"
     note += f"; run {run_id}"
+    regarding = Regarding(ref.api_version, ref.kind, ref.namespace or "", ref.name, ref.uid)
+    return _event(regarding, reason, action, note, instance, now)
+
+
+def _event(
+    regarding: Regarding, reason: str, action: str, note: str, instance: str, now: datetime
+) -> dict[str, object]:
     return {
         "apiVersion": EVENTS.api_version,
         "kind": EVENTS.kind,
         # Named as client-go's recorder names them: the object's name and a unique suffix.
         "metadata": {
-            "name": event_name(ref.name, uuid.uuid4().hex[:16]),
-            "namespace": ref.namespace,
+            "name": event_name(regarding.name, uuid.uuid4().hex[:16]),
+            "namespace": regarding.namespace,
         },
         "eventTime": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingController": CONTROLLER,
@@ -159,11 +202,11 @@ def event_of(
         "type": "Normal",
         "note": note,
         "regarding": {
-            "apiVersion": ref.api_version,
-            "kind": ref.kind,
-            "namespace": ref.namespace,
-            "name": ref.name,
-            "uid": ref.uid,
+            "apiVersion": regarding.api_version,
+            "kind": regarding.kind,
+            "namespace": regarding.namespace,
+            "name": regarding.name,
+            "uid": regarding.uid,
         },
     }
 

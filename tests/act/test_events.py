@@ -10,7 +10,14 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from gcjob.act.events import NAME_CHARS, Events, event_name, event_of
+from gcjob.act.events import (
+    NAME_CHARS,
+    Events,
+    Regarding,
+    event_name,
+    event_of,
+    restored_event,
+)
 from gcjob.domain import is_dns1123_subdomain
 from gcjob.kube.errors import ApiError
 from gcjob.model import Action, Outcome, Sweep
@@ -191,3 +198,29 @@ def test_a_mark_of_a_sweep_not_enforced_says_it_is_not_and_what_enforcing_would_
     assert "not deleted: this sweep is not enforced (--enforce companions)" in note
     assert "enforced, it would be deleted at 2026-11-28T18:00:00Z" in note
     assert "; deleted at" not in note
+
+
+def test_a_restored_objects_event_names_the_new_object_and_the_deleted_uid_only() -> None:
+    """issue 51 item 13: `gcjob restore` posts an Event on what it put back, as a delete does:
+    regarding the new object (its new uid), the uid gcjob deleted in the note, nothing else."""
+    regarding = Regarding("v1", "ConfigMap", "ns-a", "api-config", "new-uid")
+    now = datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
+
+    event = restored_event(regarding, "old-uid", "pod-1", now)
+
+    assert (event["reason"], event["action"], event["type"]) == (
+        "OrphanRestored",
+        "Restore",
+        "Normal",
+    )
+    assert event["regarding"] == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "namespace": "ns-a",
+        "name": "api-config",
+        "uid": "new-uid",
+    }
+    assert event["note"] == "gcjob restore put it back (deleted by gcjob as uid old-uid)"
+    metadata = event["metadata"]
+    assert isinstance(metadata, dict) and metadata["namespace"] == "ns-a"
+    assert str(metadata["name"]).startswith("api-config.")

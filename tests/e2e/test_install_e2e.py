@@ -407,10 +407,23 @@ def test_the_documented_install_deletes_orphans_as_its_service_accounts(
     assert restored.exception is None or isinstance(restored.exception, SystemExit), restored
     # (The deleted bindings stay terminating: a bare server has no Karmada controller to drop
     # their finalizer, so restore finds them there and refuses, as it must.)
+    # issue 51 item 13: an Event on each object put back, posted as the restore identity.
+    events = hub.get(f"/apis/events.k8s.io/v1/namespaces/{ns}/events")["items"]
+    put_back = {
+        (e["regarding"]["kind"], e["regarding"]["name"]): e
+        for e in events
+        if e["reason"] == "OrphanRestored"
+    }
     for kind, name in (("ConfigMap", "orphan-config"), ("HTTPRoute", "orphan-route")):
         back = hub.admin.get(kind, ns, name)
         assert back is not None, (kind, name, restored.stdout)
         assert back["metadata"]["annotations"]["gcjob.datumapis.com/protect"] == "true"
+        event = put_back[(kind, name)]
+        assert event["regarding"]["uid"] == back["metadata"]["uid"]
+        assert event["action"] == "Restore" and "deleted by gcjob as uid" in event["note"]
+    assert set(put_back) == {("ConfigMap", "orphan-config"), ("HTTPRoute", "orphan-route")}
+    posted = [r.status for r in hub.proxy.requests if r.method == "POST" and "/events" in r.path]
+    assert posted == [201, 201], posted
     assert hub.admin.gone("Secret", ns, "orphan-creds")  # its data was never recorded
     assert not refused(hub.proxy), restored.stdout
 
