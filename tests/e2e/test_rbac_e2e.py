@@ -557,6 +557,7 @@ def test_as_shipped_the_copies_sweep_may_not_delete_and_a_default_run_needs_no_d
     copies = enforcing.summary["sweeps"]["copies"]
     assert copies["status"] == "not-configured", copies
     assert f"'delete' on {CONNECTORS_PLURAL}" in copies["detail"]
+    assert "grant it (cronjobs/components/enforce-copies)" in copies["detail"]  # what to add
     assert not [i for i in enforcing.items if i["sweep"] == "copies"]
     for kind, name in projects.copies:
         assert present(hub_side.cluster, kind, projects.ns, name), (kind, name)
@@ -616,7 +617,7 @@ def test_a_deleted_projects_copies_go_with_nothing_but_the_rendered_rbac(
 @pytest.mark.parametrize(
     ("side", "rbac", "resource", "verb", "namespace"),
     [
-        ("hub", "rbac/hub", CONNECTORS_PLURAL, "delete", "any"),
+        ("hub", "rbac/hub", CONNECTORS_PLURAL, "list", "any"),
         ("milo", "rbac/projects", "projects.resourcemanager.miloapis.com", "get", ""),
     ],
 )

@@ -517,9 +517,12 @@ def swept_kinds(run: Run) -> HubKinds:
         raise Incomplete("cannot tell which kinds the hub serves", exc) from exc
     denied = _denied(run, kinds)
     if denied:
+        # Its deletes alone missing: cronjobs/rbac/hub is applied, the component enforcing it not.
+        deletes = all(d.startswith("'delete' ") for d in denied)
+        grant = "cronjobs/components/enforce-copies" if deletes else "cronjobs/rbac/hub"
         raise NotConfigured(
-            f"the hub identity may not {'; '.join(denied)}: grant it (cronjobs/rbac/hub) to "
-            "sweep downstream copies",
+            f"the hub identity may not {'; '.join(denied)}: grant it ({grant}) to "
+            + ("enforce downstream copies" if deletes else "sweep downstream copies"),
             "not run",
         )
     denied = _projects_denied(run)
