@@ -23,6 +23,7 @@ from gcjob import preflight
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import anchored_claims
 from gcjob.decide.grace import Graced, grace_call
+from gcjob.decide.owner_gone import judge_owner
 from gcjob.domain import REPLICATED_KINDS, REPLICATED_PLURALS, sorted_names
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import OwnerLookups, ProjectReads
@@ -63,7 +64,6 @@ from gcjob.sweeps.copies.judge import (
     anchors_named,
     copy_left_scope,
     judge_group,
-    judge_owner,
     plan_group,
     understand,
 )
