@@ -60,6 +60,7 @@ def cli() -> None:
 @flags.PROJECT_API
 @flags.MAX_PROJECTS_GONE
 @flags.CLOCK_SKEW
+@flags.NAMESPACES_MAX_INSPECTED
 @flags.READ_UPSTREAM_SECRETS
 @flags.MAX_MARKS
 @flags.NOW

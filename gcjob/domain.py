@@ -257,6 +257,7 @@ class JudgedKind:
     # what its gateway controller writes.
     replicated: bool = True
     short_names: tuple[str, ...] = ()  # kubectl's, which explain and restore take too
+    namespaced: bool = True  # a Namespace is not (explain names it `ns/NAME`)
 
 
 _ENVOY = "gateway.envoyproxy.io"
@@ -288,6 +289,16 @@ JUDGED_KINDS: tuple[JudgedKind, ...] = (
     JudgedKind(_DATUM_NET, "Subnet", "subnets", "v1alpha", "copies"),
     JudgedKind(_DATUM_NET, "Connector", "connectors", "v1alpha1", "copies"),
     JudgedKind("discovery.k8s.io", "EndpointSlice", "endpointslices", "v1", "copies"),
+    JudgedKind(
+        "",
+        "Namespace",
+        "namespaces",
+        "v1",
+        "namespaces",
+        replicated=False,
+        short_names=("ns",),
+        namespaced=False,
+    ),
 )
 
 # (group, kind) of what NSO copies to the hub: the kinds the copies sweep reads.
@@ -326,3 +337,18 @@ def target_kinds_said() -> str:
         short = [n for n in all_names if len(n) < len(kind)]
         said.append(f"{kind.lower()} ({', '.join(short)})" if short else kind.lower())
     return ", ".join(said)
+
+
+# What Kubernetes puts in every namespace ((group, kind, name); "" any name): never a sign that
+# a hub namespace is in use (the namespaces sweep).
+EVERY_NAMESPACE: tuple[tuple[str, str, str], ...] = (
+    ("", "ConfigMap", "kube-root-ca.crt"),
+    ("", "ServiceAccount", "default"),
+    ("", "Event", ""),
+    ("events.k8s.io", "Event", ""),
+)
+
+
+def in_every_namespace(group: str, kind: str, name: str) -> bool:
+    """What Kubernetes puts in every namespace: never a sign of use."""
+    return any((group, kind) == (g, k) and (not n or n == name) for g, k, n in EVERY_NAMESPACE)

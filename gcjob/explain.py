@@ -37,6 +37,9 @@ def parse_target(text: str) -> Target:
     """KIND/NAMESPACE/NAME, KIND any name of gcjob/domain.py TARGET_KINDS in any case (explain's
     and restore's targets); raises ValueError saying what is wrong, in one line."""
     parts = text.split("/")
+    if len(parts) == 2 and TARGET_KINDS.get(parts[0].lower()) == "Namespace" and parts[1]:
+        # A namespace is named `ns/NAME`: its own namespace is itself.
+        parts = [parts[0], parts[1], parts[1]]
     if len(parts) != 3 or not all(parts):
         raise ValueError(f"target {text!r} is not KIND/NAMESPACE/NAME (e.g. cm/ns-a/app-config)")
     kind, namespace, name = parts

@@ -349,6 +349,11 @@ CLOCK_SKEW = duration(
     DEFAULT_CLOCK_SKEW,
     "How far the hub's and upstreams' clocks may be apart (re-created owners).",
 )
+NAMESPACES_MAX_INSPECTED = option(
+    "namespaces-max-inspected",
+    help="Most leftover hub namespaces whose contents one run lists (namespaces sweep); the "
+    "rest are kept, saying so, for a later run.",
+)
 READ_UPSTREAM_SECRETS = option(
     "read-upstream-secrets",
     is_flag=True,

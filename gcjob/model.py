@@ -55,6 +55,7 @@ class Sweep(str, metaclass=_Names):
     BINDINGS: ClassVar[Sweep]
     ROUTES: ClassVar[Sweep]
     COPIES: ClassVar[Sweep]
+    NAMESPACES: ClassVar[Sweep]
 
     def __new__(cls, name: str) -> Sweep:
         known = cls._named.get(name)
@@ -71,8 +72,10 @@ class Sweep(str, metaclass=_Names):
 
 
 # The shipped sweeps, in run order (gcjob/sweeps/__init__.py REGISTRY, held to it by a test).
-SHIPPED: tuple[Sweep, ...] = tuple(map(Sweep, ("companions", "bindings", "routes", "copies")))
-Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES, Sweep.COPIES = SHIPPED
+SHIPPED: tuple[Sweep, ...] = tuple(
+    map(Sweep, ("companions", "bindings", "routes", "copies", "namespaces"))
+)
+Sweep.COMPANIONS, Sweep.BINDINGS, Sweep.ROUTES, Sweep.COPIES, Sweep.NAMESPACES = SHIPPED
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,3 +440,34 @@ class SecondLook:
     @property
     def proven(self) -> bool:
         return self.found is Looked.PROVEN
+
+
+# -- the namespaces sweep (gcjob/sweeps/namespaces) ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HubNamespace:
+    """A hub namespace as the namespaces sweep reads it: metadata only."""
+
+    ref: ObjectRef
+    labels: Mapping[str, str]
+    owners: tuple[OwnerRef, ...]
+    protect: Protect
+
+
+@dataclass(frozen=True, slots=True)
+class Holdings:
+    """What one hub namespace holds, listed kind by kind: counts of what is not in every
+    namespace by `Kind.group`, and the kinds that could not be listed (with why)."""
+
+    counts: Mapping[str, int]
+    not_listable: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Propagation:
+    """Whether Karmada propagated a hub namespace: the member clusters its Works name, or why
+    that is not known (`unknown`: Works not served or not readable)."""
+
+    clusters: tuple[str, ...] = ()
+    unknown: str = ""

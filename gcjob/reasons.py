@@ -14,7 +14,7 @@ from typing import Final
 
 ALL: Final = "all"  # a reason any sweep can report
 EXPLAIN: Final = "explain"  # a reason only `gcjob explain` reports, never the sweep's report
-SCOPES: Final = (ALL, "companions", "bindings", "routes", "copies", EXPLAIN)
+SCOPES: Final = (ALL, "companions", "bindings", "routes", "copies", "namespaces", EXPLAIN)
 
 
 class Reason(StrEnum):
@@ -98,6 +98,12 @@ class Reason(StrEnum):
     ANCHOR_OWNS_KEPT_COPY = "anchor-owns-kept-copy"
     OWNER_APPEARED = "owner-appeared"
     OWNER_NOT_READ = "owner-not-read"
+    # Hub namespaces (report-only).
+    UPSTREAM_NAMESPACE_EXISTS = "upstream-namespace-exists"
+    UPSTREAM_NAMESPACE_RECREATED = "upstream-namespace-recreated"
+    NAMESPACE_HOLDS = "namespace-holds"
+    NAMESPACE_NOT_LISTABLE = "namespace-not-listable"
+    NAMESPACE_NOT_INSPECTED = "namespace-not-inspected"
     # `gcjob explain` only.
     NOT_FOUND = "not-found"
 
@@ -250,6 +256,26 @@ MEANINGS: Final[Mapping[Reason, str]] = {
         "an orphaned anchor that owns a copy which is kept: an anchor goes only after every copy "
         "it owns"
     ),
+    Reason.UPSTREAM_NAMESPACE_EXISTS: (
+        "a hub namespace's upstream namespace exists (with the UID its name carries, healthy; "
+        "under another, not created later than it by more than --clock-skew, kept)"
+    ),
+    Reason.UPSTREAM_NAMESPACE_RECREATED: (
+        "a hub namespace's upstream namespace was re-created under another UID, created later "
+        "than the hub namespace by more than --clock-skew: the old one's leftover, an orphan"
+    ),
+    Reason.NAMESPACE_HOLDS: (
+        "a leftover hub namespace still holds objects besides what Kubernetes puts in every "
+        "namespace (the kinds and counts named): kept"
+    ),
+    Reason.NAMESPACE_NOT_LISTABLE: (
+        "a leftover hub namespace with a kind the run could not list (403, an error; named): "
+        "what it holds is not known, kept"
+    ),
+    Reason.NAMESPACE_NOT_INSPECTED: (
+        "a leftover hub namespace past --namespaces-max-inspected this run: not listed, kept "
+        "(a later run inspects it)"
+    ),
 }
 
 _COMPANIONS, _BINDINGS, _ROUTES, _COPIES = "companions", "bindings", "routes", "copies"
@@ -350,6 +376,23 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.OWNER_APPEARED,
         Reason.OWNER_NOT_READ,
         Reason.UPSTREAM_NOT_READ,
+    ),
+    "namespaces": (
+        Reason.LABELS_MISSING,
+        Reason.CLUSTER_LABEL_MALFORMED,
+        Reason.UPSTREAM_NAMESPACE_MALFORMED,
+        Reason.UPSTREAM_CLUSTER_UNKNOWN,
+        Reason.UPSTREAM_UNAVAILABLE,
+        Reason.UPSTREAM_NAMESPACE_GONE,
+        Reason.UPSTREAM_NAMESPACE_TERMINATING,
+        Reason.UPSTREAM_NAMESPACE_EXISTS,
+        Reason.UPSTREAM_NAMESPACE_RECREATED,
+        Reason.PROJECT_GONE,
+        Reason.PROJECT_TERMINATING,
+        Reason.OWNER_UNRESOLVED,
+        Reason.NAMESPACE_HOLDS,
+        Reason.NAMESPACE_NOT_LISTABLE,
+        Reason.NAMESPACE_NOT_INSPECTED,
     ),
     EXPLAIN: (Reason.OUT_OF_SCOPE, Reason.NOT_FOUND),
 }

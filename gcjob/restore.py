@@ -142,7 +142,9 @@ def select(
 # and NSO's copies, all namespaced. Anything else in a record was not written by gcjob (a
 # hand-edited file): restore never creates it (a ClusterRoleBinding, a Pod, ...).
 RESTORABLE: Mapping[tuple[str, str], Resource] = {
-    (r.group, r.kind): r for r in JUDGED_RESOURCES.values()
+    (r.group, r.kind): r
+    for r in JUDGED_RESOURCES.values()
+    if r.namespaced  # a Namespace: the namespaces sweep reports, never deletes one
 }
 # The kinds whose owners restore looks up by name (metadata only): what gcjob itself reads.
 KNOWN_OWNERS: Mapping[tuple[str, str], Resource] = {

@@ -67,6 +67,15 @@ BOUNDS: Final[Mapping[str, tuple[float, float | None]]] = {
     "max_writes": (0, None),
     "max_marks": (0, None),
     "max_projects_gone": (0, None),
+    "namespaces_max_inspected": (0, None),
+}
+# Sweeps that report and never delete, by design, and why (`--enforce` refuses them, exit 2).
+NEVER_ENFORCED: Final[Mapping[str, str]] = {
+    "namespaces": (
+        "is report-only by design and cannot be enforced: Karmada propagates every hub "
+        "namespace to the member clusters, and deleting one deletes or orphans theirs "
+        "(docs/rules.md, Hub namespaces)"
+    ),
 }
 # Durations that must be more than 0s: a request timeout of 0s would make every request fail.
 POSITIVE_DURATIONS: Final = frozenset(
@@ -213,6 +222,8 @@ class Settings:
     # How far the hub's and the upstreams' clocks may be apart: an owner counts as re-created
     # only when created after its old anchor by more than this.
     clock_skew: timedelta = CLOCK_SKEW
+    # The namespaces sweep: most leftover hub namespaces whose contents one run lists.
+    namespaces_max_inspected: int = 100
     now: datetime | None = None  # decide as of this time (--now, for tests and replays)
     # GCJOB_DELETE and GCJOB_NOW, when set: never read, the run warns that they are ignored.
     ignored_variables: tuple[str, ...] = ()
@@ -315,6 +326,9 @@ def _check_choices(settings: Settings) -> None:
         raise SettingsError(f"{settings.sweeps!r}: name one sweep or more", "sweeps")
     if not all(isinstance(s, Sweep) for s in settings.enforce):
         raise SettingsError(f"{settings.enforce!r} are not all sweeps", "enforce")
+    never = next((s for s in settings.enforce if s.value in NEVER_ENFORCED), None)
+    if never is not None:
+        raise SettingsError(f"{never.value} {NEVER_ENFORCED[never.value]}", "enforce")
     if settings.log_format not in LOG_FORMATS:
         raise SettingsError(f"{settings.log_format!r} is not one of {LOG_FORMATS}", "log_format")
     if settings.list_from not in LIST_FROM:

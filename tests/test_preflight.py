@@ -16,7 +16,7 @@ from gcjob.kube.resources import HTTPROUTES, LEASES, SECRETS
 from gcjob.lease import ShardLock
 from gcjob.model import Sweep
 from gcjob.preflight import EVENT_NEEDS, Permission, needed, needed_for, review
-from gcjob.settings import Settings
+from gcjob.settings import NEVER_ENFORCED, Settings
 from gcjob.shard import MAX_SHARDS, Shard
 from gcjob.sweeps import PREFLIGHT, REGISTRY, copies
 
@@ -56,12 +56,14 @@ USED_WITHOUT_PREFLIGHT = {("", "namespaces", "get")}
 def test_a_full_delete_run_needs_exactly_what_the_hub_rbac_grants() -> None:
     """Its sweeps enforced as by default: the report-only copies sweep reads and marks, and
     cronjobs/rbac/hub grants it no delete (issue 51 item 6; enforcing it:
-    tests/test_cronjobs.py, cronjobs/components/enforce-copies)."""
+    tests/test_cronjobs.py, cronjobs/components/enforce-copies). The namespaces sweep's,
+    report-only, are an optional component's (tests/sweeps/namespaces)."""
     settings = Settings(delete=True)
     # Every registered sweep's needs, those the preflight asks and those a sweep asks itself
     # (the copies sweep's, once discovery named its kinds).
+    hub = [r for r in REGISTRY if r.name.value not in NEVER_ENFORCED]
     permissions = needed(
-        settings, {r.name: r.needs for r in REGISTRY}, {r.name: r.enforcing for r in REGISTRY}
+        settings, {r.name: r.needs for r in hub}, {r.name: r.enforcing for r in hub}
     )
     # Its Events are asked for apart (a warning when denied, not exit 2).
     permissions += needed_for(EVENT_NEEDS, settings)

@@ -55,6 +55,19 @@ class RecordingReader:
     def close_idle(self) -> None:
         self.inner.close_idle()
 
+    def namespaced_deletable(self) -> tuple[list[Resource], list[tuple[str, str]]]:
+        """What the namespace controller would delete in a namespace, where the reader read
+        answers discovery (a live API): the namespaces sweep's."""
+        inner = getattr(self.inner, "namespaced_deletable", None)
+        if inner is None:
+            raise KubeError("this source answers no discovery (a snapshot)")
+        answer: tuple[list[Resource], list[tuple[str, str]]] = self._read(
+            "discovery of every namespaced kind",
+            inner,
+            lambda found: f"{len(found[0])} kinds, {len(found[1])} groups not read",
+        )
+        return answer
+
     def kinds(self, group: str) -> Mapping[str, tuple[Resource, ...]] | None:
         """Discovery of a group, where the reader read answers it (a live API)."""
         inner = getattr(self.inner, "kinds", None)

@@ -24,7 +24,14 @@ import jsonpointer
 
 from gcjob.domain import secret_as_kept
 from gcjob.kube import discovery, requests
-from gcjob.kube.errors import AnswerTooLarge, ApiError, DeleteUncertain, KubeError, Unavailable
+from gcjob.kube.errors import (
+    AnswerTooLarge,
+    ApiError,
+    DeleteUncertain,
+    KubeError,
+    Stopped,
+    Unavailable,
+)
 from gcjob.kube.liststream import MAX_VALUE_CHARS, ListStream
 from gcjob.kube.oneofeach import OneOfEach
 from gcjob.kube.reduce import finalizers_of
@@ -536,6 +543,27 @@ class KubeAccess(ListsByFolding):
         if not found and not group:
             return None
         return tuple(found)
+
+    def namespaced_deletable(self) -> tuple[list[Resource], list[tuple[str, str]]]:
+        """Every namespaced resource the hub lists and deletes (the namespace controller's
+        view: each group at its preferred version, discovery's `verbs`), and the groups whose
+        discovery failed, each with why (what they hold is unknown). Raises when the core
+        group or the group list cannot be read."""
+        core = requests.version_discovery("", "v1")
+        found = discovery.listed_and_deleted("", "v1", _expect_ok(self._send(core), core))
+        listing = Request("GET", "/apis")
+        failed: list[tuple[str, str]] = []
+        for group, version in discovery.preferred_groups(_expect_ok(self._send(listing), listing)):
+            request = requests.version_discovery(group, version)
+            try:
+                body = _expect_ok(self._send(request), request)
+            except Stopped:
+                raise
+            except KubeError as exc:
+                failed.append((f"{group}/{version}", redact(str(exc))))
+                continue
+            found += discovery.listed_and_deleted(group, version, body)
+        return found, failed
 
     def server_version(self) -> Any:
         """The server's `/version` answer, decoded; None when it answered anything else than

@@ -263,3 +263,37 @@ def kinds_of(versions: Versions) -> Mapping[str, tuple[Resource, ...]]:
     if found is not None:
         return found
     return merge_versions([kinds for _, kinds in versions])
+
+
+# What the namespace controller deletes in a namespace: each namespaced resource that can be
+# listed and deleted (its `verbs`), at its group's preferred version.
+NAMESPACE_DELETES = frozenset({"list", "delete"})
+
+
+def preferred_groups(groups_body: Any) -> list[tuple[str, str]]:
+    """An APIGroupList answer (`/apis`): each group and its preferred version."""
+    found: list[tuple[str, str]] = []
+    listed = groups_body.get("groups") if isinstance(groups_body, dict) else None
+    for item in listed if isinstance(listed, list) else ():
+        name = item.get("name") if isinstance(item, dict) else None
+        named = versions(item)
+        if isinstance(name, str) and name and named:
+            found.append((name, named[0]))
+    return found
+
+
+def listed_and_deleted(group: str, version: str, body: Any) -> list[Resource]:
+    """An APIResourceList answer's namespaced resources (no subresource) whose verbs hold both
+    `list` and `delete`: what the namespace controller would delete there."""
+    found: list[Resource] = []
+    items = body.get("resources") if isinstance(body, dict) else None
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict) or item.get("namespaced") is not True:
+            continue
+        name, kind, verbs = item.get("name"), item.get("kind"), item.get("verbs")
+        if not isinstance(name, str) or not name or "/" in name or not isinstance(kind, str):
+            continue
+        if not isinstance(verbs, list) or not set(verbs) >= NAMESPACE_DELETES:
+            continue
+        found.append(Resource(group, version, name, kind, True))
+    return found

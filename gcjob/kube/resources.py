@@ -44,7 +44,7 @@ class Resource:
 # Every kind a sweep judges, by its kind, at the version gcjob names it by before reading it
 # (gcjob/domain.py JUDGED_KINDS, the one table of them).
 JUDGED_RESOURCES: dict[str, Resource] = {
-    k.kind: Resource(k.group, k.version, k.plural, k.kind) for k in JUDGED_KINDS
+    k.kind: Resource(k.group, k.version, k.plural, k.kind, k.namespaced) for k in JUDGED_KINDS
 }
 CONFIGMAPS = JUDGED_RESOURCES["ConfigMap"]
 SECRETS = JUDGED_RESOURCES["Secret"]
@@ -61,6 +61,9 @@ PROJECTS = Resource(
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
+# Karmada's Works (in `karmada-es-<cluster>`): its namespace controller propagates each hub
+# namespace as one a member cluster, owned by the Namespace.
+WORKS = Resource("work.karmada.io", "v1alpha1", "works", "Work")
 
 COMPANION_RESOURCES = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}
 # The kinds NSO copies beyond ConfigMaps and Secrets, at the versions NSO writes: how explain

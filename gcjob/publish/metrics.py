@@ -101,6 +101,7 @@ def registry_of(
         stalled.labels(sweep).set(
             sum(reasons.get(Reason.DELETION_STALLED.value, 0) for reasons in actions)
         )
+    leftover_namespaces(summary, registry)
     seen = Gauge(
         "gcjob_run_objects_seen",
         "Objects read by each sweep in the last run.",
@@ -268,3 +269,35 @@ def routed_handler(
 
 def _one_line(exc: BaseException) -> str:
     return clip(redact(f"{type(exc).__name__}: {exc}"), 300)
+
+
+# The namespaces sweep's report-only findings, by state: a leftover hub namespace of a deleted
+# project that is empty (its `would-delete` items), holds objects, or has a kind not listable.
+NAMESPACES_SWEEP = "namespaces"
+LEFTOVER_STATES = (
+    ("empty", None),
+    ("holding", Reason.NAMESPACE_HOLDS),
+    ("not-listable", Reason.NAMESPACE_NOT_LISTABLE),
+)
+
+
+def leftover_namespaces(summary: dict[str, Any], registry: CollectorRegistry) -> None:
+    """`gcjob_run_leftover_namespaces{state}`, when the namespaces sweep ran (every state, 0
+    included: its alert must see it resolve)."""
+    if NAMESPACES_SWEEP not in summary["sweeps"]:
+        return
+    gauge = Gauge(
+        "gcjob_run_leftover_namespaces",
+        "Hub namespaces ns-<uid> whose upstream namespace the last run proved gone (the "
+        "namespaces sweep, report-only), by state: empty (would-delete), holding (objects "
+        "besides what every namespace holds), not-listable (a kind it could not list).",
+        ["state"],
+        registry=registry,
+    )
+    counts = summary["counts"].get(NAMESPACES_SWEEP, {})
+    for state, reason in LEFTOVER_STATES:
+        if reason is None:
+            found = sum(counts.get("would-delete", {}).values())
+        else:
+            found = sum(reasons.get(reason.value, 0) for reasons in counts.values())
+        gauge.labels(state).set(found)

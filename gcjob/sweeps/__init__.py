@@ -25,7 +25,7 @@ from gcjob.model import Binding, Sweep, Verdict
 from gcjob.preflight import Needs
 from gcjob.reasons import Reason
 from gcjob.run import Run, SweepState
-from gcjob.sweeps import bindings, companions, copies, routes
+from gcjob.sweeps import bindings, companions, copies, namespaces, routes
 from gcjob.sweeps.bindings import explain as bindings_explain
 from gcjob.sweeps.companions import explain as companions_explain
 from gcjob.sweeps.companions.scan import scan_companion_keys
@@ -47,6 +47,7 @@ REGISTRY: tuple[Registered, ...] = (
     bindings.REGISTERED,
     routes.REGISTERED,
     copies.REGISTERED,
+    namespaces.REGISTERED,
 )
 REGISTERED: Mapping[Sweep, Registered] = {r.name: r for r in REGISTRY}
 DECLARED: tuple[type[Declaration[Any, Any]], ...] = tuple(r.declaration for r in REGISTRY)

@@ -472,3 +472,25 @@ def test_deletions_stalled_and_held_are_counted_by_sweep(pushgateway: Pushgatewa
     assert samples[("gcjob_run_deletions_stalled", (("sweep", "routes"),))] == 0
     action = (("action", "delete-held"), ("reason", "orphaned"), ("sweep", "companions"))
     assert samples[("gcjob_run_objects", action)] == 1
+
+
+def test_leftover_namespaces_are_counted_by_state_every_state_shown(
+    pushgateway: Pushgateway,
+) -> None:
+    """Issue 49: the namespaces sweep's leftovers by state (empty: would-delete; holding;
+    not-listable), 0 included so GcjobLeftoverNamespaces resolves; none when it did not run."""
+    counts = {
+        "namespaces": {
+            "would-delete": {"project-gone": 2, "upstream-namespace-gone": 1},
+            "skipped": {"namespace-holds": 4, "too-young": 1},
+        }
+    }
+    ran = summary(counts=counts)
+    ran["sweeps"]["namespaces"] = {"scanned": 8}
+    assert push(pushgateway.url, ran, duration=1.0, finished=1.0)
+    samples = held(pushgateway)
+    assert samples[("gcjob_run_leftover_namespaces", (("state", "empty"),))] == 3
+    assert samples[("gcjob_run_leftover_namespaces", (("state", "holding"),))] == 4
+    assert samples[("gcjob_run_leftover_namespaces", (("state", "not-listable"),))] == 0
+    assert push(pushgateway.url, summary(), duration=1.0, finished=2.0)
+    assert "gcjob_run_leftover_namespaces" not in names(held(pushgateway))

@@ -39,7 +39,7 @@ from gcjob.model import Action, Outcome, Sweep, Verdict
 from gcjob.reasons import Reason
 from gcjob.report.emitter import Reporter
 from gcjob.run import Run, RunContext, SweepState
-from gcjob.settings import Settings
+from gcjob.settings import NEVER_ENFORCED, Settings
 from gcjob.sweeps.driver import Counted, Declaration, Judged, Step, act, drive
 from gcjob.times import HubClock
 from testbed.model import NOW, ref
@@ -64,7 +64,10 @@ def declared() -> tuple[Declaration[Any, Any], ...]:
 
 def test_every_sweep_is_declared_and_a_companion_writes_two_marks() -> None:
     each = {type(d).__name__: d.marks_each for d in declared()}
-    assert each == {"Companions": 2, "Bindings": 1, "Routes": 1, "Copies": 1, "Toy": 1}
+    assert each == {
+        **{"Companions": 2, "Bindings": 1, "Routes": 1, "Copies": 1, "Toy": 1},
+        "Namespaces": 0,  # report-only by design: it writes no mark
+    }
 
 
 @cache
@@ -203,13 +206,16 @@ def test_every_sweep_holds_the_breaker_over_all_its_orphans_and_marks_all_or_non
         "max_marks": data.draw(st.integers(0, 1000), label="max_marks"),
     }
     sweep = declaration.sweep
-    enforced = data.draw(st.booleans(), label="enforced")
+    # A sweep report-only by design cannot be enforced (Settings refuses it, exit 2).
+    enforceable = sweep.value not in NEVER_ENFORCED
+    enforced = enforceable and data.draw(st.booleans(), label="enforced")
     run = _run(sweep, enforce=(sweep,) if enforced else (), **limits)
     run.marker.brake.written = data.draw(st.integers(0, limits["max_marks"]), label="earlier")
     sort, groups = _sort(due, waiting_, new, group_size)
     each = declaration.marks_each
     marks_of = {
-        g.verdict.ref.name: data.draw(st.integers(1, each), label="marks") for g in sort.to_mark
+        g.verdict.ref.name: data.draw(st.integers(min(1, each), each), label="marks")
+        for g in sort.to_mark
     }
     driven, acted = _as_driven(declaration, run, marks_of, groups)
 
@@ -249,8 +255,10 @@ def test_every_sweep_holds_the_breaker_over_all_its_orphans_and_marks_all_or_non
     assert marked in ([], new_names)
     if marked:
         assert all(acted.marks[name] == marks_of[name] for name in new_names)
-    elif new:
+    elif new and each:
         assert any(b.startswith(f"{sweep.value} sweep: marks brake") for b in run.tally.brakes)
+    if not each:  # a sweep that writes no mark (report-only by design) meets no marks brake
+        assert not any("marks brake" in b for b in run.tally.brakes)
 
 
 # -- the two findings, on the toy sweep through the whole driver ------------------------------

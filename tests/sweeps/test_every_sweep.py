@@ -25,6 +25,7 @@ from gcjob.kube.resources import Resource
 from gcjob.marks import companion_evidence, new_mark
 from gcjob.model import UNREADABLE_OWNER, Deletion, OwnerRef, Sweep, Verdict
 from gcjob.reasons import Reason
+from gcjob.settings import NEVER_ENFORCED
 from gcjob.sweeps import DECLARED, execute
 from gcjob.sweeps.driver import Counted, Declaration, Judged, drive
 from testbed.model import ref
@@ -131,7 +132,8 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 @given(
     things=st.lists(thing_st, max_size=8),
-    enforce=st.sets(st.sampled_from(list(Sweep))),
+    # --enforce refuses a report-only sweep (settings.py NEVER_ENFORCED): never asked for.
+    enforce=st.sets(st.sampled_from([s for s in Sweep if s.value not in NEVER_ENFORCED])),
     grace=st.sampled_from([timedelta(0), timedelta(minutes=10)]),
     live=st.booleans(),
 )

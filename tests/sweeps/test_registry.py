@@ -20,7 +20,7 @@ from gcjob.decide.trace import Trace
 from gcjob.domain import JUDGED_KINDS, kind_name
 from gcjob.model import Sweep
 from gcjob.preflight import READ_DELETE
-from gcjob.settings import Settings
+from gcjob.settings import NEVER_ENFORCED, Settings
 from gcjob.sweeps import DECLARED, PREFLIGHT, REGISTERED, REGISTRY, reads_projects
 from gcjob.sweeps.explaining import ExplainContext
 from gcjob.sweeps.registry import Shared
@@ -77,6 +77,11 @@ def test_each_kind_judged_by_its_kind_is_one_its_sweep_declares() -> None:
 
 def test_each_sweep_needs_to_write_each_kind_it_deletes_and_the_preflight_asks_it() -> None:
     for registered in REGISTRY:
+        if registered.name.value in NEVER_ENFORCED:
+            # Report-only by design: it deletes nothing, and asks for no write at all.
+            assert not registered.enforced, registered.name
+            assert all(set(verbs) <= {"get", "list"} for _, verbs in registered.needs)
+            continue
         # Read and marked in every --delete run; deleted where enforced (its `enforcing`, for
         # a sweep that lands report-only: issue 51 item 6).
         verbs: dict[str, set[str]] = {}
