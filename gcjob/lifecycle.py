@@ -42,6 +42,7 @@ from gcjob.kube.connect import (
     hub_client,
     project_api_from_template,
 )
+from gcjob.kube.discovery import SharedDocuments
 from gcjob.kube.errors import ConfigError, KubeError
 from gcjob.kube.liststrategy import Choice, ListStrategy, choose
 from gcjob.kube.reader import Reader
@@ -621,6 +622,10 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
         seconds=settings.upstream_max_time.total_seconds(),
     )
 
+    # The run's own: upstream clusters' discovery documents shared by verified ETag, never
+    # kept past this run.
+    documents = SharedDocuments()
+
     def make_upstream_access(
         upstream: UpstreamClient, cluster: str, shared: Shared | None = None
     ) -> KubeAccess:
@@ -652,6 +657,7 @@ def open_sources(settings: Settings, budget: RunBudget, stats: RequestStats) -> 
             aggregated_discovery=True,
             discovery_groups=UPSTREAM_GROUPS,
             discovered=None if shared is None else shared.discovered,
+            documents=documents,
         )
 
     if settings.snapshot:

@@ -414,7 +414,9 @@ class _Handler(BaseHTTPRequestHandler):
             ]
         body["items"] = [item for item in body.get("items") or () if item["versions"]]
         data = json.dumps(body).encode()
-        headers = [(k, v) for k, v in answer.headers if k.lower() != "content-length"]
+        # Another document than the server's: not the server's ETag (nor any: no 304 for it).
+        dropped = ("content-length", "etag")
+        headers = [(k, v) for k, v in answer.headers if k.lower() not in dropped]
         return _Answer(answer.status, headers, data)
 
     def _forward(self, rec: RecordedRequest, raw: bytes) -> _Answer:
@@ -424,6 +426,10 @@ class _Handler(BaseHTTPRequestHandler):
             path = proxy.strip_prefix.sub("", path, count=1) or "/"
         path = urlsplit(proxy.target.url).path.rstrip("/") + path  # a server under a prefix
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        with proxy._lock:
+            unserving = bool(proxy._unserved)
+        if unserving:  # its documents are not the server's: the server's 304 would say they were
+            headers = {k: v for k, v in headers.items() if k.lower() != "if-none-match"}
         if raw:
             headers["Content-Length"] = str(len(raw))
         for attempt in (1, 2):  # once more on a fresh connection if the kept one went stale

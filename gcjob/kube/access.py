@@ -9,6 +9,7 @@ or annotation its rules do not read) is all that any `reduce`, list or get ever 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import threading
@@ -404,6 +405,7 @@ class KubeAccess(ListsByFolding):
         "budget",
         "discovered",
         "discovery_groups",
+        "documents",
         "list_from_cache",
         "max_value_chars",
         "page_size",
@@ -421,6 +423,7 @@ class KubeAccess(ListsByFolding):
         aggregated_discovery: bool = False,
         discovery_groups: frozenset[str] = frozenset(),
         discovered: KeepsDiscovery | None = None,
+        documents: discovery.SharedDocuments | None = None,
     ) -> None:
         """`list_from_cache`: lists start at the watch cache (`resourceVersion=0`, the cache
         read of gcjob/kube/liststrategy.py; a run sets it once it has chosen), which can lag
@@ -434,7 +437,9 @@ class KubeAccess(ListsByFolding):
         a document is read, besides the one asked about (those its callers will ask about: a
         group not kept costs its document once more). `discovered`: where what discovery said
         is kept, shared with this server's other readers (an upstream cluster's, made for each
-        use: kube/upstreams.py); None: this reader's own."""
+        use: kube/upstreams.py); None: this reader's own. `documents`: the aggregated
+        documents the run's upstream clusters share by verified ETag (asked with
+        `If-None-Match`, a 304 standing for the document kept); None: each read whole."""
         self.transport = transport
         self.page_size = page_size
         self.list_from_cache = list_from_cache
@@ -443,6 +448,7 @@ class KubeAccess(ListsByFolding):
         self.aggregated_discovery = aggregated_discovery
         self.discovery_groups = discovery_groups
         self.discovered: KeepsDiscovery = discovered if discovered is not None else Discovered()
+        self.documents = documents
 
     def renew_budget(self) -> None:
         """The same budget again, unspent: a round of --drain is a full sweep, and reads
@@ -507,7 +513,7 @@ class KubeAccess(ListsByFolding):
         plane answers so for every path, and so does a wrong URL."""
         request = requests.aggregated_discovery(core)
         try:
-            response = self._send(request)
+            response = self._discovery_answer(request)
         except AnswerTooLarge:
             return None  # many groups: each one's own documents are small
         if response.status == 404:
@@ -520,6 +526,38 @@ class KubeAccess(ListsByFolding):
             )
         except ValueError as exc:
             raise ApiError(response.status, "Malformed", str(exc), request.path) from None
+
+    def _discovery_answer(self, request: Request) -> Response:
+        """The server's answer to an aggregated document's request; where the run's clusters
+        share documents (`documents`), asked with the ETag offered, a 304 standing for the
+        document kept under it (answered as a 200 with that body)."""
+        documents = self.documents
+        if documents is None:
+            return self._send(request)
+        key = (request.path, request.accept)
+        offered = documents.offer(key)
+        try:
+            if offered is not None:
+                request = dataclasses.replace(request, if_none_match=offered)
+            response = self._send(request)
+            etag = _header(response, "etag")
+            if response.status == 304:
+                # Its own word that it serves the document of the ETag it was asked with;
+                # any other 304 (unasked, another ETag) says nothing: it is not read.
+                kept = documents.not_modified(key, offered, etag)
+                if kept is None:
+                    raise ApiError(304, "Malformed", "304 to no ETag asked with", request.path)
+                return Response(200, response.headers, kept)
+            if 200 <= response.status < 300:
+                documents.keep(key, etag, response.body, self._cluster())
+            return response
+        finally:
+            if offered is None:  # kept (or not) before the clusters waiting for it look
+                documents.asked(key)
+
+    def _cluster(self) -> str:
+        """Who answered, as SharedDocuments counts clusters: its budget's name, or its URL."""
+        return self.budget.cluster if self.budget is not None else self.server
 
     def _group_versions(self, group: str) -> discovery.Versions | None:
         """A group's versions from its own documents (`/apis/<group>`, then one per version)."""
@@ -882,9 +920,7 @@ class KubeAccess(ListsByFolding):
 def server_date(response: Response) -> datetime | None:
     """The API server's clock at its answer (its Date header, read as the run's clock is:
     gcjob/times.py), or None."""
-    return parse_http_date(
-        next((v for k, v in response.headers.items() if k.lower() == "date"), None)
-    )
+    return parse_http_date(_header(response, "date"))
 
 
 def _held_by(response: Response, resource: Resource, uid: str) -> DeleteResult | HeldBy:
@@ -1055,6 +1091,11 @@ def _causes(body: dict[str, Any]) -> set[str]:
     if not isinstance(causes, list):
         return set()
     return {str(c.get("reason")) for c in causes if isinstance(c, dict)}
+
+
+def _header(response: Response, name: str) -> str | None:
+    """A header's value, its name in any case."""
+    return next((v for k, v in response.headers.items() if k.lower() == name), None)
 
 
 def _expect_ok(response: Response, request: Request) -> Any:

@@ -11,8 +11,11 @@ and one per version) where a server does not serve those, or cannot vouch for a 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import threading
-from collections import OrderedDict
+import time
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -297,3 +300,133 @@ def listed_and_deleted(group: str, version: str, body: Any) -> list[Resource]:
             continue
         found.append(Resource(group, version, name, kind, True))
     return found
+
+
+# How kube-apiserver's aggregated discovery answers carry their ETag (k8s.io/apiserver
+# pkg/endpoints/discovery/aggregated etag.go, the same in 1.31 and 1.36, checked on both): the
+# uppercase hex SHA-512 of the document as Go's json.Marshal writes it without its type, in
+# quotes. The body sent is that JSON with `kind` and `apiVersion` written first and a newline
+# after it. So the bytes hashed are the body with this prefix made `{` and its newline cut:
+# one body for one hashed text, and back.
+_TYPED_PREFIX = b'{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2",'
+_ETAG_CHARS = 2 + 2 * hashlib.sha512().digest_size  # the quotes and 128 hex digits
+
+
+def verified_etag(etag: str | None, body: bytes) -> str | None:
+    """`etag` when it is a strong ETag that is the SHA-512 of exactly this aggregated discovery
+    body, as kube-apiserver makes it; else None (weak, missing, another form, another body).
+    Only a verified ETag names a document shared with other clusters: whoever sent it, the
+    ETag then says which bytes they were."""
+    if etag is None or len(etag) != _ETAG_CHARS or etag[0] != '"' or etag[-1] != '"':
+        return None
+    if not body.startswith(_TYPED_PREFIX) or not body.endswith(b"\n"):
+        return None
+    hashed = b"{" + body[len(_TYPED_PREFIX) : -1]
+    digest = hashlib.sha512(hashed).hexdigest().upper()
+    return etag if hmac.compare_digest(etag[1:-1], digest) else None
+
+
+# A request's key among the documents shared: its path and Accept (the server's answer varies
+# with both: `Vary: Accept`).
+DocumentKey = tuple[str, str]
+
+
+class _Kept:
+    __slots__ = ("body", "clusters", "first")
+
+    def __init__(self, body: bytes, cluster: str) -> None:
+        self.body = body
+        self.first = cluster  # the first cluster that sent it
+        self.clusters = 1  # distinct clusters that sent it or answered 304 to it (at least)
+
+
+class SharedDocuments:
+    """The aggregated discovery documents of one run's upstream clusters, each kept once under
+    its verified ETag (verified_etag), so that the next cluster asks with `If-None-Match` and a
+    `304 Not Modified` (no body) says it serves that very document. Made for one run (never
+    kept across runs: the CronJob is stateless) and shared by every upstream reader of it.
+
+    What a cluster is judged on is always what its own server answered: its own body, or the
+    document it said by 304 was its own. A hostile cluster can make nothing else shared: a
+    body is kept only under the ETag that is its own hash, and a 304 is taken only in answer to
+    the ETag it was asked with (docs/threat-model.md).
+
+    An ETag is offered to a cluster only once two clusters have sent it (a surface served by
+    one cluster alone is never named to another), the one most clusters sent. Until one is
+    offered, at most `FIRST_IN_FLIGHT` clusters ask for a whole document at once; the others
+    wait for them at most `FIRST_WAIT` seconds (a slow or silent first server delays each of
+    them no longer than that). At most `MAX_KEPT` documents a request: past it, a new document
+    takes the place of one sent by a single cluster, or is not kept."""
+
+    FIRST_IN_FLIGHT = 2
+    FIRST_WAIT = 2.0
+    MAX_KEPT = 8
+    OFFERED_AFTER = 2  # clusters that sent an ETag before it is offered to others
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._changed = threading.Condition()
+        self._kept: dict[DocumentKey, dict[str, _Kept]] = {}
+        self._asking: Counter[DocumentKey] = Counter()  # whole documents asked, none offered
+
+    def offer(self, key: DocumentKey) -> str | None:
+        """The ETag to ask `key` with, or None: ask for the whole document (then call `asked`
+        once answered or failed)."""
+        deadline = self._clock() + self.FIRST_WAIT
+        with self._changed:
+            while True:
+                offered = self._offered(key)
+                if offered is not None:
+                    return offered
+                left = deadline - self._clock()
+                if self._asking[key] < self.FIRST_IN_FLIGHT or left <= 0:
+                    self._asking[key] += 1
+                    return None
+                self._changed.wait(left)
+
+    def asked(self, key: DocumentKey) -> None:
+        """A whole document asked for (offer gave None) was answered, or its request failed."""
+        with self._changed:
+            self._asking[key] -= 1
+            self._changed.notify_all()
+
+    def _offered(self, key: DocumentKey) -> str | None:
+        kept = self._kept.get(key)
+        if not kept:
+            return None
+        etag, best = max(kept.items(), key=lambda item: item[1].clusters)
+        return etag if best.clusters >= self.OFFERED_AFTER else None
+
+    def keep(self, key: DocumentKey, etag: str | None, body: bytes, cluster: str) -> None:
+        """`cluster` answered `key` with `body` and this ETag header (None: it sent none)."""
+        verified = verified_etag(etag, body)
+        if verified is None:
+            return  # its document is its own alone
+        with self._changed:
+            kept = self._kept.setdefault(key, {})
+            found = kept.get(verified)
+            if found is not None:
+                if found.first != cluster:
+                    found.clusters += 1
+            elif len(kept) < self.MAX_KEPT:
+                kept[verified] = _Kept(body, cluster)
+            else:
+                single = next((e for e, k in kept.items() if k.clusters == 1), None)
+                if single is None:
+                    return
+                del kept[single]
+                kept[verified] = _Kept(body, cluster)
+            self._changed.notify_all()
+
+    def not_modified(self, key: DocumentKey, offered: str | None, etag: str | None) -> bytes | None:
+        """The document a `304 Not Modified` stands for: the one kept under the ETag `key` was
+        asked with, when the 304 names that same ETag; else None (a 304 asked for nothing, or
+        one naming another ETag, says nothing)."""
+        if offered is None or etag is None or not hmac.compare_digest(etag, offered):
+            return None
+        with self._changed:
+            found = self._kept.get(key, {}).get(offered)
+            if found is None:
+                return None
+            found.clusters += 1
+            return found.body

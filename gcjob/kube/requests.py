@@ -29,6 +29,9 @@ class Request:
     accept: str = JSON
     body: Body | None = field(default=None, hash=False)
     content_type: str | None = None
+    # A strong ETag this answer may be told unchanged from (`304 Not Modified`): only the
+    # discovery documents shared by a run's upstream clusters (discovery.SharedDocuments).
+    if_none_match: str | None = None
 
 
 def _accept(resource: Resource, metadata_only: bool, media: str) -> str:

@@ -566,6 +566,8 @@ class Transport:
         headers = {"Accept": request.accept}
         if request.content_type:
             headers["Content-Type"] = request.content_type
+        if request.if_none_match:
+            headers["If-None-Match"] = request.if_none_match
         client = self.api_client
         headers.update(client.default_headers)
         if client.cookie:
