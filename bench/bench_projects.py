@@ -23,11 +23,17 @@ At each size, `--repeats` times, interleaved:
   deleted project its `/apis` 404; the Project API's list and a GET per project not listed),
   replayed at the same concurrency through the same proxy by a child process.
 
+Bytes received, beside requests: the upstreams' response bodies as the proxy sent them (by
+kind: discovery, lists, gets, the Project API) and the hub's from its own response-size
+metrics, never gcjob's own count. Two floors: the request floor above (one whole discovery
+document a project: its span is the time floor), and the byte floor, its bytes with one
+discovery document per distinct surface and a `304 Not Modified` (no body) for the rest.
+
 The CPU of the measured child, of the bench process (the proxy runs in it) and of each
 server (kube-apiserver and etcd, from /proc) is recorded for each run: on 2 shared cores they
 compete.
 
-    python bench/bench_projects.py                         # 1,000 then 10,000 projects
+    python bench/bench_projects.py                         # 1,000, 3,000, 10,000 projects
     python bench/bench_projects.py --sizes 50 --repeats 1  # smoke test, ~1 min
 """
 
@@ -45,10 +51,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench_scale import EtcdFill
+from bench_scale import EtcdFill, metrics_delta, response_metrics
 from harness import (
     ROOT,
     Obj,
+    byte_floor,
     clean_env,
     compile_gcjob,
     fill,
@@ -58,6 +65,7 @@ from harness import (
     machine,
     median_spread,
     post_task,
+    received,
     replay,
     run_measured,
     span,
@@ -72,7 +80,7 @@ from gcjob.domain import (
 )
 from gcjob.kube.requests import AGGREGATED_DISCOVERY, METADATA, METADATA_LIST
 from gcjob.settings import Settings
-from testbed.faultproxy import Fault, FaultProxy, Target
+from testbed.faultproxy import Fault, FaultProxy, RecordedRequest, Target
 from testbed.milo import CONTROL_PLANE, HUB_COPY_CRDS, MILO, MILO_CRDS, NET
 from testbed.objects import gateway, namespace, route, upstream_route
 from testbed.servers import (
@@ -239,6 +247,7 @@ def summarise(stdout: str) -> Obj:
 class Bench:
     def __init__(self, hub: ApiServer, up: ApiServer, proxy: FaultProxy, work: Path) -> None:
         self.hub, self.up, self.proxy, self.work = hub, up, proxy, work
+        self.last_requests: list[RecordedRequest] = []  # the proxy's log of the last run
         self.hub_kubeconfig = str(hub.write_kubeconfig(work / "hub.yaml"))
         self.up_kubeconfig = str(
             write_kubeconfig(
@@ -259,12 +268,14 @@ class Bench:
 
     def measured(self, cmd: list[str]) -> tuple[Obj, str]:
         self.proxy.clear_requests()
+        hub_before = response_metrics(self.hub)
         load, before = loadavg(), self.cpu()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         code, wall, rss, stdout, stderr = run_measured(cmd, clean_env())
         after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
         after = self.cpu()
-        requests = self.proxy.requests
+        hub = metrics_delta(hub_before, response_metrics(self.hub))
+        requests = self.last_requests = self.proxy.requests
         up = span(requests)
         result: Obj = {
             "exit_code": code,
@@ -272,6 +283,10 @@ class Bench:
             "upstream_s": None if up is None else round(up, 3),
             "peak_rss_mib": round(rss, 1),
             "upstream_requests": len(requests),
+            # Bytes received: the upstreams' as the proxy sent them, the hub's as its own
+            # response-size metrics say (the bench's own scrapes left out), never gcjob's count.
+            "upstream_bytes": received(requests),
+            "hub_bytes": {"bytes": hub["bytes"], "responses": hub["responses"]},
             "cpu_s": {
                 "measured": round(
                     (after_children.ru_utime - children.ru_utime)
@@ -324,6 +339,8 @@ class Bench:
         child = json.loads(lines[-1]) if result["exit_code"] == 0 and lines else {}
         result["statuses"] = child.get("statuses")
         result["requests_a_project"] = round(result["upstream_requests"] / n, 2)
+        # The byte floor: these requests with one discovery document a distinct surface.
+        result["byte_floor"] = byte_floor(self.last_requests)
         return result
 
 
@@ -336,12 +353,18 @@ def measure(bench: Bench, n: int, repeats: int, concurrency: int) -> Obj:
         floors.append(f)
         ratio = s["upstream_s"] / f["upstream_s"] if s["upstream_s"] and f["upstream_s"] else None
         s["ratio"] = ratio and round(ratio, 3)
+        s["bytes_ratio"] = round(s["upstream_bytes"]["bytes"] / f["byte_floor"], 3)
+        live = n - len([p for p in DELETED if p < n])
+        discovery = s["upstream_bytes"]["by_kind"].get("discovery", {}).get("bytes", 0)
+        s["discovery_bytes_a_live_project"] = round(discovery / live, 1)
         print(
             f"  #{i} c={concurrency}: sweep exit {s['exit_code']} wall {s['wall_s']}s upstream "
             f"{s['upstream_s']}s {s['upstream_requests']} req ({s['requests_a_project']}/project) "
             f"{s['peak_rss_mib']} MiB cpu {s['cpu_s']} | floor {f['upstream_s']}s "
             f"{f['upstream_requests']} req cpu {f['cpu_s']} | ratio {s['ratio']} "
-            f"| load {s['loadavg_before']}",
+            f"| bytes {s['upstream_bytes']['bytes']} / floor {f['byte_floor']} "
+            f"({s['bytes_ratio']}), discovery {s['discovery_bytes_a_live_project']} B a live "
+            f"project, hub {s['hub_bytes']['bytes']} B | load {s['loadavg_before']}",
             flush=True,
         )
         print(f"     {s.get('sweeps')} {s.get('reasons')}", flush=True)
@@ -356,6 +379,17 @@ def measure(bench: Bench, n: int, repeats: int, concurrency: int) -> Obj:
             "sweep_upstream_s": median_spread([s["upstream_s"] or 0.0 for s in sweeps]),
             "floor_upstream_s": median_spread([f["upstream_s"] or 0.0 for f in floors]),
             "ratio": median_spread(ratios) if ratios else None,
+            "upstream_bytes": median_spread([s["upstream_bytes"]["bytes"] for s in sweeps]),
+            "byte_floor": median_spread([f["byte_floor"] for f in floors]),
+            "request_floor_bytes": median_spread([f["upstream_bytes"]["bytes"] for f in floors]),
+            "bytes_ratio": median_spread([s["bytes_ratio"] for s in sweeps]),
+            "upstream_bytes_a_project": round(
+                median_spread([s["upstream_bytes"]["bytes"] for s in sweeps])["median"] / n, 1
+            ),
+            "discovery_bytes_a_live_project": median_spread(
+                [s["discovery_bytes_a_live_project"] for s in sweeps]
+            ),
+            "hub_bytes": median_spread([s["hub_bytes"]["bytes"] for s in sweeps]),
             "sweep_peak_rss_mib": median_spread([s["peak_rss_mib"] for s in sweeps]),
             "requests_a_project": median_spread([s["requests_a_project"] for s in sweeps]),
             "floor_requests_a_project": floors[0]["requests_a_project"],
@@ -365,7 +399,7 @@ def measure(bench: Bench, n: int, repeats: int, concurrency: int) -> Obj:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000", help="projects, ascending")
+    parser.add_argument("--sizes", default="1000,3000,10000", help="projects, ascending")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument(
         "--concurrency",

@@ -62,6 +62,7 @@ from harness import (
     median_spread,
     post_task,
     read_lists,
+    received,
     replay,
     request_log,
     server_versions,
@@ -442,6 +443,7 @@ class Bench:
             "upstream_requests": len(upstream),
             "upstream_s": None if up_span is None else round(up_span, 3),
             "upstream_mib": round(up_bytes / 2**20, 2),
+            "upstream_bytes": received(upstream),  # by kind: discovery, lists, gets
             "received_mib": round((hub["bytes"] + up_bytes) / 2**20, 1),
             "secret_gets": sum(
                 v["responses"]

@@ -489,6 +489,48 @@ def request_log(requests: Iterable[Any]) -> list[Obj]:
     return out
 
 
+def request_kind(rec: Any) -> str:
+    """What an upstream request was, for the bytes by kind: `discovery` (`/api`, `/apis`),
+    `project-api` (Milo's Project API itself), `list` (a collection), `get` (one object)."""
+    path = rec.path.rstrip("/")
+    if path.endswith(("/apis", "/api")) or path in ("/apis", "/api"):
+        return "discovery"
+    if "/projects" in path and "/control-plane" not in path:
+        return "project-api"
+    return "list" if "limit" in rec.query else "get"
+
+
+def received(requests: Iterable[Any]) -> Obj:
+    """The bytes a FaultProxy sent back (response bodies, as the client asked: uncompressed
+    JSON), by request kind: {kind: {"requests", "bytes", "not_modified"}}, and the total."""
+    kinds: dict[str, Obj] = {}
+    total = 0
+    for rec in requests:
+        size = len(rec.response_body)
+        row = kinds.setdefault(request_kind(rec), {"requests": 0, "bytes": 0, "not_modified": 0})
+        row["requests"] += 1
+        row["bytes"] += size
+        row["not_modified"] += rec.status == 304
+        total += size
+    return {"bytes": total, "by_kind": dict(sorted(kinds.items()))}
+
+
+def byte_floor(requests: Iterable[Any]) -> int:
+    """The fewest bytes the requests of a floor replay need (its proxy log): each discovery
+    document once per distinct body (surface), a `304 Not Modified` (no body) for the
+    others; every other answer as it was."""
+    seen: set[bytes] = set()
+    total = 0
+    for rec in requests:
+        body = rec.response_body
+        if request_kind(rec) == "discovery" and rec.status == 200:
+            if body in seen:
+                continue
+            seen.add(body)
+        total += len(body)
+    return total
+
+
 def span(requests: Sequence[Any]) -> float | None:
     """From the first request a FaultProxy received to the last answer it sent (its
     RecordedRequest log): the upstream phase of a run, start-up and hub reads left out."""
