@@ -191,7 +191,10 @@ def hub_objects(start: int, stop: int, owners: dict[str, str]) -> Iterator[Obj]:
 def floor_log(n: int) -> list[Obj]:
     """The fewest upstream requests the first `n` projects need, as request_log writes them."""
     cache = "limit=500&resourceVersion=0&resourceVersionMatch=NotOlderThan"
-    log: list[Obj] = [{"method": "GET", "url": f"{MILO}?limit=500", "accept": METADATA_LIST}]
+    # The Project API's list as one read from the watch cache, as gcjob asks it: a server
+    # that paginates it would need a page more each 500 projects (`?limit=500` alone read the
+    # first 500 of them: the floor's bytes missed the rest until issue 50).
+    log: list[Obj] = [{"method": "GET", "url": f"{MILO}?{cache}", "accept": METADATA_LIST}]
     for p in range(n):
         base = f"{MILO}/{project(p)}/control-plane"
         log.append({"method": "GET", "url": f"{base}/apis", "accept": AGGREGATED_DISCOVERY})
