@@ -28,6 +28,7 @@ class Reason(StrEnum):
     PROTECTED = "protected"
     PROTECT_NOT_UNDERSTOOD = "protect-not-understood"
     DELETION_PROTECTED = "deletion-protected"
+    DELETION_PROTECTED_NOT_UNDERSTOOD = "deletion-protected-not-understood"
     UNPINNABLE = "unpinnable"
     OWNED = "owned"
     OUT_OF_SCOPE = "out-of-scope"
@@ -130,6 +131,11 @@ MEANINGS: Final[Mapping[Reason, str]] = {
     Reason.DELETION_PROTECTED: (
         "labelled `resourcetemplate.karmada.io/deletion-protected: Always`, which Karmada's "
         "webhook refuses to delete: kept, no delete sent"
+    ),
+    Reason.DELETION_PROTECTED_NOT_UNDERSTOOD: (
+        "labelled `resourcetemplate.karmada.io/deletion-protected` with a value other than "
+        "`Always` (`always`, `true`, empty...), which gcjob does not recognise (Karmada refuses a "
+        "delete only on exactly `Always`): kept, no delete sent"
     ),
     Reason.UNPINNABLE: "no uid or resourceVersion to pin a delete to: kept",
     Reason.OWNED: (
@@ -288,6 +294,7 @@ _BY_SCOPE: Final[Mapping[str, tuple[Reason, ...]]] = {
         Reason.PROTECTED,
         Reason.PROTECT_NOT_UNDERSTOOD,
         Reason.DELETION_PROTECTED,
+        Reason.DELETION_PROTECTED_NOT_UNDERSTOOD,
         Reason.UNPINNABLE,
         Reason.LEFT_SCOPE,
         Reason.GRACE_PERIOD,

@@ -9,7 +9,12 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from gcjob.decide.trace import Trace, given
-from gcjob.domain import ANCHOR_PREFIX, KARMADA_PROTECTED, PROTECT_ANNOTATION
+from gcjob.domain import (
+    ANCHOR_PREFIX,
+    DELETION_PROTECTED_VALUE,
+    KARMADA_PROTECTED,
+    PROTECT_ANNOTATION,
+)
 from gcjob.marks import MarkState, read_mark
 from gcjob.model import Binding, BoundResource, ObjectRef, OwnerRef, Protect
 from gcjob.reasons import Reason
@@ -26,12 +31,20 @@ def protection(protect: Protect) -> tuple[Reason, str] | None:
     an annotation or a label, any value but exactly "false" protects; "true" is `protected`,
     anything else (`True`, `yes`, `" true"`, unreadable) is kept as not understood. Karmada's
     deletion protection (its label `Always`, the one value its webhook refuses a delete on)
-    keeps it too, `deletion-protected`: no delete is sent that Karmada would refuse."""
+    keeps it too, `deletion-protected`: no delete is sent that Karmada would refuse. Any
+    other value of that label (`always`, `" Always"`, `true`, empty) is one gcjob does not
+    recognise: kept as well, `deletion-protected-not-understood` (fail closed)."""
     for where, value in protect:
-        if where == KARMADA_PROTECTED:
+        if where == KARMADA_PROTECTED and value == DELETION_PROTECTED_VALUE:
             return (
                 Reason.DELETION_PROTECTED,
                 f"{where}={value}: Karmada refuses to delete it; kept",
+            )
+        if where == KARMADA_PROTECTED:
+            return (
+                Reason.DELETION_PROTECTED_NOT_UNDERSTOOD,
+                f"{where}={_shown(value)} is not a value gcjob recognises (Karmada refuses a "
+                f"delete only on exactly {DELETION_PROTECTED_VALUE}): kept as protected",
             )
     holding = [(where, value) for where, value in protect if value != "false"]
     if not holding:
@@ -40,11 +53,15 @@ def protection(protect: Protect) -> tuple[Reason, str] | None:
         if value == "true":
             return Reason.PROTECTED, f"{where}=true"
     where, value = holding[0]
-    shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
     return (
         Reason.PROTECT_NOT_UNDERSTOOD,
-        f"{where}={shown} is neither true nor false: kept as protected",
+        f"{where}={_shown(value)} is neither true nor false: kept as protected",
     )
+
+
+def _shown(value: str) -> str:
+    """A label's or annotation's value as a detail quotes it: quoted, cut at 60 characters."""
+    return repr(value[:60] + ("..." if len(value) > 60 else ""))
 
 
 def deletion_stalled(ref: ObjectRef, now: datetime, after: timedelta) -> str | None:

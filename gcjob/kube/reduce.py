@@ -11,7 +11,6 @@ from typing import Any
 from gcjob.domain import (
     CLUSTER_POLICY_KEY,
     DELETION_PROTECTED_LABEL,
-    DELETION_PROTECTED_VALUE,
     HELM_OWNER_LABEL,
     HELM_RELEASE_PREFIX,
     KARMADA_PROTECTED,
@@ -141,8 +140,9 @@ _PROTECT_KEY = PROTECT_ANNOTATION.casefold()
 
 def protect(obj: Obj) -> Protect:
     """Every place the protect key is set, as an annotation or a label, with its value verbatim;
-    and Karmada's deletion protection, where its label says `Always` (the one value Karmada's
-    webhook refuses a delete on: decide/common.py `protection` keeps it, `deletion-protected`).
+    and Karmada's deletion protection label, whatever its value (`Always`, the one value
+    Karmada's webhook refuses a delete on, is `deletion-protected`; any other is one gcjob
+    does not recognise, `deletion-protected-not-understood`: decide/common.py `protection`).
 
     The key is matched whatever its case (`.../Protect` is someone's intent too), and a map that
     is not a map is recorded as such: what cannot be read may hold the key (kept).
@@ -160,8 +160,12 @@ def protect(obj: Obj) -> Protect:
             if isinstance(key, str) and key.casefold() == _PROTECT_KEY:
                 where = f"{place.removesuffix('s')} {key}"
                 found.append((where, value if isinstance(value, str) else "<not a string>"))
-    if _label(meta, DELETION_PROTECTED_LABEL) == DELETION_PROTECTED_VALUE:
-        found.append((KARMADA_PROTECTED, DELETION_PROTECTED_VALUE))
+    labels = meta.get("labels")
+    if isinstance(labels, dict) and DELETION_PROTECTED_LABEL in labels:
+        # Any value, verbatim: `Always` is Karmada's; any other is one gcjob does not
+        # recognise, and decide/common.py `protection` keeps it too (fail closed).
+        value = labels[DELETION_PROTECTED_LABEL]
+        found.append((KARMADA_PROTECTED, value if isinstance(value, str) else "<not a string>"))
     return tuple(found)
 
 

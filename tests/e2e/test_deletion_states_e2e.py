@@ -30,13 +30,18 @@ def test_an_orphan_karmada_protects_from_deletion_is_kept_with_no_delete_sent(
     hub: TestCluster, faults: FaultProxy, sweep: HubSweep, hub_kubeconfig: str
 ) -> None:
     """`Always` is the one value Karmada's webhook refuses a delete on: kept, no delete sent,
-    exit 0, counted apart; any other value Karmada lets through, and so does gcjob."""
+    exit 0, counted apart. Any other value of the label (`always`, empty, `true`) is one
+    gcjob does not recognise: kept too, fail closed (issue 51), no delete sent, and `explain`
+    says so; an orphan without the label goes."""
     ns = hub.namespace()
     hub.create_with_binding(
         _labelled(companion("ConfigMap", ns, "kept", GONE), {PROTECTED_LABEL: "Always"})
     )
     hub.create(_labelled(companion("Secret", ns, "kept-secret", GONE), {PROTECTED_LABEL: "Always"}))
-    hub.create(_labelled(companion("ConfigMap", ns, "lower", GONE), {PROTECTED_LABEL: "always"}))
+    near = {"lower": "always", "empty": "", "true": "true"}
+    for name, value in near.items():
+        hub.create(_labelled(companion("ConfigMap", ns, name, GONE), {PROTECTED_LABEL: value}))
+    hub.create(companion("ConfigMap", ns, "bare", GONE))
     faults.clear_requests()
 
     result = sweep(ns, "--delete", "--sweep", "companions")
@@ -46,15 +51,28 @@ def test_an_orphan_karmada_protects_from_deletion_is_kept_with_no_delete_sent(
         assert result.outcome(kind, name) == ("skipped", "deletion-protected")
         assert hub.present(kind, ns, name)
     assert hub.present("ResourceBinding", ns, "kept-configmap")  # its group untouched
-    assert result.outcome("ConfigMap", "lower") == ("deleted", "orphaned")
+    for name in near:
+        assert result.outcome("ConfigMap", name) == (
+            "skipped",
+            "deletion-protected-not-understood",
+        )
+        assert hub.present("ConfigMap", ns, name)
+    assert result.outcome("ConfigMap", "bare") == ("deleted", "orphaned")
     deletes = [r.path.rsplit("/", 1)[-1] for r in faults.requests if r.method == "DELETE"]
-    assert deletes == ["lower"]
+    assert deletes == ["bare"]
     counts = result.summary["counts"]["companions"]["skipped"]
     assert counts["deletion-protected"] == 2
+    assert counts["deletion-protected-not-understood"] == 3
     explained = explain(
         "ConfigMap", ns, "kept", "--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s"
     )
     assert explained.verdict == ("skipped", "deletion-protected")
+    explained = explain(
+        "ConfigMap", ns, "lower", "--hub-kubeconfig", hub_kubeconfig, "--min-age", "0s"
+    )
+    assert explained.verdict == ("skipped", "deletion-protected-not-understood")
+    detail = explained.doc["verdict"]["detail"]
+    assert "'always' is not a value gcjob recognises" in detail, detail
 
 
 TENANT = "example.com/tenant"

@@ -189,23 +189,30 @@ def test_protect_as_a_label_is_read_too() -> None:
 
 
 @pytest.mark.parametrize(
-    "value,reason", [("Always", "deletion-protected"), ("always", "orphaned"), ("", "orphaned")]
+    "value,reason",
+    [
+        ("Always", "deletion-protected"),
+        ("always", "deletion-protected-not-understood"),
+        (" Always", "deletion-protected-not-understood"),
+        ("true", "deletion-protected-not-understood"),
+        ("", "deletion-protected-not-understood"),
+    ],
 )
-def test_karmadas_deletion_protection_survives_the_reduction_only_as_always(
+def test_karmadas_deletion_protection_survives_the_reduction_whatever_its_value(
     value: str, reason: str
 ) -> None:
     """Karmada's webhook refuses a delete only on exactly `Always`: that value keeps the
-    object (no delete Karmada would refuse); any other Karmada lets through, and so does
-    gcjob. A Secret keeps the label's value through its reduction too."""
+    object (no delete Karmada would refuse); any other value is one gcjob does not
+    recognise, kept too (fail closed, issue 51). A Secret keeps the label's value through
+    its reduction."""
     label = "resourcetemplate.karmada.io/deletion-protected"
     obj = configmap()
     obj["metadata"]["labels"] = {label: value}
     verdict = _decide(obj)
-    assert (verdict.delete, verdict.reason) == (reason == "orphaned", reason)
+    assert (verdict.delete, verdict.reason) == (False, reason)
     kept = secret_as_kept({"metadata": {"labels": {label: value}}})
     assert kept["metadata"]["labels"] == {label: value}
-    protected = ((f"label {label}", "Always"),) if value == "Always" else ()
-    assert reduce.protect(kept) == protected
+    assert reduce.protect(kept) == ((f"label {label}", value),)
 
 
 def test_protected_companion_is_held_back() -> None:

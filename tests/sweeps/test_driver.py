@@ -339,6 +339,8 @@ ANCHOR = OwnerRef("v1", "ConfigMap", "anchor-8a1f0c2e-3b4d-4e5f-9a6b-7c8d9e0f1a2
         (Claims(protect=(("annotation gcjob.datumapis.com/protect", "true"),)), "protected"),
         (Claims(protect=(("label gcjob.datumapis.com/protect", "yes"),)), "protect-not-understood"),
         (Claims(protect=((KARMADA_PROTECTED, "Always"),)), "deletion-protected"),
+        (Claims(protect=((KARMADA_PROTECTED, "always"),)), "deletion-protected-not-understood"),
+        (Claims(protect=((KARMADA_PROTECTED, ""),)), "deletion-protected-not-understood"),
         (None, "internal-error"),  # an orphan declared without its claims
     ],
 )

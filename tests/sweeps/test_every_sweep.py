@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import Claims, claimed
-from gcjob.domain import KARMADA_PROTECTED
+from gcjob.domain import DELETION_PROTECTED_LABEL, KARMADA_PROTECTED
+from gcjob.kube import reduce
 from gcjob.kube.access import DeleteResult
 from gcjob.kube.resources import Resource
 from gcjob.marks import companion_evidence, new_mark
@@ -71,7 +72,8 @@ protect_st = st.lists(
             ),
             st.sampled_from(["true", "false", "yes", "True", " true", ""]),
         ),
-        st.just((KARMADA_PROTECTED, "Always")),  # Karmada's deletion protection, as read
+        # Karmada's deletion protection, as read: `Always`, or a value gcjob does not know.
+        st.tuples(st.just(KARMADA_PROTECTED), st.sampled_from(["Always", "always", "true", ""])),
     ),
     max_size=2,
 ).map(tuple)
@@ -176,6 +178,7 @@ def test_the_rules_every_sweep_obeys_hold_for_each_declared_sweep(
                 "protected",
                 "protect-not-understood",
                 "deletion-protected",
+                "deletion-protected-not-understood",
                 "internal-error",
                 "unpinnable",
             }, (action, reason)
@@ -183,6 +186,57 @@ def test_the_rules_every_sweep_obeys_hold_for_each_declared_sweep(
 
 def _ref(verdict: Verdict) -> Any:
     return verdict.ref
+
+
+# A value of Karmada's deletion-protection label, as a hub may hold it: `Always`, its near
+# misses, any text, or what is not a string at all.
+karmada_value_st = st.one_of(
+    st.sampled_from(["Always", "always", "ALWAYS", " Always", "Always ", "true", "", "Never"]),
+    st.text(max_size=70),
+    st.none(),
+    st.integers(),
+)
+
+
+@pytest.mark.parametrize("declared", SWEEPS, ids=lambda d: d.__name__)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=karmada_value_st, protect_key=st.sampled_from([None, "false", "true"]))
+def test_karmadas_deletion_protection_label_with_any_value_keeps_the_orphan_in_each_sweep(
+    tiny: Path, declared: type[Declaration[Any, Any]], value: Any, protect_key: str | None
+) -> None:
+    """Fail closed (issue 51): an orphan carrying Karmada's deletion-protection label is kept
+    by the driver whatever its value and whatever its sweep's judgement said, neither marked
+    nor deleted, in every declared sweep, enforced: `deletion-protected` for exactly
+    `Always`, which Karmada refuses to delete, `deletion-protected-not-understood` for any
+    other value (`always`, `" Always"`, `true`, empty, not a string), naming the value and
+    that Karmada refuses only `Always`. The label is read from the object as every sweep
+    reads it (kube/reduce.py `protect`)."""
+    sweep = declared.sweep
+    ran = snapshot_run(sweep, directory=tiny, grace=timedelta(0), enforce=(sweep,))
+    sent = Sent([])
+    deleter = Deleter(sent, dry_run=False, budget=ran.run.budget)  # type: ignore[arg-type]
+    ran.run.context = replace(ran.run.context, deleter=deleter)
+    labels: dict[str, Any] = {DELETION_PROTECTED_LABEL: value}
+    if protect_key is not None:
+        labels["gcjob.datumapis.com/protect"] = protect_key
+    claims = Claims(protect=reduce.protect({"metadata": {"labels": labels}}))
+    as_sweep = type(f"As{declared.__name__}", (Toy,), {"sweep": sweep, "rule": declared.rule})
+    held = Verdict(ref("ConfigMap", "held", uid="u1"), True, Reason.ORPHANED, "no referrer")
+    free = Verdict(ref("ConfigMap", "free", uid="u2"), True, Reason.ORPHANED, "no referrer")
+    toy = as_sweep(ran.run, [Counted(2, 2), Judged([held, free], _ref)])
+    toy.claims = {"held": claims}
+    drive(ran.run, toy)
+
+    assert "held" not in toy.deleted and "held" not in toy.marked
+    assert [name for name, _, _ in sent.deletes] == ["free"]  # the rule, not a broken sweep
+    reason = "deletion-protected" if value == "Always" else "deletion-protected-not-understood"
+    assert ran.outcomes()[("ConfigMap", held.ref.namespace, "held")] == ("skipped", reason)
+    if value != "Always":
+        (item,) = [i for i in ran.items() if i["name"] == "held"]
+        assert "not a value gcjob recognises" in item["detail"], item
+        assert "only on exactly Always" in item["detail"], item
 
 
 @pytest.mark.parametrize("enforced", [False, True])
