@@ -205,7 +205,28 @@ def project_calls(
     elsewhere: Iterable[str] = (),
 ) -> tuple[ProjectCalls, str]:
     """Each cluster's project call, and the projects brake's reason ("" when it holds
-    nothing), as one judgement of a run of its own (`ProjectJudgement`): what `gcjob
-    explain` asks."""
+    nothing), as one judgement of a run of its own (`ProjectJudgement`). A run and `gcjob
+    explain` judge through gcjob/sweeps/driver.py `RoundProjects` instead."""
     calls = ProjectJudgement(max_gone).judge(clusters, is_project, answers, answered, elsewhere)
     return calls, calls.brake
+
+
+def answers_used(project: ProjectCall | None, answered: bool, cluster_detail: str) -> str:
+    """Which answers the judgement of an object upstream rests on, as `gcjob explain` says
+    it: the Project API's (its project's call, made by the run's one judgement: a project
+    gone or being deleted decides alone), its control plane's (`answered`, and what it said,
+    `cluster_detail`), or both. `project`: None when no Project API is asked about its
+    cluster. Pure."""
+    plane = "it answered" if answered else f"it did not answer: {cluster_detail or 'no answer'}"
+    if project is None:
+        return (
+            f"its control plane's answer ({plane}); not a Milo project "
+            "(none is without --upstream-server-template): the Project API is not asked"
+        )
+    if project.state is ProjectState.NOT_A_PROJECT:
+        return f"its control plane's answer ({plane}); {project.detail}"
+    if project.state in (ProjectState.GONE, ProjectState.TERMINATING):
+        return (
+            f"the Project API's answer: {project.detail}; its control plane's not needed ({plane})"
+        )
+    return f"both: the Project API's answer ({project.detail}), then its control plane's ({plane})"

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 from gcjob.decide.explanation import Conclusion, Explanation, Target
+from gcjob.decide.projects import ProjectCalls, ProjectJudgement
 from gcjob.decide.trace import Trace
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.owners import ProjectReads
@@ -32,7 +34,7 @@ from gcjob.sweeps.companions.scan import scan_companion_keys
 from gcjob.sweeps.companions.sweep import Companions
 from gcjob.sweeps.copies import explain as copies_explain
 from gcjob.sweeps.driver import Declaration, Named, RoundProjects, drive
-from gcjob.sweeps.explaining import ExplainContext
+from gcjob.sweeps.explaining import ANSWERS_USED, ExplainContext
 from gcjob.sweeps.registry import Handed, Registered, Round, Shared
 
 R = TypeVar("R")
@@ -173,11 +175,37 @@ def _handed(run: Run, drove: Mapping[Sweep, Declaration[Any, Any]]) -> Handed:
 NOT_THE_COPIES_SWEEPS = frozenset({Reason.OUT_OF_SCOPE, Reason.NOT_A_COPY, Reason.LABELS_MISSING})
 
 
+@dataclass(frozen=True)
+class ExplainJudges:
+    """What `gcjob explain` judges projects through (driver.py `Judges`): a judgement of its
+    own, under the run's --max-projects-gone, and which clusters are projects."""
+
+    projects_judged: ProjectJudgement
+    is_project: Callable[[str], bool]
+
+
 class Handing:
     """What one sweep's part of `gcjob explain` is handed of another's (registry.py `Hand`)."""
 
     def __init__(self, ctx: ExplainContext) -> None:
         self.ctx = ctx
+        self._projects: RoundProjects | None = None
+
+    def project_calls(self, sweep: Sweep, named: Named) -> ProjectCalls:
+        """The round's one judgement of projects (driver.py `RoundProjects`), as a run of
+        every sweep makes it (explain takes no --sweep): over what every other sweep that
+        rests on a project names, each read when first needed, its reads filed under
+        `answers-used`."""
+        ctx = self.ctx
+        if self._projects is None:
+            sources = [
+                partial(_explain_named, registered, ctx)
+                for registered in REGISTRY
+                if registered.name != sweep and Shared.PROJECTS in registered.reads
+            ]
+            judges = ExplainJudges(ProjectJudgement(ctx.max_projects_gone), ctx.is_project)
+            self._projects = RoundProjects(judges, ctx.project_reads(), sources)
+        return self._projects.calls(named)
 
     def binding_after_companion(self, binding: Binding, subject: str, steps: Trace) -> Conclusion:
         return bindings_explain.after_companion(self.ctx, binding, subject, steps)
@@ -188,7 +216,7 @@ class Handing:
     def as_copy(self, target: Target, out: Explanation) -> Verdict | None:
         copied = Explanation(out.target, out.source, out.decided_at, out.min_age)
         try:
-            as_copy = copies_explain.explain(self.ctx, target, copied, Trace())
+            as_copy = copies_explain.explain(self.ctx, target, copied, Trace(), self)
         except KubeError:
             return None  # what it is for the companions sweep stands; nothing more known
         if as_copy is None or as_copy.reason in NOT_THE_COPIES_SWEEPS:
@@ -196,6 +224,18 @@ class Handing:
         out.steps, out.verdict, out.binding = copied.steps, copied.verdict, None
         out.judged_by = copies.REGISTERED.name
         return as_copy
+
+
+def _explain_named(registered: Registered, ctx: ExplainContext) -> Named | None:
+    """What a sweep's objects name of projects, read as its run's read ahead reads them
+    (None: none, or its reads failed: as in a run, that sweep then names none)."""
+    if registered.explain_named is None:
+        return None
+    ctx.reads_for(ANSWERS_USED)
+    try:
+        return registered.explain_named(ctx)
+    except KubeError:
+        return None
 
 
 def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace) -> Verdict | None:

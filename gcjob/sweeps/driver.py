@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 
 from gcjob.act.deleter import Deleter
 from gcjob.act.mark_writer import waiting
@@ -49,7 +49,7 @@ from gcjob.decide.grace import (
     grace_call,
 )
 from gcjob.decide.plan import Plan, graced_plan
-from gcjob.decide.projects import ProjectCalls
+from gcjob.decide.projects import ProjectCalls, ProjectJudgement
 from gcjob.domain import sorted_names
 from gcjob.enumerate.owners import ProjectReads
 from gcjob.exitcodes import ExitCode
@@ -164,6 +164,17 @@ class Named:
     elsewhere: Sequence[str] = ()
 
 
+class Judges(Protocol):
+    """What a round judges projects through: the run's one judgement and which clusters are
+    projects (a `Run`; `gcjob explain`'s own, gcjob/sweeps/__init__.py `Handing`)."""
+
+    @property
+    def projects_judged(self) -> ProjectJudgement: ...
+
+    @property
+    def is_project(self) -> Callable[[str], bool]: ...
+
+
 class RoundProjects:
     """Milo's projects, judged once a round for every sweep that rests on one, through the
     run's one judgement (`run.projects_judged`, decide/projects.py `ProjectJudgement`), before
@@ -175,7 +186,7 @@ class RoundProjects:
 
     def __init__(
         self,
-        run: Run,
+        run: Judges,  # a Run; or `gcjob explain`'s, judging through the very same
         reads: ProjectReads,
         sources: Sequence[Callable[[], Named | None]] = (),
     ) -> None:

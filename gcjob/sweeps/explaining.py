@@ -29,6 +29,10 @@ from gcjob.times import HubClock
 T = TypeVar("T")
 
 KIND_RESOURCES = JUDGED_RESOURCES
+# The step that says which answers a judgement of an object upstream rests on (the Project
+# API's, its control plane's, or both: decide/projects.py `answers_used`), and under which
+# the reads made for the run's one judgement of projects are filed.
+ANSWERS_USED = "answers-used"
 
 
 @dataclass

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from gcjob.decide.explanation import Conclusion, Explanation, Target
+from gcjob.decide.projects import ProjectCalls
 from gcjob.decide.trace import Trace
 from gcjob.enumerate.keyset import KeySet
 from gcjob.enumerate.shared import Found
@@ -104,6 +105,12 @@ class Hand(Protocol):
         """What the copies sweep says of an object no companion (None: not its own)."""
         ...
 
+    def project_calls(self, sweep: Sweep, named: Named) -> ProjectCalls:
+        """The calls of the projects `named` (what `sweep`'s explanation read), made as a
+        run's round makes them: driver.py `RoundProjects`, over what every other sweep of
+        the run names too, read as its run reads it (`Registered.explain_named`)."""
+        ...
+
 
 Explainer = Callable[[ExplainContext, Target, Explanation, Trace, Hand], "Verdict | None"]
 
@@ -129,7 +136,8 @@ class Registered:
     takes and those it makes; `ahead`: its read started before the first sweep of a round
     (None: none or not here), `named` what that read names of projects; `runs`: whether it
     runs by default with this run (asked for by name, it says why not); `done`: what follows
-    its drive (memory given back); `upstream_required`: asked for by name (or explaining one
+    its drive (memory given back); `explain_named`: `named`, as `gcjob explain` reads it;
+    `upstream_required`: asked for by name (or explaining one
     of its objects) without an upstream, the run is refused (exit 2); `served`: what the hub
     must serve besides a Karmada hub's bindings for the sweep to run (the preflight's
     check_hub)."""
@@ -152,3 +160,7 @@ class Registered:
     upstream_required: bool = False
     served: tuple[Resource, ...] = ()
     done: Callable[[Run], None] | None = None
+    # What its objects name of projects, read by `gcjob explain` as its read ahead reads it
+    # (`named`): so explaining another sweep's object judges projects over it too, as a run
+    # does (raises KubeError; None: it would judge none). None: it names no project.
+    explain_named: Callable[[ExplainContext], Named | None] | None = None

@@ -9,18 +9,23 @@ the Project API's answers: a 503 after the first answers, a slow answer, a refus
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from gcjob.cli import cli
 from gcjob.lifecycle import UPSTREAM_RETRY
 from gcjob.publish.metrics import registry_of
+from testbed import schemas
 from testbed.cluster import ApiFailure, TestCluster
 from testbed.faultproxy import Fault, FaultProxy, RecordedRequest
 from testbed.milo import (
@@ -531,3 +536,75 @@ def test_a_project_asked_by_both_sweeps_gets_one_verdict(
     assert result.exit_code == 0, (result.stderr, result.summary["sweeps"])
     counted = result.summary["projects"]
     assert (counted["gone"], counted["present"], counted["not-answered"]) == (1, 1, 0), counted
+
+
+def test_explain_trusts_the_project_api_as_the_run_does_and_names_the_answers_it_used(
+    hub: TestCluster,
+    upstream: TestCluster,
+    hub_kubeconfig: str,
+    gcjob_hub_args: list[str],
+    milo: FaultProxy,  # noqa: F811
+    milo_kubeconfig: str,  # noqa: F811
+) -> None:
+    """Issue 51 item 2, as the operator met it: a report-only copy of a deleted project, the
+    only project the copies name; a live project's route is what vouches for the Project API
+    in the run (one judgement of the round's projects). `explain` said "no project's control
+    plane answered this run" (exit 3) while the run proved the project gone. Now explain
+    judges the projects through the run's own round judgement, over what every sweep names:
+    the same verdict as the run, exit 0, and it names the answers it used (the Project
+    API's, for the deleted project; its control plane's and the API's, for a live owner)."""
+    live, gone = project_name(), project_name()
+    make_project(upstream, live)
+    make_project(upstream, gone)
+    upstream_ns = upstream.namespace("app")
+    upstream.create(gateway(upstream_ns, "gw-live"))
+    upstream.create(upstream_route(upstream_ns, "live-route", ("gw-live",)))
+    ns = hub.namespace("ns")
+    hub_route(hub, ns, "live-route", live, upstream_ns)  # the live project: a route only
+    connector_group(hub, ns, gone, upstream_ns, "web", str(uuid.uuid4()))
+    delete_project(upstream, milo, gone)
+    upstream_args = [
+        *("--upstream-kubeconfig", milo_kubeconfig, "--upstream-server-template", template(milo)),
+        *("--namespace", ns),
+    ]
+
+    result = run_gcjob(
+        *gcjob_hub_args,
+        *upstream_args,
+        "--sweep",
+        "routes",
+        "--sweep",
+        "copies",
+        "--clock-skew",
+        "0s",
+    )
+
+    assert result.exit_code == 0, (result.stderr, result.summary["sweeps"])
+    assert result.outcome("Connector", "web") == ("would-delete", "project-gone")
+
+    def explained(target: str) -> tuple[int, dict[str, Any], str]:
+        said = CliRunner().invoke(
+            cli,
+            [
+                *("explain", target, "--hub-kubeconfig", hub_kubeconfig, *upstream_args),
+                *("--min-age", "0s", "--grace", "0s", "--output", "json"),
+            ],
+            standalone_mode=False,
+        )
+        doc = json.loads(said.stdout)
+        schemas.EXPLAIN.validate(doc)
+        (used,) = [s for s in doc["steps"] if s["rule"] == "answers-used"]
+        return said.return_value, doc["verdict"], used["evidence"]
+
+    code, verdict, used = explained(f"connector/{ns}/web")
+    assert code == 0, (verdict, used)
+    assert (verdict["action"], verdict["reason"]) == ("would-delete", "project-gone")
+    assert used.startswith("the Project API's answer: "), used
+    assert f"project {gone} not found by the Project API" in used, used
+    assert "found all 1 projects whose control plane answered" in used, used
+    assert "its control plane's not needed (it did not answer: " in used, used
+    code, verdict, used = explained(f"httproute/{ns}/live-route")
+    assert code == 0, (verdict, used)
+    assert verdict["reason"] == "gateway-exists", verdict
+    assert used.startswith(f"both: the Project API's answer (project {live} exists)"), used
+    assert used.endswith("then its control plane's (it answered)"), used

@@ -23,7 +23,7 @@ from gcjob.sweeps.registry import Hand, Registered, Round, Shared
 def explain_part(
     ctx: ExplainContext, target: Target, out: Explanation, trace: Trace, hand: Hand
 ) -> Verdict | None:
-    return explaining.explain(ctx, target, out, trace)
+    return explaining.explain(ctx, target, out, trace, hand)
 
 
 def ahead(run: Run, round: Round) -> Callable[[], OwnersRead] | None:
@@ -60,5 +60,6 @@ REGISTERED = Registered(
     reads=frozenset({Shared.PROJECTS, Shared.GATEWAYS}),
     ahead=ahead,
     named=named,
+    explain_named=explaining.named,
     runs=runs,
 )

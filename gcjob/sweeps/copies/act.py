@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from gcjob.act.deleter import Deleter, second_look
+from gcjob.domain import sorted_names
 from gcjob.enumerate.keyset import KeySet
+from gcjob.enumerate.owners import OwnerLookups
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.kube.reader import Reader
@@ -20,6 +22,7 @@ from gcjob.shard import WHOLE, Shard, copy_key
 from gcjob.sweeps.boundary import ObjectScan
 from gcjob.sweeps.copies.judge import Member, anchors_named, understand
 from gcjob.sweeps.copies.scan import HubKinds, scan_kind
+from gcjob.sweeps.driver import Named
 
 SWEEP = Sweep("copies")
 # A copy whose delete a finalizer holds went out: it is being deleted, its anchor may follow.
@@ -169,6 +172,17 @@ class AnchorsNamed(ObjectScan[Replica]):
     def take(self, replica: Replica) -> None:
         for uid in anchors_named(replica.owners):
             self.named.add("anchor", "", uid)
+
+
+def named_by(wanted: OwnersWanted, lookups: OwnerLookups) -> Named:
+    """The clusters of the owners the copies name (for the round's one judgement of projects,
+    the run's and explain's), those that answered (what vouches for the
+    Project API) and, with --shard, the clusters other shards judge."""
+    return Named(
+        sorted_names(o.cluster for o in wanted.owners),
+        lookups.answered(),
+        sorted_names(wanted.elsewhere_clusters),
+    )
 
 
 def first_read(

@@ -6,12 +6,13 @@ all, as the sweep's first read does, so it reaches the sweep's verdict, brake in
 from __future__ import annotations
 
 from gcjob.decide.explanation import Explanation, Target, graced
-from gcjob.decide.projects import project_calls
+from gcjob.decide.projects import answers_used
 from gcjob.decide.trace import Trace
+from gcjob.domain import sorted_names
 from gcjob.enumerate.owners import OwnerLookups
 from gcjob.marks import Rule
 from gcjob.model import OwnerFacts, Verdict
-from gcjob.sweeps.copies.act import first_read
+from gcjob.sweeps.copies.act import SWEEP, first_read, named_by
 from gcjob.sweeps.copies.judge import (
     Member,
     anchors_named,
@@ -26,10 +27,29 @@ from gcjob.sweeps.copies.scan import (
     hub_kinds,
     replica,
 )
-from gcjob.sweeps.explaining import ExplainContext, out_of_scope
+from gcjob.sweeps.driver import Named
+from gcjob.sweeps.explaining import ANSWERS_USED, ExplainContext, out_of_scope
+from gcjob.sweeps.registry import Hand
 
 
-def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+def named(ctx: ExplainContext) -> Named | None:
+    """The projects the copies name and which of their control planes answered, read as the
+    sweep's first read and its owners' reads read them (sweep.py `named`), for the run's one
+    judgement of projects when another sweep's object is explained; None when the sweep
+    cannot read them here (no upstream, no discovery). Raises KubeError."""
+    hub = ctx.hub
+    if ctx.upstreams is None or not isinstance(hub, Discovering):
+        return None
+    wanted, _ = first_read(hub, hub_kinds(hub, ctx.drop_copy_kinds), ctx.scope)
+    lookups = OwnerLookups(ctx.upstreams, read_secrets=ctx.read_upstream_secrets)
+    lookups.load(wanted.owners)
+    return named_by(wanted, lookups)
+
+
+def explain(
+    ctx: ExplainContext, target: Target, out: Explanation, trace: Trace, hand: Hand
+) -> Verdict | None:
+    """`hand`: the run's one judgement of projects (registry.py `Hand.project_calls`)."""
     hub = ctx.hub
     if ctx.upstreams is None or not isinstance(hub, Discovering):
         return out_of_scope(
@@ -69,19 +89,19 @@ def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace)
     lookups = OwnerLookups(ctx.upstreams, read_secrets=ctx.read_upstream_secrets)
     owners = wanted.owners | {owner}
     lookups.load(owners)
-    clusters = {o.cluster for o in owners}
-    answers = ctx.project_reads().answers(clusters)
-    calls, brake = project_calls(
-        clusters,
-        ctx.is_project,
-        answers,
-        lookups.answered(),
-        ctx.max_projects_gone,
+    # The run's one judgement of projects, over what every sweep of the run names.
+    calls = hand.project_calls(
+        SWEEP, Named(sorted_names(o.cluster for o in owners), lookups.answered())
     )
+    brake = calls.brake
     facts = OwnerFacts(calls[owner.cluster], lookups.read(owner))
     anchors = wanted.anchors_of(owner)
     judged = judge_group(owner, group, facts, anchors, ctx.now, ctx.min_age, ctx.clock_skew)
     trace.steps.extend(judged.traces[member.ref.uid].steps)
+    trace.passed(
+        ANSWERS_USED,
+        answers_used(facts.project, facts.read.cluster_available, facts.read.cluster_detail),
+    )
     if brake:
         trace.passed("projects-brake", brake)
     # The whole group planned as the sweep plans it (judge.py plan_group): an anchor named by

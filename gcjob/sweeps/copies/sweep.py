@@ -58,6 +58,7 @@ from gcjob.sweeps.copies.act import (
     Rechecks,
     delete_member,
     first_read,
+    named_by,
 )
 from gcjob.sweeps.copies.judge import (
     Member,
@@ -462,16 +463,6 @@ def named(owners: OwnersRead) -> Named | None:
     if owners.unswept is not None or owners.wanted is None or owners.lookups is None:
         return None
     return named_by(owners.wanted, owners.lookups)
-
-
-def named_by(wanted: OwnersWanted, lookups: OwnerLookups) -> Named:
-    """The clusters of the owners the copies name, those that answered (what vouches for the
-    Project API) and, with --shard, the clusters other shards judge."""
-    return Named(
-        sorted_names(o.cluster for o in wanted.owners),
-        lookups.answered(),
-        sorted_names(wanted.elsewhere_clusters),
-    )
 
 
 def read(

@@ -23,7 +23,7 @@ from gcjob.sweeps.routes.sweep import SWEEP, Routes, UpstreamRead, named, read
 def explain_part(
     ctx: ExplainContext, target: Target, out: Explanation, trace: Trace, hand: Hand
 ) -> Verdict | None:
-    return explaining.explain(ctx, target, out, trace)
+    return explaining.explain(ctx, target, out, trace, hand)
 
 
 def ahead(run: Run, round: Round) -> Callable[[], UpstreamRead] | None:
@@ -58,6 +58,7 @@ REGISTERED = Registered(
     provides=frozenset({Shared.GATEWAYS}),
     ahead=ahead,
     named=named,
+    explain_named=explaining.explain_named,
     done=done,
     upstream_required=True,
 )

@@ -9,8 +9,9 @@ from dataclasses import replace
 
 from gcjob.decide.explanation import Explanation, Target, graced
 from gcjob.decide.grace import Next
-from gcjob.decide.projects import check_project_api, judge_project, project_calls
+from gcjob.decide.projects import answers_used
 from gcjob.decide.trace import Trace
+from gcjob.domain import sorted_names
 from gcjob.enumerate.owners import OwnerLookups
 from gcjob.enumerate.upstream import UpstreamIndex, Wanted
 from gcjob.kube import reduce
@@ -18,7 +19,6 @@ from gcjob.kube.resources import HTTPROUTES
 from gcjob.marks import describe_mark
 from gcjob.model import (
     ClusterStatus,
-    ProjectAnswer,
     ProjectCall,
     Route,
     RouteTarget,
@@ -26,7 +26,10 @@ from gcjob.model import (
     Verdict,
 )
 from gcjob.reasons import Reason
-from gcjob.sweeps.explaining import ExplainContext
+from gcjob.sweeps.driver import Named
+from gcjob.sweeps.explaining import ANSWERS_USED, ExplainContext
+from gcjob.sweeps.registry import Hand
+from gcjob.sweeps.routes.act import SWEEP
 from gcjob.sweeps.routes.judge import (
     LEFT_ROUTE,
     before_delete,
@@ -35,7 +38,7 @@ from gcjob.sweeps.routes.judge import (
     route_left_scope,
     route_target,
 )
-from gcjob.sweeps.routes.scan import listed_routes, load_owners, project_answers
+from gcjob.sweeps.routes.scan import answered_clusters, listed_routes, load_owners
 
 
 class UpstreamByName:
@@ -44,11 +47,13 @@ class UpstreamByName:
     the sweep loads it, with every in-scope route of the hub that hangs on it (the suspect
     rule counts them)."""
 
-    def __init__(self, ctx: ExplainContext, route: Route) -> None:
+    def __init__(self, ctx: ExplainContext, route: Route, hand: Hand) -> None:
         assert ctx.upstreams is not None, "explaining a route needs an upstream"
         self.ctx = ctx
         self.route = route
+        self.hand = hand
         self.index = UpstreamIndex(ctx.upstreams)
+        self.used = ""  # which answers its judgement rests on (decide/projects.py)
 
     def view(self, target: RouteTarget) -> UpstreamView:
         project = self._project(target.cluster)
@@ -64,34 +69,24 @@ class UpstreamByName:
             lookups = OwnerLookups(self.ctx.upstreams)
             load_owners(self.index, [target], lookups)
             owner = lookups.read(target.owner)
-        return replace(self.index.view(target), project=project, owner=owner)
+        view = replace(self.index.view(target), project=project, owner=owner)
+        answered = view.cluster_status in (ClusterStatus.OK, ClusterStatus.SUSPECT)
+        self.used = answers_used(project, answered, view.cluster_detail)
+        return view
 
     def _project(self, cluster: str) -> ProjectCall | None:
-        """The project's call as the sweep makes it: its own answer; for a NotFound, whether
-        the Project API found every project whose control plane answered, which the sweep
-        learns from every route's cluster (read here as it reads them)."""
+        """The project's call as the run makes it: the round's one judgement of projects
+        (registry.py `Hand.project_calls`), over every route's cluster (read as the sweep
+        reads them) and what every other sweep of the run names."""
         ctx = self.ctx
         if ctx.projects is None or not ctx.is_project(cluster):
             return None
-        ctx.reads_for("project-live")
-        projects = ctx.project_reads()
-        answer = projects.answers([cluster])[cluster]
-        if answer is not ProjectAnswer.NOT_FOUND:
-            untrusted = check_project_api({}, [])
-            return judge_project(cluster, True, answer, untrusted)
-        assert ctx.upstreams is not None
-        targets = [
-            shaped
-            for other in listed_routes(ctx.hub, ctx.scope)
-            if in_scope(other) and isinstance(shaped := route_target(other), RouteTarget)
-        ]
-        every = UpstreamIndex(ctx.upstreams)
-        every.load(Wanted.of(targets), ctx.suspect_min_routes)
-        answers, answered = project_answers(every, projects)
-        calls, _ = project_calls(
-            every.clusters, ctx.is_project, answers, answered, ctx.max_projects_gone
+        ctx.reads_for(ANSWERS_USED)
+        routes = named(ctx)
+        calls = self.hand.project_calls(
+            SWEEP, Named(sorted_names([*routes.clusters, cluster]), routes.answered)
         )
-        return calls.get(cluster)
+        return calls[cluster]
 
     def _as_the_sweep_loads(self, target: RouteTarget) -> UpstreamIndex:
         ctx, index = self.ctx, self.index
@@ -123,7 +118,30 @@ class UpstreamByName:
         return self.index.namespace_exists(target.cluster, target.namespace)
 
 
-def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace) -> Verdict | None:
+def named(ctx: ExplainContext) -> Named:
+    """The projects the routes name and which of their control planes answered, read as
+    the sweep's read ahead reads them (sweep.py `named`): every in-scope route's cluster.
+    Raises KubeError."""
+    assert ctx.upstreams is not None, "the routes' clusters are read upstream"
+    targets = [
+        shaped
+        for other in listed_routes(ctx.hub, ctx.scope)
+        if in_scope(other) and isinstance(shaped := route_target(other), RouteTarget)
+    ]
+    every = UpstreamIndex(ctx.upstreams)
+    every.load(Wanted.of(targets), ctx.suspect_min_routes)
+    return Named(sorted_names(every.clusters), answered_clusters(every))
+
+
+def explain_named(ctx: ExplainContext) -> Named | None:
+    """`named`, for explaining another sweep's object: none without an upstream."""
+    return None if ctx.upstreams is None else named(ctx)
+
+
+def explain(
+    ctx: ExplainContext, target: Target, out: Explanation, trace: Trace, hand: Hand
+) -> Verdict | None:
+    """`hand`: the run's one judgement of projects (registry.py `Hand.project_calls`)."""
     route = ctx.read_target(
         target,
         out,
@@ -142,8 +160,10 @@ def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace)
         ctx.file(out, str(target), trace)
         out.verdict = graced(str(target), leaving.verdict, leaving.call)
         return leaving.verdict
-    world = UpstreamByName(ctx, route)
+    world = UpstreamByName(ctx, route, hand)
     judged = judge_route(route, world, ctx.now, ctx.min_age, ctx.grace, trace)
+    if world.used:
+        trace.passed(ANSWERS_USED, world.used)
     verdict, call = judged.verdict, judged.call
     deleting = verdict.delete and (call is None or call.next is Next.DELETE)
     if (

@@ -15,7 +15,7 @@ from gcjob.domain import (
     UPSTREAM_KIND_LABEL,
 )
 from gcjob.enumerate.hub import Seen, listed_in_scope, scan_in_scope
-from gcjob.enumerate.owners import OwnerLookups, ProjectReads
+from gcjob.enumerate.owners import OwnerLookups
 from gcjob.enumerate.parallel import SERIAL, Reads
 from gcjob.enumerate.scope import Scope
 from gcjob.enumerate.upstream import UpstreamIndex
@@ -26,7 +26,6 @@ from gcjob.kube.resources import HTTPROUTES
 from gcjob.model import (
     ClusterStatus,
     ObjectRef,
-    ProjectAnswer,
     ProjectCall,
     Route,
     RouteTarget,
@@ -139,15 +138,6 @@ def owners_to_read(index: UpstreamIndex, targets: Iterable[RouteTarget]) -> Iter
         found = index.view(target).gateways
         if found and not found.isdisjoint(target.gateways):
             yield target.owner
-
-
-def project_answers(
-    index: UpstreamIndex, projects: ProjectReads, elsewhere: Iterable[str] = ()
-) -> tuple[Mapping[str, ProjectAnswer], list[str]]:
-    """What the Project API says of the projects the routes name (and, with --shard, of the
-    clusters other shards read: `elsewhere`), and which of their control planes answered
-    (what vouches for the API: decide/projects.py)."""
-    return projects.answers([*index.clusters, *elsewhere]), answered_clusters(index)
 
 
 def answered_clusters(index: UpstreamIndex) -> list[str]:
