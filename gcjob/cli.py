@@ -161,6 +161,7 @@ def complete_target(
 @flags.NAMESPACE
 @flags.EXCLUDE_NAMESPACE
 @flags.SUSPECT_MIN_ROUTES
+@flags.DELETION_STALLED_AFTER
 @flags.OUTPUT
 @flags.CONNECT_TIMEOUT
 @flags.READ_TIMEOUT

@@ -27,6 +27,7 @@ from gcjob.kube.reader import Reader
 from gcjob.model import Action
 from gcjob.reasons import Reason
 from gcjob.settings import Settings
+from gcjob.sweeps.driver import stalled_verdict
 from gcjob.sweeps.explaining import ExplainContext
 from gcjob.times import HubClock
 
@@ -74,6 +75,7 @@ class Explainer:
         log = ReadLog()
         copies = settings if settings is not None else Settings()
         self.enforce = copies.enforce
+        self.deletion_stalled_after = copies.deletion_stalled_after
         self.ctx = ExplainContext(
             log,
             RecordingReader(hub, log),
@@ -125,6 +127,16 @@ class Explainer:
         if out.verdict is None and verdict is not None:
             ctx.file(out, subject, trace)
             out.verdict = conclusion(subject, verdict)
+        kept = (
+            None
+            if verdict is None
+            else stalled_verdict(verdict, ctx.now, self.deletion_stalled_after)
+        )
+        if kept is not None:
+            # As the driver keeps it, whatever its sweep's judgement said (`stalled`).
+            trace.held_at("deletion-not-stalled", kept.detail)
+            ctx.file(out, subject, trace)
+            out.verdict = conclusion(subject, kept)
         said = out.verdict
         if (
             said is not None

@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Generator, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 
 from gcjob.act.deleter import Deleter
@@ -560,14 +560,21 @@ def stalled(run: Run, planned: Planned[T]) -> Planned[T]:
     --deletion-stalled-after, here for every declared sweep whatever its judgement said: kept
     as `deletion-stalled`, naming its finalizers and how long (decide/common.py
     `deletion_stalled`); a metric counts it and an alert fires on it."""
-    verdict = planned.verdict
-    if verdict.delete or not verdict.ref.terminating:
+    kept = stalled_verdict(planned.verdict, run.now, run.settings.deletion_stalled_after)
+    if kept is None:
         return planned
-    why = deletion_stalled(verdict.ref, run.now, run.settings.deletion_stalled_after)
-    if why is None:
-        return planned
-    kept = replace(verdict, reason=Reason.DELETION_STALLED, detail=why, healthy=False)
     return Planned(kept, None, planned.call, planned.target, planned.claims)
+
+
+def stalled_verdict(verdict: Verdict, now: datetime, after: timedelta) -> Verdict | None:
+    """The verdict `stalled` keeps an object by (`deletion-stalled`), or None when it says
+    nothing of it: the run's and `gcjob explain`'s, alike. Pure."""
+    if verdict.delete or not verdict.ref.terminating:
+        return None
+    why = deletion_stalled(verdict.ref, now, after)
+    if why is None:
+        return None
+    return replace(verdict, reason=Reason.DELETION_STALLED, detail=why, healthy=False)
 
 
 def deleter_for(run: Run, sweep: Sweep) -> Deleter:

@@ -226,12 +226,13 @@ def test_a_label_added_after_the_judgement_meets_409_before_admission(
 
 
 def test_a_delete_a_finalizer_holds_is_said_held_then_stalled_on_a_later_run(
-    hub: TestCluster, sweep: HubSweep
+    hub: TestCluster, sweep: HubSweep, hub_kubeconfig: str
 ) -> None:
     """A tenant's finalizer holds a companion gcjob deletes: `delete-held` naming it, counted
     apart from `deleted`; its binding goes (the companion's delete went out) and Karmada's
     finalizer, with no Karmada to remove it, holds it too; exit 0. A later run past
-    --deletion-stalled-after says `deletion-stalled`, naming the finalizer and how long."""
+    --deletion-stalled-after says `deletion-stalled`, naming the finalizer and how long, and
+    `explain` says what each run said (issue 51: it never said `deletion-stalled`)."""
     ns = hub.namespace()
     held = companion("ConfigMap", ns, "held", GONE)
     held["metadata"]["finalizers"] = [TENANT]
@@ -261,14 +262,26 @@ def test_a_delete_a_finalizer_holds_is_said_held_then_stalled_on_a_later_run(
     assert result.summary["totals"]["deleted"] == 0
     assert not hub.present("ConfigMap", ns, "held") and not hub.absent("ConfigMap", ns, "held")
 
+    def explained(after: str) -> Any:
+        return explain(
+            *("ConfigMap", ns, "held", "--hub-kubeconfig", hub_kubeconfig),
+            *("--min-age", "0s", "--grace", "1s", "--deletion-stalled-after", after),
+        )
+
     early = sweep(ns, *graced, "--deletion-stalled-after", "1h")
     assert early.outcome("ConfigMap", "held") == ("skipped", "terminating")
+    assert explained("1h").verdict == ("skipped", "terminating")
     time.sleep(2.5)
     later = sweep(ns, *graced, "--deletion-stalled-after", "2s")
     assert later.exit_code == 0, later.stderr
     assert later.outcome("ConfigMap", "held") == ("skipped", "deletion-stalled")
     detail = later.item("ConfigMap", "held")["detail"]  # type: ignore[index]
     assert TENANT in detail and "--deletion-stalled-after 2s" in detail
+    said = explained("2s")
+    assert said.exit_code == 0
+    assert said.verdict == ("skipped", "deletion-stalled")
+    assert TENANT in said.doc["verdict"]["detail"], said.doc["verdict"]
+    assert said.doc["steps"][-1]["rule"] == "deletion-not-stalled", said.doc["steps"]
 
 
 def test_a_finalizer_let_go_a_moment_after_the_delete_is_deleted(
