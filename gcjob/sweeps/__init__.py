@@ -221,7 +221,10 @@ class Handing:
             return None  # what it is for the companions sweep stands; nothing more known
         if as_copy is None or as_copy.reason in NOT_THE_COPIES_SWEEPS:
             return None
-        out.steps, out.verdict, out.binding = copied.steps, copied.verdict, None
+        # The hub's check stays first: the copies sweep's judgement rests on it as the
+        # companions sweep's does (a run checks the hub before any sweep).
+        checked = [step for step in out.steps if step.step.rule == "karmada-hub"]
+        out.steps, out.verdict, out.binding = [*checked, *copied.steps], copied.verdict, None
         out.judged_by = copies.REGISTERED.name
         return as_copy
 

@@ -467,6 +467,8 @@ def test_explain_reaches_the_sweeps_verdict_for_a_copy_and_its_anchor(
         assert result.exception is None or isinstance(result.exception, SystemExit)
         doc = json.loads(result.stdout)
         schemas.EXPLAIN.validate(doc)
+        # The hub's check first, for a copy as for an anchor explained as a ConfigMap.
+        assert doc["steps"][0]["rule"] == "karmada-hub", doc["steps"]
         return doc["verdict"]
 
     assert explained(f"connector/{ns}/web")["reason"] == "project-gone"
