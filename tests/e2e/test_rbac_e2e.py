@@ -835,6 +835,7 @@ class Documented:
 
 
 ENFORCE_ALL = tuple(a for sweep in ALL_SWEEPS for a in ("--enforce", sweep))
+NAMED_ALL = tuple(f"--sweep={sweep}" for sweep in ALL_SWEEPS)
 DOCUMENTED = (
     Documented("rbac/hub"),  # install.md 3b
     Documented("rbac/hub-serviceaccount"),  # install.md 3a
@@ -842,6 +843,9 @@ DOCUMENTED = (
     Documented("rbac/hub-serviceaccount", ("without-secrets",), ("--sweep=routes",)),
     Documented("rbac/hub", ("enforce-copies",), ENFORCE_ALL),  # install.md 8
     Documented("rbac/hub-serviceaccount", ("enforce-copies",), ENFORCE_ALL),
+    # The namespaces sweep, named (it runs only so), its reads an optional component's
+    Documented("rbac/hub", ("namespaces",), (*NAMED_ALL, "--sweep=namespaces")),  # rules.md
+    Documented("rbac/hub-serviceaccount", ("namespaces",), (*NAMED_ALL, "--sweep=namespaces")),
     Documented("rbac/hub-sharded", shards=SHARDS),  # operating.md "Sharding"
     Documented("rbac/hub-sharded-serviceaccount", shards=SHARDS),
 )
@@ -977,7 +981,8 @@ def test_every_documented_rbac_applied_as_documented_lets_its_run_through(
         assert set(statuses.values()) == {"completed"}, statuses
     assert not [(r.method, r.path, r.status) for r in requests if r.status in (401, 403)]
     sweeps = {s for result in results for s in result.summary["sweeps"]}
-    assert sweeps == ({"routes"} if "--sweep=routes" in documented.args else set(ALL_SWEEPS))
+    named = {a.removeprefix("--sweep=") for a in documented.args if a.startswith("--sweep=")}
+    assert sweeps == (named or set(ALL_SWEEPS))
     outcomes = [r.outcome("HTTPRoute", orphans["HTTPRoute"][1]) for r in results]
     assert ("deleted", "upstream-gateways-gone") in outcomes
     if projects is not None and "copies" in sweeps:  # Milo's projects read as this identity

@@ -183,9 +183,16 @@ def test_enforcing_it_is_refused_exit_2_in_one_line() -> None:
 
 
 def test_the_rbac_component_grants_list_on_what_it_reads_and_no_write() -> None:
-    path = Path(__file__).parents[3] / "cronjobs/components/namespaces/clusterrole.yaml"
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    rules = [r for d in docs if d["kind"] == "ClusterRole" for r in d["rules"]]
+    """It adds to the hub's ClusterRole `gcjob` (bound to the user or the ServiceAccount)
+    `list` on what the sweep reads, and nothing else. On the real hub, as both identities:
+    tests/e2e/test_rbac_e2e.py::test_every_documented_rbac_applied_as_documented_lets_its_run_through."""
+    path = Path(__file__).parents[3] / "cronjobs/components/namespaces/kustomization.yaml"
+    component = yaml.safe_load(path.read_text())
+    [patch] = component["patches"]
+    assert patch["target"]["kind"] == "ClusterRole" and patch["target"]["name"] == "gcjob"
+    added = yaml.safe_load(patch["patch"])
+    assert all(op["op"] == "add" and op["path"] == "/rules/-" for op in added)
+    rules = [op["value"] for op in added]
     for resource, verbs in REGISTERED.needs:
         assert any(
             resource.group in r["apiGroups"]
