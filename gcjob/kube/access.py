@@ -588,9 +588,13 @@ class KubeAccess(ListsByFolding):
         discovery failed, each with why (what they hold is unknown). Raises when the core
         group or the group list cannot be read."""
         core = requests.version_discovery("", "v1")
-        found = discovery.listed_and_deleted("", "v1", _expect_ok(self._send(core), core))
+        found, unreadable = discovery.listed_and_deleted(
+            "", "v1", _expect_ok(self._send(core), core)
+        )
         listing = Request("GET", "/apis")
         failed: list[tuple[str, str]] = []
+        if unreadable:
+            failed.append(("v1", f"{unreadable} resources in its discovery not understood"))
         for group, version in discovery.preferred_groups(_expect_ok(self._send(listing), listing)):
             request = requests.version_discovery(group, version)
             try:
@@ -600,7 +604,15 @@ class KubeAccess(ListsByFolding):
             except KubeError as exc:
                 failed.append((f"{group}/{version}", redact(str(exc))))
                 continue
-            found += discovery.listed_and_deleted(group, version, body)
+            listed, unreadable = discovery.listed_and_deleted(group, version, body)
+            found += listed
+            if unreadable:
+                failed.append(
+                    (
+                        f"{group}/{version}",
+                        f"{unreadable} resources in its discovery not understood",
+                    )
+                )
         return found, failed
 
     def server_version(self) -> Any:

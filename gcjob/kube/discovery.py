@@ -285,21 +285,36 @@ def preferred_groups(groups_body: Any) -> list[tuple[str, str]]:
     return found
 
 
-def listed_and_deleted(group: str, version: str, body: Any) -> list[Resource]:
+def listed_and_deleted(group: str, version: str, body: Any) -> tuple[list[Resource], int]:
     """An APIResourceList answer's namespaced resources (no subresource) whose verbs hold both
-    `list` and `delete`: what the namespace controller would delete there."""
+    `list` and `delete`: what the namespace controller would delete there; and how many of
+    its entries could not be read (what they are is unknown: the caller says so)."""
     found: list[Resource] = []
+    unreadable = 0
     items = body.get("resources") if isinstance(body, dict) else None
-    for item in items if isinstance(items, list) else ():
-        if not isinstance(item, dict) or item.get("namespaced") is not True:
+    if not isinstance(items, list):
+        return [], 1
+    for item in items:
+        if not isinstance(item, dict):
+            unreadable += 1
+            continue
+        if item.get("namespaced") is not True:
             continue
         name, kind, verbs = item.get("name"), item.get("kind"), item.get("verbs")
-        if not isinstance(name, str) or not name or "/" in name or not isinstance(kind, str):
+        if isinstance(name, str) and "/" in name:
+            continue  # a subresource
+        if (
+            not isinstance(name, str)
+            or not name
+            or not isinstance(kind, str)
+            or not isinstance(verbs, list)
+            or not all(isinstance(v, str) for v in verbs)
+        ):
+            unreadable += 1
             continue
-        if not isinstance(verbs, list) or not set(verbs) >= NAMESPACE_DELETES:
-            continue
-        found.append(Resource(group, version, name, kind, True))
-    return found
+        if set(verbs) >= NAMESPACE_DELETES:
+            found.append(Resource(group, version, name, kind, True))
+    return found, unreadable
 
 
 # How kube-apiserver's aggregated discovery answers carry their ETag (k8s.io/apiserver
@@ -317,7 +332,11 @@ def verified_etag(etag: str | None, body: bytes) -> str | None:
     body, as kube-apiserver makes it; else None (weak, missing, another form, another body).
     Only a verified ETag names a document shared with other clusters: whoever sent it, the
     ETag then says which bytes they were."""
-    if etag is None or len(etag) != _ETAG_CHARS or etag[0] != '"' or etag[-1] != '"':
+    # ASCII only: a header decodes as latin-1, and compare_digest refuses other text (a
+    # hostile upstream's ETag must never end the run).
+    if etag is None or len(etag) != _ETAG_CHARS or not etag.isascii():
+        return None
+    if etag[0] != '"' or etag[-1] != '"':
         return None
     if not body.startswith(_TYPED_PREFIX) or not body.endswith(b"\n"):
         return None
@@ -422,7 +441,9 @@ class SharedDocuments:
         """The document a `304 Not Modified` stands for: the one kept under the ETag `key` was
         asked with, when the 304 names that same ETag; else None (a 304 asked for nothing, or
         one naming another ETag, says nothing)."""
-        if offered is None or etag is None or not hmac.compare_digest(etag, offered):
+        if offered is None or etag is None or not (etag.isascii() and offered.isascii()):
+            return None  # what we offered is ASCII (verified); anything else is not it
+        if not hmac.compare_digest(etag, offered):
             return None
         with self._changed:
             found = self._kept.get(key, {}).get(offered)

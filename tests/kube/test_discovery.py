@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcjob.kube.discovery import merge_versions, resolve, resources_by_kind, versions
+from gcjob.kube.discovery import (
+    listed_and_deleted,
+    merge_versions,
+    resolve,
+    resources_by_kind,
+    versions,
+)
 from gcjob.kube.resources import Resource
 
 LIST = {
@@ -95,3 +101,43 @@ def test_any_answer_is_read_without_an_exception(body, kind, namespaced):
     result = resolve(served, GROUP, kind, namespaced)
     assert isinstance(result, (Resource, str))
     versions(body)
+
+
+# -- what the namespace controller would delete (the namespaces sweep) ----------------------
+
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(st.lists(ANY_JSON, max_size=6))
+def test_a_malformed_resource_list_raises_nothing_and_says_what_it_did_not_understand(
+    entries: list[object],
+) -> None:
+    """The audit: verbs holding a map raised TypeError and ended the run. Whatever the hub's
+    discovery holds, each entry is a kind to list, not one, or counted as not understood (the
+    sweep then keeps the namespaces, naming the group)."""
+    found, unreadable = listed_and_deleted("g", "v1", {"resources": entries})
+    assert 0 <= unreadable <= len(entries)
+    assert all(r.namespaced and r.group == "g" for r in found)
+
+
+def test_listed_and_deleted_takes_namespaced_kinds_with_list_and_delete_only() -> None:
+    body = {
+        "resources": [
+            {"name": "widgets", "kind": "Widget", "namespaced": True, "verbs": ["list", "delete"]},
+            {"name": "widgets/status", "kind": "Widget", "namespaced": True, "verbs": ["get"]},
+            {"name": "gadgets", "kind": "Gadget", "namespaced": True, "verbs": ["list"]},
+            {"name": "nodes", "kind": "Node", "namespaced": False, "verbs": ["list", "delete"]},
+            {"name": "bad", "kind": "Bad", "namespaced": True, "verbs": [{"a": 1}]},
+            "not a map",
+        ]
+    }
+    found, unreadable = listed_and_deleted("g", "v1", body)
+    assert [r.plural for r in found] == ["widgets"]
+    assert unreadable == 2
+    assert listed_and_deleted("g", "v1", {"resources": "nope"}) == ([], 1)

@@ -66,6 +66,23 @@ def test_nothing_but_the_servers_form_is_verified(body: bytes, etag: str) -> Non
         assert verified == '"' + hashlib.sha512(untyped).hexdigest().upper() + '"'
 
 
+# Any text a header can carry (urllib3 decodes it as latin-1), at exactly the length of the
+# server's ETag: compare_digest raised TypeError on non-ASCII and ended the run (the audit).
+HEADER_TEXT = st.text(st.characters(max_codepoint=0xFF), min_size=128, max_size=128)
+
+
+@given(HEADER_TEXT)
+def test_a_hostile_etag_of_any_header_text_verifies_nothing_and_raises_nothing(text: str) -> None:
+    body, etag = served([])
+    hostile = f'"{text}"'
+    assert verified_etag(hostile, body) in (None, etag)
+    documents = SharedDocuments()
+    for cluster in ("a", "b"):
+        documents.keep(KEY, etag, body, cluster)
+    assert documents.not_modified(KEY, etag, hostile) in (None, body)
+    assert documents.not_modified(KEY, hostile, etag) is None  # never offered: not ours
+
+
 def test_a_document_is_offered_once_two_clusters_sent_it_and_a_304_gives_it_back() -> None:
     body, etag = served([{"metadata": {"name": "gateway.networking.k8s.io"}}])
     documents = SharedDocuments()
