@@ -278,19 +278,23 @@ LEFTOVER_STATES = (
     ("empty", None),
     ("holding", Reason.NAMESPACE_HOLDS),
     ("not-listable", Reason.NAMESPACE_NOT_LISTABLE),
+    ("not-inspected", Reason.NAMESPACE_NOT_INSPECTED),  # proven gone, past the per-run cap
 )
 
 
 def leftover_namespaces(summary: dict[str, Any], registry: CollectorRegistry) -> None:
-    """`gcjob_run_leftover_namespaces{state}`, when the namespaces sweep ran (every state, 0
-    included: its alert must see it resolve)."""
-    if NAMESPACES_SWEEP not in summary["sweeps"]:
+    """`gcjob_run_leftover_namespaces{state}`, when the namespaces sweep completed (every
+    state, 0 included: its alert must see it resolve); a sweep that did not (not configured,
+    incomplete, stopped) says nothing of the hub's namespaces, so no number is pushed."""
+    state = summary["sweeps"].get(NAMESPACES_SWEEP)
+    if state is None or state.get("status") != "completed":
         return
     gauge = Gauge(
         "gcjob_run_leftover_namespaces",
         "Hub namespaces ns-<uid> whose upstream namespace the last run proved gone (the "
         "namespaces sweep, report-only), by state: empty (would-delete), holding (objects "
-        "besides what every namespace holds), not-listable (a kind it could not list).",
+        "besides what every namespace holds), not-listable (a kind it could not list), "
+        "not-inspected (past --namespaces-max-inspected this run).",
         ["state"],
         registry=registry,
     )

@@ -478,19 +478,29 @@ def test_leftover_namespaces_are_counted_by_state_every_state_shown(
     pushgateway: Pushgateway,
 ) -> None:
     """Issue 49: the namespaces sweep's leftovers by state (empty: would-delete; holding;
-    not-listable), 0 included so GcjobLeftoverNamespaces resolves; none when it did not run."""
+    not-listable; not-inspected), 0 included so GcjobLeftoverNamespaces resolves; none when it
+    did not run, or did not complete."""
     counts = {
         "namespaces": {
             "would-delete": {"project-gone": 2, "upstream-namespace-gone": 1},
-            "skipped": {"namespace-holds": 4, "too-young": 1},
+            "skipped": {"namespace-holds": 4, "too-young": 1, "namespace-not-inspected": 5},
         }
     }
     ran = summary(counts=counts)
-    ran["sweeps"]["namespaces"] = {"scanned": 8}
+    ran["sweeps"]["namespaces"] = {"status": "completed", "scanned": 13}
     assert push(pushgateway.url, ran, duration=1.0, finished=1.0)
     samples = held(pushgateway)
     assert samples[("gcjob_run_leftover_namespaces", (("state", "empty"),))] == 3
     assert samples[("gcjob_run_leftover_namespaces", (("state", "holding"),))] == 4
     assert samples[("gcjob_run_leftover_namespaces", (("state", "not-listable"),))] == 0
+    # proven gone past --namespaces-max-inspected: leftovers too, not lost from the count
+    assert samples[("gcjob_run_leftover_namespaces", (("state", "not-inspected"),))] == 5
     assert push(pushgateway.url, summary(), duration=1.0, finished=2.0)
     assert "gcjob_run_leftover_namespaces" not in names(held(pushgateway))
+    # A sweep that did not complete knows nothing of the hub's namespaces: no 0 is claimed.
+    for status in ("not-configured", "incomplete", "stopped", "braked"):
+        pushgateway.wipe()
+        unknown = summary(counts=counts)
+        unknown["sweeps"]["namespaces"] = {"status": status, "scanned": 0}
+        assert push(pushgateway.url, unknown, duration=1.0, finished=3.0)
+        assert "gcjob_run_leftover_namespaces" not in names(held(pushgateway)), status

@@ -14,6 +14,7 @@ from gcjob.model import Holdings, HubNamespace, OwnerFacts, Propagation, Upstrea
 from gcjob.sweeps.explaining import ExplainContext, out_of_scope
 from gcjob.sweeps.namespaces.act import NO_MARK
 from gcjob.sweeps.namespaces.judge import (
+    NO_PROJECTS_BRAKE,
     judge_namespace,
     upstream_of,
 )
@@ -82,8 +83,8 @@ def explain(ctx: ExplainContext, target: Target, out: Explanation, trace: Trace)
         lookups.load(owners)
         clusters = {o.cluster for o in owners}
     answers = ctx.project_reads().answers(clusters)
-    calls, brake = project_calls(
-        clusters, ctx.is_project, answers, lookups.answered(), ctx.max_projects_gone
+    calls, brake = project_calls(  # as the sweep: no projects brake, it deletes nothing
+        clusters, ctx.is_project, answers, lookups.answered(), NO_PROJECTS_BRAKE
     )
     verdict = judge_namespace(
         found, ByName(ctx, lookups, calls), ctx.now, ctx.min_age, ctx.clock_skew, trace

@@ -19,11 +19,12 @@ The sweep is report-only: its verdict says `would-delete` at most, and nothing i
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from gcjob.decide.common import hold_back
+from gcjob.decide.common import check_owners, hold_back
 from gcjob.decide.owner_gone import judge_owner
 from gcjob.decide.trace import Trace, given
 from gcjob.domain import (
@@ -45,6 +46,11 @@ from gcjob.model import (
 from gcjob.reasons import Reason
 
 HUB_NAME = re.compile(r"ns-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+# Its projects judged with the trust rule but no projects brake (sweep.py and explain.py): the
+# brake stops deletions on a Project API that suddenly finds many projects gone, and this sweep
+# deletes nothing; its leftovers are deleted projects', thousands on a big hub.
+NO_PROJECTS_BRAKE = sys.maxsize
 
 
 class NamespaceWorld(Protocol):
@@ -229,6 +235,8 @@ def judge_namespace(
     if isinstance(owner, Verdict):
         return owner
     held = hold_back(namespace.ref, now, min_age, namespace.protect, trace)
+    if held is None:  # an ownerReference manages it (the driver's rule, said here too)
+        held = check_owners(namespace.owners, trace)
     if held is not None:
         return Verdict(namespace.ref, False, *held, cluster=owner.cluster)
     gone = upstream_gone(namespace, owner, world.facts(owner), clock_skew, trace)

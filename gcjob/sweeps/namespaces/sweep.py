@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from gcjob.act.deleter import Deleter
 from gcjob.decide.common import Claims, hold_back
 from gcjob.decide.grace import GraceCall, Graced, Next
-from gcjob.decide.projects import ProjectCalls
+from gcjob.decide.projects import ProjectCalls, project_calls
 from gcjob.domain import sorted_names
 from gcjob.enumerate.owners import OwnerLookups
 from gcjob.exitcodes import ExitCode
@@ -50,7 +50,6 @@ from gcjob.sweeps.driver import (
     Healthy,
     Incomplete,
     Judged,
-    Named,
     NotConfigured,
     Planned,
     Projects,
@@ -59,6 +58,7 @@ from gcjob.sweeps.driver import (
 )
 from gcjob.sweeps.namespaces.act import NO_MARK
 from gcjob.sweeps.namespaces.judge import (
+    NO_PROJECTS_BRAKE,
     judge_namespace,
     upstream_of,
 )
@@ -75,18 +75,6 @@ SWEEP = Sweep("namespaces")
 # them, with `list` on every kind it inspects): it asks for them itself, and without them is
 # skipped, not the run.
 NEEDS: Needs = ((NAMESPACES, ("list",)), (WORKS, ("list",)))
-STATES = ("empty", "holding", "not-listable")  # the leftover namespaces' gauge, by state
-
-
-def state_of(reason: Reason, delete: bool) -> str | None:
-    """A leftover namespace's state for the gauge (None: not a leftover, or not inspected)."""
-    if delete:
-        return "empty"
-    if reason is Reason.NAMESPACE_HOLDS:
-        return "holding"
-    if reason is Reason.NAMESPACE_NOT_LISTABLE:
-        return "not-listable"
-    return None
 
 
 Judgement = tuple[Verdict, HubNamespace]
@@ -131,7 +119,6 @@ class Namespaces(Declaration[Judgement, Resource]):
     def __init__(self, run: Run, projects: RoundProjects) -> None:
         super().__init__(run)
         self.projects = projects
-        self.states: Counter[str] = Counter()
 
     def scan(self) -> Scan[Judgement, Resource]:
         run, settings = self.run, self.run.settings
@@ -177,10 +164,17 @@ class Namespaces(Declaration[Judgement, Resource]):
         try:
             lookups.load(owners)
             clusters = sorted_names(o.cluster for o in owners)
-            calls = self.projects.calls(Named(clusters, lookups.answered()))
+            # The run's one answer a project, judged with the trust rule but no projects
+            # brake: the brake stops deletions on a Project API that suddenly finds many
+            # projects gone, and this sweep deletes nothing; its leftovers are deleted
+            # projects', thousands on a big hub, which would hold it (exit 4) every run.
+            answers = self.projects.reads.answers(clusters)
+            calls, _ = project_calls(
+                clusters, run.is_project, answers, lookups.answered(), NO_PROJECTS_BRAKE
+            )
         except Stopped as exc:
             raise Incomplete("stopped while reading upstream namespaces", exc) from exc
-        yield Projects(calls, calls.brake, self.projects.reads.failed(clusters))
+        yield Projects(calls, "", self.projects.reads.failed(clusters))
         world = BatchWorld(lookups, calls, {}, propagations(run.hub), [])
 
         def judge(namespace: HubNamespace) -> Verdict:
@@ -210,9 +204,6 @@ class Namespaces(Declaration[Judgement, Resource]):
         for namespace, _ in candidates:
             verdict = judge(namespace)
             failed = failed or verdict.reason in (Reason.UPSTREAM_UNAVAILABLE, Reason.LOOKUP_FAILED)
-            state = state_of(verdict.reason, verdict.delete)
-            if state is not None:
-                self.states[state] += 1
             if verdict.healthy and not settings.report_healthy:
                 healthy[verdict.reason] += 1
             else:

@@ -3,6 +3,7 @@ sweep's proofs over the upstream Namespace, and what a leftover holds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from gcjob.cli import cli
+from gcjob.decide.common import Claims, claimed
 from gcjob.domain import UPSTREAM_CLUSTER_LABEL, UPSTREAM_NAMESPACE_LABEL
 from gcjob.model import (
     Holdings,
@@ -18,6 +20,7 @@ from gcjob.model import (
     ObjectRef,
     OwnerFacts,
     OwnerRead,
+    OwnerRef,
     Presence,
     ProjectCall,
     ProjectState,
@@ -100,6 +103,16 @@ def test_a_gone_project_and_an_empty_namespace_would_go_saying_karmada() -> None
     verdict = judge(ns(), World(GONE))
     assert (verdict.delete, verdict.reason) == (True, Reason.PROJECT_GONE)
     assert "member-1" in verdict.detail and "report-only" in verdict.detail
+
+
+def test_a_namespace_an_owner_manages_is_kept_owned_as_the_run_keeps_it() -> None:
+    """The driver holds every sweep's orphan to its owners; the judgement (and so explain)
+    says the same (the audit: explain said would-delete where the run said owned)."""
+    owner = OwnerRef("v1", "ConfigMap", "o", True)
+    owned = replace(ns(), owners=(owner,))
+    verdict = judge(owned, World(GONE))
+    assert (verdict.delete, verdict.reason) == (False, Reason.OWNED)
+    assert claimed(Claims(owned.owners, owned.protect)) is not None  # the driver's rule
 
 
 def test_a_notfound_upstream_namespace_would_go() -> None:

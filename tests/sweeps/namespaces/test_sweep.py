@@ -1,30 +1,41 @@
-"""The namespaces sweep's batch run: what it counts in its gauge, and that a run refuses to
-judge from a snapshot (it lists what a namespace holds through the hub's discovery). Its runs
-on the real hub: tests/e2e/test_namespaces_e2e.py."""
+"""The namespaces sweep's batch run: which candidates it holds back before any upstream read
+(terminating, young, protected: kept whatever upstream says, so they name no project into the
+trust rule), as every sweep does. Its runs on the real hub: tests/e2e/test_namespaces_e2e.py."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from gcjob.reasons import Reason
-from gcjob.sweeps.namespaces.sweep import STATES, state_of
+from gcjob.model import HubNamespace, ObjectRef
+from gcjob.sweeps.namespaces.sweep import held_back
+
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+MIN_AGE = timedelta(minutes=5)
 
 
-def test_a_leftover_that_would_go_is_empty() -> None:
-    assert state_of(Reason.PROJECT_GONE, True) == "empty"
+def _namespace(
+    created: datetime, terminating: bool = False, protect: tuple[tuple[str, str], ...] = ()
+) -> HubNamespace:
+    name = "ns-0f8b1a2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
+    ref = ObjectRef("v1", "Namespace", "", name, "u-1", "7", created, terminating)
+    return HubNamespace(ref, {}, (), protect)
+
+
+def test_an_old_namespace_is_not_held_back() -> None:
+    assert not held_back(_namespace(NOW - timedelta(hours=1)), NOW, MIN_AGE)
 
 
 @pytest.mark.parametrize(
-    ("reason", "state"),
-    [(Reason.NAMESPACE_HOLDS, "holding"), (Reason.NAMESPACE_NOT_LISTABLE, "not-listable")],
+    "namespace",
+    [
+        _namespace(NOW - timedelta(minutes=1)),  # young
+        _namespace(NOW - timedelta(hours=1), terminating=True),
+        _namespace(NOW - timedelta(hours=1), protect=(("annotation", "true"),)),
+        _namespace(NOW + timedelta(hours=1)),  # created after now: a clock to doubt
+    ],
+    ids=["young", "terminating", "protected", "from-the-future"],
 )
-def test_a_leftover_kept_is_holding_or_not_listable(reason: Reason, state: str) -> None:
-    assert state_of(reason, False) == state
-    assert state in STATES
-
-
-@pytest.mark.parametrize(
-    "reason", [Reason.UPSTREAM_UNAVAILABLE, Reason.TERMINATING, Reason.DELETION_PROTECTED]
-)
-def test_what_is_not_a_proven_leftover_is_in_no_state(reason: Reason) -> None:
-    assert state_of(reason, False) is None
+def test_young_terminating_and_protected_are_held_back(namespace: HubNamespace) -> None:
+    assert held_back(namespace, NOW, MIN_AGE)
