@@ -214,7 +214,9 @@ def test_karmadas_deletion_protection_label_with_any_value_keeps_the_orphan_in_e
     that Karmada refuses only `Always`. The label is read from the object as every sweep
     reads it (kube/reduce.py `protect`)."""
     sweep = declared.sweep
-    ran = snapshot_run(sweep, directory=tiny, grace=timedelta(0), enforce=(sweep,))
+    # enforced, unless report-only by design (--enforce refuses it: it deletes nothing anyway)
+    enforce = () if sweep.value in NEVER_ENFORCED else (sweep,)
+    ran = snapshot_run(sweep, directory=tiny, grace=timedelta(0), enforce=enforce)
     sent = Sent([])
     deleter = Deleter(sent, dry_run=False, budget=ran.run.budget)  # type: ignore[arg-type]
     ran.run.context = replace(ran.run.context, deleter=deleter)
@@ -230,7 +232,8 @@ def test_karmadas_deletion_protection_label_with_any_value_keeps_the_orphan_in_e
     drive(ran.run, toy)
 
     assert "held" not in toy.deleted and "held" not in toy.marked
-    assert [name for name, _, _ in sent.deletes] == ["free"]  # the rule, not a broken sweep
+    # the rule, not a broken sweep (a report-only one deletes neither)
+    assert [name for name, _, _ in sent.deletes] == (["free"] if enforce else [])
     reason = "deletion-protected" if value == "Always" else "deletion-protected-not-understood"
     assert ran.outcomes()[("ConfigMap", held.ref.namespace, "held")] == ("skipped", reason)
     if value != "Always":
