@@ -2,7 +2,7 @@
 """Builds the test bed's servers: etcd, and kube-apiserver, kube-controller-manager and kubectl
 of one Kubernetes version, from the Go modules in testbed/ (testbed/builds.py says how and where);
 with 1.36, the version the Karmada hub runs on, karmada-controller-manager and karmada-webhook
-too (testbed/karmada/).
+too (testbed/karmada/); and, whatever the version, Helm 3 for the chart's tests (testbed/helm/).
 
     python3 tools/build_test_servers.py            # $GCJOB_KUBE_VERSION, else 1.36
     python3 tools/build_test_servers.py 1.31 1.36  # these versions

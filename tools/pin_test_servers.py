@@ -4,6 +4,7 @@
     python3 tools/pin_test_servers.py kube v1.36.3    # testbed/kube/v1.36/
     python3 tools/pin_test_servers.py etcd v3.6.16    # testbed/etcd/
     python3 tools/pin_test_servers.py karmada v1.16.0 # testbed/karmada/
+    python3 tools/pin_test_servers.py helm v3.22.0    # testbed/helm/
 
 kube: a module requiring k8s.io/kubernetes at that version, with what that version's own
 go.mod says (generated from it, as projects that import k8s.io/kubernetes do): its `go` and
@@ -25,6 +26,13 @@ gitShortCommit from the proxy's record of the tag, gitTreeState clean, buildDate
 time); build.json also names what the test bed takes from the module besides the binaries
 (its CRDs, its webhook configuration: `files`).
 
+helm: a module of its own requiring helm.sh/helm/v3 (the chart's tests: charts/gcjob), with
+the version stamps its Makefile sets (version, metadata empty as for a tag, gitTreeState clean,
+and the Kubernetes version its lint and `--kube-version` default to, from the k8s.io/client-go
+it requires); build.json's `files` also takes the PrometheusRule CRD from prometheus-operator's
+module at the release the proxy serves (`version`: a module outside the build, downloaded by
+itself).
+
 Needs Go and the module proxy. Then `python3 tools/build_test_servers.py <minor>` builds it;
 commit the folder (go.mod, go.sum, tools.go, build.json).
 """
@@ -40,7 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from testbed.builds import ETCD_MODULE, KARMADA_MODULE, KUBE_MODULES, build_env
+from testbed.builds import ETCD_MODULE, HELM_MODULE, KARMADA_MODULE, KUBE_MODULES, build_env
 
 KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl")
 VERSION_PACKAGES = ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version")
@@ -54,6 +62,13 @@ KARMADA_BINARIES = {
 KARMADA_FILES = {
     "crds": "charts/karmada/_crds/bases",
     "webhook-configuration.yaml": "artifacts/deploy/webhook-configuration.yaml",
+}
+HELM = "helm.sh/helm/v3"
+PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator"
+# The PrometheusRule CRD, for the chart's server-side dry run (tests/deploy/test_helm_chart.py).
+PROMETHEUS_OPERATOR_FILES = {
+    "prometheusrules-crd.yaml": "example/prometheus-operator-crd/"
+    "monitoring.coreos.com_prometheusrules.yaml",
 }
 HEADER = "// Written by tools/pin_test_servers.py from {source}'s own go.mod; do not edit.\n"
 
@@ -245,6 +260,47 @@ def karmada(version: str) -> None:
     print(f"pinned {folder.relative_to(KARMADA_MODULE.parents[1])} to {source}")
 
 
+def helm(version: str) -> None:
+    source = f"{HELM} {version}"
+    info = module_info(HELM, version)
+    go_mod = Path(info["GoMod"]).read_text("utf-8")
+    if re.search(r"^replace\b", go_mod, re.M):
+        sys.exit(f"pin-test-servers: {source}: its go.mod replaces modules; follow them first")
+    client = re.search(r"^\s+k8s\.io/client-go v0\.(\d+)\.", go_mod, re.M)
+    if client is None:
+        sys.exit(f"pin-test-servers: {source} requires no k8s.io/client-go v0.x")
+    served = go("list", "-m", "-versions", PROMETHEUS_OPERATOR).split()[1:]
+    if not served:
+        sys.exit(f"pin-test-servers: the proxy serves no {PROMETHEUS_OPERATOR}")
+    crds = max(served, key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v)[:3]))
+    folder = HELM_MODULE
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "go.mod").write_text(
+        HEADER.format(source=source)
+        + f"module gcjob.test/helm\n\n{directives(go_mod)}\n\nrequire {HELM} {version}\n"
+    )
+    tools_go(folder, [f"{HELM}/cmd/helm"])
+    stamps = {
+        "internal/version.version": version,
+        "internal/version.metadata": "",
+        "internal/version.gitTreeState": "clean",
+        "pkg/lint/rules.k8sVersionMajor": "1",
+        "pkg/lint/rules.k8sVersionMinor": client[1],
+        "pkg/chartutil.k8sVersionMajor": "1",
+        "pkg/chartutil.k8sVersionMinor": client[1],
+    }
+    write_build(
+        folder,
+        {"helm": f"{HELM}/cmd/helm"},
+        "",
+        {f"{HELM}/{k}": v for k, v in stamps.items() if v},
+        {"module": PROMETHEUS_OPERATOR, "version": crds, "paths": PROMETHEUS_OPERATOR_FILES},
+    )
+    go("mod", "tidy", cwd=folder)
+    check_selection(folder, go_mod, source)
+    print(f"pinned {folder.relative_to(HELM_MODULE.parents[1])} to {source} ({crds}'s CRD)")
+
+
 def tools_go(folder: Path, packages: list[str]) -> None:
     """Keeps the binaries' packages in the module graph for `go mod tidy` (a `tool` directive
     would need go 1.24 in go.mod, above what older releases ask for)."""
@@ -269,7 +325,7 @@ def write_build(
 
 
 def main(argv: list[str]) -> None:
-    pinners = {"kube": kube, "etcd": etcd, "karmada": karmada}
+    pinners = {"kube": kube, "etcd": etcd, "karmada": karmada, "helm": helm}
     if len(argv) != 2 or argv[0] not in pinners:
         sys.exit(__doc__.split("\n\n")[1])
     pinners[argv[0]](argv[1])

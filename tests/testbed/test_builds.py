@@ -182,6 +182,27 @@ def test_karmada_is_built_with_the_version_its_hub_runs_on() -> None:
     assert builds.KARMADA.go_directive == "1.24.10"  # Karmada's own, without its comment
 
 
+def test_helm_is_built_whatever_the_version_with_the_prometheusrule_crd() -> None:
+    """The README's test command builds Helm 3 for the chart's tests (charts/gcjob), whatever
+    the servers' version, stamped with its release and the Kubernetes version of the
+    client-go it links, and takes the PrometheusRule CRD from a release of
+    prometheus-operator's module (outside the build: `version`, part of the key)."""
+    for versions in (["1.36"], ["1.31"], ["1.31", "1.34"]):
+        assert builds.modules_for(versions).count(builds.HELM) == 1
+    release = builds.HELM.required("helm.sh/helm/v3")
+    assert release.startswith("v3.")
+    spec = builds.HELM.spec
+    assert spec["binaries"] == {"helm": "helm.sh/helm/v3/cmd/helm"}
+    assert spec["stamps"]["helm.sh/helm/v3/internal/version.version"] == release
+    minor = builds.HELM.required("k8s.io/client-go").split(".")[1]
+    assert spec["stamps"]["helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor"] == minor
+    files = spec["files"]
+    assert files["module"] == "github.com/prometheus-operator/prometheus-operator"
+    assert files["version"].startswith("v0.")
+    assert set(files["paths"]) == {"prometheusrules-crd.yaml"}
+    assert builds.HELM.label == "helm"
+
+
 @pytest.mark.skipif(shutil.which("go") is None, reason="needs Go (the build needs it)")
 def test_karmada_not_built_says_how_to_build_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
