@@ -59,6 +59,11 @@ def _shown(value: Any) -> str:
 COMBINATIONS = (
     Combination({}, ("overlays/dry-run",)),
     Combination({"mode": "enforce"}, ("overlays/enforce",)),
+    Combination(
+        {"mode": "enforce", "enforceCopies": True},
+        ("overlays/enforce",),
+        ("components/enforce-copies",),
+    ),
     Combination({"mode": "sharded"}, ("overlays/sharded",)),
     Combination(
         {"mode": "enforce", "rollout": True, "storage": True},
@@ -80,6 +85,14 @@ COMBINATIONS = (
     ),
     Combination({"cluster": "hub"}, ("rbac/hub",)),
     Combination({"cluster": "hub", "mode": "sharded"}, ("rbac/hub-sharded",)),
+    Combination(
+        {"cluster": "hub", "mode": "sharded", "identity": "serviceaccount"},
+        ("rbac/hub-sharded-serviceaccount",),
+    ),
+    Combination(
+        {"cluster": "hub", "enforceCopies": True}, ("rbac/hub",), ("components/enforce-copies",)
+    ),
+    Combination({"cluster": "hub", "namespaces": True}, ("rbac/hub",), ("components/namespaces",)),
     Combination({"cluster": "hub", "secrets": False}, ("rbac/hub-without-secrets",)),
     Combination({"cluster": "hub", "identity": "serviceaccount"}, ("rbac/hub-serviceaccount",)),
     Combination(
@@ -96,6 +109,9 @@ COMBINATIONS = (
         {"cluster": "upstream", "identity": "serviceaccount"}, ("rbac/upstream-serviceaccount",)
     ),
     Combination({"cluster": "projects"}, ("rbac/projects",)),
+    Combination(
+        {"cluster": "projects", "identity": "serviceaccount"}, ("rbac/projects-serviceaccount",)
+    ),
 )
 
 
@@ -109,6 +125,10 @@ NOT_A_ROW = {
     "once": "a one-off run's arguments are a patch of the operator's (docs/operating.md)",
     "components/once": "the same",
     "restore": "its record and targets are a patch of the operator's (docs/undo.md)",
+    "components/sharded-leases": "the rbac/hub-sharded rows' component",
+    "monitoring": "the prometheusRule row loads its one file, monitoring/prometheusrule.yaml",
+    "components/runbooks": "a kustomize replacement (the runbooks' page, docs/deploying.md), "
+    "which the chart does not render: with the chart, patch runbook_url in your own copy",
 }
 
 
