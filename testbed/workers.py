@@ -16,11 +16,13 @@ from xdist.scheduler import LoadScopeScheduling
 
 # The modules with module-scoped fixtures that start servers (tests/test_docs_testing.py
 # holds this list to them): a hub and an upstream with the rendered RBAC; a hub and an
-# upstream, and a lone hub, for the install; a Milo; a Prometheus; upstreams of two surfaces.
+# upstream, and a lone hub, for the install; a Milo; a Prometheus; upstreams of two surfaces;
+# a hub with prometheus-operator's CRD for the chart's renders.
 ONE_WORKER = frozenset(
     {
         "tests/e2e/test_alerts_e2e.py",
         "tests/e2e/test_discovery_sharing_e2e.py",
+        "tests/e2e/test_helm_chart_e2e.py",
         "tests/e2e/test_install_e2e.py",
         "tests/e2e/test_owner_lookups_e2e.py",
         "tests/e2e/test_rbac_e2e.py",

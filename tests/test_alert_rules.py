@@ -60,7 +60,10 @@ def pushed_metrics() -> dict[str, set[str]]:
         "dry_run": False,
         "exit_code": 0,
         "counts": {"companions": {"deleted": {"orphaned": 1}}},
-        "sweeps": {"companions": {"scanned": 1}, "namespaces": {"scanned": 1}},
+        "sweeps": {
+            "companions": {"scanned": 1},
+            "namespaces": {"status": "completed", "scanned": 1},
+        },
         "upstream_counts": {"ok": 1},
         "api_requests": {"by_target": {"hub": 1}},
         "shard": {"index": 0, "count": 2},
